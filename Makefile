@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# scalene-bpf: build, test, install.  `make help` lists the targets.
+
+OUT		?= build
+PREFIX		?= /usr/local
+CC		?= gcc
+CLANG		?= clang
+BPFTOOL		?= bpftool
+ARCH		:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+PYTHON_TEST	?= $(shell pyenv prefix 3.11.7 2>/dev/null || echo /usr)/bin/python3
+
+WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -D_GNU_SOURCE
+CFLAGS		?= -g -O2
+CFLAGS		+= $(WARNINGS) -MMD -MP
+LDLIBS		+= -lbpf -lelf -lz -ljson-c -lm
+BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ipyoffsets \
+		   -Wall -Wno-unused-function -MMD -MP
+
+ifeq ($(SANITIZE),1)
+CFLAGS		+= -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS		+= -fsanitize=address,undefined
+endif
+
+BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
+BPF_OBJS	:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
+USER_SRCS	:= $(wildcard user/*.c)
+USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
+CORE_OBJS	:= $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
+UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
+UNIT_BINS	:= $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+BPFHOST_SRCS	:= $(wildcard tests/bpf/test_*.c)
+BPFHOST_BINS	:= $(patsubst tests/bpf/%.c,$(OUT)/tests/bpf_%,$(BPFHOST_SRCS))
+
+.PHONY: all
+all: scalene-bpf
+
+scalene-bpf: $(OUT)/scalene-bpf
+	cp $< $@
+
+$(OUT)/scalene-bpf: $(USER_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(OUT)/libcore.a: $(CORE_OBJS)
+	$(AR) rcs $@ $^
+
+$(OUT)/user/%.o: user/%.c | $(OUT)/user $(SKELS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BPF_OBJS): $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUT)/bpf
+	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $(@:.o=.tmp.o)
+	$(BPFTOOL) gen object $@ $(@:.o=.tmp.o)
+
+$(SKELS): $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libcore.a | $(OUT)/tests
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(OUT)/libcore.a $(LDLIBS)
+
+# The BPF walker compiled as host C, run against synthetic memory images.
+$(OUT)/tests/bpf_test_%: tests/bpf/test_%.c | $(OUT)/tests
+	$(CC) $(CPPFLAGS) -Itests/unit -Itests/bpf $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
+
+$(OUT)/user $(OUT)/bpf $(OUT)/tests:
+	mkdir -p $@
+
+.PHONY: unit-tests
+unit-tests: $(UNIT_BINS) $(BPFHOST_BINS)
+
+# `make test`: unit tests (no root), host-compiled BPF walker tests, then the
+# end-to-end suite (root; skipped with a message otherwise).  The last line is
+# the total over all suites.
+.PHONY: test
+test: scalene-bpf unit-tests test-venv
+	@tools/run-tests $(OUT) $(PYTHON_TEST)
+
+# The Python side of the tests: Scalene from PyPI (the format's validator and
+# viewers) and pytest, in a venv of their own.
+.PHONY: test-venv
+test-venv: $(OUT)/venv/.done
+$(OUT)/venv/.done: tests/requirements.txt
+	$(PYTHON_TEST) -m venv $(OUT)/venv
+	$(OUT)/venv/bin/pip install -q -r tests/requirements.txt
+	touch $@
+
+.PHONY: demo
+demo: scalene-bpf
+	./scalene-bpf run -o $(OUT)/demo-profile.json examples/demo.py
+	./scalene-bpf view --cli $(OUT)/demo-profile.json
+
+# Debian packages needed to build and test.
+DEB_DEPS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
+	    python3-venv
+.PHONY: deps
+deps:
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_DEPS)
+
+.PHONY: vmlinux
+vmlinux:
+	mkdir -p vmlinux/$(ARCH)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/$(ARCH)/vmlinux.h
+
+.PHONY: pyoffsets
+pyoffsets:
+	tools/pyoffsets/generate
+
+.PHONY: lint
+lint:
+	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h
+
+.PHONY: install
+install: scalene-bpf
+	install -D -m 0755 scalene-bpf $(DESTDIR)$(PREFIX)/bin/scalene-bpf
+
+.PHONY: clean
+clean:
+	rm -rf $(OUT) scalene-bpf
+
+.PHONY: help
+help:
+	@echo "make            build ./scalene-bpf"
+	@echo "make deps       install the Debian build dependencies"
+	@echo "make test       run every test (root for the end-to-end part)"
+	@echo "make demo       profile examples/demo.py and show the result"
+	@echo "make pyoffsets  regenerate pyoffsets/ from each CPython's headers"
+	@echo "make vmlinux    regenerate vmlinux/\$$(ARCH)/vmlinux.h from this kernel's BTF"
+	@echo "make install    install into \$$(PREFIX) (default /usr/local)"
+
+-include $(USER_OBJS:.o=.d) $(BPF_OBJS:.o=.d) $(UNIT_BINS:=.d)

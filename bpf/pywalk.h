@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The Python frame walker, shared by every BPF program that needs a stack and
+ * compiled as host C by tests/bpf/ against synthetic memory images.  The
+ * includer defines PYWALK_READ(dst, size, user_addr) -> 0 or < 0 before
+ * including this file: bpf_probe_read_user() in BPF, a read from the image in
+ * the tests.
+ *
+ * Thread state comes from the pthread TSD slot CPython keeps in autoTSSkey:
+ * it is set once per OS thread and stays valid while the thread runs without
+ * the GIL (native code, blocking calls), unlike _Py_tss_tstate (3.12+) or
+ * gilstate.tstate_current (the GIL holder, <= 3.11).
+ */
+#ifndef SCALENE_BPF_PYWALK_H
+#define SCALENE_BPF_PYWALK_H
+
+#include "abi.h"
+
+#ifndef PYWALK_READ
+#error "define PYWALK_READ before including pywalk.h"
+#endif
+
+#define PYOFF_UNSET 0xffff
+
+/* x86_64 user space ends below this; anything else is garbage. */
+#define USER_ADDR_MAX 0x0000800000000000ULL
+
+/*
+ * verifier: the range checks on the offsets are not always carried to their
+ * uses (the compiler drops a mask it can prove redundant, and the verifier
+ * loses the link between copies), so each use masks an opaque copy.  The
+ * masks are no-ops for checked values: pointer fields are 8-aligned in every
+ * layout.
+ */
+#ifndef pywalk_barrier_var
+#define pywalk_barrier_var(v) asm volatile("" : "+r"(v))
+#endif
+
+static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
+{
+	pywalk_barrier_var(off);
+	return off & mask;
+}
+
+struct pywalk_scratch {
+	__u8 buf[FRAME_BUF];
+};
+
+static __always_inline int pywalk_user_ptr(__u64 p)
+{
+	return p >= 4096 && p < USER_ADDR_MAX;
+}
+
+/*
+ * Finds the PyThreadState of the thread whose TLS block starts at `fsbase`:
+ * glibc's pthread_getspecific(key) for key < 32 is
+ * self->specific_1stblock[key].data with self == fsbase.
+ */
+static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsbase, __u64 *tstate)
+{
+	__u32 key = 0;
+	__u64 ts = 0, tid = 0;
+
+	if (!c->tss_key_addr || PYWALK_READ(&key, sizeof(key), c->tss_key_addr))
+		return WALK_BAD_KEY;
+	if (key >= TSD_DIRECT_KEYS)
+		return WALK_BAD_KEY;
+	if (PYWALK_READ(&ts, sizeof(ts),
+			fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data))
+		return WALK_NO_TSTATE;
+	if (!pywalk_user_ptr(ts))
+		return WALK_NO_TSTATE;
+	/* thread_id is pthread_self(), i.e. the TCB address: a slot holding a
+	 * stale or foreign pointer shows up here. */
+	if (PYWALK_READ(&tid, sizeof(tid), ts + c->ts_thread_id))
+		return WALK_NO_TSTATE;
+	if (tid != fsbase)
+		return WALK_TID_MISMATCH;
+	*tstate = ts;
+	return WALK_OK;
+}
+
+/* The innermost frame: tstate->frame (<=3.10), tstate->cframe->current_frame
+ * (3.11, 3.12), tstate->current_frame (3.13+). */
+static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64 tstate,
+					      __u64 *frame)
+{
+	__u64 f = 0;
+
+	if (PYWALK_READ(&f, sizeof(f), tstate + c->ts_frame))
+		return WALK_READ_FAILED;
+	if (c->cframe_current != PYOFF_UNSET) {
+		if (!pywalk_user_ptr(f))
+			return WALK_NO_TSTATE;
+		if (PYWALK_READ(&f, sizeof(f), f + c->cframe_current))
+			return WALK_READ_FAILED;
+	}
+	*frame = f;
+	return WALK_OK;
+}
+
+/*
+ * Walks at most MAX_FRAMES frames starting at `f`, innermost first, into
+ * frames[]; returns the status and stores the count in *nframes.
+ *
+ * verifier: every frame goes to slot i (the loop counter) and shim frames are
+ * only marked (code = 0).  Advancing the slot only for kept frames stops the
+ * verifier from merging loop states, and the walk no longer verifies beyond
+ * a few dozen frames.
+ */
+static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
+					 struct py_frame *frames, __u32 *nframes,
+					 struct pywalk_scratch *s)
+{
+	__u32 f_code = c->f_code, f_prev = c->f_prev, f_instr = c->f_instr;
+	__u32 f_owner = c->f_owner, rd = c->frame_read;
+	int has_owner = f_owner != PYOFF_UNSET;
+	int status = WALK_OK;
+	__u32 i, n = 0;
+
+	/* verifier: offsets come from a map; bound them to the buffer. */
+	if (!has_owner)
+		f_owner = 0;
+	if (f_code > FRAME_BUF - 8 || f_prev > FRAME_BUF - 8 || f_instr > FRAME_BUF - 8 ||
+	    f_owner > FRAME_BUF - 1 || (f_code | f_prev | f_instr) & 7)
+		return WALK_NO_CONFIG;
+	if (rd == 0 || rd > FRAME_BUF)
+		rd = FRAME_BUF;
+
+	for (i = 0; i < MAX_FRAMES; i++) {
+		__u64 code, prev;
+		__s32 off;
+		__u32 tag = 0;
+		int shim = 0;
+
+		if (!f)
+			break;
+		if (!pywalk_user_ptr(f) || PYWALK_READ(s->buf, rd, f)) {
+			status = WALK_READ_FAILED;
+			break;
+		}
+		code = *(__u64 *)&s->buf[pywalk_masked(f_code, FRAME_BUF - 8)];
+		prev = *(__u64 *)&s->buf[pywalk_masked(f_prev, FRAME_BUF - 8)];
+		if (c->minor >= 11) {
+			__u64 ip = *(__u64 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
+
+			/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
+			 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
+			if (has_owner && s->buf[pywalk_masked(f_owner, FRAME_BUF - 1)] >= 3)
+				shim = 1;
+			/* A new 3.11/3.12 frame points one unit before the first
+			 * instruction, giving -2: reported as the first line. */
+			off = (__s32)(ip - code - c->co_adaptive);
+		} else {
+			__s32 lasti = *(__s32 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
+
+			/* f_lasti counts bytes on 3.9 and code units on 3.10. */
+			off = lasti < 0 ? -1 : (c->minor == 10 ? lasti * 2 : lasti);
+		}
+		if (!shim && !pywalk_user_ptr(code))
+			shim = 1;
+		if (!shim)
+			PYWALK_READ(&tag, sizeof(tag), code + c->co_firstlineno);
+		frames[i & (MAX_FRAMES - 1)].code = shim ? 0 : code;
+		frames[i & (MAX_FRAMES - 1)].offset = off;
+		frames[i & (MAX_FRAMES - 1)].tag = tag;
+		n = i + 1;
+		f = prev;
+	}
+	if (status == WALK_OK && i == MAX_FRAMES && f)
+		status = WALK_TRUNCATED;
+	*nframes = n;
+	return status;
+}
+
+/* The whole walk for the thread whose TLS base is `fsbase`. */
+static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
+				  struct py_frame *frames, __u32 *nframes,
+				  struct pywalk_scratch *s)
+{
+	__u64 tstate = 0, f = 0;
+	int status;
+
+	*nframes = 0;
+	status = pywalk_tstate(c, fsbase, &tstate);
+	if (status != WALK_OK)
+		return status;
+	status = pywalk_first_frame(c, tstate, &f);
+	if (status != WALK_OK)
+		return status;
+	return pywalk_frames(c, f, frames, nframes, s);
+}
+
+#endif /* SCALENE_BPF_PYWALK_H */

@@ -1,0 +1,75 @@
+/* DO NOT EDIT - regenerate with make pyoffsets */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CPython 3.11.7 (PY_VERSION_HEX 0x030b07f0), x86_64
+ * headers: $(pyenv root)/versions/3.11.7/include/python3.11
+ * generator: tools/pyoffsets/pyoffsets.c
+ */
+#ifndef PYOFFSETS_CPYTHON_3_11_H
+#define PYOFFSETS_CPYTHON_3_11_H
+
+#include "pyoffsets.h"
+
+static const struct py_offsets py_offsets_3_11 = {
+	.version_hex = 0x30b07f0,
+	.minor = 11,
+	.runtime_interpreters_head = 40,
+	.runtime_main_thread = 80,
+	.runtime_autotss_key = 592,
+	.runtime_tstate_current = 576,
+	.interp_threads_head = 16,
+	.tstate_next = 8,
+	.tstate_interp = 16,
+	.tstate_frame = PYOFF_NONE,
+	.tstate_cframe = 56,
+	.tstate_current_frame = PYOFF_NONE,
+	.tstate_thread_id = 152,
+	.tstate_native_thread_id = 160,
+	.cframe_current_frame = 8,
+	.frame_code = 32,
+	.frame_previous = 48,
+	.frame_instr = 56,
+	.frame_owner = 69,
+	.frame_is_entry = 68,
+	.frame_size = 80,
+	.code_argcount = 56,
+	.code_flags = 48,
+	.code_firstlineno = 72,
+	.code_filename = 112,
+	.code_name = 120,
+	.code_qualname = 128,
+	.code_linetable = 136,
+	.code_code_adaptive = 184,
+	.code_code = PYOFF_NONE,
+	.object_type = 8,
+	.varobject_size = 16,
+	.type_basicsize = 32,
+	.type_name = 24,
+	.bytes_sval = 32,
+	.unicode_length = 16,
+	.unicode_state = 32,
+	.unicode_ascii_size = 48,
+	.unicode_compact_size = 72,
+	.unicode_kind_mask = 0x1c,
+	.unicode_compact_mask = 0x20,
+	.unicode_ascii_mask = 0x40,
+	.dbg_version = PYOFF_NONE,
+	.dbg_free_threaded = PYOFF_NONE,
+	.dbg_runtime_interpreters_head = PYOFF_NONE,
+	.dbg_interp_threads_head = PYOFF_NONE,
+	.dbg_tstate_current_frame = PYOFF_NONE,
+	.dbg_tstate_thread_id = PYOFF_NONE,
+	.dbg_tstate_next = PYOFF_NONE,
+	.dbg_frame_previous = PYOFF_NONE,
+	.dbg_frame_executable = PYOFF_NONE,
+	.dbg_frame_instr_ptr = PYOFF_NONE,
+	.dbg_frame_owner = PYOFF_NONE,
+	.dbg_code_filename = PYOFF_NONE,
+	.dbg_code_name = PYOFF_NONE,
+	.dbg_code_qualname = PYOFF_NONE,
+	.dbg_code_linetable = PYOFF_NONE,
+	.dbg_code_firstlineno = PYOFF_NONE,
+	.dbg_code_code_adaptive = PYOFF_NONE,
+};
+
+#endif /* PYOFFSETS_CPYTHON_3_11_H */

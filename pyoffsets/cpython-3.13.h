@@ -1,0 +1,75 @@
+/* DO NOT EDIT - regenerate with make pyoffsets */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CPython 3.13.0 (PY_VERSION_HEX 0x030d00f0), x86_64
+ * headers: $(pyenv root)/versions/3.13.0/include/python3.13
+ * generator: tools/pyoffsets/pyoffsets.c
+ */
+#ifndef PYOFFSETS_CPYTHON_3_13_H
+#define PYOFFSETS_CPYTHON_3_13_H
+
+#include "pyoffsets.h"
+
+static const struct py_offsets py_offsets_3_13 = {
+	.version_hex = 0x30d00f0,
+	.minor = 13,
+	.runtime_interpreters_head = 632,
+	.runtime_main_thread = 656,
+	.runtime_autotss_key = 2160,
+	.runtime_tstate_current = PYOFF_NONE,
+	.interp_threads_head = 7344,
+	.tstate_next = 8,
+	.tstate_interp = 16,
+	.tstate_frame = PYOFF_NONE,
+	.tstate_cframe = PYOFF_NONE,
+	.tstate_current_frame = 72,
+	.tstate_thread_id = 152,
+	.tstate_native_thread_id = 160,
+	.cframe_current_frame = PYOFF_NONE,
+	.frame_code = 0,
+	.frame_previous = 8,
+	.frame_instr = 56,
+	.frame_owner = 70,
+	.frame_is_entry = PYOFF_NONE,
+	.frame_size = 80,
+	.code_argcount = 52,
+	.code_flags = 48,
+	.code_firstlineno = 68,
+	.code_filename = 112,
+	.code_name = 120,
+	.code_qualname = 128,
+	.code_linetable = 136,
+	.code_code_adaptive = 200,
+	.code_code = PYOFF_NONE,
+	.object_type = 8,
+	.varobject_size = 16,
+	.type_basicsize = 32,
+	.type_name = 24,
+	.bytes_sval = 32,
+	.unicode_length = 16,
+	.unicode_state = 32,
+	.unicode_ascii_size = 40,
+	.unicode_compact_size = 56,
+	.unicode_kind_mask = 0x1c,
+	.unicode_compact_mask = 0x20,
+	.unicode_ascii_mask = 0x40,
+	.dbg_version = 8,
+	.dbg_free_threaded = 16,
+	.dbg_runtime_interpreters_head = 40,
+	.dbg_interp_threads_head = 72,
+	.dbg_tstate_current_frame = 184,
+	.dbg_tstate_thread_id = 192,
+	.dbg_tstate_next = 168,
+	.dbg_frame_previous = 232,
+	.dbg_frame_executable = 240,
+	.dbg_frame_instr_ptr = 248,
+	.dbg_frame_owner = 264,
+	.dbg_code_filename = 280,
+	.dbg_code_name = 288,
+	.dbg_code_qualname = 296,
+	.dbg_code_linetable = 304,
+	.dbg_code_firstlineno = 312,
+	.dbg_code_code_adaptive = 344,
+};
+
+#endif /* PYOFFSETS_CPYTHON_3_13_H */

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The shape of one CPython minor version's layout: byte offsets of the fields
+ * the profiler reads, on x86_64.  The values live in the generated
+ * pyoffsets/cpython-3.N.h files (tools/pyoffsets, `make pyoffsets`); nothing
+ * in the code hard-codes an offset.  A field a version does not have is
+ * PYOFF_NONE.
+ */
+#ifndef PYOFFSETS_H
+#define PYOFFSETS_H
+
+#include <stdint.h>
+
+#define PYOFF_NONE 0xffff
+
+struct py_offsets {
+	uint32_t version_hex;	/* PY_VERSION_HEX of the headers the table came from */
+	uint16_t minor;		/* 3.minor */
+
+	/* _PyRuntimeState */
+	uint16_t runtime_interpreters_head; /* interpreters.head */
+	uint16_t runtime_main_thread;	    /* main_thread (pthread_t of the main thread) */
+	uint16_t runtime_autotss_key;	    /* gilstate.autoTSSkey (<=3.11), autoTSSkey (3.12+): Py_tss_t */
+	uint16_t runtime_tstate_current;    /* gilstate.tstate_current (<=3.11), else NONE */
+
+	/* PyInterpreterState */
+	uint16_t interp_threads_head; /* tstate_head (<=3.10), threads.head (3.11+) */
+
+	/* PyThreadState */
+	uint16_t tstate_next;
+	uint16_t tstate_interp;
+	uint16_t tstate_frame;		/* frame (<=3.10), else NONE */
+	uint16_t tstate_cframe;		/* cframe (3.11, 3.12), else NONE */
+	uint16_t tstate_current_frame;	/* current_frame (3.13+), else NONE */
+	uint16_t tstate_thread_id;	/* thread_id: pthread_self() */
+	uint16_t tstate_native_thread_id; /* native_thread_id (3.11+), else NONE */
+
+	/* _PyCFrame (3.11, 3.12) */
+	uint16_t cframe_current_frame;
+
+	/* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
+	uint16_t frame_code;	 /* f_code (<=3.12), f_executable (3.13+) */
+	uint16_t frame_previous; /* f_back (<=3.10), previous (3.11+) */
+	uint16_t frame_instr;	 /* f_lasti (<=3.10, int), prev_instr (3.11, 3.12), instr_ptr (3.13+) */
+	uint16_t frame_owner;	 /* owner (3.11+, char), else NONE */
+	uint16_t frame_is_entry; /* is_entry (3.11 only), else NONE */
+	uint16_t frame_size;	 /* sizeof the frame struct */
+
+	/* PyCodeObject */
+	uint16_t code_argcount;
+	uint16_t code_flags;
+	uint16_t code_firstlineno;
+	uint16_t code_filename;
+	uint16_t code_name;
+	uint16_t code_qualname;	     /* 3.11+, else NONE */
+	uint16_t code_linetable;     /* co_lnotab (3.9) or co_linetable (3.10+) */
+	uint16_t code_code_adaptive; /* co_code_adaptive (3.11+), else NONE */
+	uint16_t code_code;	     /* co_code bytes object (<=3.10), else NONE */
+
+	/* PyObject / PyVarObject / PyTypeObject */
+	uint16_t object_type;	    /* ob_type */
+	uint16_t varobject_size;    /* ob_size */
+	uint16_t type_basicsize;    /* tp_basicsize */
+	uint16_t type_name;	    /* tp_name */
+
+	/* PyBytesObject */
+	uint16_t bytes_sval;	/* ob_sval */
+
+	/* PyUnicodeObject */
+	uint16_t unicode_length;
+	uint16_t unicode_state;
+	uint16_t unicode_ascii_size;   /* sizeof(PyASCIIObject): data of compact ASCII strings */
+	uint16_t unicode_compact_size; /* sizeof(PyCompactUnicodeObject): data of other compact strings */
+	uint32_t unicode_kind_mask;    /* mask of the `kind` bits in state (shift = ctz) */
+	uint32_t unicode_compact_mask;
+	uint32_t unicode_ascii_mask;
+
+	/* _Py_DebugOffsets (3.13+): where, inside the struct at _PyRuntime+0, each
+	 * cross-checked value lives; NONE before 3.13. */
+	uint16_t dbg_version;
+	uint16_t dbg_free_threaded;
+	uint16_t dbg_runtime_interpreters_head;
+	uint16_t dbg_interp_threads_head;
+	uint16_t dbg_tstate_current_frame;
+	uint16_t dbg_tstate_thread_id;
+	uint16_t dbg_tstate_next;
+	uint16_t dbg_frame_previous;
+	uint16_t dbg_frame_executable;
+	uint16_t dbg_frame_instr_ptr;
+	uint16_t dbg_frame_owner;
+	uint16_t dbg_code_filename;
+	uint16_t dbg_code_name;
+	uint16_t dbg_code_qualname;
+	uint16_t dbg_code_linetable;
+	uint16_t dbg_code_firstlineno;
+	uint16_t dbg_code_code_adaptive;
+};
+
+#endif /* PYOFFSETS_H */

@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The generated offset tables: structural invariants that every table must
+ * hold, and spot values that were checked against live interpreters.  A
+ * regeneration that silently drops a field or picks up the wrong headers
+ * fails here.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "testlib.h"
+#include "cpython.h"
+
+#define FIRST_MINOR 9
+#define LAST_MINOR 13
+
+static const struct py_offsets *find(unsigned int minor)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++)
+		if ((*t)->minor == minor)
+			return *t;
+	return NULL;
+}
+
+static uint16_t u16_at(const struct py_offsets *o, size_t off)
+{
+	uint16_t v;
+
+	memcpy(&v, (const char *)o + off, sizeof(v));
+	return v;
+}
+
+static void test_table_lists_every_minor_once(void)
+{
+	size_t n = 0;
+	unsigned int minor;
+
+	while (py_offsets_table[n])
+		n++;
+	CHECK_EQ_INT(n, LAST_MINOR - FIRST_MINOR + 1);
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		const struct py_offsets *o = find(minor);
+
+		CHECK(o != NULL);
+		if (o)
+			CHECK_EQ_INT(o->minor, minor);
+	}
+	CHECK(find(8) == NULL);
+	CHECK(find(14) == NULL);
+}
+
+static void test_version_hex_matches_minor(void)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++) {
+		CHECK_EQ_INT((*t)->version_hex >> 24, 3);
+		CHECK_EQ_INT(((*t)->version_hex >> 16) & 0xff, (*t)->minor);
+		/* A final release: level 0xf. */
+		CHECK_EQ_INT(((*t)->version_hex >> 4) & 0xf, 0xf);
+	}
+}
+
+/* Which minors have each 16-bit field; outside [first, last] it is NONE. */
+struct presence {
+	const char *name;
+	size_t off;
+	unsigned int first, last;
+};
+
+#define HAS(f, first, last) { #f, offsetof(struct py_offsets, f), first, last }
+#define ALWAYS(f) HAS(f, FIRST_MINOR, LAST_MINOR)
+
+static const struct presence presence[] = {
+	ALWAYS(runtime_interpreters_head),
+	ALWAYS(runtime_main_thread),
+	ALWAYS(runtime_autotss_key),
+	HAS(runtime_tstate_current, 9, 11),
+	ALWAYS(interp_threads_head),
+	ALWAYS(tstate_next),
+	ALWAYS(tstate_interp),
+	HAS(tstate_frame, 9, 10),
+	HAS(tstate_cframe, 11, 12),
+	HAS(tstate_current_frame, 13, LAST_MINOR),
+	ALWAYS(tstate_thread_id),
+	HAS(tstate_native_thread_id, 11, LAST_MINOR),
+	HAS(cframe_current_frame, 11, 12),
+	ALWAYS(frame_code),
+	ALWAYS(frame_previous),
+	ALWAYS(frame_instr),
+	HAS(frame_owner, 11, LAST_MINOR),
+	HAS(frame_is_entry, 11, 11),
+	ALWAYS(frame_size),
+	ALWAYS(code_argcount),
+	ALWAYS(code_flags),
+	ALWAYS(code_firstlineno),
+	ALWAYS(code_filename),
+	ALWAYS(code_name),
+	HAS(code_qualname, 11, LAST_MINOR),
+	ALWAYS(code_linetable),
+	HAS(code_code_adaptive, 11, LAST_MINOR),
+	HAS(code_code, 9, 10),
+	ALWAYS(object_type),
+	ALWAYS(varobject_size),
+	ALWAYS(type_basicsize),
+	ALWAYS(type_name),
+	ALWAYS(bytes_sval),
+	ALWAYS(unicode_length),
+	ALWAYS(unicode_state),
+	ALWAYS(unicode_ascii_size),
+	ALWAYS(unicode_compact_size),
+	HAS(dbg_version, 13, LAST_MINOR),
+	HAS(dbg_free_threaded, 13, LAST_MINOR),
+	HAS(dbg_runtime_interpreters_head, 13, LAST_MINOR),
+	HAS(dbg_interp_threads_head, 13, LAST_MINOR),
+	HAS(dbg_tstate_current_frame, 13, LAST_MINOR),
+	HAS(dbg_tstate_thread_id, 13, LAST_MINOR),
+	HAS(dbg_tstate_next, 13, LAST_MINOR),
+	HAS(dbg_frame_previous, 13, LAST_MINOR),
+	HAS(dbg_frame_executable, 13, LAST_MINOR),
+	HAS(dbg_frame_instr_ptr, 13, LAST_MINOR),
+	HAS(dbg_frame_owner, 13, LAST_MINOR),
+	HAS(dbg_code_filename, 13, LAST_MINOR),
+	HAS(dbg_code_name, 13, LAST_MINOR),
+	HAS(dbg_code_qualname, 13, LAST_MINOR),
+	HAS(dbg_code_linetable, 13, LAST_MINOR),
+	HAS(dbg_code_firstlineno, 13, LAST_MINOR),
+	HAS(dbg_code_code_adaptive, 13, LAST_MINOR),
+};
+
+static void test_none_exactly_where_absent(void)
+{
+	const struct py_offsets *const *t;
+	size_t i;
+
+	for (t = py_offsets_table; *t; t++) {
+		for (i = 0; i < sizeof(presence) / sizeof(presence[0]); i++) {
+			const struct presence *p = &presence[i];
+			int want = (*t)->minor >= p->first && (*t)->minor <= p->last;
+			int has = u16_at(*t, p->off) != PYOFF_NONE;
+
+			if (has != want)
+				fprintf(stderr, "3.%u %s: %s\n", (*t)->minor, p->name,
+					want ? "missing" : "should be PYOFF_NONE");
+			CHECK_EQ_INT(has, want);
+		}
+	}
+}
+
+static void test_frame_fields_inside_frame(void)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++) {
+		const struct py_offsets *o = *t;
+
+		CHECK(o->frame_instr < o->frame_size);
+		CHECK(o->frame_code + 8 <= o->frame_size);
+		CHECK(o->frame_previous + 8 <= o->frame_size);
+		CHECK(o->frame_code != o->frame_previous);
+		if (o->frame_owner != PYOFF_NONE)
+			CHECK(o->frame_owner < o->frame_size);
+		/* The walker reads the first 80 bytes of a 3.11+ frame at once. */
+		if (o->minor >= 11)
+			CHECK(o->frame_owner < 80 && o->frame_instr + 8 <= 80);
+	}
+}
+
+static int is_contiguous(uint32_t mask)
+{
+	uint32_t low = mask >> __builtin_ctz(mask);
+
+	return (low & (low + 1)) == 0;
+}
+
+static void test_unicode_masks(void)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++) {
+		const struct py_offsets *o = *t;
+
+		CHECK(o->unicode_kind_mask != 0);
+		CHECK(o->unicode_compact_mask != 0);
+		CHECK(o->unicode_ascii_mask != 0);
+		CHECK((o->unicode_kind_mask & o->unicode_compact_mask) == 0);
+		CHECK((o->unicode_kind_mask & o->unicode_ascii_mask) == 0);
+		CHECK((o->unicode_compact_mask & o->unicode_ascii_mask) == 0);
+		/* kind is 3 bits: 1, 2 or 4 bytes per character. */
+		if (o->unicode_kind_mask)
+			CHECK(is_contiguous(o->unicode_kind_mask) &&
+			      __builtin_popcount(o->unicode_kind_mask) == 3);
+		CHECK_EQ_INT(__builtin_popcount(o->unicode_compact_mask), 1);
+		CHECK_EQ_INT(__builtin_popcount(o->unicode_ascii_mask), 1);
+
+		CHECK(o->unicode_length < o->unicode_ascii_size);
+		CHECK(o->unicode_state + 4 <= o->unicode_ascii_size);
+		CHECK(o->unicode_ascii_size < o->unicode_compact_size);
+	}
+}
+
+static void test_debug_offsets_layout(void)
+{
+	const struct py_offsets *o = find(13);
+	size_t i;
+
+	if (!o) {
+		CHECK(o != NULL);
+		return;
+	}
+	/* After the 8-byte cookie, every entry is a u64. */
+	CHECK_EQ_INT(o->dbg_version, 8);
+	CHECK_EQ_INT(o->dbg_free_threaded, 16);
+	for (i = 0; i < sizeof(presence) / sizeof(presence[0]); i++) {
+		uint16_t v = u16_at(o, presence[i].off);
+
+		if (strncmp(presence[i].name, "dbg_", 4))
+			continue;
+		CHECK_EQ_INT(v % 8, 0);
+		/* sizeof(_Py_DebugOffsets) is 584 in 3.13.0. */
+		CHECK(v < 584);
+	}
+}
+
+/* Values checked against live interpreters and the design notes. */
+static void test_spot_values(void)
+{
+	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
+	const struct py_offsets *o12 = find(12), *o13 = find(13);
+
+	CHECK(o9 && o10 && o11 && o12 && o13);
+	if (!o9 || !o10 || !o11 || !o12 || !o13)
+		return;
+
+	CHECK_EQ_INT(o9->frame_instr, 104);
+	CHECK_EQ_INT(o10->frame_instr, 96);
+	CHECK_EQ_INT(o9->tstate_frame, 24);
+	CHECK_EQ_INT(o9->runtime_tstate_current, 568);
+	CHECK_EQ_INT(o11->runtime_tstate_current, 576);
+
+	CHECK_EQ_INT(o11->tstate_cframe, 56);
+	CHECK_EQ_INT(o11->cframe_current_frame, 8);
+	CHECK_EQ_INT(o11->frame_code, 32);
+	CHECK_EQ_INT(o11->frame_previous, 48);
+	CHECK_EQ_INT(o11->frame_is_entry, 68);
+	CHECK_EQ_INT(o11->frame_owner, 69);
+	CHECK_EQ_INT(o11->code_code_adaptive, 184);
+
+	CHECK_EQ_INT(o12->runtime_autotss_key, 1544);
+	CHECK_EQ_INT(o12->tstate_thread_id, 136);
+	CHECK_EQ_INT(o12->cframe_current_frame, 0);
+	CHECK_EQ_INT(o12->frame_owner, 70);
+	CHECK_EQ_INT(o12->code_code_adaptive, 192);
+
+	CHECK_EQ_INT(o13->tstate_current_frame, 72);
+	CHECK_EQ_INT(o13->runtime_interpreters_head, 632);
+	CHECK_EQ_INT(o13->interp_threads_head, 7344);
+	CHECK_EQ_INT(o13->frame_instr, 56);
+	CHECK_EQ_INT(o13->code_code_adaptive, 200);
+
+	/* 3.12 dropped wstr/wstr_length from PyASCIIObject. */
+	CHECK_EQ_INT(o9->unicode_ascii_size, 48);
+	CHECK_EQ_INT(o11->unicode_ascii_size, 48);
+	CHECK_EQ_INT(o12->unicode_ascii_size, 40);
+	CHECK_EQ_INT(o13->unicode_ascii_size, 40);
+}
+
+int main(void)
+{
+	RUN_TEST(test_table_lists_every_minor_once);
+	RUN_TEST(test_version_hex_matches_minor);
+	RUN_TEST(test_none_exactly_where_absent);
+	RUN_TEST(test_frame_fields_inside_frame);
+	RUN_TEST(test_unicode_masks);
+	RUN_TEST(test_debug_offsets_layout);
+	RUN_TEST(test_spot_values);
+	return test_summary("pyoffsets");
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A tiny test harness shared by every unit test program: each test is a
+ * function; CHECK() records a failure with its location and keeps going so
+ * that one run reports every broken expectation.  Each program prints one
+ * "name: N passed, N failed" line; tools/testsum adds them up.
+ */
+#ifndef TESTLIB_H
+#define TESTLIB_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int t_checks_failed;
+static int t_tests_passed, t_tests_failed;
+
+#define CHECK(cond)                                                                     \
+	do {                                                                            \
+		if (!(cond)) {                                                          \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                                 \
+			t_checks_failed++;                                              \
+		}                                                                       \
+	} while (0)
+
+#define CHECK_EQ_INT(a, b)                                                                \
+	do {                                                                              \
+		long long _a = (long long)(a), _b = (long long)(b);                       \
+		if (_a != _b) {                                                           \
+			fprintf(stderr, "%s:%d: %s == %lld, expected %lld\n", __FILE__,   \
+				__LINE__, #a, _a, _b);                                    \
+			t_checks_failed++;                                                \
+		}                                                                         \
+	} while (0)
+
+#define CHECK_EQ_STR(a, b)                                                               \
+	do {                                                                             \
+		const char *_a = (a), *_b = (b);                                         \
+		if (!_a || !_b || strcmp(_a, _b)) {                                      \
+			fprintf(stderr, "%s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, \
+				__LINE__, #a, _a ? _a : "(null)", _b ? _b : "(null)");   \
+			t_checks_failed++;                                               \
+		}                                                                        \
+	} while (0)
+
+#define RUN_TEST(fn)                                                    \
+	do {                                                            \
+		int _before = t_checks_failed;                          \
+		fn();                                                   \
+		if (t_checks_failed == _before) {                       \
+			t_tests_passed++;                               \
+		} else {                                                \
+			fprintf(stderr, "FAIL %s\n", #fn);              \
+			t_tests_failed++;                               \
+		}                                                       \
+	} while (0)
+
+/* Prints the summary line and returns the process exit status. */
+static inline int test_summary(const char *suite)
+{
+	printf("%s: %d passed, %d failed\n", suite, t_tests_passed, t_tests_failed);
+	return t_tests_failed ? 1 : 0;
+}
+
+#endif /* TESTLIB_H */

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pyoffsets: print the struct py_offsets table of one CPython minor version as
+ * a C header.  Compiled against that version's own headers with Py_BUILD_CORE,
+ * so every offset and size comes from the compiler (offsetof/sizeof), never
+ * from a hand-written number.  tools/pyoffsets/generate builds and runs it
+ * once per interpreter; see pyoffsets/README.md.
+ *
+ *   gcc -I$INC -I$INC/internal -Ipyoffsets tools/pyoffsets/pyoffsets.c -o pyoffsets-3.N
+ *   ./pyoffsets-3.N HEADERS-LABEL > pyoffsets/cpython-3.N.h
+ *
+ * HEADERS-LABEL is the include directory as it should appear in the
+ * provenance comment (the generator writes it relative to `pyenv root` so
+ * that the output does not depend on where pyenv lives).
+ */
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+
+#include <Python.h>
+#include <frameobject.h>
+#include <internal/pycore_runtime.h>
+#include <internal/pycore_interp.h>
+#include <internal/pycore_pystate.h>
+#if PY_VERSION_HEX >= 0x030b0000
+#include <internal/pycore_frame.h>
+#include <internal/pycore_code.h>
+#endif
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pyoffsets.h"
+
+#if !defined(__x86_64__) || !defined(__LP64__)
+#error "the committed tables describe x86_64; build this tool on an x86_64 host"
+#endif
+
+#if PY_MAJOR_VERSION != 3 || PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030e0000
+#error "pyoffsets knows the layouts of CPython 3.9 to 3.13; teach it the new version first"
+#endif
+
+/* Offsets that do not fit below PYOFF_NONE; reported, then main() fails. */
+static int n_too_big;
+
+static uint16_t off16(size_t value, const char *what)
+{
+	if (value >= PYOFF_NONE) {
+		fprintf(stderr, "pyoffsets: %s = %zu does not fit below PYOFF_NONE\n", what, value);
+		n_too_big++;
+		return PYOFF_NONE;
+	}
+	return (uint16_t)value;
+}
+
+#define OFF(type, member) off16(offsetof(type, member), #type "." #member)
+#define SIZE(type) off16(sizeof(type), "sizeof(" #type ")")
+
+static void fill_runtime(struct py_offsets *o)
+{
+	o->runtime_interpreters_head = OFF(_PyRuntimeState, interpreters.head);
+	o->runtime_main_thread = OFF(_PyRuntimeState, main_thread);
+#if PY_VERSION_HEX >= 0x030c0000
+	/* 3.12 moved the key out of gilstate and dropped tstate_current for a
+	 * thread-local (_Py_tss_tstate). */
+	o->runtime_autotss_key = OFF(_PyRuntimeState, autoTSSkey);
+#else
+	o->runtime_autotss_key = OFF(_PyRuntimeState, gilstate.autoTSSkey);
+	o->runtime_tstate_current = OFF(_PyRuntimeState, gilstate.tstate_current);
+#endif
+
+#if PY_VERSION_HEX >= 0x030b0000
+	o->interp_threads_head = OFF(PyInterpreterState, threads.head);
+#else
+	o->interp_threads_head = OFF(PyInterpreterState, tstate_head);
+#endif
+}
+
+static void fill_thread_state(struct py_offsets *o)
+{
+	o->tstate_next = OFF(PyThreadState, next);
+	o->tstate_interp = OFF(PyThreadState, interp);
+	o->tstate_thread_id = OFF(PyThreadState, thread_id);
+#if PY_VERSION_HEX >= 0x030b0000
+	o->tstate_native_thread_id = OFF(PyThreadState, native_thread_id);
+#endif
+
+	/*
+	 * Where the frame chain starts.  3.10 also has a tstate->cframe, but it
+	 * only carries use_tracing there; the chain hangs off tstate->frame.
+	 */
+#if PY_VERSION_HEX >= 0x030d0000
+	o->tstate_current_frame = OFF(PyThreadState, current_frame);
+#elif PY_VERSION_HEX >= 0x030b0000
+	o->tstate_cframe = OFF(PyThreadState, cframe);
+	o->cframe_current_frame = OFF(_PyCFrame, current_frame);
+#else
+	o->tstate_frame = OFF(PyThreadState, frame);
+#endif
+}
+
+static void fill_frame(struct py_offsets *o)
+{
+#if PY_VERSION_HEX >= 0x030b0000
+	o->frame_previous = OFF(_PyInterpreterFrame, previous);
+	o->frame_owner = OFF(_PyInterpreterFrame, owner);
+	o->frame_size = SIZE(_PyInterpreterFrame);
+#if PY_VERSION_HEX >= 0x030d0000
+	o->frame_code = OFF(_PyInterpreterFrame, f_executable);
+	o->frame_instr = OFF(_PyInterpreterFrame, instr_ptr);
+#else
+	o->frame_code = OFF(_PyInterpreterFrame, f_code);
+	o->frame_instr = OFF(_PyInterpreterFrame, prev_instr);
+#endif
+#if PY_VERSION_HEX < 0x030c0000
+	/* 3.12 replaced is_entry with FRAME_OWNED_BY_CSTACK shim frames. */
+	o->frame_is_entry = OFF(_PyInterpreterFrame, is_entry);
+#endif
+#else
+	o->frame_code = OFF(PyFrameObject, f_code);
+	o->frame_previous = OFF(PyFrameObject, f_back);
+	o->frame_instr = OFF(PyFrameObject, f_lasti);
+	o->frame_size = SIZE(PyFrameObject);
+#endif
+}
+
+static void fill_code(struct py_offsets *o)
+{
+	o->code_argcount = OFF(PyCodeObject, co_argcount);
+	o->code_flags = OFF(PyCodeObject, co_flags);
+	o->code_firstlineno = OFF(PyCodeObject, co_firstlineno);
+	o->code_filename = OFF(PyCodeObject, co_filename);
+	o->code_name = OFF(PyCodeObject, co_name);
+#if PY_VERSION_HEX >= 0x030b0000
+	o->code_qualname = OFF(PyCodeObject, co_qualname);
+	o->code_code_adaptive = OFF(PyCodeObject, co_code_adaptive);
+#else
+	o->code_code = OFF(PyCodeObject, co_code);
+#endif
+#if PY_VERSION_HEX >= 0x030a0000
+	o->code_linetable = OFF(PyCodeObject, co_linetable);
+#else
+	o->code_linetable = OFF(PyCodeObject, co_lnotab);
+#endif
+}
+
+/* The 32 bits of PyASCIIObject.state as they sit in memory. */
+static uint32_t unicode_state_word(const PyASCIIObject *a)
+{
+	uint32_t word;
+
+	_Static_assert(sizeof(a->state) == sizeof(word), "PyASCIIObject.state is not 32 bits");
+	memcpy(&word, &a->state, sizeof(word));
+	return word;
+}
+
+/*
+ * The bit masks of the state bitfields, found by setting every bit of one
+ * field in a zeroed object and reading the word back, so that the compiler's
+ * bitfield layout decides, not an assumption.  Decrementing a zero unsigned
+ * bitfield sets all of its bits, whatever its width.
+ */
+static void fill_unicode(struct py_offsets *o)
+{
+	PyASCIIObject a;
+
+	o->unicode_length = OFF(PyASCIIObject, length);
+	o->unicode_state = OFF(PyASCIIObject, state);
+	o->unicode_ascii_size = SIZE(PyASCIIObject);
+	o->unicode_compact_size = SIZE(PyCompactUnicodeObject);
+
+	memset(&a, 0, sizeof(a));
+	a.state.kind--;
+	o->unicode_kind_mask = unicode_state_word(&a);
+
+	memset(&a, 0, sizeof(a));
+	a.state.compact--;
+	o->unicode_compact_mask = unicode_state_word(&a);
+
+	memset(&a, 0, sizeof(a));
+	a.state.ascii--;
+	o->unicode_ascii_mask = unicode_state_word(&a);
+}
+
+static void fill_objects(struct py_offsets *o)
+{
+	o->object_type = OFF(PyObject, ob_type);
+	o->varobject_size = OFF(PyVarObject, ob_size);
+	o->type_basicsize = OFF(PyTypeObject, tp_basicsize);
+	o->type_name = OFF(PyTypeObject, tp_name);
+	o->bytes_sval = OFF(PyBytesObject, ob_sval);
+	fill_unicode(o);
+}
+
+static void fill_debug_offsets(struct py_offsets *o)
+{
+#if PY_VERSION_HEX >= 0x030d0000
+	/* Where each value sits inside the _Py_DebugOffsets at _PyRuntime+0. */
+	o->dbg_version = OFF(_Py_DebugOffsets, version);
+	o->dbg_free_threaded = OFF(_Py_DebugOffsets, free_threaded);
+	o->dbg_runtime_interpreters_head = OFF(_Py_DebugOffsets, runtime_state.interpreters_head);
+	o->dbg_interp_threads_head = OFF(_Py_DebugOffsets, interpreter_state.threads_head);
+	o->dbg_tstate_current_frame = OFF(_Py_DebugOffsets, thread_state.current_frame);
+	o->dbg_tstate_thread_id = OFF(_Py_DebugOffsets, thread_state.thread_id);
+	o->dbg_tstate_next = OFF(_Py_DebugOffsets, thread_state.next);
+	o->dbg_frame_previous = OFF(_Py_DebugOffsets, interpreter_frame.previous);
+	o->dbg_frame_executable = OFF(_Py_DebugOffsets, interpreter_frame.executable);
+	o->dbg_frame_instr_ptr = OFF(_Py_DebugOffsets, interpreter_frame.instr_ptr);
+	o->dbg_frame_owner = OFF(_Py_DebugOffsets, interpreter_frame.owner);
+	o->dbg_code_filename = OFF(_Py_DebugOffsets, code_object.filename);
+	o->dbg_code_name = OFF(_Py_DebugOffsets, code_object.name);
+	o->dbg_code_qualname = OFF(_Py_DebugOffsets, code_object.qualname);
+	o->dbg_code_linetable = OFF(_Py_DebugOffsets, code_object.linetable);
+	o->dbg_code_firstlineno = OFF(_Py_DebugOffsets, code_object.firstlineno);
+	o->dbg_code_code_adaptive = OFF(_Py_DebugOffsets, code_object.co_code_adaptive);
+#else
+	(void)o;
+#endif
+}
+
+/* Every field of struct py_offsets, in declaration order. */
+struct field {
+	const char *name;
+	size_t off;
+	size_t size;
+	bool hex;
+};
+
+#define FIELD(f, h) { #f, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f), h }
+#define DEC(f) FIELD(f, false)
+#define HEX(f) FIELD(f, true)
+
+static const struct field fields[] = {
+	HEX(version_hex),
+	DEC(minor),
+	DEC(runtime_interpreters_head),
+	DEC(runtime_main_thread),
+	DEC(runtime_autotss_key),
+	DEC(runtime_tstate_current),
+	DEC(interp_threads_head),
+	DEC(tstate_next),
+	DEC(tstate_interp),
+	DEC(tstate_frame),
+	DEC(tstate_cframe),
+	DEC(tstate_current_frame),
+	DEC(tstate_thread_id),
+	DEC(tstate_native_thread_id),
+	DEC(cframe_current_frame),
+	DEC(frame_code),
+	DEC(frame_previous),
+	DEC(frame_instr),
+	DEC(frame_owner),
+	DEC(frame_is_entry),
+	DEC(frame_size),
+	DEC(code_argcount),
+	DEC(code_flags),
+	DEC(code_firstlineno),
+	DEC(code_filename),
+	DEC(code_name),
+	DEC(code_qualname),
+	DEC(code_linetable),
+	DEC(code_code_adaptive),
+	DEC(code_code),
+	DEC(object_type),
+	DEC(varobject_size),
+	DEC(type_basicsize),
+	DEC(type_name),
+	DEC(bytes_sval),
+	DEC(unicode_length),
+	DEC(unicode_state),
+	DEC(unicode_ascii_size),
+	DEC(unicode_compact_size),
+	HEX(unicode_kind_mask),
+	HEX(unicode_compact_mask),
+	HEX(unicode_ascii_mask),
+	DEC(dbg_version),
+	DEC(dbg_free_threaded),
+	DEC(dbg_runtime_interpreters_head),
+	DEC(dbg_interp_threads_head),
+	DEC(dbg_tstate_current_frame),
+	DEC(dbg_tstate_thread_id),
+	DEC(dbg_tstate_next),
+	DEC(dbg_frame_previous),
+	DEC(dbg_frame_executable),
+	DEC(dbg_frame_instr_ptr),
+	DEC(dbg_frame_owner),
+	DEC(dbg_code_filename),
+	DEC(dbg_code_name),
+	DEC(dbg_code_qualname),
+	DEC(dbg_code_linetable),
+	DEC(dbg_code_firstlineno),
+	DEC(dbg_code_code_adaptive),
+};
+
+#define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static size_t align_up(size_t n, size_t a)
+{
+	return (n + a - 1) / a * a;
+}
+
+/*
+ * The list above must name every member of struct py_offsets: each entry
+ * starts where the previous one ended (rounded up to its own alignment) and
+ * the last one ends the struct.  A member added to pyoffsets.h but not here
+ * leaves a hole, and the tool refuses to print a table with a silent zero.
+ */
+static int check_field_list(void)
+{
+	size_t end = 0;
+	size_t i;
+
+	for (i = 0; i < N_FIELDS; i++) {
+		if (fields[i].off != align_up(end, fields[i].size)) {
+			fprintf(stderr,
+				"pyoffsets: a member of struct py_offsets before %s is missing "
+				"from the field list in %s\n",
+				fields[i].name, __FILE__);
+			return -EINVAL;
+		}
+		end = fields[i].off + fields[i].size;
+	}
+	if (align_up(end, _Alignof(struct py_offsets)) != sizeof(struct py_offsets)) {
+		fprintf(stderr,
+			"pyoffsets: members after %s are missing from the field list in %s\n",
+			fields[N_FIELDS - 1].name, __FILE__);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void print_field(const struct py_offsets *o, const struct field *f)
+{
+	const char *p = (const char *)o + f->off;
+	uint32_t v32;
+	uint16_t v16;
+
+	if (f->size == sizeof(v32)) {
+		memcpy(&v32, p, sizeof(v32));
+		printf("\t.%s = %s%x,\n", f->name, f->hex ? "0x" : "", v32);
+		return;
+	}
+	memcpy(&v16, p, sizeof(v16));
+	if (v16 == PYOFF_NONE)
+		printf("\t.%s = PYOFF_NONE,\n", f->name);
+	else
+		printf("\t.%s = %u,\n", f->name, v16);
+}
+
+static void print_header(const struct py_offsets *o, const char *headers)
+{
+	size_t i;
+
+	printf("/* DO NOT EDIT - regenerate with make pyoffsets */\n");
+	printf("/* SPDX-License-Identifier: BSD-2-Clause */\n");
+	printf("/*\n");
+	printf(" * CPython %s (PY_VERSION_HEX 0x%08x), x86_64\n", PY_VERSION,
+	       (unsigned int)PY_VERSION_HEX);
+	printf(" * headers: %s\n", headers);
+	printf(" * generator: tools/pyoffsets/pyoffsets.c\n");
+	printf(" */\n");
+	printf("#ifndef PYOFFSETS_CPYTHON_3_%d_H\n", PY_MINOR_VERSION);
+	printf("#define PYOFFSETS_CPYTHON_3_%d_H\n\n", PY_MINOR_VERSION);
+	printf("#include \"pyoffsets.h\"\n\n");
+	printf("static const struct py_offsets py_offsets_3_%d = {\n", PY_MINOR_VERSION);
+	for (i = 0; i < N_FIELDS; i++)
+		print_field(o, &fields[i]);
+	printf("};\n\n");
+	printf("#endif /* PYOFFSETS_CPYTHON_3_%d_H */\n", PY_MINOR_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+	struct py_offsets o;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s HEADERS-LABEL > cpython-3.%d.h\n", argv[0],
+			PY_MINOR_VERSION);
+		return 2;
+	}
+	if (check_field_list())
+		return 1;
+
+	/* All bytes 0xff: every 16-bit field a version lacks reads PYOFF_NONE. */
+	memset(&o, 0xff, sizeof(o));
+	o.version_hex = PY_VERSION_HEX;
+	o.minor = PY_MINOR_VERSION;
+	fill_runtime(&o);
+	fill_thread_state(&o);
+	fill_frame(&o);
+	fill_code(&o);
+	fill_objects(&o);
+	fill_debug_offsets(&o);
+	if (n_too_big)
+		return 1;
+
+	print_header(&o, argv[1]);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "pyoffsets: failed to write the table: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Symbols and program headers of one ELF file, read with libelf.
+ *
+ * The files are those of a profiled process and so untrusted: a corrupt or
+ * truncated file makes elf_file__open() fail (or a lookup return an error),
+ * never crash.  An open elf_file keeps its file descriptor until freed.
+ */
+#ifndef ELFSYM_H
+#define ELFSYM_H
+
+#include <stdint.h>
+
+struct elf_file;
+struct procmaps;
+
+/* Returns NULL and sets errno (EINVAL for a file that is not a usable ELF). */
+struct elf_file *elf_file__open(const char *path);
+void elf_file__free(struct elf_file *e);
+
+/* ET_EXEC, ET_DYN, ... from the ELF header. */
+int elf_file__type(const struct elf_file *e);
+
+/*
+ * Looks name up in .symtab, then in .dynsym (defined symbols only).
+ * Returns 0 or -ENOENT; value and size may be NULL.
+ */
+int elf_file__find_symbol(const struct elf_file *e, const char *name, uint64_t *value,
+			  uint64_t *size);
+
+/* p_vaddr and p_offset of the first PT_LOAD; 0 or -ENOENT. */
+int elf_file__first_load(const struct elf_file *e, uint64_t *vaddr, uint64_t *offset);
+
+/*
+ * Writes the [p_vaddr, p_vaddr + p_memsz) ranges of the executable PT_LOADs,
+ * at most max of them, and returns how many it wrote (or -EINVAL).
+ */
+int elf_file__exec_ranges(const struct elf_file *e, uint64_t (*ranges)[2], int max);
+
+/*
+ * Converts a file offset to a link-time virtual address through the PT_LOAD
+ * that maps it: 0 or -ENOENT.
+ */
+int elf_file__offset_to_vaddr(const struct elf_file *e, uint64_t off, uint64_t *vaddr);
+
+/*
+ * Finds the function (STT_FUNC or STT_GNU_IFUNC with a size, from .symtab and
+ * .dynsym) whose [st_value, st_value + st_size) holds vaddr.  *name stays
+ * valid until elf_file__free().  Returns 0 or -ENOENT.
+ */
+int elf_file__symbolize(const struct elf_file *e, uint64_t vaddr, const char **name,
+			uint64_t *offset);
+
+/* The GNU build ID as lower-case hex, or NULL if the file has none. */
+const char *elf_file__build_id(const struct elf_file *e);
+
+/*
+ * The load bias of e as mapped at path in m: the start of the mapping of path
+ * whose file offset is (first PT_LOAD p_offset & ~0xfff), minus
+ * (first PT_LOAD p_vaddr & ~0xfff).  The runtime address of a symbol is
+ * bias + st_value.  Returns 0 or -ENOENT.
+ */
+int procmaps_load_bias(const struct procmaps *m, const char *path, const struct elf_file *e,
+		       uint64_t *bias);
+
+#endif /* ELFSYM_H */

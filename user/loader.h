@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The BPF side, opened, configured, loaded and attached; the only module that
+ * knows the skeleton.  Records reach the caller through a callback while it
+ * polls.
+ */
+#ifndef LOADER_H
+#define LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+#include "abi.h"
+
+typedef int (*loader_event_fn)(void *ctx, const void *data, size_t size);
+
+struct loader_opts {
+	unsigned int rate_hz;		/* samples per second per CPU */
+	bool follow_children;
+	unsigned int max_procs;		/* tracked processes at once */
+	unsigned int ringbuf_bytes;	/* power of two */
+	loader_event_fn on_event;
+	void *ctx;
+};
+
+struct loader;
+
+/* NULL with errno set; the reason has been printed. */
+struct loader *loader__open(const struct loader_opts *opts);
+void loader__free(struct loader *l);
+
+/* Starts recording tgid (its threads, and its children when following). */
+int loader__track(struct loader *l, int tgid, uint64_t start_time);
+int loader__untrack(struct loader *l, int tgid);
+/* Gives a tracked process its walk configuration. */
+int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg);
+/* Waits up to timeout_ms for records, then drains; records or -errno. */
+int loader__poll(struct loader *l, int timeout_ms);
+/* Drains the ring buffer; returns records consumed or -errno. */
+int loader__drain(struct loader *l);
+/* Sums the per-CPU counters into out[STAT_MAX]. */
+int loader__stats(struct loader *l, uint64_t *out);
+uint64_t loader__period_ns(const struct loader *l);
+/* Kernel time spent in the sampling program, if kernel.bpf_stats_enabled. */
+int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt);
+
+/* Start time of a process in clock ticks since boot (/proc/PID/stat field
+ * 22), the unit the BPF side compares to tell a recycled PID; 0 on failure. */
+uint64_t proc_start_ticks(int pid);
+
+#endif /* LOADER_H */

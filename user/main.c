@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * scalene-bpf: parse, set up, run, write, clean up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <json-c/json.h>
+
+#include "loader.h"
+#include "log.h"
+#include "options.h"
+#include "output.h"
+#include "profile.h"
+#include "python.h"
+#include "runner.h"
+#include "session.h"
+#include "target.h"
+#include "view.h"
+
+#define VERSION "0.1.0"
+#define POLL_MS 10
+#define MAX_PROCS 8192
+#define RINGBUF_BYTES (16 << 20)
+
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig)
+{
+	got_signal = sig;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct run_state {
+	const struct options *opts;
+	struct user_creds creds;
+	struct target target;
+	struct loader *loader;
+	struct profile *profile;
+	struct session *session;
+	double start_mono, start_wall;
+};
+
+static int write_profile(struct run_state *rs, bool final)
+{
+	struct output_meta m = {
+		.program = rs->target.program,
+		.args = (const char *const *)rs->target.args,
+		.nargs = rs->target.nargs,
+		.program_dir = rs->target.program_dir,
+		.elapsed_sec = mono_s() - rs->start_mono,
+		.start_time_absolute = rs->start_wall,
+		.start_time_perf = rs->start_mono,
+		.cpu_percent_threshold = rs->opts->cpu_percent_threshold,
+		.read_source = session__read_source,
+		.ctx = rs->session,
+	};
+	const struct py_proc *pp = session__root_python(rs->session);
+	struct json_object *doc;
+	char *text;
+	int err;
+
+	if (pp)
+		m.main_thread_id = pp->main_thread;
+	m.extra = session__facts(rs->session);
+	doc = output_build(rs->profile, &m);
+	json_object_put(m.extra);
+	text = doc ? output_to_string(doc) : NULL;
+	json_object_put(doc);
+	if (!text) {
+		pr_warn("failed to build the profile: out of memory\n");
+		return -ENOMEM;
+	}
+	err = outfile_write(rs->opts->outfile, text, strlen(text), &rs->creds);
+	if (err) {
+		char fallback[64];
+
+		/* Never lose a profile: say where it went instead. */
+		snprintf(fallback, sizeof(fallback), "/tmp/scalene-bpf-profile-%d.json",
+			 (int)getpid());
+		pr_warn("failed to write the profile to %s: %s\n", rs->opts->outfile,
+			strerror(-err));
+		if (!outfile_write(fallback, text, strlen(text), &rs->creds))
+			pr_warn("the profile was saved to %s instead\n", fallback);
+		else
+			pr_warn("and could not save it to %s either\n", fallback);
+	} else if (final) {
+		fprintf(stderr,
+			"scalene-bpf: profile saved to %s (%llu samples)\n"
+			"  to view it in the terminal: scalene-bpf view --cli %s\n"
+			"  to view it in a browser:    scalene view %s\n",
+			rs->opts->outfile, (unsigned long long)profile__samples(rs->profile),
+			rs->opts->outfile, rs->opts->outfile);
+	}
+	free(text);
+	return err;
+}
+
+static int setup(struct run_state *rs)
+{
+	struct profile_filter filter = {
+		.program_dir = rs->target.program_dir,
+		.profile_all = rs->opts->profile_all,
+		.only = rs->opts->profile_only,
+		.nonly = rs->opts->nprofile_only,
+		.exclude = rs->opts->profile_exclude,
+		.nexclude = rs->opts->nprofile_exclude,
+		.idle = rs->opts->idle,
+	};
+	struct loader_opts lo = {
+		.rate_hz = rs->opts->rate_hz,
+		.follow_children = !rs->opts->no_follow,
+		.max_procs = MAX_PROCS,
+		.ringbuf_bytes = RINGBUF_BYTES,
+		.on_event = session__handle,
+	};
+	struct session_opts so = {};
+
+	rs->profile = profile__new(&filter);
+	if (!rs->profile)
+		return -ENOMEM;
+	/* The session is the ring buffer's consumer: made first, wired after. */
+	so.profile = rs->profile;
+	so.ncpus = libbpf_num_possible_cpus();
+	so.period_ns = 1000000000ULL / rs->opts->rate_hz;
+	rs->session = session__new(&so);
+	if (!rs->session)
+		return -ENOMEM;
+	lo.ctx = rs->session;
+	rs->loader = loader__open(&lo);
+	if (!rs->loader)
+		return -errno;
+	session__set_loader(rs->session, rs->loader);
+	return 0;
+}
+
+static void teardown(struct run_state *rs)
+{
+	loader__free(rs->loader);
+	session__free(rs->session);
+	profile__free(rs->profile);
+	target_free(&rs->target);
+}
+
+static bool interval_due(struct run_state *rs, double *next)
+{
+	double now = mono_s();
+
+	if (rs->opts->profile_interval <= 0 || now < *next)
+		return false;
+	*next = now + rs->opts->profile_interval;
+	return true;
+}
+
+/* Polls until the child exits; returns its wait status. */
+static int run_loop(struct run_state *rs, pid_t child)
+{
+	double next = mono_s() + rs->opts->profile_interval;
+	int status = 0, forwarded = 0;
+	pid_t w;
+
+	for (;;) {
+		loader__poll(rs->loader, POLL_MS);
+		session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
+		if (got_signal && got_signal != forwarded) {
+			/* Ctrl-C reached the child from the terminal already; other
+			 * signals sent to us are passed on, as in a plain run. */
+			if (got_signal != SIGINT && got_signal != SIGQUIT)
+				kill(child, got_signal);
+			forwarded = got_signal;
+			got_signal = 0;
+		}
+		if (interval_due(rs, &next))
+			write_profile(rs, false);
+		w = waitpid(child, &status, WNOHANG);
+		if (w == child)
+			break;
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	loader__drain(rs->loader);
+	return status;
+}
+
+static int cmd_run(const struct options *o)
+{
+	struct run_state rs = { .opts = o };
+	struct launch l = { .pid = -1, .gate_fd = -1, .err_fd = -1 };
+	int err, status;
+
+	err = creds_from_env(&rs.creds);
+	if (!err)
+		err = target_from_command(o, &rs.target);
+	if (err)
+		goto out;
+	err = outfile_check(o->outfile, &rs.creds);
+	if (err) {
+		pr_warn("cannot write the profile to %s: %s; choose another path with -o\n",
+			o->outfile, strerror(-err));
+		goto out;
+	}
+	err = setup(&rs);
+	if (err)
+		goto out;
+	err = runner_spawn(rs.target.exec_argv, &rs.creds, &l);
+	if (err) {
+		pr_warn("failed to start %s: %s\n", rs.target.exec_argv[0], strerror(-err));
+		goto out;
+	}
+	err = session__add_root(rs.session, l.pid, NULL);
+	if (err) {
+		runner_abort(&l);
+		goto out;
+	}
+	install_signals();
+	rs.start_mono = mono_s();
+	rs.start_wall = wall_s();
+	err = runner_release(&l);
+	if (err) {
+		pr_warn("failed to run %s: %s\n", rs.target.exec_argv[0], strerror(-err));
+		err = 127;
+		goto out_noprofile;
+	}
+	status = run_loop(&rs, l.pid);
+	write_profile(&rs, true);
+	err = exit_status_of(status);
+	teardown(&rs);
+	return err;
+out_noprofile:
+	teardown(&rs);
+	return err;
+out:
+	teardown(&rs);
+	return 1;
+}
+
+static int cmd_attach(const struct options *o)
+{
+	struct run_state rs = { .opts = o };
+	struct py_proc pp;
+	char why[256];
+	double deadline;
+	double next;
+	int err;
+
+	err = creds_from_env(&rs.creds);
+	if (err)
+		return 1;
+	if (kill(o->pid, 0) && errno == ESRCH) {
+		pr_warn("no process with PID %d\n", o->pid);
+		return 1;
+	}
+	err = python__detect(o->pid, &pp, why, sizeof(why));
+	if (err == -EACCES || err == -EPERM) {
+		pr_warn("cannot inspect process %d: %s (run as root, or grant CAP_SYS_PTRACE)\n",
+			o->pid, why);
+		return 1;
+	}
+	if (err) {
+		pr_warn("cannot profile process %d: %s\n", o->pid, why);
+		return 1;
+	}
+	err = target_from_pid(o, &rs.target);
+	if (!err)
+		err = outfile_check(o->outfile, &rs.creds);
+	if (err) {
+		pr_warn("cannot write the profile to %s: %s; choose another path with -o\n",
+			o->outfile, strerror(-err));
+		target_free(&rs.target);
+		return 1;
+	}
+	err = setup(&rs);
+	if (!err)
+		err = session__add_root(rs.session, o->pid, &pp);
+	if (err) {
+		teardown(&rs);
+		return 1;
+	}
+	install_signals();
+	rs.start_mono = mono_s();
+	rs.start_wall = wall_s();
+	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
+	next = rs.start_mono + o->profile_interval;
+	pr_info("attached to process %d; Ctrl-C to stop\n", o->pid);
+	while (!got_signal && !session__root_exited(rs.session)) {
+		loader__poll(rs.loader, POLL_MS);
+		session__tick(rs.session, (uint64_t)(mono_s() * 1e9));
+		if (deadline && mono_s() >= deadline)
+			break;
+		if (interval_due(&rs, &next))
+			write_profile(&rs, false);
+		if (kill(o->pid, 0) && errno == ESRCH)
+			break;
+	}
+	loader__drain(rs.loader);
+	err = write_profile(&rs, true);
+	teardown(&rs);
+	return err ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int ret;
+
+	if (options_parse(argc, argv, &o, stderr))
+		return 2;
+	log_set_level(o.verbose);
+	if (!o.outfile)
+		o.outfile = DEFAULT_OUTFILE;
+	switch (o.cmd) {
+	case CMD_HELP:
+		options_usage(stdout);
+		return 0;
+	case CMD_VERSION:
+		printf("scalene-bpf %s\n", VERSION);
+		return 0;
+	case CMD_VIEW:
+		return view_main(&o);
+	case CMD_RUN:
+		ret = cmd_run(&o);
+		break;
+	case CMD_ATTACH:
+		ret = cmd_attach(&o);
+		break;
+	default:
+		options_usage(stderr);
+		ret = 2;
+	}
+	options_free(&o);
+	return ret;
+}

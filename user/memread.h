@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Reads another process's memory.  Everything read is untrusted. */
+#ifndef MEMREAD_H
+#define MEMREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads exactly len bytes at addr of pid: 0, or -errno (-EFAULT for a short
+ * read, -ESRCH when the process is gone). */
+int mem_read(int pid, uint64_t addr, void *buf, size_t len);
+int mem_read_u64(int pid, uint64_t addr, uint64_t *v);
+int mem_read_u32(int pid, uint64_t addr, uint32_t *v);
+
+#endif /* MEMREAD_H */

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+enum {
+	OPT_CPU_ONLY = 256,
+	OPT_PROFILE_ALL,
+	OPT_PROFILE_ONLY,
+	OPT_PROFILE_EXCLUDE,
+	OPT_CPU_PERCENT_THRESHOLD,
+	OPT_PROFILE_INTERVAL,
+	OPT_RATE,
+	OPT_PYTHON,
+	OPT_PID,
+	OPT_DURATION,
+	OPT_IDLE,
+	OPT_NO_FOLLOW,
+	OPT_CLI,
+	OPT_ALL_LINES,
+	OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+	{ "outfile", required_argument, NULL, 'o' },
+	{ "cpu-only", no_argument, NULL, OPT_CPU_ONLY },
+	{ "profile-all", no_argument, NULL, OPT_PROFILE_ALL },
+	{ "profile-only", required_argument, NULL, OPT_PROFILE_ONLY },
+	{ "profile-exclude", required_argument, NULL, OPT_PROFILE_EXCLUDE },
+	{ "cpu-percent-threshold", required_argument, NULL, OPT_CPU_PERCENT_THRESHOLD },
+	{ "profile-interval", required_argument, NULL, OPT_PROFILE_INTERVAL },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "python", required_argument, NULL, OPT_PYTHON },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+	{ "config", required_argument, NULL, 'c' },
+	{ "cli", no_argument, NULL, OPT_CLI },
+	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{},
+};
+
+void options_usage(FILE *f)
+{
+	fputs("usage: scalene-bpf run [options] prog.py [args...]\n"
+	      "       scalene-bpf run [options] -- command [args...]\n"
+	      "       scalene-bpf --pid PID [options]\n"
+	      "       scalene-bpf view [--cli] [profile.json]\n"
+	      "\n"
+	      "Profiles Python programs with eBPF: time per line and function, split into\n"
+	      "Python, native and system time, written as a Scalene-compatible JSON profile.\n"
+	      "Needs root (or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE); under sudo the program\n"
+	      "runs as the invoking user and the profile belongs to that user.\n"
+	      "\n"
+	      "examples:\n"
+	      "  sudo scalene-bpf run prog.py arg1 arg2\n"
+	      "  sudo scalene-bpf run -o out.json --python python3.12 prog.py\n"
+	      "  sudo scalene-bpf run -- python3.12 -m pkg.tool --flag\n"
+	      "  sudo scalene-bpf --pid 1234 --duration 10\n"
+	      "  scalene-bpf view --cli scalene-profile.json\n"
+	      "\n"
+	      "options (before the program; everything after it belongs to the program):\n"
+	      "  -o, --outfile FILE             where to write the profile [scalene-profile.json]\n"
+	      "      --python PATH              interpreter for a script [python3]\n"
+	      "      --pid PID                  attach to a running Python process; never pauses\n"
+	      "                                 or signals it; ends on Ctrl-C, --duration or exit\n"
+	      "      --duration SECONDS         attach: stop after this long\n"
+	      "      --rate HZ                  samples per second per CPU [997]\n"
+	      "      --cpu-only                 CPU only (memory profiling is not built yet: the\n"
+	      "                                 profile always says memory: false)\n"
+	      "      --profile-all              report every file, not only the program's own\n"
+	      "      --profile-only A,B         report only files whose path contains A or B\n"
+	      "      --profile-exclude A,B      never report files whose path contains A or B\n"
+	      "      --cpu-percent-threshold P  leave out files under P%% of the time [1]\n"
+	      "      --profile-interval SECONDS also write the profile this often while running\n"
+	      "      --idle                     count the waiting of parked worker threads too\n"
+	      "      --no-follow                do not follow child processes\n"
+	      "  -c, --config FILE              options as \"name: value\" lines (long names)\n"
+	      "  -v, --verbose                  more messages (-vv: BPF loader messages too)\n"
+	      "  -h, --help                     this text\n"
+	      "\n"
+	      "What the numbers mean: every thread's on-CPU time is sampled; time a thread spends\n"
+	      "blocked (sleep, I/O, locks) counts as system time on the line where it blocked.\n"
+	      "Threads other than the main one that wait on a lock or condition (futex: queues,\n"
+	      "pools, the GIL) are parked, not working: that waiting is kept apart (under\n"
+	      "scalene_bpf.idle_threads_blocked_s) unless --idle is given.\n"
+	      "\n"
+	      "view options:\n"
+	      "      --cli                      print the profile as a table in the terminal\n"
+	      "      --all-lines                show every sampled line, however small\n",
+	      f);
+}
+
+static int parse_double(const char *s, double *out, double min, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_list(char *s, const char **out, int *n)
+{
+	char *save = NULL, *tok;
+
+	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		if (*n >= MAX_FILTERS)
+			return -E2BIG;
+		out[(*n)++] = tok;
+	}
+	return 0;
+}
+
+/* Applies one option; arg may be NULL for flags.  Shared by the command
+ * line and the config file. */
+static int apply(struct options *o, int id, char *arg, const char *name, FILE *err)
+{
+	double d;
+
+	switch (id) {
+	case 'o':
+		o->outfile = arg;
+		return 0;
+	case OPT_CPU_ONLY:
+		o->cpu_only = true;
+		return 0;
+	case OPT_PROFILE_ALL:
+		o->profile_all = true;
+		return 0;
+	case OPT_PROFILE_ONLY:
+		if (parse_list(arg, o->profile_only, &o->nprofile_only))
+			goto too_many;
+		return 0;
+	case OPT_PROFILE_EXCLUDE:
+		if (parse_list(arg, o->profile_exclude, &o->nprofile_exclude))
+			goto too_many;
+		return 0;
+	case OPT_CPU_PERCENT_THRESHOLD:
+		if (parse_double(arg, &o->cpu_percent_threshold, 0, 100))
+			goto bad_number;
+		return 0;
+	case OPT_PROFILE_INTERVAL:
+		if (parse_double(arg, &o->profile_interval, 0.1, 1e7))
+			goto bad_number;
+		return 0;
+	case OPT_RATE:
+		if (parse_double(arg, &d, 1, 100000) || d != (unsigned int)d)
+			goto bad_number;
+		o->rate_hz = (unsigned int)d;
+		return 0;
+	case OPT_PYTHON:
+		o->python = arg;
+		return 0;
+	case OPT_PID:
+		if (parse_double(arg, &d, 1, 4194304) || d != (int)d) {
+			fprintf(err, "scalene-bpf: --pid needs a process ID, got '%s'\n", arg);
+			return -EINVAL;
+		}
+		o->pid = (int)d;
+		return 0;
+	case OPT_DURATION:
+		if (parse_double(arg, &o->duration, 0.001, 1e9))
+			goto bad_number;
+		return 0;
+	case OPT_IDLE:
+		o->idle = true;
+		return 0;
+	case OPT_NO_FOLLOW:
+		o->no_follow = true;
+		return 0;
+	case OPT_CLI:
+		o->view_cli = true;
+		return 0;
+	case OPT_ALL_LINES:
+		o->view_all_lines = true;
+		return 0;
+	case 'v':
+		o->verbose++;
+		return 0;
+	}
+	fprintf(err, "scalene-bpf: option %s cannot be used here\n", name);
+	return -EINVAL;
+bad_number:
+	fprintf(err, "scalene-bpf: --%s: '%s' is not a valid value (see --help)\n", name, arg);
+	return -EINVAL;
+too_many:
+	fprintf(err, "scalene-bpf: --%s: at most %d entries\n", name, MAX_FILTERS);
+	return -EINVAL;
+}
+
+static const struct option *find_long(const char *name)
+{
+	const struct option *lo;
+
+	for (lo = long_opts; lo->name; lo++) {
+		if (!strcmp(lo->name, name))
+			return lo;
+	}
+	return NULL;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+int options_load_config(const char *path, struct options *o, FILE *err)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL, *key, *val, *c;
+	size_t cap = 0;
+	int lineno = 0, ret = 0;
+
+	if (!f) {
+		fprintf(err, "scalene-bpf: failed to open config file %s: %s\n", path,
+			strerror(errno));
+		return -EINVAL;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		const struct option *lo;
+
+		lineno++;
+		key = trim(line);
+		if (!*key || *key == '#' || !strcmp(key, "---"))
+			continue;
+		c = strchr(key, ':');
+		if (!c) {
+			fprintf(err, "scalene-bpf: %s:%d: expected 'name: value'\n", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		*c = '\0';
+		key = trim(key);
+		val = trim(c + 1);
+		/* YAML spellings: a flow list [a, b] and quoted scalars. */
+		if (*val == '[' && val[strlen(val) - 1] == ']') {
+			val[strlen(val) - 1] = '\0';
+			val++;
+		}
+		if ((*val == '"' || *val == '\'') && strlen(val) >= 2 &&
+		    val[strlen(val) - 1] == *val) {
+			val[strlen(val) - 1] = '\0';
+			val++;
+		}
+		for (c = key; *c; c++) {
+			if (*c == '_')
+				*c = '-';
+		}
+		lo = find_long(key);
+		if (!lo || lo->val == 'c' || lo->val == 'h' || lo->val == OPT_VERSION) {
+			fprintf(err, "scalene-bpf: %s:%d: unknown option '%s'\n", path, lineno,
+				key);
+			ret = -EINVAL;
+			break;
+		}
+		if (lo->has_arg == no_argument) {
+			if (!strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "0"))
+				continue;
+			if (strcmp(val, "true") && strcmp(val, "yes") && strcmp(val, "1") &&
+			    *val) {
+				fprintf(err, "scalene-bpf: %s:%d: %s takes true or false\n", path,
+					lineno, key);
+				ret = -EINVAL;
+				break;
+			}
+			ret = apply(o, lo->val, NULL, lo->name, err);
+		} else {
+			/* Kept for the life of the options: freed by options_free. */
+			char *copy = strdup(val);
+
+			if (!copy) {
+				ret = -ENOMEM;
+				break;
+			}
+			ret = apply(o, lo->val, copy, lo->name, err);
+		}
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+static int parse_run_target(int argc, char **argv, struct options *o, FILE *err)
+{
+	if (optind >= argc) {
+		fprintf(err, "scalene-bpf: run: no program given (see --help)\n");
+		return -EINVAL;
+	}
+	/* getopt stops at "--" and consumes it; tell the cases apart. */
+	o->raw_command = optind > 0 && !strcmp(argv[optind - 1], "--");
+	o->argv = argv + optind;
+	o->argc = argc - optind;
+	return 0;
+}
+
+int options_parse(int argc, char **argv, struct options *o, FILE *err)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	int c, idx, ret;
+
+	memset(o, 0, sizeof(*o));
+	o->rate_hz = DEFAULT_RATE_HZ;
+	o->cpu_percent_threshold = 1.0;
+	o->python = "python3";
+	if (!sub) {
+		options_usage(err);
+		return -EINVAL;
+	}
+	if (!strcmp(sub, "run"))
+		o->cmd = CMD_RUN;
+	else if (!strcmp(sub, "view"))
+		o->cmd = CMD_VIEW;
+	optind = o->cmd ? 2 : 1;
+	opterr = 0;
+	/* '+': stop at the first non-option, which begins the program. */
+	while ((c = getopt_long(argc, argv, "+:o:c:vh", long_opts, &idx)) != -1) {
+		const char *name = c == '?' || c == ':' ? argv[optind - 1] : NULL;
+
+		if (c == '?') {
+			fprintf(err, "scalene-bpf: unknown option '%s' (see --help)\n", name);
+			return -EINVAL;
+		}
+		if (c == ':') {
+			fprintf(err, "scalene-bpf: option '%s' needs a value\n", name);
+			return -EINVAL;
+		}
+		if (c == 'h') {
+			o->cmd = CMD_HELP;
+			return 0;
+		}
+		if (c == OPT_VERSION) {
+			o->cmd = CMD_VERSION;
+			return 0;
+		}
+		if (c == 'c') {
+			o->config = optarg;
+			ret = options_load_config(optarg, o, err);
+			if (ret)
+				return ret;
+			continue;
+		}
+		ret = apply(o, c, optarg, long_opts[idx].name, err);
+		if (ret)
+			return ret;
+	}
+	if (o->cmd == CMD_VIEW) {
+		if (optind < argc)
+			o->view_file = argv[optind++];
+		if (optind < argc) {
+			fprintf(err, "scalene-bpf: view takes one profile, got '%s' too\n",
+				argv[optind]);
+			return -EINVAL;
+		}
+		if (!o->view_file)
+			o->view_file = DEFAULT_OUTFILE;
+		return 0;
+	}
+	if (o->cmd == CMD_RUN) {
+		if (o->pid) {
+			fprintf(err, "scalene-bpf: run starts a program; use --pid without run "
+				     "to attach\n");
+			return -EINVAL;
+		}
+		return parse_run_target(argc, argv, o, err);
+	}
+	if (o->pid) {
+		if (optind < argc) {
+			fprintf(err, "scalene-bpf: --pid attaches to a running process; "
+				     "unexpected '%s'\n", argv[optind]);
+			return -EINVAL;
+		}
+		o->cmd = CMD_ATTACH;
+		return 0;
+	}
+	if (optind < argc) {
+		fprintf(err, "scalene-bpf: unknown command '%s'; to profile a program: "
+			     "scalene-bpf run %s\n", argv[optind], argv[optind]);
+		return -EINVAL;
+	}
+	fprintf(err, "scalene-bpf: nothing to do: give run PROGRAM, --pid PID or view "
+		     "(see --help)\n");
+	return -EINVAL;
+}
+
+void options_free(struct options *o)
+{
+	(void)o;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Command line (and -c config file) into struct options; no side effects. */
+#ifndef OPTIONS_H
+#define OPTIONS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum command {
+	CMD_NONE = 0,
+	CMD_RUN,	/* scalene-bpf run [options] prog.py args | -- cmd args */
+	CMD_ATTACH,	/* scalene-bpf --pid N [options] */
+	CMD_VIEW,	/* scalene-bpf view [--cli] [profile.json] */
+	CMD_HELP,
+	CMD_VERSION,
+};
+
+#define MAX_FILTERS 64
+
+struct options {
+	enum command cmd;
+	const char *outfile;
+	const char *python;		/* interpreter for a script; default python3 */
+	char **argv;			/* run: the command to start, NULL-terminated */
+	int argc;
+	bool raw_command;		/* run: argv given after --, exec'ed as is */
+	int pid;
+	double duration;		/* attach: seconds, 0 = until Ctrl-C or exit */
+	unsigned int rate_hz;
+	bool cpu_only;
+	bool profile_all;
+	bool idle;
+	bool no_follow;
+	const char *profile_only[MAX_FILTERS];
+	int nprofile_only;
+	const char *profile_exclude[MAX_FILTERS];
+	int nprofile_exclude;
+	double cpu_percent_threshold;
+	double profile_interval;
+	const char *config;
+	int verbose;
+	/* view */
+	const char *view_file;
+	bool view_cli;
+	bool view_all_lines;
+};
+
+#define DEFAULT_RATE_HZ 997
+#define DEFAULT_OUTFILE "scalene-profile.json"
+
+/* Parses argv into *o.  Returns 0, or -EINVAL after printing a one-line
+ * reason to err. */
+int options_parse(int argc, char **argv, struct options *o, FILE *err);
+/* Reads a config file of "key: value" lines (long option names) into *o;
+ * command-line options given afterwards override it. */
+int options_load_config(const char *path, struct options *o, FILE *err);
+void options_usage(FILE *f);
+void options_free(struct options *o);
+
+#endif /* OPTIONS_H */

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Scalene-compatible JSON (json-c): the profile model plus the run's facts
+ * become the document Scalene's viewers open.  Strict about the format: every
+ * number finite, integers written as integers, strings valid UTF-8, dense
+ * `lines` per file (see the design notes on the format).
+ */
+#ifndef OUTPUT_H
+#define OUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct profile;
+struct json_object;
+
+/* Returns the source text of a profiled file (malloc'ed) or NULL. */
+typedef char *(*read_source_fn)(void *ctx, const char *filename, size_t *len);
+
+struct output_meta {
+	const char *program;		/* absolute path of the main script */
+	const char *const *args;	/* the program's argv, as the user gave it */
+	int nargs;
+	const char *program_dir;
+	double elapsed_sec;
+	double start_time_absolute;	/* Unix time, s */
+	double start_time_perf;		/* CLOCK_MONOTONIC, s */
+	uint64_t main_thread_id;	/* pthread_t of the main thread, 0 if unknown */
+	double cpu_percent_threshold;	/* files below it are left out */
+	read_source_fn read_source;
+	void *ctx;
+	struct json_object *extra;	/* facts of this profiler, stored under "scalene_bpf" */
+};
+
+/* Builds the document; NULL on allocation failure.  Takes a reference to
+ * meta->extra. */
+struct json_object *output_build(const struct profile *p, const struct output_meta *m);
+
+/* Serialises doc to a malloc'ed string (strict JSON, UTF-8). */
+char *output_to_string(struct json_object *doc);
+
+/* Helpers, exposed for their tests. */
+/* Copies s, replacing invalid UTF-8 sequences with U+FFFD. */
+char *utf8_sanitize(const char *s, size_t len);
+/* A finite double: NaN and infinities become 0. */
+double finite_or_zero(double x);
+/* Scalene's line text: &, < and > spelled as the literal text \u0026 etc.,
+ * so that a profile pasted into a <script> cannot end it. */
+char *scalene_line_text(const char *s, size_t len);
+
+#endif /* OUTPUT_H */

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpython.h"
+#include "elfsym.h"
+#include "log.h"
+#include "memread.h"
+#include "procmaps.h"
+#include "python.h"
+
+/* glibc x86_64: struct pthread.specific_1stblock and struct pthread_key_data.
+ * Validated per process against the main thread before use. */
+#define GLIBC_TSD_BASE 0x310
+#define GLIBC_TSD_STRIDE 16
+#define GLIBC_TSD_DATA 8
+
+/* Bounds on the interpreter and thread lists walked at attach time. */
+#define MAX_INTERPS 64
+#define MAX_THREADS 100000
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+int python__minor_from_name(const char *name)
+{
+	const char *p = name;
+
+	while ((p = strstr(p, "python3.")) != NULL) {
+		char *end;
+		long minor;
+
+		p += strlen("python3.");
+		minor = strtol(p, &end, 10);
+		if (end != p && minor >= 0 && minor < 100 &&
+		    (*end == '\0' || *end == '.' || *end == '-' || *end == 'd' || *end == 't' ||
+		     *end == 'm'))
+			return (int)minor;
+	}
+	return -1;
+}
+
+void python__version_string(uint32_t hex, char *buf, size_t n)
+{
+	snprintf(buf, n, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+}
+
+static const struct py_offsets *offsets_for(int minor)
+{
+	int i;
+
+	for (i = 0; py_offsets_table[i]; i++) {
+		if (py_offsets_table[i]->minor == minor)
+			return py_offsets_table[i];
+	}
+	return NULL;
+}
+
+bool python__in_interpreter(const struct py_proc *pp, uint64_t ip)
+{
+	int i;
+
+	for (i = 0; i < pp->ntext; i++) {
+		if (ip >= pp->text[i][0] && ip < pp->text[i][1])
+			return true;
+	}
+	return false;
+}
+
+/* The mapped file holding the interpreter: libpython if one is mapped,
+ * otherwise the executable. */
+static const char *find_interp_module(const struct procmaps *m, int pid, char *exe, size_t n)
+{
+	size_t i;
+	ssize_t len;
+	char link[64];
+
+	for (i = 0; i < procmaps__count(m); i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+
+		if (!strncmp(base_name(e->path), "libpython3", 10) && strstr(e->path, ".so"))
+			return e->path;
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	len = readlink(link, exe, n - 1);
+	if (len <= 0)
+		return NULL;
+	exe[len] = '\0';
+	return exe;
+}
+
+static int open_module(int pid, const char *path, struct elf_file **e)
+{
+	char p[PATH_MAX + 64];
+
+	/* Through the target's root: works across mount namespaces. */
+	snprintf(p, sizeof(p), "/proc/%d/root%s", pid, path);
+	*e = elf_file__open(p);
+	if (*e)
+		return 0;
+	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+	*e = elf_file__open(p);
+	return *e ? 0 : -errno;
+}
+
+/* The dynamic loader counts as the interpreter: the only code that reaches it
+ * while a program runs is TLS lookup (__tls_get_addr), which shared 3.12+
+ * builds call on every thread-state access; without this a pure-Python loop
+ * would show a tenth of its time as native. */
+static bool is_dynamic_loader(const char *path)
+{
+	const char *b = base_name(path);
+
+	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7);
+}
+
+static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char *path)
+{
+	size_t i;
+
+	pp->ntext = 0;
+	for (i = 0; i < procmaps__count(m) && pp->ntext < PY_MAX_TEXT; i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+
+		if (e->x && (!strcmp(e->path, path) || is_dynamic_loader(e->path))) {
+			pp->text[pp->ntext][0] = e->start;
+			pp->text[pp->ntext][1] = e->end;
+			pp->ntext++;
+		}
+	}
+}
+
+static int read_version(struct py_proc *pp, const struct elf_file *e, uint64_t bias,
+			const char *path, char *why, size_t whylen)
+{
+	uint64_t addr;
+	uint32_t hex = 0;
+	int minor;
+
+	/* Py_Version (3.11+) holds PY_VERSION_HEX. */
+	if (!elf_file__find_symbol(e, "Py_Version", &addr, NULL) &&
+	    !mem_read_u32(pp->pid, bias + addr, &hex) && (hex >> 24) == 3) {
+		pp->version_hex = hex;
+		pp->minor = (hex >> 16) & 0xff;
+		return 0;
+	}
+	minor = python__minor_from_name(base_name(path));
+	if (minor < 0) {
+		snprintf(why, whylen, "cannot tell the Python version of %s", path);
+		return -ENOTSUP;
+	}
+	pp->minor = minor;
+	pp->version_hex = 0x03000000u | ((uint32_t)minor << 16);
+	return 0;
+}
+
+/* 3.13+: the runtime begins with _Py_DebugOffsets; the table must agree with
+ * what the interpreter says about itself. */
+static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
+{
+	const struct py_offsets *o = pp->off;
+	static const char cookie[8] = "xdebugpy";
+	uint8_t buf[2048];
+	struct {
+		uint16_t dbg, table;
+		const char *name;
+	} checks[] = {
+		{ o->dbg_runtime_interpreters_head, o->runtime_interpreters_head,
+		  "runtime.interpreters_head" },
+		{ o->dbg_interp_threads_head, o->interp_threads_head, "interp.threads_head" },
+		{ o->dbg_tstate_current_frame, o->tstate_current_frame, "tstate.current_frame" },
+		{ o->dbg_tstate_thread_id, o->tstate_thread_id, "tstate.thread_id" },
+		{ o->dbg_tstate_next, o->tstate_next, "tstate.next" },
+		{ o->dbg_frame_previous, o->frame_previous, "frame.previous" },
+		{ o->dbg_frame_executable, o->frame_code, "frame.executable" },
+		{ o->dbg_frame_instr_ptr, o->frame_instr, "frame.instr_ptr" },
+		{ o->dbg_frame_owner, o->frame_owner, "frame.owner" },
+		{ o->dbg_code_filename, o->code_filename, "code.co_filename" },
+		{ o->dbg_code_name, o->code_name, "code.co_name" },
+		{ o->dbg_code_qualname, o->code_qualname, "code.co_qualname" },
+		{ o->dbg_code_linetable, o->code_linetable, "code.co_linetable" },
+		{ o->dbg_code_firstlineno, o->code_firstlineno, "code.co_firstlineno" },
+		{ o->dbg_code_code_adaptive, o->code_code_adaptive, "code.co_code_adaptive" },
+	};
+	uint64_t v;
+	size_t i;
+	int err;
+
+	if (o->dbg_version == PYOFF_NONE)
+		return 0;
+	err = mem_read(pp->pid, pp->runtime, buf, sizeof(buf));
+	if (err) {
+		snprintf(why, whylen, "failed to read _Py_DebugOffsets: %s", strerror(-err));
+		return err;
+	}
+	if (memcmp(buf, cookie, sizeof(cookie))) {
+		snprintf(why, whylen, "_PyRuntime does not start with the debug-offsets cookie");
+		return -EPROTO;
+	}
+	memcpy(&v, buf + o->dbg_free_threaded, sizeof(v));
+	if (v) {
+		snprintf(why, whylen, "free-threaded CPython builds are not supported yet");
+		return -ENOTSUP;
+	}
+	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		if (checks[i].dbg == PYOFF_NONE || checks[i].dbg + 8u > sizeof(buf))
+			continue;
+		memcpy(&v, buf + checks[i].dbg, sizeof(v));
+		if (v != checks[i].table) {
+			snprintf(why, whylen,
+				 "layout mismatch: the interpreter puts %s at %llu, the table at %u; "
+				 "regenerate pyoffsets for this build",
+				 checks[i].name, (unsigned long long)v, checks[i].table);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+/* Finds the thread state whose thread_id is the main thread, walking
+ * runtime -> interpreters -> threads.  0, -EAGAIN (none yet) or -errno. */
+static int main_tstate_from_list(const struct py_proc *pp, uint64_t *tstate)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t interp = 0, ts, tid;
+	int ni, nt, err;
+
+	err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interpreters_head, &interp);
+	if (err)
+		return err;
+	for (ni = 0; interp && ni < MAX_INTERPS; ni++) {
+		err = mem_read_u64(pp->pid, interp + o->interp_threads_head, &ts);
+		if (err)
+			return err;
+		for (nt = 0; ts && nt < MAX_THREADS; nt++) {
+			err = mem_read_u64(pp->pid, ts + o->tstate_thread_id, &tid);
+			if (err)
+				return err;
+			if (tid == pp->main_thread) {
+				*tstate = ts;
+				return 0;
+			}
+			err = mem_read_u64(pp->pid, ts + o->tstate_next, &ts);
+			if (err)
+				return err;
+		}
+		/* PyInterpreterState.next is its first field. */
+		err = mem_read_u64(pp->pid, interp, &interp);
+		if (err)
+			return err;
+	}
+	return -EAGAIN;
+}
+
+/* The TSD recipe must give the main thread's own state (python-unwinding
+ * notes, "validating the TSD recipe"). */
+static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t key_addr = pp->runtime + o->runtime_autotss_key;
+	uint32_t inited = 0, key = 0;
+	uint64_t via_tsd = 0, via_list = 0;
+	int err;
+
+	err = mem_read_u32(pp->pid, key_addr, &inited);
+	if (!err)
+		err = mem_read_u32(pp->pid, key_addr + 4, &key);
+	if (!err)
+		err = mem_read_u64(pp->pid, pp->runtime + o->runtime_main_thread, &pp->main_thread);
+	if (err) {
+		snprintf(why, whylen, "failed to read _PyRuntime: %s", strerror(-err));
+		return err;
+	}
+	if (!inited || !pp->main_thread) {
+		snprintf(why, whylen, "the Python runtime is not initialised yet");
+		return -EAGAIN;
+	}
+	if (key >= TSD_DIRECT_KEYS) {
+		snprintf(why, whylen,
+			 "thread-state key %u is outside glibc's first TSD block; not supported",
+			 key);
+		return -ENOTSUP;
+	}
+	err = main_tstate_from_list(pp, &via_list);
+	if (err == -EAGAIN) {
+		snprintf(why, whylen, "the main thread has no Python thread state yet");
+		return err;
+	}
+	if (err) {
+		snprintf(why, whylen, "failed to read the thread list: %s", strerror(-err));
+		return err;
+	}
+	err = mem_read_u64(pp->pid,
+			   pp->main_thread + GLIBC_TSD_BASE + (uint64_t)key * GLIBC_TSD_STRIDE +
+				   GLIBC_TSD_DATA,
+			   &via_tsd);
+	if (err || via_tsd != via_list) {
+		snprintf(why, whylen,
+			 "the thread-state slot does not hold the main thread's state "
+			 "(not glibc x86_64?); not supported");
+		return -ENOTSUP;
+	}
+	pp->cfg.tss_key_addr = key_addr + 4;
+	return 0;
+}
+
+static void fill_cfg(struct py_proc *pp)
+{
+	const struct py_offsets *o = pp->off;
+	struct py_walk_cfg *c = &pp->cfg;
+
+	c->minor = pp->minor;
+	c->tsd_base = GLIBC_TSD_BASE;
+	c->tsd_stride = GLIBC_TSD_STRIDE;
+	c->tsd_data = GLIBC_TSD_DATA;
+	c->ts_thread_id = o->tstate_thread_id;
+	if (o->tstate_frame != PYOFF_NONE) {
+		c->ts_frame = o->tstate_frame;
+		c->cframe_current = PYOFF_NONE;
+	} else if (o->tstate_cframe != PYOFF_NONE) {
+		c->ts_frame = o->tstate_cframe;
+		c->cframe_current = o->cframe_current_frame;
+	} else {
+		c->ts_frame = o->tstate_current_frame;
+		c->cframe_current = PYOFF_NONE;
+	}
+	c->f_code = o->frame_code;
+	c->f_prev = o->frame_previous;
+	c->f_instr = o->frame_instr;
+	/* 3.11 has owner but no shim frames; only 3.12+ marks them with it. */
+	c->f_owner = pp->minor >= 12 ? o->frame_owner : PYOFF_NONE;
+	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
+	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
+	c->co_firstlineno = o->code_firstlineno;
+}
+
+static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias,
+			   char *why, size_t whylen)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t addr, basicsize = 0;
+
+	/* 3.11+: the bytecode follows the fixed part of the code object, so
+	 * tp_basicsize must equal offsetof(co_code_adaptive). */
+	if (o->code_code_adaptive == PYOFF_NONE)
+		return 0;
+	if (elf_file__find_symbol(e, "PyCode_Type", &addr, NULL))
+		return 0;
+	if (mem_read_u64(pp->pid, bias + addr + o->type_basicsize, &basicsize))
+		return 0;
+	if (basicsize != o->code_code_adaptive) {
+		snprintf(why, whylen,
+			 "layout mismatch: PyCode_Type.tp_basicsize is %llu, the table says %u",
+			 (unsigned long long)basicsize, o->code_code_adaptive);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
+{
+	struct procmaps *m = NULL;
+	struct elf_file *e = NULL;
+	char exe[PATH_MAX];
+	const char *path;
+	uint64_t bias, addr;
+	char ver[32];
+	int err;
+
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = pid;
+	why[0] = '\0';
+	m = procmaps__load(pid);
+	if (!m) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		snprintf(why, whylen, "failed to read /proc/%d/maps: %s", pid, strerror(-err));
+		return err;
+	}
+	path = find_interp_module(m, pid, exe, sizeof(exe));
+	if (!path) {
+		err = -ESRCH;
+		snprintf(why, whylen, "process %d is gone", pid);
+		goto cleanup;
+	}
+	snprintf(pp->path, sizeof(pp->path), "%s", path);
+	err = open_module(pid, path, &e);
+	if (err) {
+		snprintf(why, whylen, "failed to open %s: %s", path, strerror(-err));
+		goto cleanup;
+	}
+	if (elf_file__find_symbol(e, "_PyRuntime", &addr, NULL)) {
+		err = -ENOENT;
+		snprintf(why, whylen, "%s is not a Python interpreter (no _PyRuntime symbol)",
+			 path);
+		goto cleanup;
+	}
+	err = procmaps_load_bias(m, path, e, &bias);
+	if (err) {
+		/* Started but not mapped the way we expect yet (exec in progress). */
+		snprintf(why, whylen, "cannot find where %s is mapped", path);
+		err = -EAGAIN;
+		goto cleanup;
+	}
+	pp->runtime = bias + addr;
+	pp->static_build = strncmp(base_name(path), "libpython", 9) != 0;
+	err = read_version(pp, e, bias, path, why, whylen);
+	if (err)
+		goto cleanup;
+	python__version_string(pp->version_hex, ver, sizeof(ver));
+	pp->off = offsets_for(pp->minor);
+	if (!pp->off || pp->minor < PY_MIN_MINOR || pp->minor > PY_MAX_MINOR) {
+		snprintf(why, whylen, "Python 3.%d is not supported (supported: %s)", pp->minor,
+			 PY_SUPPORTED);
+		err = -ENOTSUP;
+		goto cleanup;
+	}
+	err = check_debug_offsets(pp, why, whylen);
+	if (!err)
+		err = check_code_type(pp, e, bias, why, whylen);
+	if (!err)
+		err = check_tsd(pp, why, whylen);
+	if (err)
+		goto cleanup;
+	text_ranges(pp, m, path);
+	fill_cfg(pp);
+	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
+		 (unsigned long long)pp->runtime);
+cleanup:
+	elf_file__free(e);
+	procmaps__free(m);
+	return err;
+}

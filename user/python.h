@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Recognising a CPython process: where its interpreter lives, which version
+ * it is, the layout table for that version, and the values the BPF walker
+ * needs.  Checked against the live process before use: a wrong table gives
+ * wrong stacks, so a disagreement is refused, never guessed around.
+ */
+#ifndef PYTHON_H
+#define PYTHON_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+#include "abi.h"
+
+struct py_offsets;
+
+#define PY_MAX_TEXT 4
+#define PY_MIN_MINOR 9
+#define PY_MAX_MINOR 13
+#define PY_SUPPORTED "3.9, 3.10, 3.11, 3.12 and 3.13"
+
+struct py_proc {
+	int pid;
+	uint32_t version_hex;
+	int minor;
+	const struct py_offsets *off;
+	uint64_t runtime;		/* &_PyRuntime */
+	uint64_t main_thread;		/* pthread_t of the main thread */
+	uint64_t text[PY_MAX_TEXT][2];	/* interpreter code: user IPs here run Python */
+	int ntext;
+	bool static_build;		/* interpreter linked into the executable */
+	struct py_walk_cfg cfg;
+	char path[PATH_MAX];		/* binary holding the interpreter, as mapped */
+};
+
+/*
+ * Inspects pid.  Returns 0 and fills *pp; otherwise writes a one-line reason
+ * to why and returns:
+ *   -ENOENT   not a Python process (no interpreter found)
+ *   -EAGAIN   Python, but the runtime is not initialised yet: try again
+ *   -ENOTSUP  a Python version or build this profiler does not support
+ *   -EPROTO   the live process disagrees with the layout table
+ *   -ESRCH    the process is gone
+ *   other     -errno of a failed read
+ */
+int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen);
+
+/* True when ip lies in the interpreter's own code. */
+bool python__in_interpreter(const struct py_proc *pp, uint64_t ip);
+
+/* Parses "3.12" / "python3.12" / "libpython3.12.so.1.0" style names: the
+ * minor version, or -1. */
+int python__minor_from_name(const char *name);
+
+/* "3.12.1" from a PY_VERSION_HEX. */
+void python__version_string(uint32_t hex, char *buf, size_t n);
+
+#endif /* PYTHON_H */

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Starting the profiled program and writing files on behalf of the user who
+ * asked.  Under sudo both happen as the invoking user (SUDO_UID, SUDO_GID,
+ * that user's groups): the program never runs as root and the profile
+ * belongs to its owner.
+ */
+#ifndef RUNNER_H
+#define RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct user_creds {
+	bool drop;		/* switch to uid/gid (running under sudo as root) */
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[256];
+	int ngroups;
+	char name[64];
+	char home[4096];
+};
+
+/* From SUDO_UID/SUDO_GID/SUDO_USER when running as root; 0 or -EINVAL with a
+ * message when they are malformed. */
+int creds_from_env(struct user_creds *c);
+
+struct launch {
+	pid_t pid;
+	int gate_fd;	/* write end: the child execs once it is closed */
+	int err_fd;	/* read end: errno of a failed exec */
+};
+
+/* Forks the child; it waits at the gate, then drops privileges and execs
+ * argv.  0 or -errno. */
+int runner_spawn(char *const argv[], const struct user_creds *c, struct launch *l);
+/* Opens the gate; returns 0 once the child has exec'ed, or -errno of the
+ * failed exec (and reaps the child). */
+int runner_release(struct launch *l);
+/* Kills and reaps a child that never passed the gate. */
+void runner_abort(struct launch *l);
+/* Shell-style exit status of a wait status: the code, or 128 + signal. */
+int exit_status_of(int wstatus);
+
+/* Checks that path can be written by the user, before the run. */
+int outfile_check(const char *path, const struct user_creds *c);
+/* Writes data to path as the user: a new file in the same directory, then
+ * renamed over path, so that a symlink or a file planted there is never
+ * followed or clobbered in place.  0 or -errno. */
+int outfile_write(const char *path, const char *data, size_t len, const struct user_creds *c);
+
+#endif /* RUNNER_H */

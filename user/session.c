@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "cpython.h"
+#include "hmap.h"
+#include "loader.h"
+#include "log.h"
+#include "profile.h"
+#include "pycode.h"
+#include "python.h"
+#include "session.h"
+#include "usyms.h"
+
+#define CODE_CACHE_ENTRIES 65536
+/* How often and how long a starting process is re-examined. */
+#define DETECT_RETRY_NS (5 * 1000000ULL)
+#define DETECT_GIVE_UP_NS (60 * 1000000000ULL)
+/* Window for the program's CPU use around a sample. */
+#define UTIL_BUCKET_NS (10 * 1000000ULL)
+#define UTIL_BUCKETS 64
+/* Source files larger than this are not read. */
+#define MAX_SOURCE_BYTES (64 << 20)
+
+enum tproc_state {
+	TP_DETECTING = 0, /* started or exec'ed: not recognised yet */
+	TP_PYTHON,
+	TP_OTHER,	  /* not Python (a shell, a tool): its children may be */
+	TP_UNSUPPORTED,	  /* Python we cannot walk; the reason was reported */
+};
+
+struct tproc {
+	int pid;
+	int ppid;
+	enum tproc_state state;
+	bool exited;
+	uint64_t space;		/* code-object cache namespace */
+	uint64_t parent_space;	/* the parent's, for code objects inherited at fork */
+	struct py_proc pp;
+	struct usyms *usyms;
+	uint64_t next_try_ns, first_try_ns;
+	uint64_t recognised_ns;	/* when it was found to be Python */
+	uint64_t last_refresh_ns;
+	char why[256];
+};
+
+struct thread_name_key {
+	int tgid, tid;
+};
+
+struct session {
+	struct loader *loader;
+	struct profile *profile;
+	uint64_t period_ns;
+	int ncpus;
+	int root_pid;
+	bool root_exited;
+	struct hmap *procs;	/* pid -> struct tproc */
+	struct hmap *tnames;	/* (tgid, tid) -> interned name */
+	struct pycode_cache *codes;
+	struct elf_cache *elves;
+	uint64_t next_space;
+	uint64_t util_bucket[UTIL_BUCKETS];
+	uint64_t util_count[UTIL_BUCKETS];
+	/* Counters for the profile. */
+	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
+	uint64_t walk_status[8];
+	int interpreters;
+	struct json_object *interp_list;
+};
+
+struct session *session__new(const struct session_opts *opts)
+{
+	struct session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->profile = opts->profile;
+	s->period_ns = opts->period_ns;
+	s->ncpus = opts->ncpus > 0 ? opts->ncpus : 1;
+	s->procs = hmap__new(sizeof(int));
+	s->tnames = hmap__new(sizeof(struct thread_name_key));
+	s->codes = pycode_cache__new(CODE_CACHE_ENTRIES);
+	s->elves = elf_cache__new(NULL);
+	s->interp_list = json_object_new_array();
+	s->next_space = 1;
+	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->interp_list) {
+		session__free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+void session__set_loader(struct session *s, struct loader *l)
+{
+	s->loader = l;
+}
+
+void session__free(struct session *s)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!s)
+		return;
+	while (s->procs && hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		usyms__free(tp->usyms);
+		free(tp);
+	}
+	hmap__free(s->procs);
+	hmap__free(s->tnames);
+	pycode_cache__free(s->codes);
+	elf_cache__free(s->elves);
+	json_object_put(s->interp_list);
+	free(s);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static struct tproc *tproc_new(struct session *s, int pid, int ppid)
+{
+	struct tproc *tp = calloc(1, sizeof(*tp));
+
+	if (!tp)
+		return NULL;
+	tp->pid = pid;
+	tp->ppid = ppid;
+	tp->space = s->next_space++;
+	if (hmap__put(s->procs, &pid, tp)) {
+		free(tp);
+		return NULL;
+	}
+	return tp;
+}
+
+static void note_interpreter(struct session *s, const struct tproc *tp)
+{
+	struct json_object *o = json_object_new_object();
+	char ver[32];
+
+	/* One entry per distinct interpreter binary is plenty. */
+	if (s->interpreters++ >= 16) {
+		json_object_put(o);
+		return;
+	}
+	python__version_string(tp->pp.version_hex, ver, sizeof(ver));
+	json_object_object_add(o, "pid", json_object_new_int(tp->pid));
+	json_object_object_add(o, "version", json_object_new_string(ver));
+	json_object_object_add(o, "path", json_object_new_string(tp->pp.path));
+	json_object_object_add(o, "static", json_object_new_boolean(tp->pp.static_build));
+	json_object_array_add(s->interp_list, o);
+}
+
+static void set_python(struct session *s, struct tproc *tp, const struct py_proc *pp)
+{
+	int err;
+
+	tp->pp = *pp;
+	tp->state = TP_PYTHON;
+	tp->recognised_ns = now_ns();
+	err = loader__set_python(s->loader, tp->pid, &tp->pp.cfg);
+	if (err)
+		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
+	note_interpreter(s, tp);
+}
+
+int session__add_root(struct session *s, int pid, const struct py_proc *pp)
+{
+	struct tproc *tp = tproc_new(s, pid, 0);
+	int err;
+
+	if (!tp)
+		return -ENOMEM;
+	s->root_pid = pid;
+	err = loader__track(s->loader, pid, proc_start_ticks(pid));
+	if (err) {
+		pr_warn("failed to track process %d: %s\n", pid, strerror(-err));
+		return err;
+	}
+	/* A launched root is our own fork until it execs: its exec event
+	 * starts the recognition. */
+	if (pp)
+		set_python(s, tp, pp);
+	else
+		tp->state = TP_OTHER;
+	return 0;
+}
+
+static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
+{
+	struct py_proc pp;
+	int err;
+
+	if (!tp->first_try_ns)
+		tp->first_try_ns = now;
+	err = python__detect(tp->pid, &pp, tp->why, sizeof(tp->why));
+	if (!err) {
+		set_python(s, tp, &pp);
+		return;
+	}
+	if (err == -EAGAIN && now - tp->first_try_ns < DETECT_GIVE_UP_NS) {
+		tp->next_try_ns = now + DETECT_RETRY_NS;
+		return;
+	}
+	if (err == -ENOENT || err == -ESRCH) {
+		pr_debug("process %d: %s\n", tp->pid, tp->why);
+		tp->state = TP_OTHER;
+		return;
+	}
+	pr_warn("process %d is not profiled: %s\n", tp->pid, tp->why);
+	tp->state = TP_UNSUPPORTED;
+}
+
+void session__tick(struct session *s, uint64_t now)
+{
+	size_t it = 0;
+	void *v;
+
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		if (tp->state == TP_DETECTING && !tp->exited && now >= tp->next_try_ns)
+			try_detect(s, tp, now);
+	}
+}
+
+static void handle_fork(struct session *s, const struct proc_record *r)
+{
+	struct tproc *parent = hmap__get(s->procs, &(int){ (int)r->ppid });
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+
+	if (!tp)
+		tp = tproc_new(s, r->tgid, r->ppid);
+	if (!tp)
+		return;
+	pr_debug("process %d forked %d\n", (int)r->ppid, (int)r->tgid);
+	tp->exited = false;
+	if (parent) {
+		/* Same image as the parent until it execs; BPF copied the
+		 * walk configuration already. */
+		tp->state = parent->state;
+		tp->pp = parent->pp;
+		tp->pp.pid = r->tgid;
+		tp->parent_space = parent->space;
+	} else {
+		tp->state = TP_DETECTING;
+	}
+}
+
+static void handle_exec(struct session *s, const struct proc_record *r)
+{
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+
+	if (!tp)
+		tp = tproc_new(s, r->tgid, 0);
+	if (!tp)
+		return;
+	/* Recognised already, after this exec: the record was just late. */
+	if (tp->state == TP_PYTHON && tp->recognised_ns > r->ts)
+		return;
+	pr_debug("process %d exec'ed %.16s\n", (int)r->tgid, (const char *)r->comm);
+	tp->state = TP_DETECTING;
+	tp->parent_space = 0;
+	tp->space = s->next_space++;
+	tp->first_try_ns = 0;
+	tp->next_try_ns = 0;
+	usyms__free(tp->usyms);
+	tp->usyms = NULL;
+	try_detect(s, tp, now_ns());
+}
+
+static void handle_exit(struct session *s, const struct proc_record *r)
+{
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+
+	pr_debug("process %d exited\n", (int)r->tgid);
+	if (tp)
+		tp->exited = true;
+	loader__untrack(s->loader, r->tgid);
+	if ((int)r->tgid == s->root_pid)
+		s->root_exited = true;
+}
+
+static const char *thread_name(struct session *s, int tgid, int tid)
+{
+	struct thread_name_key k = { tgid, tid };
+	const char *name = hmap__get(s->tnames, &k);
+	char path[64], buf[64] = "";
+	FILE *f;
+
+	if (name)
+		return name;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", tgid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	name = profile__intern(s->profile, buf[0] ? buf : "?");
+	if (name)
+		hmap__put(s->tnames, &k, (void *)name);
+	return name;
+}
+
+/* The program's CPU use in the window before the sample, as a fraction of
+ * all cores: Scalene's per-sample core utilisation. */
+static double core_util(struct session *s, const struct sample_event *ev)
+{
+	uint64_t b = ev->ts / UTIL_BUCKET_NS, prev = b - 1;
+	unsigned int i = b % UTIL_BUCKETS, j = prev % UTIL_BUCKETS;
+	double per_bucket = (double)UTIL_BUCKET_NS / s->period_ns * s->ncpus;
+
+	if (ev->cpu_ns) {
+		if (s->util_bucket[i] != b) {
+			s->util_bucket[i] = b;
+			s->util_count[i] = 0;
+		}
+		s->util_count[i]++;
+	}
+	if (s->util_bucket[j] != prev || per_bucket <= 0)
+		return 0;
+	return s->util_count[j] / per_bucket > 1 ? 1 : s->util_count[j] / per_bucket;
+}
+
+static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, struct sample_in *in)
+{
+	struct usym sym;
+	uint64_t now;
+	int err;
+
+	if (!tp->usyms) {
+		struct usyms_opts o = { .cache = s->elves };
+
+		tp->usyms = usyms__new(tp->pid, &o);
+		if (!tp->usyms)
+			return;
+	}
+	err = usyms__resolve(tp->usyms, ip, &sym);
+	if (err == -ENOENT) {
+		/* A library loaded since: re-read the maps, at most every 100 ms. */
+		now = now_ns();
+		if (now - tp->last_refresh_ns < 100000000ULL)
+			return;
+		tp->last_refresh_ns = now;
+		if (usyms__refresh(tp->usyms) || usyms__resolve(tp->usyms, ip, &sym))
+			return;
+	} else if (err) {
+		return;
+	}
+	in->native_module = profile__intern(s->profile, sym.module);
+	in->native_sym = profile__intern(s->profile, sym.name ? sym.name : "");
+	if (!sym.name || !sym.name[0]) {
+		char buf[64];
+
+		snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)sym.offset);
+		in->native_sym = profile__intern(s->profile, buf);
+	}
+}
+
+static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64_t code,
+				     uint32_t tag)
+{
+	const struct pycode *pc = NULL;
+
+	if (!tp->exited)
+		pc = pycode_cache__load(s->codes, &tp->pp, tp->space, code, tag);
+	if (!pc)
+		pc = pycode_cache__lookup(s->codes, tp->space, code, tag);
+	/* Code objects created before a fork live at the same address in the
+	 * child: the parent's entry holds (the tag guards it). */
+	if (!pc && tp->parent_space)
+		pc = pycode_cache__lookup(s->codes, tp->parent_space, code, tag);
+	return pc;
+}
+
+static int resolve_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
+			  struct frame_ref *out)
+{
+	uint32_t i, n = ev->nframes < MAX_FRAMES ? ev->nframes : MAX_FRAMES;
+	int k = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct py_frame *f = &ev->frames[i];
+		const struct pycode *pc;
+		int line;
+
+		if (!f->code)
+			continue; /* interpreter shim */
+		pc = code_for(s, tp, f->code, f->tag);
+		if (!pc) {
+			s->frames_unreadable++;
+			continue;
+		}
+		line = pycode__line(pc, f->offset);
+		out[k].filename = profile__intern(s->profile, pc->filename);
+		out[k].qualname = profile__intern(s->profile, pc->qualname);
+		out[k].firstlineno = pc->firstlineno;
+		out[k].line = line > 0 ? line : pc->firstlineno;
+		if (!out[k].filename || !out[k].qualname)
+			continue;
+		k++;
+	}
+	return k;
+}
+
+/* futex waits of threads other than the main one: parked workers (queues,
+ * pools, condition variables, waiting for the GIL). */
+static bool idle_wait(const struct sample_event *ev)
+{
+	return ev->tid != ev->tgid &&
+	       (ev->syscall_nr == SYS_futex
+#ifdef SYS_futex_waitv
+		|| ev->syscall_nr == SYS_futex_waitv
+#endif
+	       );
+}
+
+static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
+{
+	struct frame_ref frames[MAX_FRAMES];
+	struct sample_in in = { .unattributed = -1 };
+	struct tproc *tp;
+
+	if (size < SAMPLE_HDR_SIZE ||
+	    ev->nframes > MAX_FRAMES || size < SAMPLE_HDR_SIZE + ev->nframes * sizeof(struct py_frame)) {
+		s->bad_records++;
+		return;
+	}
+	s->walk_status[ev->status < 8 ? ev->status : 7]++;
+	tp = hmap__get(s->procs, &(int){ (int)ev->tgid });
+	if (!tp) {
+		s->samples_unknown_proc++;
+		return;
+	}
+	in.tgid = ev->tgid;
+	in.tid = ev->tid;
+	in.main_thread = ev->tid == ev->tgid;
+	in.thread_name = thread_name(s, ev->tgid, ev->tid);
+	in.ts_ns = ev->ts;
+	in.cpu_ns = ev->cpu_ns;
+	in.offcpu_ns = ev->offcpu_ns;
+	in.offcpu_idle = ev->offcpu_ns && idle_wait(ev);
+	in.core_util = core_util(s, ev);
+	in.truncated = ev->status == WALK_TRUNCATED;
+	if (ev->mode == MODE_KERNEL)
+		in.where = WHERE_SYSTEM;
+	else if (tp->state == TP_PYTHON && python__in_interpreter(&tp->pp, ev->user_ip))
+		in.where = WHERE_PYTHON;
+	else
+		in.where = WHERE_NATIVE;
+	if (in.where == WHERE_NATIVE && ev->cpu_ns && ev->user_ip)
+		native_symbol(s, tp, ev->user_ip, &in);
+	if (tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG) {
+		in.unattributed = UNATTR_NOT_PYTHON_YET;
+	} else if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
+		   ev->status == WALK_BAD_KEY) {
+		in.unattributed = UNATTR_NO_PYTHON_THREAD;
+	} else {
+		in.frames = frames;
+		in.nframes = resolve_frames(s, tp, ev, frames);
+		if (!in.nframes)
+			in.unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
+	}
+	profile__add(s->profile, &in);
+}
+
+int session__handle(void *ctx, const void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct proc_record *r = data;
+	uint32_t type;
+
+	if (size < sizeof(type))
+		return 0;
+	memcpy(&type, data, sizeof(type));
+	s->records++;
+	if (type == EV_SAMPLE) {
+		on_sample(s, data, size);
+		return 0;
+	}
+	if (size < sizeof(*r)) {
+		s->bad_records++;
+		return 0;
+	}
+	switch (type) {
+	case EV_FORK:
+		handle_fork(s, r);
+		break;
+	case EV_EXEC:
+		handle_exec(s, r);
+		break;
+	case EV_EXIT:
+		handle_exit(s, r);
+		break;
+	default:
+		s->bad_records++;
+	}
+	return 0;
+}
+
+bool session__root_exited(const struct session *s)
+{
+	return s->root_exited;
+}
+
+const struct py_proc *session__root_python(const struct session *s)
+{
+	struct tproc *tp = hmap__get(s->procs, &s->root_pid);
+
+	return tp && tp->state == TP_PYTHON ? &tp->pp : NULL;
+}
+
+static const char *const stat_names[STAT_MAX] = {
+	[STAT_SAMPLES] = "samples",
+	[STAT_OFFCPU_EVENTS] = "offcpu_records",
+	[STAT_RINGBUF_FULL] = "lost_ringbuf_full",
+	[STAT_WALK_READ_FAILED] = "walk_read_failed",
+	[STAT_WALK_TRUNCATED] = "walk_truncated",
+	[STAT_NO_TSTATE] = "no_python_thread_state",
+	[STAT_NO_CONFIG] = "not_recognised_yet",
+	[STAT_TASK_STORAGE_FAIL] = "thread_state_alloc_failed",
+	[STAT_PROC_TABLE_FULL] = "process_table_full",
+	[STAT_EVENTS_LOST] = "process_events_lost",
+};
+
+static struct json_object *seconds(double ns)
+{
+	return json_object_new_double(ns / 1e9);
+}
+
+struct json_object *session__facts(struct session *s)
+{
+	struct json_object *o = json_object_new_object(), *bpf = json_object_new_object();
+	struct json_object *un = json_object_new_object(), *threads = json_object_new_array();
+	static const char *const unattr[UNATTR_MAX] = {
+		[UNATTR_NOT_PYTHON_YET] = "before_python_recognised_s",
+		[UNATTR_NO_PYTHON_THREAD] = "threads_without_python_s",
+		[UNATTR_UNREADABLE] = "unreadable_stacks_s",
+		[UNATTR_NOT_PROFILED] = "outside_profiled_files_s",
+	};
+	uint64_t stats[STAT_MAX], run_ns = 0, run_cnt = 0;
+	const struct profile *p = s->profile;
+	int i;
+
+	json_object_object_add(o, "sampling_rate_hz",
+			       json_object_new_double(1e9 / (double)s->period_ns));
+	json_object_object_add(o, "total_sampled_s", seconds(profile__total_ns(p)));
+	json_object_object_add(o, "idle_threads_blocked_s", seconds(profile__idle_ns(p)));
+	for (i = 0; i < UNATTR_MAX; i++)
+		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
+	json_object_object_add(o, "unattributed", un);
+	if (!loader__stats(s->loader, stats)) {
+		for (i = 0; i < STAT_MAX; i++)
+			json_object_object_add(bpf, stat_names[i],
+					       json_object_new_int64((int64_t)stats[i]));
+	}
+	if (!loader__prog_runtime(s->loader, &run_ns, &run_cnt) && run_cnt) {
+		json_object_object_add(bpf, "sampler_ns_per_run",
+				       json_object_new_double((double)run_ns / run_cnt));
+	}
+	json_object_object_add(bpf, "records", json_object_new_int64(s->records));
+	json_object_object_add(bpf, "bad_records", json_object_new_int64(s->bad_records));
+	json_object_object_add(bpf, "frames_unreadable",
+			       json_object_new_int64(s->frames_unreadable));
+	json_object_object_add(bpf, "code_cache_evictions",
+			       json_object_new_int64(pycode_cache__evictions(s->codes)));
+	json_object_object_add(bpf, "stacks_dropped",
+			       json_object_new_int64(profile__stacks_dropped(p)));
+	json_object_object_add(bpf, "truncated_stacks",
+			       json_object_new_int64(profile__truncated(p)));
+	json_object_object_add(o, "bpf", bpf);
+	for (i = 0; i < profile__nthreads(p); i++) {
+		const struct thread_stats *t = profile__thread(p, i);
+		struct json_object *to = json_object_new_object();
+
+		json_object_object_add(to, "pid", json_object_new_int(t->tgid));
+		json_object_object_add(to, "tid", json_object_new_int(t->tid));
+		json_object_object_add(to, "name", json_object_new_string(t->name ? t->name : ""));
+		json_object_object_add(to, "main_thread", json_object_new_boolean(t->main_thread));
+		json_object_object_add(to, "samples", json_object_new_int64(t->samples));
+		json_object_object_add(to, "cpu_s", seconds(t->cpu_ns));
+		json_object_object_add(to, "blocked_s", seconds(t->blocked_ns));
+		json_object_object_add(to, "idle_s", seconds(t->idle_ns));
+		json_object_array_add(threads, to);
+	}
+	json_object_object_add(o, "threads", threads);
+	json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
+	return o;
+}
+
+char *session__read_source(void *ctx, const char *filename, size_t *len)
+{
+	struct session *s = ctx;
+	char path[PATH_MAX + 64];
+	struct stat st;
+	char *buf = NULL;
+	ssize_t n;
+	int fd = -1;
+
+	/* Through the root process's view of the file system (its mount
+	 * namespace, its working directory for relative names). */
+	if (filename[0] == '/')
+		snprintf(path, sizeof(path), "/proc/%d/root%s", s->root_pid, filename);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(filename, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_SOURCE_BYTES)
+		goto out;
+	buf = malloc(st.st_size + 1);
+	if (!buf)
+		goto out;
+	n = read(fd, buf, st.st_size);
+	if (n < 0) {
+		free(buf);
+		buf = NULL;
+		goto out;
+	}
+	buf[n] = '\0';
+	*len = n;
+out:
+	close(fd);
+	return buf;
+}

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "options.h"
+#include "target.h"
+
+#define MAX_CMDLINE (1 << 20)
+
+static char *own(struct target *t, char *s)
+{
+	char **owned;
+
+	if (!s)
+		return NULL;
+	owned = realloc(t->owned, (t->nowned + 1) * sizeof(*owned));
+	if (!owned) {
+		free(s);
+		return NULL;
+	}
+	t->owned = owned;
+	t->owned[t->nowned++] = s;
+	return s;
+}
+
+void target_free(struct target *t)
+{
+	int i;
+
+	for (i = 0; i < t->nowned; i++)
+		free(t->owned[i]);
+	free(t->owned);
+	free(t->exec_argv);
+	free(t->args);
+	memset(t, 0, sizeof(*t));
+}
+
+int find_in_path(const char *name, char *out, unsigned long n)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL;
+	int err = -ENOENT;
+
+	if (strchr(name, '/')) {
+		if (access(name, X_OK))
+			return -errno;
+		snprintf(out, n, "%s", name);
+		return 0;
+	}
+	copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+	if (!copy)
+		return -ENOMEM;
+	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		if ((unsigned long)snprintf(out, n, "%s/%s", *dir ? dir : ".", name) >= n)
+			continue;
+		if (!stat(out, &st) && S_ISREG(st.st_mode) && !access(out, X_OK)) {
+			err = 0;
+			break;
+		}
+	}
+	free(copy);
+	return err;
+}
+
+static char *absolute(const char *path, const char *cwd)
+{
+	char buf[PATH_MAX * 2];
+	char *real;
+
+	if (path[0] == '/')
+		snprintf(buf, sizeof(buf), "%s", path);
+	else
+		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	real = realpath(buf, NULL);
+	return real ? real : strdup(buf);
+}
+
+/* Interpreter options that take a value in the next argument. */
+static int takes_value(const char *opt)
+{
+	return !strcmp(opt, "-W") || !strcmp(opt, "-X") || !strcmp(opt, "--check-hash-based-pycs");
+}
+
+int target_describe(struct target *t, char *const *argv, int argc, const char *cwd)
+{
+	int i;
+
+	t->program_dir = own(t, strdup(cwd));
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-m") || !strcmp(a, "-c")) {
+			/* A module or a command string: the working directory holds
+			 * the program's own files. */
+			t->program = own(t, strdup(i + 1 < argc ? argv[i + 1] : a));
+			t->args = calloc(argc - i + 1, sizeof(char *));
+			if (!t->args)
+				return -ENOMEM;
+			for (t->nargs = 0; i + 1 + t->nargs < argc; t->nargs++)
+				t->args[t->nargs] = argv[i + 1 + t->nargs];
+			return t->program && t->program_dir ? 0 : -ENOMEM;
+		}
+		if (a[0] == '-' && a[1]) {
+			if (takes_value(a))
+				i++;
+			continue;
+		}
+		break;
+	}
+	if (i < argc && strcmp(argv[i], "-")) {
+		char *abs = own(t, absolute(argv[i], cwd));
+		char *d = abs ? own(t, strdup(abs)) : NULL;
+
+		if (!d)
+			return -ENOMEM;
+		t->program = abs;
+		t->program_dir = dirname(d);
+	} else {
+		t->program = own(t, strdup(argv[0]));
+	}
+	t->args = calloc(argc - i + 1, sizeof(char *));
+	if (!t->args)
+		return -ENOMEM;
+	for (t->nargs = 0; i + t->nargs < argc; t->nargs++)
+		t->args[t->nargs] = argv[i + t->nargs];
+	return t->program ? 0 : -ENOMEM;
+}
+
+static bool is_python_script(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".py");
+}
+
+int target_from_command(const struct options *o, struct target *t)
+{
+	char cwd[PATH_MAX], interp[PATH_MAX];
+	int err, i;
+
+	memset(t, 0, sizeof(*t));
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if (o->raw_command) {
+		err = find_in_path(o->argv[0], interp, sizeof(interp));
+		if (err) {
+			pr_warn("%s: command not found\n", o->argv[0]);
+			return err;
+		}
+		t->exec_argv = calloc(o->argc + 1, sizeof(char *));
+		if (!t->exec_argv)
+			return -ENOMEM;
+		for (i = 0; i < o->argc; i++)
+			t->exec_argv[i] = o->argv[i];
+		/* A script run directly (./tool.py, a shell wrapper): it is the
+		 * program; for an interpreter, look at its arguments. */
+		if (is_python_script(o->argv[0]) || !strstr(o->argv[0], "python")) {
+			char **v = calloc(o->argc + 2, sizeof(char *));
+
+			if (!v)
+				return -ENOMEM;
+			v[0] = "";
+			for (i = 0; i < o->argc; i++)
+				v[i + 1] = o->argv[i];
+			err = target_describe(t, v, o->argc + 1, cwd);
+			free(v);
+			return err;
+		}
+		return target_describe(t, o->argv, o->argc, cwd);
+	}
+	if (access(o->argv[0], R_OK)) {
+		err = -errno;
+		pr_warn("%s: %s\n", o->argv[0],
+			err == -ENOENT ? "no such file (to run a command, put it after --)"
+				       : strerror(-err));
+		return err;
+	}
+	err = find_in_path(o->python, interp, sizeof(interp));
+	if (err) {
+		pr_warn("Python interpreter '%s' not found; pass --python PATH\n", o->python);
+		return err;
+	}
+	t->exec_argv = calloc(o->argc + 2, sizeof(char *));
+	if (!t->exec_argv)
+		return -ENOMEM;
+	t->exec_argv[0] = own(t, strdup(interp));
+	for (i = 0; i < o->argc; i++)
+		t->exec_argv[i + 1] = o->argv[i];
+	return target_describe(t, t->exec_argv, o->argc + 1, cwd);
+}
+
+int target_from_pid(const struct options *o, struct target *t)
+{
+	char path[64], cwd[PATH_MAX], *buf, **argv;
+	ssize_t n, len = 0;
+	int fd, argc = 0, i, err;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(path, sizeof(path), "/proc/%d/cwd", o->pid);
+	n = readlink(path, cwd, sizeof(cwd) - 1);
+	if (n < 0)
+		snprintf(cwd, sizeof(cwd), "/");
+	else
+		cwd[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", o->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = own(t, malloc(MAX_CMDLINE + 1));
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((n = read(fd, buf + len, MAX_CMDLINE - len)) > 0)
+		len += n;
+	close(fd);
+	buf[len] = '\0';
+	for (i = 0; i < len; i++)
+		argc += buf[i] == '\0';
+	argv = calloc(argc + 1, sizeof(char *));
+	if (!argv)
+		return -ENOMEM;
+	for (i = 0, n = 0; i < argc; i++) {
+		argv[i] = buf + n;
+		n += strlen(buf + n) + 1;
+	}
+	err = argc ? target_describe(t, argv, argc, cwd) : -EINVAL;
+	free(argv);
+	/* args point into buf, which the target owns. */
+	return err;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What is being profiled, as the profile names it: the command to start (run)
+ * or the command line found (attach), the main script, its directory (whose
+ * files are profiled by default) and the program's arguments.
+ */
+#ifndef TARGET_H
+#define TARGET_H
+
+struct options;
+
+struct target {
+	char **exec_argv;	/* run: what to exec, NULL-terminated */
+	char *program;		/* absolute path of the main script, or a module/command */
+	char *program_dir;
+	char **args;		/* the script and its arguments, as Scalene records them */
+	int nargs;
+	char **owned;		/* strings to free */
+	int nowned;
+};
+
+/* run: checks that the script and interpreter exist.  0, or -errno after a
+ * message. */
+int target_from_command(const struct options *o, struct target *t);
+/* --pid: from /proc/PID/cmdline and cwd. */
+int target_from_pid(const struct options *o, struct target *t);
+void target_free(struct target *t);
+
+/* Finds name in PATH the way execvp does; 0 and the path in out, or -ENOENT. */
+int find_in_path(const char *name, char *out, unsigned long n);
+/* Fills program, program_dir and args from a Python command line (argv[0]
+ * is the interpreter) run in cwd.  Exposed for its tests. */
+int target_describe(struct target *t, char *const *argv, int argc, const char *cwd);
+
+#endif /* TARGET_H */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Native symbols for the instruction pointers of one process.
+ *
+ * A usyms reads /proc/PID/maps and opens each mapped file the first time an
+ * address in it is resolved, through /proc/PID/root/<path> so that it works
+ * across mount namespaces, or /proc/PID/map_files/<start>-<end> for a file
+ * deleted since it was mapped.  Opened files are kept in an elf_cache keyed
+ * by (device, inode) that several usyms may share; the cache holds a bounded
+ * number of files (each keeps a file descriptor) and evicts the least
+ * recently used.  Neither object is thread-safe.
+ */
+#ifndef USYMS_H
+#define USYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_cache;
+struct usyms;
+
+struct elf_cache_opts {
+	size_t max_files; /* 0: ELF_CACHE_DEFAULT_FILES */
+};
+
+#define ELF_CACHE_DEFAULT_FILES 64
+
+struct elf_cache *elf_cache__new(const struct elf_cache_opts *opts);
+/* Files still used by a usyms stay open until that usyms lets them go. */
+void elf_cache__free(struct elf_cache *c);
+size_t elf_cache__count(const struct elf_cache *c);
+size_t elf_cache__hits(const struct elf_cache *c);
+size_t elf_cache__evictions(const struct elf_cache *c);
+
+struct usyms_opts {
+	/* Shared cache, which must outlive the usyms; NULL: a private one. */
+	struct elf_cache *cache;
+};
+
+struct usym {
+	const char *module; /* the mapping's path as /proc/PID/maps shows it */
+	const char *name;   /* NULL when no function symbol covers the address */
+	/*
+	 * With a name: the offset from the function's start.  Without one: the
+	 * file offset of the address in module (what "module+0x..." means).
+	 */
+	uint64_t offset;
+};
+
+/* Reads /proc/PID/maps; pid 0 is the calling process.  NULL and errno. */
+struct usyms *usyms__new(int pid, const struct usyms_opts *opts);
+void usyms__free(struct usyms *u);
+
+/* Re-reads the maps (after a dlopen, say); 0 or -errno. */
+int usyms__refresh(struct usyms *u);
+
+/*
+ * Fills out for addr: 0, or -ENOENT when no mapping holds addr.  The strings
+ * stay valid until the next usyms__refresh() or usyms__free().
+ */
+int usyms__resolve(struct usyms *u, uint64_t addr, struct usym *out);
+
+#endif /* USYMS_H */
