@@ -72,7 +72,9 @@ unit-tests: $(UNIT_BINS) $(BPFHOST_BINS)
 # end-to-end suite (root; skipped with a message otherwise).  The last line is
 # the total over all suites.
 .PHONY: test
-test: scalene-bpf unit-tests test-venv
+test: deps-if-missing
+	@if [ "$$(id -u)" -eq 0 ]; then tools/ci-deps; fi
+	$(MAKE) scalene-bpf unit-tests test-venv
 	@tools/run-tests $(OUT) $(PYTHON_TEST)
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and
@@ -84,18 +86,29 @@ $(OUT)/venv/.done: tests/requirements.txt
 	$(OUT)/venv/bin/pip install -q -r tests/requirements.txt
 	touch $@
 
+# Profiles the bundled example end to end and shows the result.  Installs the
+# build dependencies first when they are missing (a fresh machine).
 .PHONY: demo
-demo: scalene-bpf
-	./scalene-bpf run -o $(OUT)/demo-profile.json examples/demo.py
-	./scalene-bpf view --cli $(OUT)/demo-profile.json
+demo: deps-if-missing
+	$(MAKE) scalene-bpf
+	./scalene-bpf run -o demo-profile.json examples/demo.py
+	./scalene-bpf view --cli demo-profile.json
 
 # Debian packages needed to build and test.
 DEB_DEPS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
-	    python3-venv
+	    python3 python3-venv
 .PHONY: deps
 deps:
 	apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_DEPS)
+
+.PHONY: deps-if-missing
+deps-if-missing:
+	@missing=$$(for p in $(DEB_DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing build dependencies:" $$missing; \
+		$(MAKE) deps; \
+	fi
 
 .PHONY: vmlinux
 vmlinux:

@@ -385,6 +385,38 @@ int elf_file__type(const struct elf_file *e)
 	return e->type;
 }
 
+int elf_file__needs(const struct elf_file *e, const char *prefix)
+{
+	Elf_Scn *scn = NULL;
+	size_t plen = strlen(prefix);
+
+	while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			return 0;
+		n = data->d_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+
+			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag != DT_NEEDED)
+				continue;
+			name = elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val);
+			if (name && !strncmp(name, prefix, plen))
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static int find_in_table(const struct elf_file *e, const struct symtab *t, const char *name,
 			 uint64_t *value, uint64_t *size)
 {

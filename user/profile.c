@@ -43,7 +43,7 @@ struct profile {
 	struct hmap *threads_by_key;
 	struct thread_stats **threads;
 	int nthreads;
-	double total_ns, idle_ns;
+	double total_ns, idle_ns, not_python_ns;
 	double unattributed_ns[UNATTR_MAX];
 	uint64_t samples, truncated;
 	uint64_t rng;
@@ -481,6 +481,10 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		else
 			t->blocked_ns += blocked;
 	}
+	if (s->not_python) {
+		p->not_python_ns += cpu + blocked;
+		return;
+	}
 	/* A parked worker's waiting is not the program's time (unless asked):
 	 * kept apart so that thirty idle threads do not bury the profile. */
 	if (s->offcpu_idle && !p->filter.idle) {
@@ -531,6 +535,11 @@ double profile__total_ns(const struct profile *p)
 double profile__idle_ns(const struct profile *p)
 {
 	return p->idle_ns;
+}
+
+double profile__not_python_ns(const struct profile *p)
+{
+	return p->not_python_ns;
 }
 
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r)

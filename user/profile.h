@@ -35,8 +35,7 @@ enum sample_where {
 
 /* Why a sample has no Python frame to go to. */
 enum unattributed_reason {
-	UNATTR_NOT_PYTHON_YET = 0, /* before the interpreter was recognised (start-up) */
-	UNATTR_NO_PYTHON_THREAD,   /* a thread without a Python thread state */
+	UNATTR_NO_PYTHON_THREAD = 0, /* a thread without a Python thread state */
 	UNATTR_UNREADABLE,	   /* the stack or its code objects could not be read */
 	UNATTR_NOT_PROFILED,	   /* frames only in files not profiled */
 	UNATTR_MAX,
@@ -51,6 +50,7 @@ struct sample_in {
 	enum sample_where where;
 	uint64_t offcpu_ns;	/* blocked time */
 	bool offcpu_idle;	/* blocked time of a parked worker: kept apart */
+	bool not_python;	/* a process that is not (yet) Python: kept apart */
 	double core_util;	/* program's CPU use / cores around this sample, 0..1 */
 	const char *native_sym;	/* leaf symbol of a native sample, interned, or NULL */
 	const char *native_module;
@@ -134,6 +134,9 @@ void profile__add(struct profile *p, const struct sample_in *s);
  * plus the blocked time that counts (not the idle workers'). */
 double profile__total_ns(const struct profile *p);
 double profile__idle_ns(const struct profile *p);
+/* Time of tracked processes that are not Python (launchers, shells, the
+ * interpreter before it is recognised): not part of the percentages. */
+double profile__not_python_ns(const struct profile *p);
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r);
 uint64_t profile__samples(const struct profile *p);
 uint64_t profile__truncated(const struct profile *p);

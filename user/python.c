@@ -397,6 +397,12 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		goto cleanup;
 	}
 	if (elf_file__find_symbol(e, "_PyRuntime", &addr, NULL)) {
+		/* Just exec'ed, before the loader has mapped libpython. */
+		if (path == exe && elf_file__needs(e, "libpython3")) {
+			err = -EAGAIN;
+			snprintf(why, whylen, "%s has not loaded libpython yet", path);
+			goto cleanup;
+		}
 		err = -ENOENT;
 		snprintf(why, whylen, "%s is not a Python interpreter (no _PyRuntime symbol)",
 			 path);

@@ -64,6 +64,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef REGIONS_DEBUG
+#include <stdio.h>
+#endif
 
 #include "regions.h"
 
@@ -1101,7 +1104,8 @@ static void parse_line(struct parser *p, const struct lline *ll)
 	if (p->pending_body ? d != p->prev_depth + 1 : d > p->prev_depth)
 		goto bad;	/* expected an indented block / unexpected indent */
 	if (p->decorated && (d != p->prev_depth ||
-			     (kw != KW_DEF && kw != KW_ASYNC_DEF && kw != KW_CLASS)))
+			     (kw != KW_DEF && kw != KW_ASYNC_DEF && kw != KW_CLASS &&
+			      kw != KW_DECORATOR)))
 		goto bad;
 	p->pending_body = p->decorated = 0;
 	p->prev_depth = d;
@@ -1187,6 +1191,10 @@ static int build_tree(const unsigned char *s, size_t len, struct parser *p)
 		parse_line(p, &ll);
 	if (!sc->err && !sc->oom && !p->err && !p->oom)
 		parse_end(p);
+#ifdef REGIONS_DEBUG
+	if (sc->err || p->err)
+		fprintf(stderr, "regions: %s error at line %d\n", sc->err ? "scan" : "parse", sc->line);
+#endif
 	if (sc->oom || p->oom)
 		err = -ENOMEM;
 	else if (sc->err || p->err)

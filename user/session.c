@@ -459,6 +459,9 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
 	in.offcpu_idle = ev->offcpu_ns && idle_wait(ev);
+	/* Shells, launchers (pyenv's shims), the interpreter before it is
+	 * recognised: their time is reported apart, not in the percentages. */
+	in.not_python = tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG;
 	in.core_util = core_util(s, ev);
 	in.truncated = ev->status == WALK_TRUNCATED;
 	if (ev->mode == MODE_KERNEL)
@@ -469,8 +472,8 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		in.where = WHERE_NATIVE;
 	if (in.where == WHERE_NATIVE && ev->cpu_ns && ev->user_ip)
 		native_symbol(s, tp, ev->user_ip, &in);
-	if (tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG) {
-		in.unattributed = UNATTR_NOT_PYTHON_YET;
+	if (in.not_python) {
+		/* nothing to resolve */
 	} else if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
 		   ev->status == WALK_BAD_KEY) {
 		in.unattributed = UNATTR_NO_PYTHON_THREAD;
@@ -552,7 +555,6 @@ struct json_object *session__facts(struct session *s)
 	struct json_object *o = json_object_new_object(), *bpf = json_object_new_object();
 	struct json_object *un = json_object_new_object(), *threads = json_object_new_array();
 	static const char *const unattr[UNATTR_MAX] = {
-		[UNATTR_NOT_PYTHON_YET] = "before_python_recognised_s",
 		[UNATTR_NO_PYTHON_THREAD] = "threads_without_python_s",
 		[UNATTR_UNREADABLE] = "unreadable_stacks_s",
 		[UNATTR_NOT_PROFILED] = "outside_profiled_files_s",
@@ -564,7 +566,10 @@ struct json_object *session__facts(struct session *s)
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
 	json_object_object_add(o, "total_sampled_s", seconds(profile__total_ns(p)));
-	json_object_object_add(o, "idle_threads_blocked_s", seconds(profile__idle_ns(p)));
+	/* Blocked time left out of the percentages: parked worker threads
+	 * (unless --idle) and processes that are not Python. */
+	json_object_object_add(o, "uncounted_blocked_s", seconds(profile__idle_ns(p)));
+	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
 	for (i = 0; i < UNATTR_MAX; i++)
 		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
 	json_object_object_add(o, "unattributed", un);

@@ -25,6 +25,7 @@ prints one line per file and exits 1 if any file fails.
 import json
 import math
 import os
+import pathlib
 import re
 import select
 import shutil
@@ -322,7 +323,8 @@ def _check_stacks(profile, errors):
                 if not _is_int(ev.get(k)):
                     errors.append(f"combined_stacks_timeline[{i}].{k}: must "
                                   f"be an integer, is {ev.get(k)!r}")
-            if ev.get("thread_id") is not None and not _is_int(ev["thread_id"]):
+            tid = ev.get("thread_id")
+            if tid is not None and not _is_int(tid):
                 errors.append(f"combined_stacks_timeline[{i}].thread_id: must "
                               "be an integer or null")
             if not _is_num(ev.get("t_sec")):
@@ -401,7 +403,8 @@ def check_gui_invariants(profile, name=None):
             i = holes[0]
             errors.append(f"{fw}.lines: not dense and in order (lines[k] must "
                           f"be line k+1): lines[{i}].lineno is "
-                          f"{lines[i].get('lineno', _MISSING)!r}, not {i + 1}; "
+                          f"{lines[i].get('lineno', 'missing')!r}, not "
+                          f"{i + 1}; "
                           f"{len(holes)} of {nlines} rows misplaced")
         for i, row in enumerate(lines):
             _check_row(row, f"{fw}.lines[{i}]", nlines, True, errors)
@@ -651,7 +654,9 @@ def render_gui(path, timeout=RENDER_TIMEOUT, screenshot=None, settle=1.0):
         fds = [cmd_w, ev_r]
         cdp = _Cdp(cmd_w, ev_r)
         return _drive(cdp, html, abspath, timeout, t0, screenshot, settle)
-    except (EOFError, TimeoutError, RuntimeError, OSError) as e:
+    except AssertionError:
+        raise
+    except Exception as e:  # EOFError, TimeoutError, OSError, bad reply...
         chlog = ""
         try:
             with open(os.path.join(tmp, "chromium.log"), "rb") as f:
@@ -684,10 +689,12 @@ def _drive(cdp, html, path, timeout, t0, screenshot, settle):
                       timeout=CHROMIUM_START_TIMEOUT)["targetId"]
     sess = cdp.call("Target.attachToTarget",
                     {"targetId": target, "flatten": True})["sessionId"]
-    for m in ("Runtime.enable", "Log.enable", "Page.enable", "Inspector.enable"):
+    for m in ("Runtime.enable", "Log.enable", "Page.enable",
+              "Inspector.enable"):
         cdp.call(m, session=sess)
     cdp.events.clear()
-    nav = cdp.call("Page.navigate", {"url": "file://" + html}, session=sess)
+    nav = cdp.call("Page.navigate", {"url": pathlib.Path(html).as_uri()},
+                   session=sess)
     if nav.get("errorText"):
         _fail(f"{path}: Chromium could not open the page: {nav['errorText']}")
 
