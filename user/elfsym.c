@@ -385,7 +385,7 @@ int elf_file__type(const struct elf_file *e)
 	return e->type;
 }
 
-int elf_file__needs(const struct elf_file *e, const char *prefix)
+const char *elf_file__needed(const struct elf_file *e, const char *prefix)
 {
 	Elf_Scn *scn = NULL;
 	size_t plen = strlen(prefix);
@@ -399,7 +399,7 @@ int elf_file__needs(const struct elf_file *e, const char *prefix)
 			continue;
 		data = elf_getdata(scn, NULL);
 		if (!data)
-			return 0;
+			return NULL;
 		n = data->d_size / sh.sh_entsize;
 		for (i = 0; i < n; i++) {
 			GElf_Dyn dyn;
@@ -411,10 +411,10 @@ int elf_file__needs(const struct elf_file *e, const char *prefix)
 				continue;
 			name = elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val);
 			if (name && !strncmp(name, prefix, plen))
-				return 1;
+				return name;
 		}
 	}
-	return 0;
+	return NULL;
 }
 
 static int find_in_table(const struct elf_file *e, const struct symtab *t, const char *name,

@@ -21,8 +21,9 @@ void elf_file__free(struct elf_file *e);
 /* ET_EXEC, ET_DYN, ... from the ELF header. */
 int elf_file__type(const struct elf_file *e);
 
-/* 1 when a DT_NEEDED entry of the dynamic section starts with prefix. */
-int elf_file__needs(const struct elf_file *e, const char *prefix);
+/* The first DT_NEEDED entry that starts with prefix (valid until
+ * elf_file__free), or NULL. */
+const char *elf_file__needed(const struct elf_file *e, const char *prefix);
 
 /*
  * Looks name up in .symtab, then in .dynsym (defined symbols only).

@@ -35,16 +35,20 @@
 #define RINGBUF_BYTES (16 << 20)
 
 static volatile sig_atomic_t got_signal;
+/* The signal was sent to us (kill), not by the terminal to the whole
+ * foreground group, which the child receives by itself. */
+static volatile sig_atomic_t signal_sent;
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	got_signal = sig;
+	signal_sent = si && si->si_code <= 0;
 }
 
 static void install_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
-	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 	size_t i;
 
 	sigemptyset(&sa.sa_mask);
@@ -193,18 +197,17 @@ static bool interval_due(struct run_state *rs, double *next)
 static int run_loop(struct run_state *rs, pid_t child)
 {
 	double next = mono_s() + rs->opts->profile_interval;
-	int status = 0, forwarded = 0;
+	int status = 0;
 	pid_t w;
 
 	for (;;) {
 		loader__poll(rs->loader, POLL_MS);
 		session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
-		if (got_signal && got_signal != forwarded) {
-			/* Ctrl-C reached the child from the terminal already; other
-			 * signals sent to us are passed on, as in a plain run. */
-			if (got_signal != SIGINT && got_signal != SIGQUIT)
+		if (got_signal) {
+			/* We keep running until the program ends, so that its
+			 * profile is written: a signal sent to us is passed on. */
+			if (signal_sent)
 				kill(child, got_signal);
-			forwarded = got_signal;
 			got_signal = 0;
 		}
 		if (interval_due(rs, &next))
@@ -223,6 +226,7 @@ static int cmd_run(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
 	struct launch l = { .pid = -1, .gate_fd = -1, .err_fd = -1 };
+	char why[512];
 	int err, status;
 
 	err = creds_from_env(&rs.creds);
@@ -230,6 +234,11 @@ static int cmd_run(const struct options *o)
 		err = target_from_command(o, &rs.target);
 	if (err)
 		goto out;
+	err = python__check_binary(rs.target.exec_path, why, sizeof(why));
+	if (err) {
+		pr_warn("%s\n", why);
+		goto out;
+	}
 	err = outfile_check(o->outfile, &rs.creds);
 	if (err) {
 		pr_warn("cannot write the profile to %s: %s; choose another path with -o\n",
@@ -261,6 +270,13 @@ static int cmd_run(const struct options *o)
 	status = run_loop(&rs, l.pid);
 	write_profile(&rs, true);
 	err = exit_status_of(status);
+	/* A profile of nothing is a failure, unless the program failed first. */
+	if (!session__interpreters(rs.session)) {
+		session__explain_root(rs.session, why, sizeof(why));
+		pr_warn("no Python process was profiled: %s\n", why);
+		if (!err)
+			err = 1;
+	}
 	teardown(&rs);
 	return err;
 out_noprofile:

@@ -365,6 +365,34 @@ static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_
 	return 0;
 }
 
+int python__check_binary(const char *path, char *why, size_t whylen)
+{
+	char *real = realpath(path, NULL);
+	struct elf_file *e;
+	const char *lib;
+	int minor = -1;
+
+	why[0] = '\0';
+	e = elf_file__open(real ? real : path);
+	if (!e) {
+		/* A script (pyenv's shims are shell scripts): decided at run time. */
+		free(real);
+		return 0;
+	}
+	if (!elf_file__find_symbol(e, "_PyRuntime", NULL, NULL))
+		minor = python__minor_from_name(base_name(real ? real : path));
+	else if ((lib = elf_file__needed(e, "libpython3")) != NULL)
+		minor = python__minor_from_name(lib);
+	elf_file__free(e);
+	free(real);
+	if (minor >= 0 && (minor < PY_MIN_MINOR || minor > PY_MAX_MINOR || !offsets_for(minor))) {
+		snprintf(why, whylen, "%s is Python 3.%d, which is not supported (supported: %s)",
+			 path, minor, PY_SUPPORTED);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 {
 	struct procmaps *m = NULL;
@@ -398,7 +426,7 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 	}
 	if (elf_file__find_symbol(e, "_PyRuntime", &addr, NULL)) {
 		/* Just exec'ed, before the loader has mapped libpython. */
-		if (path == exe && elf_file__needs(e, "libpython3")) {
+		if (path == exe && elf_file__needed(e, "libpython3")) {
 			err = -EAGAIN;
 			snprintf(why, whylen, "%s has not loaded libpython yet", path);
 			goto cleanup;

@@ -49,6 +49,11 @@ struct py_proc {
  */
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen);
 
+/* Before a launch: refuses an interpreter binary whose version (from its
+ * name or the libpython it needs) is not supported.  0, or -ENOTSUP with the
+ * reason in why.  Binaries it cannot tell about pass. */
+int python__check_binary(const char *path, char *why, size_t whylen);
+
 /* True when ip lies in the interpreter's own code. */
 bool python__in_interpreter(const struct py_proc *pp, uint64_t ip);
 

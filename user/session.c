@@ -408,6 +408,8 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		pc = code_for(s, tp, f->code, f->tag);
 		if (!pc) {
 			s->frames_unreadable++;
+			pr_debug("process %d: code object 0x%llx unreadable: %s\n", tp->pid,
+				 (unsigned long long)f->code, strerror(errno));
 			continue;
 		}
 		line = pycode__line(pc, f->offset);
@@ -523,6 +525,21 @@ int session__handle(void *ctx, const void *data, size_t size)
 bool session__root_exited(const struct session *s)
 {
 	return s->root_exited;
+}
+
+int session__interpreters(const struct session *s)
+{
+	return s->interpreters;
+}
+
+void session__explain_root(const struct session *s, char *buf, size_t n)
+{
+	struct tproc *tp = hmap__get(s->procs, &s->root_pid);
+
+	if (tp && tp->why[0])
+		snprintf(buf, n, "%s", tp->why);
+	else
+		snprintf(buf, n, "the program ran no Python interpreter this profiler recognised");
 }
 
 const struct py_proc *session__root_python(const struct session *s)

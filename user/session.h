@@ -42,6 +42,10 @@ void session__tick(struct session *s, uint64_t now_ns);
 bool session__root_exited(const struct session *s);
 /* The root's interpreter, if recognised. */
 const struct py_proc *session__root_python(const struct session *s);
+/* How many processes were recognised as Python. */
+int session__interpreters(const struct session *s);
+/* Why the root process was not profiled, in a phrase. */
+void session__explain_root(const struct session *s, char *buf, size_t n);
 /* Facts about the run for the profile's "scalene_bpf" key. */
 struct json_object *session__facts(struct session *s);
 /* A process's view of a file name: its root and working directory. */

@@ -157,8 +157,9 @@ int target_from_command(const struct options *o, struct target *t)
 			pr_warn("%s: command not found\n", o->argv[0]);
 			return err;
 		}
+		t->exec_path = own(t, strdup(interp));
 		t->exec_argv = calloc(o->argc + 1, sizeof(char *));
-		if (!t->exec_argv)
+		if (!t->exec_argv || !t->exec_path)
 			return -ENOMEM;
 		for (i = 0; i < o->argc; i++)
 			t->exec_argv[i] = o->argv[i];
@@ -194,6 +195,7 @@ int target_from_command(const struct options *o, struct target *t)
 	if (!t->exec_argv)
 		return -ENOMEM;
 	t->exec_argv[0] = own(t, strdup(interp));
+	t->exec_path = t->exec_argv[0];
 	for (i = 0; i < o->argc; i++)
 		t->exec_argv[i + 1] = o->argv[i];
 	return target_describe(t, t->exec_argv, o->argc + 1, cwd);

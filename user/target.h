@@ -11,6 +11,7 @@ struct options;
 
 struct target {
 	char **exec_argv;	/* run: what to exec, NULL-terminated */
+	char *exec_path;	/* run: exec_argv[0] as found in PATH */
 	char *program;		/* absolute path of the main script, or a module/command */
 	char *program_dir;
 	char **args;		/* the script and its arguments, as Scalene records them */

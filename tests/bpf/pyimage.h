@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Synthetic CPython threads for the walker tests, laid out with a generated
+ * pyoffsets table: libpython's _PyRuntime holding autoTSSkey, a thread's
+ * pthread TCB at fsbase with the TSD slot that points to its PyThreadState,
+ * and a frame chain (python-unwinding notes, section 2).  Frames are pushed
+ * outermost first, as the interpreter pushes them, and each push records what
+ * the walker should report for it.
+ */
+#ifndef TESTS_BPF_PYIMAGE_H
+#define TESTS_BPF_PYIMAGE_H
+
+#include <stdint.h>
+
+#include "abi.h"
+#include "cpython.h"
+#include "memimg.h"
+
+/* glibc x86_64 TSD, the constants user/python.c fills the config with:
+ * offsetof(struct pthread, specific_1stblock), sizeof(struct
+ * pthread_key_data) and offsetof(struct pthread_key_data, data). */
+#define TSD_BASE 0x310
+#define TSD_STRIDE 16
+#define TSD_DATA 8
+
+/* Where things live in a typical x86_64 process. */
+#define HEAP_BASE 0x55d1e2a00000ULL   /* brk heap: thread state, code objects */
+#define FRAMES_BASE 0x7f3a1b400000ULL /* pymalloc arena (<= 3.10) or datastack (3.11+) */
+#define STACK_BASE 0x7f3a1a000000ULL  /* a thread stack: TCB, 3.12+ C-stack entry frames */
+#define LIB_BASE 0x7f3a1c600000ULL    /* libpython .data/.bss: _PyRuntime, _Py_NoneStruct */
+#define HOLE_ADDR 0x7f3a1d000000ULL   /* mapped by nobody */
+#define KERNEL_ADDR 0xffff888100000000ULL
+#define REGION_SIZE 0x100000ULL
+
+#define TCB_SIZE 0x800	 /* covers specific_1stblock[32] at 0x310 */
+#define TSTATE_SIZE 512	 /* covers every version's fields */
+#define CODE_BYTES 512	 /* bytecode per fake code object */
+#define NONE_SIZE 16	 /* PyObject header */
+#define MAX_PUSHES (2 * MAX_FRAMES + 8)
+
+struct pyimg {
+	struct memimg *m;
+	const struct py_offsets *o;
+	unsigned int minor;
+	int heap, frames, stack, lib;	/* region indexes */
+	uint64_t runtime, key_addr;	/* _PyRuntime, &_PyRuntime...autoTSSkey */
+	uint64_t fsbase, tstate, cframe;
+	uint64_t none;			/* _Py_NoneStruct: f_executable of 3.13 entry frames */
+	uint64_t trampoline;		/* interp->interpreter_trampoline (3.12 entry frames) */
+	uint64_t top;			/* innermost frame, 0 if none */
+	struct py_frame want[MAX_PUSHES]; /* in push order: outermost first */
+	uint32_t nwant;
+};
+
+static inline const struct py_offsets *pyimg__table(unsigned int minor)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++)
+		if ((*t)->minor == minor)
+			return *t;
+	return NULL;
+}
+
+static inline uint64_t pyimg__u64(const struct pyimg *p, uint64_t addr)
+{
+	uint64_t v = 0;
+
+	if (memimg__read(p->m, &v, sizeof(v), addr))
+		memimg__die("read outside the image", addr);
+	return v;
+}
+
+/* Where the innermost frame pointer lives: tstate->frame (<= 3.10),
+ * tstate->cframe->current_frame (3.11, 3.12), tstate->current_frame (3.13). */
+static inline uint64_t pyimg__top_slot(const struct pyimg *p)
+{
+	const struct py_offsets *o = p->o;
+
+	if (o->tstate_frame != PYOFF_NONE)
+		return p->tstate + o->tstate_frame;
+	if (o->tstate_cframe != PYOFF_NONE)
+		return p->cframe + o->cframe_current_frame;
+	return p->tstate + o->tstate_current_frame;
+}
+
+static inline uint64_t pyimg__tsd_slot(const struct pyimg *p, uint32_t key)
+{
+	return p->fsbase + TSD_BASE + (uint64_t)key * TSD_STRIDE + TSD_DATA;
+}
+
+static inline void pyimg__set_top(struct pyimg *p, uint64_t f)
+{
+	memimg__w64(p->m, pyimg__top_slot(p), f);
+	p->top = f;
+}
+
+static inline void pyimg__map(struct pyimg *p)
+{
+	p->heap = memimg__map(p->m, HEAP_BASE, REGION_SIZE);
+	p->frames = memimg__map(p->m, FRAMES_BASE, REGION_SIZE);
+	p->stack = memimg__map(p->m, STACK_BASE, REGION_SIZE);
+	p->lib = memimg__map(p->m, LIB_BASE, REGION_SIZE);
+}
+
+/* Py_tss_t is { int _is_initialized; pthread_key_t _key; }: the key is at +4,
+ * which is what the loader puts in tss_key_addr. */
+static inline void pyimg__runtime(struct pyimg *p, uint32_t key)
+{
+	p->runtime = memimg__alloc(p->m, p->lib, p->o->runtime_autotss_key + 64, 64);
+	memimg__w32(p->m, p->runtime + p->o->runtime_autotss_key, 1);
+	p->key_addr = p->runtime + p->o->runtime_autotss_key + 4;
+	memimg__w32(p->m, p->key_addr, key);
+}
+
+/* A thread whose TSD slot `key` holds its PyThreadState, with no frames. */
+static inline void pyimg__thread(struct pyimg *p, uint32_t key)
+{
+	const struct py_offsets *o = p->o;
+
+	p->fsbase = memimg__alloc(p->m, p->stack, TCB_SIZE, 64);
+	p->tstate = memimg__alloc(p->m, p->heap, TSTATE_SIZE, 64);
+	/* thread_id is PyThread_get_thread_ident(): pthread_self() == fsbase. */
+	memimg__w64(p->m, p->tstate + o->tstate_thread_id, p->fsbase);
+	if (key < 32)
+		memimg__w64(p->m, pyimg__tsd_slot(p, key), p->tstate);
+	if (o->tstate_cframe != PYOFF_NONE) {
+		/* 3.11, 3.12: tstate->cframe points to tstate->root_cframe or a
+		 * _PyCFrame on the C stack of _PyEval_EvalFrameDefault. */
+		p->cframe = memimg__alloc(p->m, p->stack, 32, 16);
+		memimg__w64(p->m, p->tstate + o->tstate_cframe, p->cframe);
+	}
+	pyimg__set_top(p, 0);
+}
+
+/* A code object whose co_firstlineno (the walker's tag) is `firstlineno`. */
+static inline uint64_t pyimg__code(struct pyimg *p, uint32_t firstlineno)
+{
+	uint64_t adaptive = p->o->code_code_adaptive == PYOFF_NONE ? 0 : p->o->code_code_adaptive;
+	uint64_t size = adaptive ? adaptive + CODE_BYTES : 256;
+	uint64_t co = memimg__alloc(p->m, p->heap, size, 16);
+
+	memimg__w32(p->m, co + p->o->code_firstlineno, firstlineno);
+	return co;
+}
+
+static inline struct pyimg *pyimg__new_key(unsigned int minor, uint32_t key)
+{
+	struct pyimg *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		memimg__die("out of memory", 0);
+	p->o = pyimg__table(minor);
+	if (!p->o)
+		memimg__die("no pyoffsets table for this minor", minor);
+	p->minor = minor;
+	p->m = memimg__new();
+	pyimg__map(p);
+	pyimg__runtime(p, key);
+	pyimg__thread(p, key);
+	p->none = memimg__alloc(p->m, p->lib, NONE_SIZE, 16);
+	p->trampoline = pyimg__code(p, 0);
+	return p;
+}
+
+/* The usual case: the key CPython gets in a fresh process is small. */
+static inline struct pyimg *pyimg__new(unsigned int minor)
+{
+	return pyimg__new_key(minor, 1);
+}
+
+static inline void pyimg__free(struct pyimg *p)
+{
+	if (!p)
+		return;
+	memimg__free(p->m);
+	free(p);
+}
+
+/* The walker's configuration as user/python.c fill_cfg() builds it. */
+static inline void pyimg__cfg(const struct pyimg *p, struct py_walk_cfg *c)
+{
+	const struct py_offsets *o = p->o;
+
+	memset(c, 0, sizeof(*c));
+	c->tss_key_addr = p->key_addr;
+	c->minor = o->minor;
+	c->tsd_base = TSD_BASE;
+	c->tsd_stride = TSD_STRIDE;
+	c->tsd_data = TSD_DATA;
+	c->ts_thread_id = o->tstate_thread_id;
+	if (o->tstate_frame != PYOFF_NONE) {
+		c->ts_frame = o->tstate_frame;
+		c->cframe_current = PYOFF_NONE;
+	} else if (o->tstate_cframe != PYOFF_NONE) {
+		c->ts_frame = o->tstate_cframe;
+		c->cframe_current = o->cframe_current_frame;
+	} else {
+		c->ts_frame = o->tstate_current_frame;
+		c->cframe_current = PYOFF_NONE;
+	}
+	c->f_code = o->frame_code;
+	c->f_prev = o->frame_previous;
+	c->f_instr = o->frame_instr;
+	c->f_owner = o->minor >= 12 ? o->frame_owner : PYOFF_NONE;
+	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
+	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
+	c->co_firstlineno = o->code_firstlineno;
+}
+
+/*
+ * Writes a frame at `f` running `code` at byte offset `off`, linked to
+ * `prev`.  A fresh frame is off = -1 on <= 3.10 (f_lasti = -1), -2 on 3.11
+ * and 3.12 (prev_instr one code unit before the first) and 0 on 3.13
+ * (instr_ptr at the first).
+ */
+static inline void pyimg__write_frame(struct pyimg *p, uint64_t f, uint64_t code, int32_t off,
+				      uint64_t prev, uint8_t owner, uint8_t is_entry)
+{
+	const struct py_offsets *o = p->o;
+
+	memimg__w64(p->m, f + o->frame_previous, prev);
+	memimg__w64(p->m, f + o->frame_code, code);
+	if (p->minor <= 10) {
+		/* f_lasti: bytes on 3.9, code units on 3.10. */
+		int32_t lasti = off < 0 ? -1 : (p->minor == 10 ? off / 2 : off);
+
+		memimg__w32(p->m, f + o->frame_instr, (uint32_t)lasti);
+		return;
+	}
+	memimg__w64(p->m, f + o->frame_instr, code + o->code_code_adaptive + (int64_t)off);
+	memimg__w8(p->m, f + o->frame_owner, owner);
+	if (o->frame_is_entry != PYOFF_NONE)
+		memimg__w8(p->m, f + o->frame_is_entry, is_entry);
+}
+
+static inline void pyimg__expect(struct pyimg *p, uint64_t code, int32_t off, uint32_t tag)
+{
+	struct py_frame *w;
+
+	if (p->nwant == MAX_PUSHES)
+		memimg__die("too many frames", 0);
+	w = &p->want[p->nwant++];
+	w->code = code;
+	w->offset = off;
+	w->tag = tag;
+}
+
+/* Pushes a frame allocated in region `ri`; returns its address. */
+static inline uint64_t pyimg__push_full(struct pyimg *p, int ri, uint64_t code, int32_t off,
+					uint8_t owner, uint8_t is_entry)
+{
+	uint64_t f = memimg__alloc(p->m, ri, p->o->frame_size, 16);
+	uint32_t tag = 0;
+
+	pyimg__write_frame(p, f, code, off, p->top, owner, is_entry);
+	pyimg__set_top(p, f);
+	memimg__read(p->m, &tag, sizeof(tag), code + p->o->code_firstlineno);
+	pyimg__expect(p, code, off, tag);
+	return f;
+}
+
+/* An ordinary frame owned by the thread (owner 0). */
+static inline uint64_t pyimg__push(struct pyimg *p, uint64_t code, int32_t off)
+{
+	return pyimg__push_full(p, p->frames, code, off, 0, 0);
+}
+
+/* The entry frame _PyEval_EvalFrameDefault puts on the C stack (3.12+):
+ * owner FRAME_OWNED_BY_CSTACK (3; 3.14 uses 3 and 4), f_code the trampoline
+ * code object on 3.12, f_executable Py_None on 3.13.  The walker reports it
+ * as code 0. */
+static inline uint64_t pyimg__push_shim(struct pyimg *p, uint8_t owner)
+{
+	uint64_t code = p->minor >= 13 ? p->none : p->trampoline;
+	uint64_t f = memimg__alloc(p->m, p->stack, p->o->frame_size, 16);
+
+	pyimg__write_frame(p, f, code, 0, p->top, owner, 0);
+	pyimg__set_top(p, f);
+	pyimg__expect(p, 0, 0, 0);
+	return f;
+}
+
+/* What the walker should report in slot i (innermost first). */
+static inline const struct py_frame *pyimg__want(const struct pyimg *p, uint32_t i)
+{
+	return &p->want[p->nwant - 1 - i];
+}
+
+#endif /* TESTS_BPF_PYIMAGE_H */

@@ -1,0 +1,926 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The Python frame walker (bpf/pywalk.h) compiled as host C and run against
+ * synthetic memory images of CPython 3.9 to 3.13 threads, laid out with the
+ * generated pyoffsets tables and configured the way user/python.c does it.
+ * Reads outside the image fail like bpf_probe_read_user().  Run it under
+ * `make SANITIZE=1`: an out-of-bounds access or undefined behaviour in the
+ * walker then fails the suite.
+ */
+#include <linux/types.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+#include "memimg.h"
+
+static struct memimg *cur_img; /* the image PYWALK_READ reads */
+
+#define PYWALK_READ(dst, size, addr) memimg__read(cur_img, (dst), (size), (addr))
+#include "pywalk.h"
+
+#include "pyimage.h"
+#include "testlib.h"
+
+/* Sanitizer builds: stop at the first report, so that undefined behaviour
+ * fails the suite instead of scrolling past in the log. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "halt_on_error=1:print_stacktrace=1";
+}
+
+#define FIRST_MINOR 9
+#define LAST_MINOR 13
+#define SENTINEL 0xa5
+#define FUZZ_BASE 0x7f3a1e000000ULL
+#define FUZZ_SIZE 0x4000ULL
+
+/* The walker's output and scratch, sized exactly so that ASan sees any write
+ * or read past them.  The scratch keeps its bytes between walks, like the
+ * per-CPU map it lives in under BPF. */
+static struct py_frame *out;
+static struct pywalk_scratch *scratch;
+static __u32 nout;
+
+static int walk_fs(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase)
+{
+	memset(out, SENTINEL, MAX_FRAMES * sizeof(*out));
+	cur_img = p->m;
+	nout = 0xdeadbeef;
+	return pywalk(c, fsbase, out, &nout, scratch);
+}
+
+static int walk(struct pyimg *p, const struct py_walk_cfg *c)
+{
+	return walk_fs(p, c, p->fsbase);
+}
+
+/* Walks with the configuration user space would build. */
+static int walk_default(struct pyimg *p)
+{
+	struct py_walk_cfg c;
+
+	pyimg__cfg(p, &c);
+	return walk(p, &c);
+}
+
+/* Slots from `n` on must be as the walker found them. */
+static int untouched_from(__u32 n)
+{
+	const unsigned char *b = (const unsigned char *)out;
+	size_t i;
+
+	if (n > MAX_FRAMES)
+		return 0;
+	for (i = n * sizeof(*out); i < MAX_FRAMES * sizeof(*out); i++)
+		if (b[i] != SENTINEL)
+			return 0;
+	return 1;
+}
+
+/* The walk reported exactly what the image was built with, innermost first. */
+static void check_frames(const struct pyimg *p, __u32 n)
+{
+	int shown = 0;
+	__u32 i;
+
+	CHECK_EQ_INT(nout, n);
+	CHECK(untouched_from(n));
+	for (i = 0; i < n && i < nout && i < p->nwant; i++) {
+		const struct py_frame *w = pyimg__want(p, i);
+		int bad = out[i].code != w->code || out[i].tag != w->tag ||
+			  (w->code && out[i].offset != w->offset);
+
+		if (bad && shown++ < 5)
+			fprintf(stderr,
+				"3.%u slot %u: code 0x%llx offset %d tag %u, expected 0x%llx %d %u\n",
+				p->minor, i, (unsigned long long)out[i].code, out[i].offset,
+				out[i].tag, (unsigned long long)w->code, w->offset, w->tag);
+		CHECK(!bad);
+	}
+}
+
+/* A frame that has not run its first instruction yet. */
+static int32_t fresh_off(unsigned int minor)
+{
+	if (minor <= 10)
+		return -1;
+	return minor <= 12 ? -2 : 0;
+}
+
+/* ---- per-version layouts ---------------------------------------------- */
+
+/* <module> -> main -> helper -> fresh callee -> leaf, pushed outermost first. */
+static void check_stack(unsigned int minor)
+{
+	struct pyimg *p = pyimg__new(minor);
+	uint64_t mod = pyimg__code(p, 1), mainf = pyimg__code(p, 12);
+	uint64_t helper = pyimg__code(p, 40), callee = pyimg__code(p, 77);
+	uint64_t leaf = pyimg__code(p, 90);
+
+	pyimg__push(p, mod, 24);
+	pyimg__push(p, mainf, 100);
+	pyimg__push(p, helper, 2);
+	pyimg__push(p, callee, fresh_off(minor));
+	pyimg__push(p, leaf, 300);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	check_frames(p, 5);
+	/* Spot values, independent of the builder's bookkeeping. */
+	CHECK_EQ_INT(out[0].code, leaf);
+	CHECK_EQ_INT(out[0].offset, 300);
+	CHECK_EQ_INT(out[0].tag, 90);
+	CHECK_EQ_INT(out[1].code, callee);
+	CHECK_EQ_INT(out[1].offset, fresh_off(minor));
+	CHECK_EQ_INT(out[4].code, mod);
+	CHECK_EQ_INT(out[4].offset, 24);
+	CHECK_EQ_INT(out[4].tag, 1);
+	pyimg__free(p);
+}
+
+static void test_stack_3_9(void)
+{
+	check_stack(9);
+}
+
+static void test_stack_3_10(void)
+{
+	check_stack(10);
+}
+
+static void test_stack_3_11(void)
+{
+	check_stack(11);
+}
+
+static void test_stack_3_12(void)
+{
+	check_stack(12);
+}
+
+static void test_stack_3_13(void)
+{
+	check_stack(13);
+}
+
+/* Every generated table is one the builder and the walker handle. */
+static void test_every_table_walks(void)
+{
+	const struct py_offsets *const *t;
+	int n = 0;
+
+	for (t = py_offsets_table; *t; t++, n++)
+		check_stack((*t)->minor);
+	CHECK_EQ_INT(n, LAST_MINOR - FIRST_MINOR + 1);
+}
+
+/* A one-frame thread whose frame is written by hand through the table. */
+static uint64_t one_frame(struct pyimg *p, uint64_t *code)
+{
+	uint64_t f = memimg__alloc(p->m, p->frames, p->o->frame_size, 16);
+
+	*code = pyimg__code(p, 5);
+	memimg__w64(p->m, f + p->o->frame_code, *code);
+	pyimg__set_top(p, f);
+	return f;
+}
+
+/* 3.9: f_lasti counts bytes; -1 before the first instruction. */
+static void test_39_lasti_bytes(void)
+{
+	struct pyimg *p = pyimg__new(9);
+	uint64_t code, f = one_frame(p, &code);
+
+	CHECK_EQ_INT(p->o->frame_instr, 104);
+	memimg__w32(p->m, f + 104, 14);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(nout, 1);
+	CHECK_EQ_INT(out[0].code, code);
+	CHECK_EQ_INT(out[0].offset, 14);
+	CHECK_EQ_INT(out[0].tag, 5);
+	memimg__w32(p->m, f + 104, (uint32_t)-1);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(out[0].offset, -1);
+	pyimg__free(p);
+}
+
+/* 3.10: f_lasti counts code units (CPython: PyCode_Addr2Line(co, f_lasti * 2)). */
+static void test_310_lasti_units(void)
+{
+	struct pyimg *p = pyimg__new(10);
+	uint64_t code, f = one_frame(p, &code);
+
+	CHECK_EQ_INT(p->o->frame_instr, 96);
+	memimg__w32(p->m, f + 96, 7);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(nout, 1);
+	CHECK_EQ_INT(out[0].code, code);
+	CHECK_EQ_INT(out[0].offset, 14);
+	memimg__w32(p->m, f + 96, 0);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(out[0].offset, 0);
+	memimg__w32(p->m, f + 96, (uint32_t)-1);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(out[0].offset, -1);
+	pyimg__free(p);
+}
+
+/* 3.11+: offset = instr - code - offsetof(PyCodeObject, co_code_adaptive). */
+static void check_instr(unsigned int minor, uint16_t adaptive, int32_t fresh)
+{
+	struct pyimg *p = pyimg__new(minor);
+	uint64_t code, f = one_frame(p, &code);
+
+	CHECK_EQ_INT(p->o->code_code_adaptive, adaptive);
+	memimg__w64(p->m, f + p->o->frame_instr, code + adaptive + 10);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(nout, 1);
+	CHECK_EQ_INT(out[0].code, code);
+	CHECK_EQ_INT(out[0].offset, 10);
+	CHECK_EQ_INT(out[0].tag, 5);
+	/* 3.11/3.12 prev_instr of a new frame is _PyCode_CODE(co) - 1; 3.13
+	 * instr_ptr of a new frame is _PyCode_CODE(co). */
+	memimg__w64(p->m, f + p->o->frame_instr, code + adaptive + fresh);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	CHECK_EQ_INT(out[0].offset, fresh);
+	pyimg__free(p);
+}
+
+static void test_311_prev_instr(void)
+{
+	check_instr(11, 184, -2);
+}
+
+static void test_312_prev_instr(void)
+{
+	check_instr(12, 192, -2);
+}
+
+static void test_313_instr_ptr(void)
+{
+	check_instr(13, 200, 0);
+}
+
+/* 3.11 marks the first frame of each _PyEval_EvalFrameDefault call with
+ * is_entry; there are native frames below it, but it is a Python frame and
+ * is kept.  Generator (1) and frame-object (2) owned frames are kept too. */
+static void test_311_entry_frames_kept(void)
+{
+	struct pyimg *p = pyimg__new(11);
+	uint64_t a = pyimg__code(p, 3), b = pyimg__code(p, 30), c = pyimg__code(p, 60);
+
+	CHECK_EQ_INT(p->o->frame_is_entry, 68);
+	pyimg__push_full(p, p->frames, a, 8, 0, 1);
+	pyimg__push_full(p, p->frames, b, 16, 1, 1);
+	pyimg__push_full(p, p->frames, c, -2, 2, 0);
+	pyimg__push_full(p, p->frames, b, 4, 0, 1);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	check_frames(p, 4);
+	CHECK(out[0].code == b && out[3].code == a);
+	pyimg__free(p);
+}
+
+/* 3.12+: C-stack entry frames (owner >= 3) come out as code 0 in their own
+ * slot, and the walk goes on past them. */
+static void check_shims(unsigned int minor)
+{
+	struct pyimg *p = pyimg__new(minor);
+	uint64_t mod = pyimg__code(p, 1), key = pyimg__code(p, 20), gen = pyimg__code(p, 23);
+	uint64_t spin = pyimg__code(p, 15);
+
+	pyimg__push(p, mod, 50);
+	pyimg__push_shim(p, 3);
+	pyimg__push_full(p, p->frames, gen, 12, 1, 0);
+	pyimg__push_shim(p, 4); /* 3.14 numbering: FRAME_OWNED_BY_CSTACK = 4 */
+	pyimg__push(p, key, fresh_off(minor));
+	pyimg__push_shim(p, 3);
+	pyimg__push(p, spin, 6);
+	CHECK_EQ_INT(walk_default(p), WALK_OK);
+	check_frames(p, 7);
+	CHECK_EQ_INT(out[0].code, spin);
+	CHECK_EQ_INT(out[1].code, 0);
+	CHECK_EQ_INT(out[1].tag, 0);
+	CHECK_EQ_INT(out[2].code, key);
+	CHECK_EQ_INT(out[3].code, 0);
+	CHECK_EQ_INT(out[4].code, gen);
+	CHECK_EQ_INT(out[5].code, 0);
+	CHECK_EQ_INT(out[6].code, mod);
+	CHECK_EQ_INT(out[6].tag, 1);
+	pyimg__free(p);
+}
+
+static void test_312_shim_frames(void)
+{
+	check_shims(12);
+}
+
+static void test_313_shim_frames(void)
+{
+	check_shims(13);
+}
+
+/* ---- chain length ------------------------------------------------------ */
+
+static void push_many(struct pyimg *p, unsigned int n)
+{
+	unsigned int k;
+
+	for (k = 0; k < n; k++)
+		pyimg__push(p, pyimg__code(p, 1000 + k), (int32_t)(2 * (k % 50)));
+}
+
+static void test_exactly_max_frames(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+
+		push_many(p, MAX_FRAMES);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, MAX_FRAMES);
+		pyimg__free(p);
+	}
+}
+
+/* Deeper than MAX_FRAMES: the innermost MAX_FRAMES are kept. */
+static void test_truncated(void)
+{
+	unsigned int minor, extra[] = { 1, 50 }, k;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		for (k = 0; k < 2; k++) {
+			struct pyimg *p = pyimg__new(minor);
+
+			push_many(p, MAX_FRAMES + extra[k]);
+			CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
+			check_frames(p, MAX_FRAMES);
+			CHECK_EQ_INT(out[0].tag, 1000 + MAX_FRAMES + extra[k] - 1);
+			CHECK_EQ_INT(out[MAX_FRAMES - 1].tag, 1000 + extra[k]);
+			pyimg__free(p);
+		}
+	}
+}
+
+/* A frame that points to itself, and two that point to each other. */
+static void test_cycles_terminate(void)
+{
+	unsigned int minor, i;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		uint64_t a = pyimg__code(p, 7), b = pyimg__code(p, 8);
+		uint64_t fa = pyimg__push(p, a, 4), fb;
+
+		memimg__w64(p->m, fa + p->o->frame_previous, fa);
+		CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
+		CHECK_EQ_INT(nout, MAX_FRAMES);
+		for (i = 0; i < MAX_FRAMES && i < nout; i++)
+			CHECK(out[i].code == a && out[i].tag == 7 && out[i].offset == 4);
+
+		fb = pyimg__push(p, b, 6);
+		CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
+		CHECK_EQ_INT(nout, MAX_FRAMES);
+		for (i = 0; i < MAX_FRAMES && i < nout; i++)
+			CHECK(out[i].code == (i % 2 ? a : b));
+		memimg__w64(p->m, fa + p->o->frame_previous, fb);
+		CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
+		CHECK_EQ_INT(nout, MAX_FRAMES);
+		pyimg__free(p);
+	}
+}
+
+/* ---- unreadable memory ------------------------------------------------- */
+
+/* Three good frames whose outermost links to `bad`. */
+static void check_bad_link(unsigned int minor, uint64_t bad)
+{
+	struct pyimg *p = pyimg__new(minor);
+
+	pyimg__set_top(p, bad);
+	push_many(p, 3);
+	CHECK_EQ_INT(walk_default(p), WALK_READ_FAILED);
+	check_frames(p, 3);
+	pyimg__free(p);
+}
+
+static void test_read_failed_mid_chain(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		check_bad_link(minor, HOLE_ADDR);
+		check_bad_link(minor, KERNEL_ADDR);
+		check_bad_link(minor, 0x10);
+		/* The first bytes are mapped, the rest of the read is not. */
+		check_bad_link(minor, FRAMES_BASE + REGION_SIZE - 16);
+		check_bad_link(minor, HEAP_BASE - 8);
+	}
+}
+
+/* A frame at the very end of a mapping: the walker reads frame_read bytes,
+ * not a full FRAME_BUF, so it does not fault. */
+static void test_frame_at_end_of_mapping(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		uint64_t code = pyimg__code(p, 9), f;
+
+		pyimg__push(p, pyimg__code(p, 1), 10);
+		f = memimg__alloc_at_end(p->m, p->frames, p->o->frame_size);
+		pyimg__write_frame(p, f, code, 4, p->top, 0, 0);
+		pyimg__set_top(p, f);
+		pyimg__expect(p, code, 4, 9);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 2);
+		CHECK(p->m->max_read <= FRAME_BUF);
+		pyimg__free(p);
+	}
+}
+
+/* A code pointer that cannot be read keeps its slot; the tag is 0.  One that
+ * is not a user address at all is reported as 0. */
+static void test_bad_code_pointers(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+
+		pyimg__push(p, pyimg__code(p, 1), 10);
+		pyimg__push(p, HOLE_ADDR + 0x100, 2);
+		pyimg__push(p, KERNEL_ADDR, 4);
+		p->want[p->nwant - 1].code = 0;
+		pyimg__push(p, 0, 6);
+		pyimg__push(p, pyimg__code(p, 3), 8);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 5);
+		CHECK_EQ_INT(out[3].code, HOLE_ADDR + 0x100);
+		CHECK_EQ_INT(out[3].tag, 0);
+		CHECK_EQ_INT(out[2].code, 0);
+		CHECK_EQ_INT(out[1].code, 0);
+		pyimg__free(p);
+	}
+}
+
+/* ---- finding the thread state ------------------------------------------ */
+
+static void test_empty_stack(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		CHECK_EQ_INT(nout, 0);
+		CHECK(untouched_from(0));
+		pyimg__free(p);
+	}
+}
+
+static void test_tid_mismatch(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+
+		push_many(p, 2);
+		/* The slot holds another thread's state. */
+		memimg__w64(p->m, p->tstate + p->o->tstate_thread_id, p->fsbase + 0x801000);
+		CHECK_EQ_INT(walk_default(p), WALK_TID_MISMATCH);
+		CHECK_EQ_INT(nout, 0);
+		CHECK(untouched_from(0));
+		pyimg__free(p);
+	}
+}
+
+static void check_key(unsigned int minor, uint32_t key, int want)
+{
+	struct pyimg *p = pyimg__new_key(minor, key);
+
+	push_many(p, 2);
+	CHECK_EQ_INT(walk_default(p), want);
+	if (want == WALK_OK) {
+		check_frames(p, 2);
+	} else {
+		CHECK_EQ_INT(nout, 0);
+		CHECK(untouched_from(0));
+	}
+	pyimg__free(p);
+}
+
+static void check_key_addr(unsigned int minor, uint64_t addr)
+{
+	struct pyimg *p = pyimg__new(minor);
+	struct py_walk_cfg c;
+
+	push_many(p, 2);
+	pyimg__cfg(p, &c);
+	c.tss_key_addr = addr;
+	CHECK_EQ_INT(walk(p, &c), WALK_BAD_KEY);
+	CHECK_EQ_INT(nout, 0);
+	pyimg__free(p);
+}
+
+static void test_bad_key(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		check_key(minor, 0, WALK_OK);
+		check_key(minor, 31, WALK_OK);
+		check_key(minor, 32, WALK_BAD_KEY);
+		check_key(minor, 1000, WALK_BAD_KEY);
+		check_key(minor, UINT32_MAX, WALK_BAD_KEY);
+		check_key_addr(minor, 0);
+		check_key_addr(minor, HOLE_ADDR);
+		check_key_addr(minor, LIB_BASE + REGION_SIZE - 2);
+	}
+}
+
+static void check_slot(unsigned int minor, uint64_t slot)
+{
+	struct pyimg *p = pyimg__new(minor);
+
+	push_many(p, 2);
+	memimg__w64(p->m, pyimg__tsd_slot(p, 1), slot);
+	CHECK_EQ_INT(walk_default(p), WALK_NO_TSTATE);
+	CHECK_EQ_INT(nout, 0);
+	CHECK(untouched_from(0));
+	pyimg__free(p);
+}
+
+static void test_no_tstate(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		struct py_walk_cfg c;
+
+		check_slot(minor, 0);		/* a native thread: empty slot */
+		check_slot(minor, KERNEL_ADDR);
+		check_slot(minor, HOLE_ADDR);	/* thread_id unreadable */
+		check_slot(minor, 0x8);
+		/* TCB unreadable */
+		pyimg__cfg(p, &c);
+		CHECK_EQ_INT(walk_fs(p, &c, HOLE_ADDR), WALK_NO_TSTATE);
+		CHECK_EQ_INT(nout, 0);
+		pyimg__free(p);
+	}
+}
+
+/* 3.11, 3.12: tstate->cframe is NULL or unreadable; cframe->current_frame is
+ * NULL (no Python frame yet). */
+static void test_cframe(void)
+{
+	unsigned int minor;
+
+	for (minor = 11; minor <= 12; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+
+		push_many(p, 2);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		CHECK_EQ_INT(nout, 2);
+		memimg__w64(p->m, p->cframe + p->o->cframe_current_frame, 0);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		CHECK_EQ_INT(nout, 0);
+		memimg__w64(p->m, p->tstate + p->o->tstate_cframe, HOLE_ADDR);
+		CHECK_EQ_INT(walk_default(p), WALK_READ_FAILED);
+		CHECK_EQ_INT(nout, 0);
+		memimg__w64(p->m, p->tstate + p->o->tstate_cframe, 0);
+		CHECK_EQ_INT(walk_default(p), WALK_NO_TSTATE);
+		CHECK_EQ_INT(nout, 0);
+		pyimg__free(p);
+	}
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+enum cfg_field { F_CODE, F_PREV, F_INSTR, F_OWNER };
+
+static void check_garbage(unsigned int minor, enum cfg_field which, __u16 v)
+{
+	struct pyimg *p = pyimg__new(minor);
+	struct py_walk_cfg c;
+
+	push_many(p, 3);
+	pyimg__cfg(p, &c);
+	if (which == F_CODE)
+		c.f_code = v;
+	else if (which == F_PREV)
+		c.f_prev = v;
+	else if (which == F_INSTR)
+		c.f_instr = v;
+	else
+		c.f_owner = v;
+	if (walk(p, &c) != WALK_NO_CONFIG)
+		fprintf(stderr, "3.%u: field %d = %u accepted\n", minor, which, v);
+	CHECK_EQ_INT(walk(p, &c), WALK_NO_CONFIG);
+	CHECK_EQ_INT(nout, 0);
+	CHECK(untouched_from(0));
+	pyimg__free(p);
+}
+
+/* Offsets that would index past the frame buffer, or split a pointer. */
+static void test_garbage_offsets(void)
+{
+	unsigned int minor;
+	const __u16 big[] = { 200, FRAME_BUF, FRAME_BUF - 4, 0x8000, 0xfff8 };
+	size_t i;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		const struct py_offsets *o = pyimg__table(minor);
+
+		for (i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+			check_garbage(minor, F_CODE, big[i]);
+			check_garbage(minor, F_PREV, big[i]);
+			check_garbage(minor, F_INSTR, big[i]);
+		}
+		check_garbage(minor, F_CODE, o->frame_code + 4);
+		check_garbage(minor, F_PREV, o->frame_previous + 1);
+		check_garbage(minor, F_INSTR, 121);
+		check_garbage(minor, F_OWNER, FRAME_BUF);
+		check_garbage(minor, F_OWNER, 0xfffe);
+	}
+}
+
+/* frame_read beyond FRAME_BUF is clamped, and 0 means FRAME_BUF. */
+static void test_frame_read_clamped(void)
+{
+	const __u16 sizes[] = { 0, FRAME_BUF + 1, 4096, 0xffff };
+	unsigned int minor;
+	size_t i;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			struct pyimg *p = pyimg__new(minor);
+			struct py_walk_cfg c;
+
+			push_many(p, 4);
+			pyimg__cfg(p, &c);
+			c.frame_read = sizes[i];
+			CHECK_EQ_INT(walk(p, &c), WALK_OK);
+			check_frames(p, 4);
+			CHECK_EQ_INT(p->m->max_read, FRAME_BUF);
+			pyimg__free(p);
+		}
+	}
+}
+
+/*
+ * A frame_read too short for the fields the config names: the walker must
+ * either refuse the config or still report this thread's frames, never
+ * fields left in the scratch buffer by an earlier walk.
+ */
+static void test_frame_read_short(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *old = pyimg__new(minor), *p = pyimg__new(minor);
+		struct py_walk_cfg c;
+		int st;
+
+		/* An earlier walk leaves a one-frame stack's bytes in the scratch. */
+		push_many(old, 1);
+		CHECK_EQ_INT(walk_default(old), WALK_OK);
+		push_many(p, 3);
+		pyimg__cfg(p, &c);
+		c.frame_read = 8;
+		st = walk(p, &c);
+		if (st != WALK_NO_CONFIG) {
+			if (st != WALK_OK || nout != 3)
+				fprintf(stderr, "3.%u: frame_read 8: status %d, %u frames\n",
+					minor, st, nout);
+			CHECK_EQ_INT(st, WALK_OK);
+			check_frames(p, 3);
+		}
+		pyimg__free(old);
+		pyimg__free(p);
+	}
+}
+
+/* 3.10 f_lasti is an int of code units; a garbage value above INT_MAX / 2
+ * must not overflow the doubling (undefined behaviour in C; caught by the
+ * sanitizer build). */
+static void test_310_lasti_overflow(void)
+{
+	const uint32_t lasti[] = { 0x40000000, INT32_MAX };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		struct pyimg *p = pyimg__new(10);
+		uint64_t code, f = one_frame(p, &code);
+
+		memimg__w32(p->m, f + p->o->frame_instr, lasti[i]);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		CHECK_EQ_INT(nout, 1);
+		CHECK_EQ_INT(out[0].code, code);
+		pyimg__free(p);
+	}
+}
+
+/* ---- random memory ----------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64* */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+/* A word of the fuzz region: mostly pointers back into it (some misaligned,
+ * some past its end) so that walks go somewhere, plus NULLs, code objects,
+ * the thread's own fsbase and noise. */
+static uint64_t fuzz_word(uint64_t fsbase, uint64_t code)
+{
+	uint64_t r = rnd();
+
+	switch (r % 10) {
+	case 0: case 1: case 2: case 3:
+		return (FUZZ_BASE + rnd() % (FUZZ_SIZE + 256)) & ~7ULL;
+	case 4:
+		return FUZZ_BASE + rnd() % FUZZ_SIZE;
+	case 5:
+		return 0;
+	case 6:
+		return code;
+	case 7:
+		return fsbase;
+	default:
+		return rnd();
+	}
+}
+
+static void fuzz_fill(struct memimg *m, int ri, uint64_t fsbase, uint64_t code)
+{
+	uint64_t a;
+
+	for (a = 0; a < FUZZ_SIZE; a += 8)
+		memimg__w64(m, FUZZ_BASE + a, fuzz_word(fsbase, code));
+	(void)ri;
+}
+
+/* What holds for any walk over any memory. */
+static void check_sane(int st, const char *what, unsigned int iter)
+{
+	int ok = st >= WALK_OK && st <= WALK_TID_MISMATCH && nout <= MAX_FRAMES &&
+		 untouched_from(nout) && cur_img->max_read <= FRAME_BUF &&
+		 (st != WALK_TRUNCATED || nout == MAX_FRAMES) &&
+		 (st == WALK_OK || st == WALK_READ_FAILED || st == WALK_TRUNCATED || nout == 0);
+	__u32 i;
+
+	for (i = 0; ok && i < nout; i++)
+		ok = !out[i].code || pywalk_user_ptr(out[i].code);
+	if (!ok)
+		fprintf(stderr, "%s: iteration %u: status %d, %u frames (seed 0x%llx)\n", what,
+			iter, st, nout, (unsigned long long)rng_state);
+	CHECK(ok);
+}
+
+/* A valid thread whose frames are random memory. */
+static void test_fuzz_frames(void)
+{
+	unsigned int minor, iter;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		int ri = memimg__map(p->m, FUZZ_BASE, FUZZ_SIZE);
+		uint64_t code = pyimg__code(p, 42);
+		struct py_walk_cfg c;
+
+		pyimg__cfg(p, &c);
+		for (iter = 0; iter < 400; iter++) {
+			fuzz_fill(p->m, ri, p->fsbase, code);
+			pyimg__set_top(p, fuzz_word(p->fsbase, code));
+			check_sane(walk(p, &c), "fuzz frames", iter);
+		}
+		pyimg__free(p);
+	}
+}
+
+static __u16 fuzz_u16(__u16 real)
+{
+	uint64_t r = rnd();
+
+	if (r % 4)
+		return real;
+	return r % 8 == 0 ? 0xffff : (__u16)(rnd() % (r % 3 ? 256 : 65536));
+}
+
+/* Everything random: the config's fields, the TCB, the key, the memory. */
+static void fuzz_cfg(const struct pyimg *p, struct py_walk_cfg *c, uint64_t code)
+{
+	pyimg__cfg(p, c);
+	c->minor = rnd() % 4 ? FIRST_MINOR + rnd() % 7 : (__u16)rnd();
+	c->tss_key_addr = rnd() % 2 ? c->tss_key_addr : fuzz_word(p->fsbase, code);
+	c->tsd_base = fuzz_u16(c->tsd_base);
+	c->tsd_stride = fuzz_u16(c->tsd_stride);
+	c->tsd_data = fuzz_u16(c->tsd_data);
+	c->ts_thread_id = fuzz_u16(c->ts_thread_id);
+	c->ts_frame = fuzz_u16(c->ts_frame);
+	c->cframe_current = fuzz_u16(c->cframe_current);
+	c->f_code = fuzz_u16(c->f_code);
+	c->f_prev = fuzz_u16(c->f_prev);
+	c->f_instr = fuzz_u16(c->f_instr);
+	c->f_owner = fuzz_u16(c->f_owner);
+	c->frame_read = fuzz_u16(c->frame_read);
+	c->co_adaptive = fuzz_u16(c->co_adaptive);
+	c->co_firstlineno = fuzz_u16(c->co_firstlineno);
+}
+
+static void test_fuzz_everything(void)
+{
+	unsigned int minor, iter;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		int ri = memimg__map(p->m, FUZZ_BASE, FUZZ_SIZE);
+		uint64_t code = pyimg__code(p, 42);
+		struct py_walk_cfg c;
+
+		for (iter = 0; iter < 400; iter++) {
+			uint64_t fs = rnd() % 2 ? p->fsbase : fuzz_word(p->fsbase, code);
+
+			fuzz_fill(p->m, ri, p->fsbase, code);
+			/* Point the real TSD slot and frame link into the noise. */
+			memimg__w64(p->m, pyimg__tsd_slot(p, 1),
+				    rnd() % 2 ? p->tstate : fuzz_word(p->fsbase, code));
+			pyimg__set_top(p, fuzz_word(p->fsbase, code));
+			fuzz_cfg(p, &c, code);
+			check_sane(walk_fs(p, &c, fs), "fuzz everything", iter);
+		}
+		pyimg__free(p);
+	}
+}
+
+static void seed_rng(void)
+{
+	const char *s = getenv("PYWALK_FUZZ_SEED");
+
+	rng_state = s ? strtoull(s, NULL, 0) : 0x5ca1e0bbf00dULL;
+	if (!rng_state)
+		rng_state = 1;
+}
+
+int main(void)
+{
+	out = malloc(MAX_FRAMES * sizeof(*out));
+	scratch = malloc(sizeof(*scratch));
+	if (!out || !scratch)
+		return 1;
+	memset(scratch, 0, sizeof(*scratch));
+	seed_rng();
+
+	RUN_TEST(test_stack_3_9);
+	RUN_TEST(test_stack_3_10);
+	RUN_TEST(test_stack_3_11);
+	RUN_TEST(test_stack_3_12);
+	RUN_TEST(test_stack_3_13);
+	RUN_TEST(test_every_table_walks);
+	RUN_TEST(test_39_lasti_bytes);
+	RUN_TEST(test_310_lasti_units);
+	RUN_TEST(test_311_prev_instr);
+	RUN_TEST(test_312_prev_instr);
+	RUN_TEST(test_313_instr_ptr);
+	RUN_TEST(test_311_entry_frames_kept);
+	RUN_TEST(test_312_shim_frames);
+	RUN_TEST(test_313_shim_frames);
+	RUN_TEST(test_exactly_max_frames);
+	RUN_TEST(test_truncated);
+	RUN_TEST(test_cycles_terminate);
+	RUN_TEST(test_read_failed_mid_chain);
+	RUN_TEST(test_frame_at_end_of_mapping);
+	RUN_TEST(test_bad_code_pointers);
+	RUN_TEST(test_empty_stack);
+	RUN_TEST(test_tid_mismatch);
+	RUN_TEST(test_bad_key);
+	RUN_TEST(test_no_tstate);
+	RUN_TEST(test_cframe);
+	RUN_TEST(test_garbage_offsets);
+	RUN_TEST(test_frame_read_clamped);
+	RUN_TEST(test_frame_read_short);
+	/* Last: under the sanitizer build undefined behaviour stops the run. */
+	RUN_TEST(test_310_lasti_overflow);
+	RUN_TEST(test_fuzz_frames);
+	RUN_TEST(test_fuzz_everything);
+
+	free(scratch);
+	free(out);
+	return test_summary("bpf_test_pywalk");
+}
