@@ -58,6 +58,7 @@ enum stat_id {
 	STAT_TASK_STORAGE_FAIL, /* could not attach per-thread state */
 	STAT_PROC_TABLE_FULL,	/* a child could not be tracked: map full */
 	STAT_EVENTS_LOST,	/* process events lost: ring buffer full */
+	STAT_SAMPLE_NS,		/* time spent on samples of tracked threads, ns */
 	STAT_MAX,
 };
 
@@ -88,6 +89,16 @@ struct proc_info {
 	__u32 has_cfg;		/* cfg is valid */
 	__u32 flags;
 	struct py_walk_cfg cfg;
+};
+
+/* Per-thread state of tracked threads (task storage `threads`). */
+struct tracked_thread {
+	__u64 blocked_since;	/* 0 while running */
+	__u64 pending_ns;	/* blocked time not yet emitted */
+	struct pywalk_cache {
+		__u64 tstate;	/* this thread's PyThreadState, once found */
+		__u64 slot;	/* address of its TSD slot */
+	} walk;
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry

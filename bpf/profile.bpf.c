@@ -52,38 +52,26 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-struct scratch {
-	struct sample_event ev;
-	struct pywalk_scratch walk;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scratch);
-} scratch SEC(".maps");
-
 /* Per-thread off-CPU state of tracked threads only: its presence is what
  * makes sched_switch cheap for everyone else. */
-struct thread_state {
-	__u64 blocked_since; /* 0 while running */
-	__u64 pending_ns;    /* blocked time not yet emitted */
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct thread_state);
+	__type(value, struct tracked_thread);
 } threads SEC(".maps");
 
-static __always_inline void stat_inc(__u32 id)
+static __always_inline void stat_add(__u32 id, __u64 n)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &id);
 
 	if (v)
-		*v += 1;
+		*v += n;
+}
+
+static __always_inline void stat_inc(__u32 id)
+{
+	stat_add(id, 1);
 }
 
 static __always_inline struct proc_info *tracked_proc(struct task_struct *task, __u32 tgid)
@@ -92,18 +80,19 @@ static __always_inline struct proc_info *tracked_proc(struct task_struct *task, 
 
 	if (!p)
 		return NULL;
-	/* A recycled PID is not the process we were asked to follow. */
-	if (p->start_time &&
-	    p->start_time != BPF_CORE_READ(task, group_leader, start_boottime) / tick_ns)
+	/* A recycled PID is not the process we were asked to follow.  (Direct
+	 * BTF loads: cheaper than helper calls on this hot path.) */
+	if (p->start_time && p->start_time != task->group_leader->start_boottime / tick_ns)
 		return NULL;
 	return p;
 }
 
-/* Fills the record's stack; returns the number of bytes to submit. */
-static __always_inline __u64 fill_stack(struct scratch *sc, struct proc_info *p,
-					struct task_struct *task)
+/* Fills the record's stack. */
+static __always_inline void fill_stack(struct sample_event *ev, struct proc_info *p,
+				       struct task_struct *task, struct tracked_thread *ts)
 {
-	struct sample_event *ev = &sc->ev;
+	struct pywalk_cache none = {};
+	struct pywalk_scratch walk;
 	__u32 n = 0;
 	int status;
 
@@ -111,8 +100,8 @@ static __always_inline __u64 fill_stack(struct scratch *sc, struct proc_info *p,
 		status = WALK_NO_CONFIG;
 		stat_inc(STAT_NO_CONFIG);
 	} else {
-		status = pywalk(&p->cfg, BPF_CORE_READ(task, thread.fsbase), ev->frames, &n,
-				&sc->walk);
+		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none,
+				       ev->frames, &n, &walk);
 		if (status == WALK_READ_FAILED)
 			stat_inc(STAT_WALK_READ_FAILED);
 		else if (status == WALK_TRUNCATED)
@@ -122,24 +111,10 @@ static __always_inline __u64 fill_stack(struct scratch *sc, struct proc_info *p,
 	}
 	ev->status = status;
 	ev->nframes = n;
-	if (n > MAX_FRAMES)
-		n = MAX_FRAMES;
-	return SAMPLE_HDR_SIZE + (__u64)n * sizeof(struct py_frame);
-}
-
-static __always_inline void submit(struct scratch *sc, __u64 size)
-{
-	/* verifier: bound the variable size */
-	if (size > sizeof(struct sample_event))
-		size = sizeof(struct sample_event);
-	/* No wake-up: the loader drains on a timer.  Wake-ups cost more than the
-	 * walk itself. */
-	if (bpf_ringbuf_output(&events, &sc->ev, size, BPF_RB_NO_WAKEUP))
-		stat_inc(STAT_RINGBUF_FULL);
 }
 
 /* Moves whole sampling periods of accumulated blocked time out of `ts`. */
-static __always_inline __u64 take_offcpu(struct thread_state *ts)
+static __always_inline __u64 take_offcpu(struct tracked_thread *ts)
 {
 	__u64 period = sample_period_ns, n;
 
@@ -150,59 +125,69 @@ static __always_inline __u64 take_offcpu(struct thread_state *ts)
 	return n * period;
 }
 
-static __always_inline struct scratch *new_record(struct task_struct *task, __u64 pid_tgid)
+/*
+ * Reserves a whole record in the ring buffer and fills its header; the walk
+ * writes the frames in place.  Submitted without a wake-up: the loader
+ * drains on a timer, and wake-ups cost more than the walk itself.
+ */
+static __always_inline struct sample_event *new_record(__u64 pid_tgid)
 {
-	__u32 zero = 0;
-	struct scratch *sc = bpf_map_lookup_elem(&scratch, &zero);
+	struct sample_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
-	if (!sc)
+	if (!ev) {
+		stat_inc(STAT_RINGBUF_FULL);
 		return NULL;
-	sc->ev.type = EV_SAMPLE;
-	sc->ev.tgid = pid_tgid >> 32;
-	sc->ev.tid = (__u32)pid_tgid;
-	sc->ev.cpu = bpf_get_smp_processor_id();
-	sc->ev.ts = bpf_ktime_get_ns();
-	sc->ev.cpu_ns = 0;
-	sc->ev.offcpu_ns = 0;
-	sc->ev.user_ip = 0;
-	sc->ev.syscall_nr = -1;
-	return sc;
+	}
+	ev->type = EV_SAMPLE;
+	ev->tgid = pid_tgid >> 32;
+	ev->tid = (__u32)pid_tgid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->ts = bpf_ktime_get_ns();
+	ev->cpu_ns = 0;
+	ev->offcpu_ns = 0;
+	ev->user_ip = 0;
+	ev->syscall_nr = -1;
+	return ev;
 }
 
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct thread_state *ts;
+	struct tracked_thread *ts;
+	struct sample_event *ev;
 	struct proc_info *p;
-	struct scratch *sc;
 
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
-	sc = new_record(task, pid_tgid);
-	if (!sc)
+	ev = new_record(pid_tgid);
+	if (!ev)
 		return 0;
+	t0 = ev->ts;
 	stat_inc(STAT_SAMPLES);
-	sc->ev.cpu_ns = sample_period_ns;
+	ev->cpu_ns = sample_period_ns;
 	/* verifier: context fields are read at their full width. */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) {
-		sc->ev.mode = MODE_USER;
-		sc->ev.user_ip = *(volatile __u64 *)&ctx->regs.ip;
+		ev->mode = MODE_USER;
+		ev->user_ip = *(volatile __u64 *)&ctx->regs.ip;
 	} else {
 		struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-		sc->ev.mode = MODE_KERNEL;
-		sc->ev.user_ip = BPF_CORE_READ(uregs, ip);
+		ev->mode = MODE_KERNEL;
+		ev->user_ip = BPF_CORE_READ(uregs, ip);
 	}
 	/* Marks the thread as tracked for sched_switch; also picks up blocked
 	 * time that ended without a syscall exit (page faults). */
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
-	sc->ev.offcpu_ns = take_offcpu(ts);
-	submit(sc, fill_stack(sc, p, task));
+	ev->offcpu_ns = take_offcpu(ts);
+	fill_stack(ev, p, task, ts);
+	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	/* The cost per sample, measured where it is spent. */
+	stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 	return 0;
 }
 
@@ -210,20 +195,15 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	struct thread_state *ts;
+	struct tracked_thread *ts;
 	__u64 now = 0;
 
 	/* Only voluntary sleeps count as blocked: a preempted thread is still
-	 * runnable and waiting for a CPU, not for the program. */
+	 * runnable and waiting for a CPU, not for the program.  Tracked threads
+	 * have storage (seeded by the loader at attach, created at clone and
+	 * at the first sample): everyone else costs one lookup here. */
 	if (prev_state != TASK_RUNNING) {
 		ts = bpf_task_storage_get(&threads, prev, 0, 0);
-		if (!ts && tracked_proc(prev, prev->tgid)) {
-			/* A thread never sampled yet (idle since the attach). */
-			ts = bpf_task_storage_get(&threads, prev, 0,
-						  BPF_LOCAL_STORAGE_GET_F_CREATE);
-			if (!ts)
-				stat_inc(STAT_TASK_STORAGE_FAIL);
-		}
 		if (ts) {
 			now = bpf_ktime_get_ns();
 			ts->blocked_since = now;
@@ -244,10 +224,10 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 pid_tgid, offcpu;
-	struct thread_state *ts;
+	struct tracked_thread *ts;
+	struct sample_event *ev;
 	struct proc_info *p;
-	struct scratch *sc;
+	__u64 pid_tgid;
 
 	ts = bpf_task_storage_get(&threads, task, 0, 0);
 	if (!ts || ts->pending_ns < sample_period_ns)
@@ -256,16 +236,16 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
-	offcpu = take_offcpu(ts);
-	sc = new_record(task, pid_tgid);
-	if (!sc)
+	ev = new_record(pid_tgid);
+	if (!ev)
 		return 0;
 	stat_inc(STAT_OFFCPU_EVENTS);
-	sc->ev.mode = MODE_OFFCPU;
-	sc->ev.offcpu_ns = offcpu;
-	sc->ev.syscall_nr = (__s32)BPF_CORE_READ(regs, orig_ax);
-	sc->ev.user_ip = BPF_CORE_READ(regs, ip);
-	submit(sc, fill_stack(sc, p, task));
+	ev->mode = MODE_OFFCPU;
+	ev->offcpu_ns = take_offcpu(ts);
+	ev->syscall_nr = (__s32)BPF_CORE_READ(regs, orig_ax);
+	ev->user_ip = BPF_CORE_READ(regs, ip);
+	fill_stack(ev, p, task, ts);
+	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

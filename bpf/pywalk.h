@@ -173,6 +173,42 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	return status;
 }
 
+/*
+ * The walk, remembering the thread state between samples of one thread: a
+ * thread keeps its PyThreadState for life, so one read of its TSD slot
+ * confirms the cached value instead of three reads to find it again.  A slot
+ * that changed (a native thread that re-entered Python with a new state)
+ * falls back to the full lookup.
+ */
+static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsbase,
+					 struct pywalk_cache *cache, struct py_frame *frames,
+					 __u32 *nframes, struct pywalk_scratch *s)
+{
+	__u64 tstate = 0, f = 0, cur = 0;
+	__u32 key = 0;
+	int status;
+
+	*nframes = 0;
+	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) &&
+	    cur == cache->tstate) {
+		tstate = cur;
+	} else {
+		cache->tstate = 0;
+		status = pywalk_tstate(c, fsbase, &tstate);
+		if (status != WALK_OK)
+			return status;
+		/* pywalk_tstate checked the key; read again for the slot. */
+		if (PYWALK_READ(&key, sizeof(key), c->tss_key_addr) || key >= TSD_DIRECT_KEYS)
+			return WALK_BAD_KEY;
+		cache->slot = fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data;
+		cache->tstate = tstate;
+	}
+	status = pywalk_first_frame(c, tstate, &f);
+	if (status != WALK_OK)
+		return status;
+	return pywalk_frames(c, f, frames, nframes, s);
+}
+
 /* The whole walk for the thread whose TLS base is `fsbase`. */
 static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 				  struct py_frame *frames, __u32 *nframes,

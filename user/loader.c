@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +180,40 @@ int loader__track(struct loader *l, int tgid, uint64_t start_time)
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.procs), &key, &info, BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+int loader__seed_threads(struct loader *l, int tgid)
+{
+	int map_fd = bpf_map__fd(l->skel->maps.threads), seeded = 0, fd;
+	struct tracked_thread zero = {};
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", tgid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)) != NULL) {
+		int tid = atoi(d->d_name);
+
+		if (tid <= 0)
+			continue;
+		/* PIDFD_THREAD (6.9+) names a thread; older kernels only take the
+		 * leader, and other threads get their state at their first sample. */
+		fd = syscall(SYS_pidfd_open, tid, tid == tgid ? 0 : PIDFD_THREAD);
+		if (fd < 0)
+			continue;
+		if (!bpf_map_update_elem(map_fd, &fd, &zero, BPF_NOEXIST))
+			seeded++;
+		close(fd);
+	}
+	closedir(dir);
+	return seeded;
 }
 
 int loader__untrack(struct loader *l, int tgid)

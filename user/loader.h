@@ -34,6 +34,9 @@ void loader__free(struct loader *l);
 /* Starts recording tgid (its threads, and its children when following). */
 int loader__track(struct loader *l, int tgid, uint64_t start_time);
 int loader__untrack(struct loader *l, int tgid);
+/* Gives the existing threads of tgid their off-CPU state, so that a thread
+ * that stays blocked from the start is still accounted; returns how many. */
+int loader__seed_threads(struct loader *l, int tgid);
 /* Gives a tracked process its walk configuration. */
 int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg);
 /* Waits up to timeout_ms for records, then drains; records or -errno. */

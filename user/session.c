@@ -195,6 +195,8 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 		pr_warn("failed to track process %d: %s\n", pid, strerror(-err));
 		return err;
 	}
+	if (loader__seed_threads(s->loader, pid) <= 0)
+		pr_debug("process %d: no thread could be given off-CPU state yet\n", pid);
 	/* A launched root is our own fork until it execs: its exec event
 	 * starts the recognition. */
 	if (pp)
@@ -560,6 +562,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_TASK_STORAGE_FAIL] = "thread_state_alloc_failed",
 	[STAT_PROC_TABLE_FULL] = "process_table_full",
 	[STAT_EVENTS_LOST] = "process_events_lost",
+	[STAT_SAMPLE_NS] = "sample_ns_total",
 };
 
 static struct json_object *seconds(double ns)
@@ -576,7 +579,7 @@ struct json_object *session__facts(struct session *s)
 		[UNATTR_UNREADABLE] = "unreadable_stacks_s",
 		[UNATTR_NOT_PROFILED] = "outside_profiled_files_s",
 	};
-	uint64_t stats[STAT_MAX], run_ns = 0, run_cnt = 0;
+	uint64_t stats[STAT_MAX] = { 0 }, run_ns = 0, run_cnt = 0;
 	const struct profile *p = s->profile;
 	int i;
 
@@ -594,6 +597,11 @@ struct json_object *session__facts(struct session *s)
 		for (i = 0; i < STAT_MAX; i++)
 			json_object_object_add(bpf, stat_names[i],
 					       json_object_new_int64((int64_t)stats[i]));
+	}
+	if (stats[STAT_SAMPLES]) {
+		json_object_object_add(bpf, "ns_per_sample",
+				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
+							      stats[STAT_SAMPLES]));
 	}
 	if (!loader__prog_runtime(s->loader, &run_ns, &run_cnt) && run_cnt) {
 		json_object_object_add(bpf, "sampler_ns_per_run",
