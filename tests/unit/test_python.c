@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Recognising CPython processes: names, versions, the pre-launch check and
+ * python__detect() on live interpreters started here (process_vm_readv on
+ * our own children needs no privileges).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpython.h"
+#include "python.h"
+#include "testlib.h"
+
+static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
+
+static int pyenv_python(const char *version, char *out, size_t n)
+{
+	char cmd[256];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "pyenv prefix %s 2>/dev/null", version);
+	p = popen(cmd, "r");
+	if (!p || !fgets(out, (int)n, p)) {
+		if (p)
+			pclose(p);
+		return -ENOENT;
+	}
+	pclose(p);
+	out[strcspn(out, "\n")] = '\0';
+	strncat(out, "/bin/python3", n - strlen(out) - 1);
+	return access(out, X_OK) ? -ENOENT : 0;
+}
+
+static void test_minor_from_name(void)
+{
+	CHECK_EQ_INT(python__minor_from_name("python3.12"), 12);
+	CHECK_EQ_INT(python__minor_from_name("libpython3.9.so.1.0"), 9);
+	CHECK_EQ_INT(python__minor_from_name("libpython3.13t.so.1.0"), 13);
+	CHECK_EQ_INT(python__minor_from_name("python3.11-dbg"), 11);
+	CHECK_EQ_INT(python__minor_from_name("python3"), -1);
+	CHECK_EQ_INT(python__minor_from_name("python3.x"), -1);
+	CHECK_EQ_INT(python__minor_from_name("bash"), -1);
+	CHECK_EQ_INT(python__minor_from_name(""), -1);
+}
+
+static void test_version_string(void)
+{
+	char buf[32];
+
+	python__version_string(0x030c01f0, buf, sizeof(buf));
+	CHECK_EQ_STR(buf, "3.12.1");
+	python__version_string(0x030d00f0, buf, sizeof(buf));
+	CHECK_EQ_STR(buf, "3.13.0");
+}
+
+static void test_check_binary(void)
+{
+	char py[512], why[512];
+
+	CHECK_EQ_INT(python__check_binary("/bin/sh", why, sizeof(why)), 0);
+	CHECK_EQ_INT(python__check_binary("/nonexistent/python3.12", why, sizeof(why)), 0);
+	if (!pyenv_python("3.12.1", py, sizeof(py)))
+		CHECK_EQ_INT(python__check_binary(py, why, sizeof(why)), 0);
+	else
+		CHECK(!"pyenv 3.12.1 is missing (pyenv install 3.12.1)");
+	if (!pyenv_python("3.8.18", py, sizeof(py))) {
+		CHECK_EQ_INT(python__check_binary(py, why, sizeof(why)), -ENOTSUP);
+		CHECK(strstr(why, "3.8") != NULL);
+		CHECK(strstr(why, PY_SUPPORTED) != NULL);
+	}
+	if (!access("/usr/bin/python3.11", X_OK))
+		CHECK_EQ_INT(python__check_binary("/usr/bin/python3.11", why, sizeof(why)), 0);
+}
+
+/* Starts `python -c 'import time; time.sleep(30)'` and waits until it is
+ * recognised (or 10 s pass). */
+static int detect_child(const char *python, struct py_proc *pp, pid_t *pid, char *why,
+			size_t n)
+{
+	struct timespec ts = { 0, 20 * 1000000 };
+	int i, err = -EAGAIN;
+
+	*pid = fork();
+	if (*pid == 0) {
+		execl(python, python, "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500 && (err == -EAGAIN || err == -ENOENT); i++) {
+		nanosleep(&ts, NULL);
+		err = python__detect(*pid, pp, why, n);
+	}
+	return err;
+}
+
+static void check_live(const char *python, int minor, bool static_build)
+{
+	struct py_proc pp;
+	char why[512];
+	pid_t pid;
+	int err;
+
+	err = detect_child(python, &pp, &pid, why, sizeof(why));
+	if (err)
+		fprintf(stderr, "%s: %s\n", python, why);
+	CHECK_EQ_INT(err, 0);
+	if (!err) {
+		CHECK_EQ_INT(pp.minor, minor);
+		CHECK_EQ_INT((pp.version_hex >> 16) & 0xff, minor);
+		CHECK(pp.off && pp.off->minor == minor);
+		CHECK(pp.runtime != 0);
+		CHECK(pp.main_thread != 0);
+		CHECK(pp.cfg.tss_key_addr == pp.runtime + pp.off->runtime_autotss_key + 4);
+		CHECK_EQ_INT(pp.cfg.minor, minor);
+		CHECK(pp.ntext >= 1);
+		CHECK_EQ_INT(pp.static_build, static_build);
+		/* 3.12+ marks shim frames with owner; 3.11 has owner but no shims. */
+		CHECK_EQ_INT(pp.cfg.f_owner != PYOFF_NONE, minor >= 12);
+		CHECK_EQ_INT(pp.cfg.cframe_current != PYOFF_NONE, minor == 11 || minor == 12);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void test_detect_live(void)
+{
+	char py[512];
+	size_t i;
+
+	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		if (pyenv_python(versions[i], py, sizeof(py))) {
+			fprintf(stderr, "pyenv %s is missing (pyenv install %s)\n", versions[i],
+				versions[i]);
+			CHECK(!"interpreter missing");
+			continue;
+		}
+		check_live(py, 9 + (int)i, false);
+	}
+	if (!access("/usr/bin/python3.11", X_OK))
+		check_live("/usr/bin/python3.11", 11, true);
+	else
+		CHECK(!"/usr/bin/python3.11 is missing (apt-get install python3.11)");
+}
+
+static void test_detect_not_python(void)
+{
+	struct py_proc pp;
+	char why[512];
+	pid_t pid = fork();
+	int err;
+
+	if (pid == 0) {
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	err = python__detect(pid, &pp, why, sizeof(why));
+	CHECK_EQ_INT(err, -ENOENT);
+	CHECK(strstr(why, "not a Python interpreter") != NULL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	err = python__detect(pid, &pp, why, sizeof(why));
+	CHECK_EQ_INT(err, -ESRCH);
+}
+
+int main(void)
+{
+	RUN_TEST(test_minor_from_name);
+	RUN_TEST(test_version_string);
+	RUN_TEST(test_check_binary);
+	RUN_TEST(test_detect_live);
+	RUN_TEST(test_detect_not_python);
+	return test_summary("python");
+}
