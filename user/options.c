@@ -79,7 +79,7 @@ void options_usage(FILE *f)
 	      "      --profile-all              report every file, not only the program's own\n"
 	      "      --profile-only A,B         report only files whose path contains A or B\n"
 	      "      --profile-exclude A,B      never report files whose path contains A or B\n"
-	      "      --cpu-percent-threshold P  leave out files under P%% of the time [1]\n"
+	      "      --cpu-percent-threshold P  leave out files under P% of the time [1]\n"
 	      "      --profile-interval SECONDS also write the profile this often while running\n"
 	      "      --idle                     count the waiting of parked worker threads too\n"
 	      "      --no-follow                do not follow child processes\n"
@@ -118,8 +118,17 @@ static int parse_list(char *s, const char **out, int *n)
 	char *save = NULL, *tok;
 
 	for (tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t l;
+
 		while (*tok == ' ')
 			tok++;
+		l = strlen(tok);
+		while (l && tok[l - 1] == ' ')
+			tok[--l] = '\0';
+		if (l >= 2 && (tok[0] == '"' || tok[0] == '\'') && tok[l - 1] == tok[0]) {
+			tok[l - 1] = '\0';
+			tok++;
+		}
 		if (!*tok)
 			continue;
 		if (*n >= MAX_FILTERS)
@@ -257,6 +266,21 @@ int options_load_config(const char *path, struct options *o, FILE *err)
 		*c = '\0';
 		key = trim(key);
 		val = trim(c + 1);
+		{
+			char *h, q = 0;
+
+			for (h = val; *h; h++) {
+				if (q) {
+					q = *h == q ? 0 : q;
+				} else if (*h == '"' || *h == '\'') {
+					q = *h;
+				} else if (*h == '#' && (h == val || h[-1] == ' ' || h[-1] == '\t')) {
+					*h = '\0';
+					break;
+				}
+			}
+			val = trim(val);
+		}
 		/* YAML spellings: a flow list [a, b] and quoted scalars. */
 		if (*val == '[' && val[strlen(val) - 1] == ']') {
 			val[strlen(val) - 1] = '\0';
@@ -292,11 +316,16 @@ int options_load_config(const char *path, struct options *o, FILE *err)
 		} else {
 			/* Kept for the life of the options: freed by options_free. */
 			char *copy = strdup(val);
+			char **ow = realloc(o->owned, (o->nowned + 1) * sizeof(*ow));
 
-			if (!copy) {
+			if (ow)
+				o->owned = ow;
+			if (!copy || !ow) {
+				free(copy);
 				ret = -ENOMEM;
 				break;
 			}
+			o->owned[o->nowned++] = copy;
 			ret = apply(o, lo->val, copy, lo->name, err);
 		}
 		if (ret)
@@ -323,7 +352,7 @@ static int parse_run_target(int argc, char **argv, struct options *o, FILE *err)
 int options_parse(int argc, char **argv, struct options *o, FILE *err)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
-	int c, idx, ret;
+	int c, idx, ret, base;
 
 	memset(o, 0, sizeof(*o));
 	o->rate_hz = DEFAULT_RATE_HZ;
@@ -337,10 +366,15 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 		o->cmd = CMD_RUN;
 	else if (!strcmp(sub, "view"))
 		o->cmd = CMD_VIEW;
-	optind = o->cmd ? 2 : 1;
+	/* A fresh getopt for each call: optind = 0 re-initialises all of its
+	 * state; the subcommand, if any, stands in for argv[0]. */
+	base = o->cmd ? 1 : 0;
+	argv += base;
+	argc -= base;
+	optind = 0;
 	opterr = 0;
 	/* '+': stop at the first non-option, which begins the program. */
-	while ((c = getopt_long(argc, argv, "+:o:c:vh", long_opts, &idx)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:c:vh", long_opts, (idx = -1, &idx))) != -1) {
 		const char *name = c == '?' || c == ':' ? argv[optind - 1] : NULL;
 
 		if (c == '?') {
@@ -366,7 +400,7 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 				return ret;
 			continue;
 		}
-		ret = apply(o, c, optarg, long_opts[idx].name, err);
+		ret = apply(o, c, optarg, idx >= 0 ? long_opts[idx].name : argv[optind - 1], err);
 		if (ret)
 			return ret;
 	}
@@ -411,5 +445,11 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 
 void options_free(struct options *o)
 {
-	(void)o;
+	int i;
+
+	for (i = 0; i < o->nowned; i++)
+		free(o->owned[i]);
+	free(o->owned);
+	o->owned = NULL;
+	o->nowned = 0;
 }

@@ -43,6 +43,8 @@ struct options {
 	const char *view_file;
 	bool view_cli;
 	bool view_all_lines;
+	char **owned;
+	int nowned;
 };
 
 #define DEFAULT_RATE_HZ 997

@@ -10,6 +10,7 @@
 #include "output.h"
 #include "profile.h"
 #include "regions.h"
+#include "utf8.h"
 
 static const char *const memory_zero_fields[] = {
 	"n_avg_mb",	 "n_copy_mb_s",	      "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb",
@@ -27,36 +28,6 @@ static struct json_object *jdouble(double x)
 	return json_object_new_double(finite_or_zero(x));
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	/* Overlong forms, surrogates and values past U+10FFFF are invalid. */
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 char *utf8_sanitize(const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -66,7 +37,7 @@ char *utf8_sanitize(const char *s, size_t len)
 	if (!out)
 		return NULL;
 	while (i < len) {
-		n = utf8_seq(u + i, len - i);
+		n = utf8_seq_len(u + i, len - i);
 		if (n == 0 || (n == 1 && u[i] == 0)) {
 			memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD */
 			o += 3;
@@ -267,7 +238,7 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	char *src = m->read_source ? m->read_source(m->ctx, f->path, &srclen) : NULL;
 	struct regions *r = NULL;
 	const struct func_stats **sorted;
-	int n = 0, i, nlines;
+	int n = 0, i, nlines, last;
 
 	if (src) {
 		n = split_lines(src, srclen, &starts, &lens);
@@ -277,7 +248,9 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	}
 	/* Lines sampled past the end of the file as read now (it changed or
 	 * vanished): keep their data on empty rows rather than lose it. */
-	nlines = n > f->nlines - 1 ? n : f->nlines - 1;
+	for (last = f->nlines - 1; last > 0 && !f->lines[last]; last--)
+		;
+	nlines = n > last ? n : last;
 	lines = json_object_new_array_ext(nlines);
 	for (i = 1; i <= nlines; i++) {
 		json_object_array_add(lines, build_line(f, i, i <= n ? starts[i - 1] : "",
@@ -287,7 +260,8 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	funcs = json_object_new_array();
 	sorted = malloc((f->nfuncs ? f->nfuncs : 1) * sizeof(*sorted));
 	if (sorted) {
-		memcpy(sorted, f->funcs, f->nfuncs * sizeof(*sorted));
+		if (f->nfuncs)
+			memcpy(sorted, f->funcs, f->nfuncs * sizeof(*sorted));
 		qsort(sorted, f->nfuncs, sizeof(*sorted), cmp_func);
 		for (i = 0; i < f->nfuncs; i++) {
 			struct json_object *fo = json_object_new_object();
@@ -462,5 +436,22 @@ char *output_to_string(struct json_object *doc)
 		doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
 			     JSON_C_TO_STRING_NOSLASHESCAPE);
 
-	return s ? strdup(s) : NULL;
+	size_t n = 0;
+	const char *c;
+	char *out, *o;
+
+	if (!s)
+		return NULL;
+	for (c = s; (c = strstr(c, "</")); c++)
+		n++;
+	out = malloc(strlen(s) + n + 1);
+	if (!out)
+		return NULL;
+	for (c = s, o = out; *c; c++) {
+		*o++ = *c;
+		if (c[0] == '<' && c[1] == '/')
+			*o++ = '\\';
+	}
+	*o = '\0';
+	return out;
 }

@@ -275,20 +275,25 @@ static void add_to_stats(struct profile *p, struct line_stats *st, const struct 
 
 int profile_enclosing_function(const char *qualname, char *buf, size_t n)
 {
-	const char *loc = NULL, *s = qualname;
-	size_t len;
+	size_t len = strlen(qualname);
+	const char *last;
 
-	/* The last ".<locals>." whose prefix has no '<' of its own. */
-	while ((s = strstr(s, ".<locals>.")) != NULL) {
-		if (memchr(qualname, '<', s - qualname))
+	/* Strip trailing ".<locals>.<x>" pairs while the last name is not a
+	 * real function's (Scalene walks out of frames whose co_name has '<'). */
+	for (;;) {
+		const char *dot = NULL, *p;
+
+		for (p = qualname; p < qualname + len; p++)
+			if (*p == '.')
+				dot = p;
+		last = dot ? dot + 1 : qualname;
+		if (last[0] != '<')
 			break;
-		loc = s;
-		s++;
+		if (!dot || dot - qualname < 9 || strncmp(dot - 9, ".<locals>", 9))
+			return 0;
+		len = dot - 9 - qualname;
 	}
-	if (!loc)
-		return 0;
-	len = loc - qualname;
-	if (len + 1 > n)
+	if (len == strlen(qualname) || len + 1 > n)
 		return 0;
 	memcpy(buf, qualname, len);
 	buf[len] = '\0';
@@ -305,7 +310,7 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 	char buf[1024];
 	int i;
 
-	if (strchr(fr->qualname, '<')) {
+	if ((strrchr(fr->qualname, '.') ? strrchr(fr->qualname, '.')[1] : fr->qualname[0]) == '<') {
 		if (!strcmp(fr->qualname, "<module>"))
 			return NULL;
 		if (profile_enclosing_function(fr->qualname, buf, sizeof(buf))) {

@@ -97,25 +97,46 @@ int target_describe(struct target *t, char *const *argv, int argc, const char *c
 
 	t->program_dir = own(t, strdup(cwd));
 	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *p, *mod = NULL;
 
-		if (!strcmp(a, "-m") || !strcmp(a, "-c")) {
-			/* A module or a command string: the working directory holds
-			 * the program's own files. */
-			t->program = own(t, strdup(i + 1 < argc ? argv[i + 1] : a));
-			t->args = calloc(argc - i + 1, sizeof(char *));
-			if (!t->args)
-				return -ENOMEM;
-			for (t->nargs = 0; i + 1 + t->nargs < argc; t->nargs++)
-				t->args[t->nargs] = argv[i + 1 + t->nargs];
-			return t->program && t->program_dir ? 0 : -ENOMEM;
-		}
-		if (a[0] == '-' && a[1]) {
+		if (a[0] != '-' || !a[1])
+			break;
+		if (a[1] == '-') {
+			if (!a[2]) {
+				i++;
+				break;
+			}
 			if (takes_value(a))
 				i++;
 			continue;
 		}
-		break;
+		/* A cluster of short options, as CPython reads them: -c and
+		 * -m end it and take the rest or the next argument; -W and -X
+		 * take a value the same way. */
+		for (p = a + 1; *p; p++) {
+			if (*p == 'c' || *p == 'm') {
+				if (p[1])
+					mod = p + 1;
+				else
+					mod = ++i < argc ? argv[i] : a;
+				break;
+			}
+			if (*p == 'W' || *p == 'X') {
+				if (!p[1])
+					i++;
+				break;
+			}
+		}
+		if (mod) {
+			t->program = own(t, strdup(mod));
+			t->args = calloc(argc - i + 2, sizeof(char *));
+			if (!t->args)
+				return -ENOMEM;
+			t->args[t->nargs++] = (char *)mod;
+			for (i++; i < argc; i++)
+				t->args[t->nargs++] = argv[i];
+			return t->program && t->program_dir ? 0 : -ENOMEM;
+		}
 	}
 	if (i < argc && strcmp(argv[i], "-")) {
 		char *abs = own(t, absolute(argv[i], cwd));

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "options.h"
+#include "utf8.h"
 #include "view.h"
 
 #define MAX_PROFILE_BYTES (1ULL << 31)
@@ -31,39 +32,41 @@ static double num(struct json_object *o, const char *key)
 	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
 		return 0;
 	d = json_object_get_double(v);
-	return isfinite(d) ? d : 0;
+	if (!isfinite(d))
+		return 0;
+	/* Nothing shown needs more: keeps the printing and the casts to int
+	 * defined for any input. */
+	return d > 1e9 ? 1e9 : d < -1e9 ? -1e9 : d;
 }
 
-/* Writes s to f with control characters shown as '?' and at most max
- * columns (UTF-8 continuation bytes take no column). */
+/* Writes s to f with control characters (C0, DEL, C1) and invalid UTF-8
+ * shown as '?', whole characters only, at most max columns. */
 static void put_safe(FILE *f, const char *s, int max)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	size_t left = strlen(s);
 	int cols = 0;
 
-	for (; *p && cols < max; p++) {
+	while (*p && cols < max) {
+		size_t n;
+
 		if (*p == '\n' || *p == '\r')
 			break;
+		n = utf8_seq_len(p, left);
+		/* C1 controls, U+0080..U+009F, act as escapes on some terminals. */
+		if (n == 2 && p[0] == 0xc2 && p[1] <= 0x9f)
+			n = 0;
 		if (*p == '\t') {
 			fputc(' ', f);
-			cols++;
-			continue;
-		}
-		if (*p < 0x20 || *p == 0x7f) {
+		} else if (n == 0 || *p < 0x20 || *p == 0x7f) {
 			fputc('?', f);
-			cols++;
-			continue;
+			n = n ? n : 1;
+		} else {
+			fwrite(p, 1, n, f);
 		}
-		/* C1 controls (U+0080..U+009F, as \xc2\x80..\xc2\x9f) too. */
-		if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
-			fputc('?', f);
-			p++;
-			cols++;
-			continue;
-		}
-		fputc(*p, f);
-		if ((*p & 0xc0) != 0x80)
-			cols++;
+		left -= n ? n : 1;
+		p += n ? n : 1;
+		cols++;
 	}
 }
 

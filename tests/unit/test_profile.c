@@ -1,0 +1,888 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * user/profile.c: where each sample's time goes.  Attribution to the
+ * innermost frame of a profiled file, the file filter, blocked time counted
+ * or kept apart, unattributed time by reason, the native symbols of a line,
+ * the main thread's sample-time reservoir, functions (comprehensions and
+ * lambdas folded as Scalene does), stacks and threads.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "testlib.h"
+#include "profile.h"
+
+#define MS 1000000ULL
+
+static struct frame_ref fr(struct profile *p, const char *file, const char *qual, int first,
+			   int line)
+{
+	return (struct frame_ref){ profile__intern(p, file), profile__intern(p, qual), first,
+				   line };
+}
+
+static struct sample_in sample(const struct frame_ref *frames, int n, uint64_t cpu)
+{
+	return (struct sample_in){
+		.tgid = 100,
+		.tid = 100,
+		.main_thread = true,
+		.cpu_ns = cpu,
+		.where = WHERE_PYTHON,
+		.core_util = 0.25,
+		.unattributed = -1,
+		.frames = frames,
+		.nframes = n,
+	};
+}
+
+static const struct file_stats *file_named(const struct profile *p, const char *path)
+{
+	int i;
+
+	for (i = 0; i < profile__nfiles(p); i++) {
+		if (!strcmp(profile__file(p, i)->path, path))
+			return profile__file(p, i);
+	}
+	return NULL;
+}
+
+static const struct line_stats *line_of(const struct profile *p, const char *path, int line)
+{
+	const struct file_stats *f = file_named(p, path);
+
+	return f && line < f->nlines ? f->lines[line] : NULL;
+}
+
+static const struct func_stats *func_named(const struct profile *p, const char *path,
+					   const char *name)
+{
+	const struct file_stats *f = file_named(p, path);
+	int i;
+
+	for (i = 0; f && i < f->nfuncs; i++) {
+		if (!strcmp(f->funcs[i]->qualname, name))
+			return f->funcs[i];
+	}
+	return NULL;
+}
+
+static struct profile *new_profile(const char *dir)
+{
+	struct profile_filter f = { .program_dir = dir };
+
+	return profile__new(&f);
+}
+
+/* ------------------------------------------------------------ filter */
+
+static void test_filter_program_dir(void)
+{
+	struct profile *p = new_profile("/home/u/proj");
+
+	CHECK(profile__file_profiled(p, "/home/u/proj/main.py"));
+	CHECK(profile__file_profiled(p, "/home/u/proj/pkg/sub/mod.py"));
+	CHECK(!profile__file_profiled(p, "/home/u/proj2/main.py")); /* a prefix, not the dir */
+	CHECK(!profile__file_profiled(p, "/home/u/projects.py"));
+	CHECK(!profile__file_profiled(p, "/home/u"));
+	CHECK(!profile__file_profiled(p, "/usr/lib/python3.11/json/decoder.py"));
+	/* A virtual environment inside the project is library code. */
+	CHECK(!profile__file_profiled(p, "/home/u/proj/.venv/lib/python3.11/site-packages/x.py"));
+	CHECK(!profile__file_profiled(p, "/home/u/proj/env/lib/python3/dist-packages/y.py"));
+	/* Relative names are the program's own. */
+	CHECK(profile__file_profiled(p, "main.py"));
+	CHECK(profile__file_profiled(p, "pkg/mod.py"));
+	/* No source behind these. */
+	CHECK(!profile__file_profiled(p, "<frozen importlib._bootstrap>"));
+	CHECK(!profile__file_profiled(p, "<frozen runpy>"));
+	CHECK(!profile__file_profiled(p, "<string>"));
+	CHECK(!profile__file_profiled(p, "<stdin>"));
+	CHECK(!profile__file_profiled(p, ""));
+	profile__free(p);
+
+	/* A trailing slash on the directory changes nothing. */
+	p = new_profile("/home/u/proj/");
+	CHECK(profile__file_profiled(p, "/home/u/proj/main.py"));
+	CHECK(!profile__file_profiled(p, "/home/u/proj2/main.py"));
+	profile__free(p);
+
+	/* The root directory holds every absolute path (but not libraries). */
+	p = new_profile("/");
+	CHECK(profile__file_profiled(p, "/main.py"));
+	CHECK(profile__file_profiled(p, "/srv/app/main.py"));
+	CHECK(!profile__file_profiled(p, "/usr/lib/python3/dist-packages/y.py"));
+	profile__free(p);
+
+	/* No program directory: only relative names. */
+	p = new_profile(NULL);
+	CHECK(!profile__file_profiled(p, "/srv/app/main.py"));
+	CHECK(profile__file_profiled(p, "main.py"));
+	profile__free(p);
+}
+
+static void test_filter_all_only_exclude(void)
+{
+	static const char *const only[] = { "mylib", "/srv/tools/" };
+	static const char *const exclude[] = { "test_", "mylib/vendored" };
+	struct profile_filter f = { .program_dir = "/app", .profile_all = true };
+	struct profile *p = profile__new(&f);
+
+	CHECK(profile__file_profiled(p, "/usr/lib/python3.11/json/decoder.py"));
+	CHECK(profile__file_profiled(p, "/app/.venv/lib/python3.11/site-packages/x.py"));
+	CHECK(profile__file_profiled(p, "/app/main.py"));
+	CHECK(!profile__file_profiled(p, "<frozen importlib._bootstrap>"));
+	CHECK(!profile__file_profiled(p, "<string>"));
+	profile__free(p);
+
+	/* --profile-only: those files alone, the program's own included only
+	 * if they match. */
+	f = (struct profile_filter){ .program_dir = "/app", .only = only, .nonly = 2 };
+	p = profile__new(&f);
+	CHECK(profile__file_profiled(p, "/usr/lib/python3/dist-packages/mylib/core.py"));
+	CHECK(profile__file_profiled(p, "/srv/tools/x.py"));
+	CHECK(!profile__file_profiled(p, "/srv/toolsx.py"));
+	CHECK(!profile__file_profiled(p, "/app/main.py"));
+	CHECK(!profile__file_profiled(p, "<frozen mylib>"));
+	profile__free(p);
+
+	/* --profile-exclude wins over everything. */
+	f = (struct profile_filter){ .program_dir = "/app", .only = only, .nonly = 2,
+				     .exclude = exclude, .nexclude = 2 };
+	p = profile__new(&f);
+	CHECK(profile__file_profiled(p, "/opt/mylib/a.py"));
+	CHECK(!profile__file_profiled(p, "/opt/mylib/vendored/six.py"));
+	CHECK(!profile__file_profiled(p, "/opt/mylib/test_a.py"));
+	profile__free(p);
+	f = (struct profile_filter){ .program_dir = "/app", .profile_all = true,
+				     .exclude = exclude, .nexclude = 1 };
+	p = profile__new(&f);
+	CHECK(!profile__file_profiled(p, "/app/test_main.py"));
+	CHECK(profile__file_profiled(p, "/app/main.py"));
+	profile__free(p);
+}
+
+/* ------------------------------------------------------- attribution */
+
+static void test_innermost_profiled_frame(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref frames[] = {
+		fr(p, "/usr/lib/python3.11/json/decoder.py", "JSONDecoder.raw_decode", 343, 353),
+		fr(p, "/usr/lib/python3.11/json/__init__.py", "loads", 299, 346),
+		fr(p, "/app/util.py", "parse", 10, 12),
+		fr(p, "/app/main.py", "main", 3, 7),
+		fr(p, "/app/main.py", "<module>", 1, 20),
+	};
+	struct sample_in s = sample(frames, 5, 10 * MS);
+	const struct line_stats *st;
+
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__nfiles(p), 1); /* only the file that got the time */
+	st = line_of(p, "/app/util.py", 12);
+	CHECK(st != NULL);
+	if (st) {
+		CHECK(st->python_ns == 10 * MS);
+		CHECK_EQ_INT(st->samples, 1);
+	}
+	CHECK(func_named(p, "/app/util.py", "parse") != NULL);
+	CHECK(file_named(p, "/usr/lib/python3.11/json/decoder.py") == NULL);
+	CHECK(file_named(p, "/app/main.py") == NULL);
+	CHECK(profile__total_ns(p) == 10 * MS);
+	CHECK_EQ_INT(profile__samples(p), 1);
+	profile__free(p);
+}
+
+static void test_where_split(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref frames[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(frames, 1, 10 * MS);
+	const struct line_stats *st;
+	const struct file_stats *f;
+
+	profile__add(p, &s);
+	s.where = WHERE_NATIVE;
+	s.cpu_ns = 20 * MS;
+	profile__add(p, &s);
+	s.where = WHERE_SYSTEM;
+	s.cpu_ns = 30 * MS;
+	profile__add(p, &s);
+	st = line_of(p, "/app/main.py", 7);
+	f = file_named(p, "/app/main.py");
+	CHECK(st && f);
+	if (!st || !f)
+		goto out;
+	CHECK(st->python_ns == 10 * MS);
+	CHECK(st->native_ns == 20 * MS);
+	CHECK(st->system_ns == 30 * MS);
+	CHECK(st->blocked_ns == 0);
+	CHECK_EQ_INT(st->samples, 3);
+	CHECK_EQ_INT(st->util_n, 3);
+	CHECK(fabs(st->util_sum - 0.75) < 1e-12);
+	/* The file's CPU share leaves kernel time out; its total keeps it. */
+	CHECK(f->cpu_ns == 30 * MS);
+	CHECK(f->total_ns == 60 * MS);
+	CHECK(profile__total_ns(p) == 60 * MS);
+out:
+	profile__free(p);
+}
+
+static void test_line_zero_and_huge(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref f0[] = { fr(p, "/app/main.py", "main", 3, 0) };
+	struct frame_ref fbig[] = { fr(p, "/app/main.py", "main", 3, 2000000000) };
+	struct frame_ref fneg[] = { fr(p, "/app/main.py", "main", 3, -5) };
+	struct sample_in s = sample(f0, 1, 10 * MS);
+	const struct file_stats *f;
+
+	/* No line: the function's first line stands in. */
+	profile__add(p, &s);
+	CHECK(line_of(p, "/app/main.py", 3) != NULL);
+	/* A line number no file has, and a negative one: no giant table. */
+	s.frames = fbig;
+	profile__add(p, &s);
+	s.frames = fneg;
+	profile__add(p, &s);
+	f = file_named(p, "/app/main.py");
+	CHECK(f != NULL && f->nlines < 1000);
+	CHECK(profile__total_ns(p) == 30 * MS);
+	profile__free(p);
+}
+
+/* ----------------------------------------------------- blocked time */
+
+static void test_offcpu_counted(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref frames[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(frames, 1, 0);
+	const struct line_stats *st;
+
+	s.offcpu_ns = 40 * MS; /* a sleep: blocked, not idle */
+	profile__add(p, &s);
+	st = line_of(p, "/app/main.py", 7);
+	CHECK(st != NULL);
+	if (st) {
+		CHECK(st->system_ns == 40 * MS);
+		CHECK(st->blocked_ns == 40 * MS);
+		CHECK(st->python_ns == 0 && st->native_ns == 0);
+		/* No CPU: no utilisation sample, no sample time. */
+		CHECK_EQ_INT(st->util_n, 0);
+		CHECK_EQ_INT(st->ncpu_times, 0);
+	}
+	CHECK(profile__total_ns(p) == 40 * MS);
+	CHECK(profile__idle_ns(p) == 0);
+	CHECK_EQ_INT(profile__nthreads(p), 1);
+	CHECK(profile__thread(p, 0)->blocked_ns == 40 * MS);
+	profile__free(p);
+}
+
+static void test_offcpu_idle(void)
+{
+	struct profile_filter filt = { .program_dir = "/app" };
+	struct profile *p = profile__new(&filt);
+	struct frame_ref frames[] = { fr(p, "/app/worker.py", "Worker.run", 3, 9) };
+	struct sample_in s = sample(frames, 1, 0);
+	const struct thread_stats *t;
+
+	s.tid = 101;
+	s.main_thread = false;
+	s.offcpu_ns = 500 * MS;
+	s.offcpu_idle = true; /* a parked pool worker */
+	profile__add(p, &s);
+	/* Kept apart: in no line, not in the total. */
+	CHECK(profile__total_ns(p) == 0);
+	CHECK(profile__idle_ns(p) == 500 * MS);
+	CHECK(line_of(p, "/app/worker.py", 9) == NULL);
+	/* Its CPU time still counts. */
+	s.cpu_ns = 5 * MS;
+	profile__add(p, &s);
+	CHECK(profile__total_ns(p) == 5 * MS);
+	CHECK(profile__idle_ns(p) == 1000 * MS);
+	CHECK(line_of(p, "/app/worker.py", 9) != NULL);
+	if (line_of(p, "/app/worker.py", 9)) {
+		CHECK(line_of(p, "/app/worker.py", 9)->python_ns == 5 * MS);
+		CHECK(line_of(p, "/app/worker.py", 9)->system_ns == 0);
+	}
+	t = profile__thread(p, 0);
+	CHECK(t && t->tid == 101 && !t->main_thread);
+	if (t) {
+		CHECK(t->idle_ns == 1000 * MS);
+		CHECK(t->blocked_ns == 0);
+		CHECK(t->cpu_ns == 5 * MS);
+		CHECK_EQ_INT(t->samples, 2);
+	}
+	profile__free(p);
+
+	/* --idle: the same waiting is counted like any other. */
+	filt.idle = true;
+	p = profile__new(&filt);
+	frames[0] = fr(p, "/app/worker.py", "Worker.run", 3, 9);
+	s.frames = frames;
+	s.cpu_ns = 0;
+	profile__add(p, &s);
+	CHECK(profile__total_ns(p) == 500 * MS);
+	CHECK(profile__idle_ns(p) == 0);
+	CHECK(line_of(p, "/app/worker.py", 9) != NULL);
+	if (line_of(p, "/app/worker.py", 9))
+		CHECK(line_of(p, "/app/worker.py", 9)->blocked_ns == 500 * MS);
+	CHECK(profile__thread(p, 0)->blocked_ns == 500 * MS);
+	CHECK(profile__thread(p, 0)->idle_ns == 0);
+	profile__free(p);
+}
+
+/* Processes that are not Python (launchers, shells): apart from the rest. */
+static void test_not_python_kept_apart(void)
+{
+	struct profile *p = new_profile("/app");
+	struct sample_in s = sample(NULL, 0, 7 * MS);
+
+	s.not_python = true;
+	s.offcpu_ns = 3 * MS;
+	profile__add(p, &s);
+	CHECK(profile__not_python_ns(p) == 10 * MS);
+	CHECK(profile__total_ns(p) == 0);
+	CHECK_EQ_INT(profile__nfiles(p), 0);
+	CHECK_EQ_INT(profile__nstacks(p), 0);
+	profile__free(p);
+}
+
+/* ------------------------------------------------------ unattributed */
+
+static void test_unattributed_reasons(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref lib[] = { fr(p, "/usr/lib/python3.11/threading.py", "Thread.run", 990,
+				      1010) };
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(NULL, 0, 1 * MS);
+
+	s.unattributed = UNATTR_NO_PYTHON_THREAD;
+	profile__add(p, &s);
+	s.unattributed = UNATTR_UNREADABLE;
+	s.cpu_ns = 2 * MS;
+	profile__add(p, &s);
+	/* Frames, but only in library files. */
+	s = sample(lib, 1, 4 * MS);
+	profile__add(p, &s);
+	/* Off CPU too. */
+	s.cpu_ns = 0;
+	s.offcpu_ns = 8 * MS;
+	profile__add(p, &s);
+	/* A reason given wins over frames that would otherwise count. */
+	s = sample(app, 1, 16 * MS);
+	s.unattributed = UNATTR_UNREADABLE;
+	profile__add(p, &s);
+	/* An out-of-range reason is "unreadable". */
+	s = sample(NULL, 0, 32 * MS);
+	s.unattributed = 77;
+	profile__add(p, &s);
+
+	CHECK(profile__unattributed_ns(p, UNATTR_NO_PYTHON_THREAD) == 1 * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_UNREADABLE) == (2 + 16 + 32) * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_NOT_PROFILED) == 12 * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_MAX) == 0);
+	CHECK(profile__total_ns(p) == 63 * MS);
+	CHECK_EQ_INT(profile__nfiles(p), 0);
+	CHECK_EQ_INT(profile__samples(p), 6);
+	profile__free(p);
+}
+
+static void test_zero_time_sample(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(app, 1, 0);
+
+	s.truncated = true;
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__samples(p), 1);
+	CHECK_EQ_INT(profile__truncated(p), 1);
+	CHECK(profile__total_ns(p) == 0);
+	CHECK_EQ_INT(profile__nfiles(p), 0);
+	CHECK_EQ_INT(profile__nstacks(p), 0);
+	profile__free(p);
+}
+
+/* --------------------------------------------------- native symbols */
+
+static void test_native_symbols_top_n(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(app, 1, 0);
+	const struct line_stats *st;
+	const char *lib = profile__intern(p, "/usr/lib/libm.so.6");
+	const char *other = profile__intern(p, "/usr/lib/libc.so.6");
+	char name[32];
+	double sum = 0;
+	int i, k;
+
+	s.where = WHERE_NATIVE;
+	s.native_module = lib;
+	/* Ten symbols, sym_i taking (i + 1) * 10 ms: more than a line keeps. */
+	for (i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "sym_%d", i);
+		s.native_sym = profile__intern(p, name);
+		s.cpu_ns = (uint64_t)(i + 1) * 10 * MS;
+		profile__add(p, &s);
+	}
+	/* The heaviest again: it adds up, takes no new slot. */
+	s.native_sym = profile__intern(p, "sym_9");
+	profile__add(p, &s);
+	/* The same name in another module is another symbol. */
+	s.native_module = other;
+	s.cpu_ns = 1000 * MS;
+	profile__add(p, &s);
+	/* Python and kernel samples name no symbol. */
+	s.native_module = lib;
+	s.native_sym = profile__intern(p, "not_native");
+	s.where = WHERE_PYTHON;
+	profile__add(p, &s);
+	s.where = WHERE_SYSTEM;
+	profile__add(p, &s);
+	/* Blocked only: no CPU, no symbol. */
+	s.where = WHERE_NATIVE;
+	s.cpu_ns = 0;
+	s.offcpu_ns = 5 * MS;
+	s.native_sym = profile__intern(p, "blocked_only");
+	profile__add(p, &s);
+
+	st = line_of(p, "/app/main.py", 7);
+	CHECK(st != NULL);
+	if (!st)
+		goto out;
+	CHECK_EQ_INT(st->nsyms, LINE_NATIVE_SYMS);
+	for (k = 0; k < st->nsyms; k++) {
+		sum += st->syms[k].ns;
+		CHECK(strcmp(st->syms[k].name, "not_native"));
+		CHECK(strcmp(st->syms[k].name, "blocked_only"));
+	}
+	/* Space-saving: nothing is lost from the sum of the kept counts. */
+	CHECK(fabs(sum - (550 + 100 + 1000) * (double)MS) < 1);
+	/* Space-saving counts never fall short of the truth, and overshoot by
+	 * at most the count of the entry they displaced (30 ms at most here). */
+	for (k = 0; k < st->nsyms; k++) {
+		double truth = -1;
+		int i9;
+
+		if (st->syms[k].module == other)
+			truth = 1000 * MS;
+		else if (sscanf(st->syms[k].name, "sym_%d", &i9) == 1)
+			truth = (i9 == 9 ? 200 : (i9 + 1) * 10) * (double)MS;
+		CHECK(truth > 0);
+		CHECK(st->syms[k].ns >= truth && st->syms[k].ns <= truth + 30 * MS);
+	}
+	{
+		int found9 = 0, found9b = 0, found8 = 0, found7 = 0;
+
+		for (k = 0; k < st->nsyms; k++) {
+			bool is9 = !strcmp(st->syms[k].name, "sym_9");
+
+			found9 += is9 && st->syms[k].module == lib;
+			found9b += is9 && st->syms[k].module == other;
+			found8 += !strcmp(st->syms[k].name, "sym_8");
+			found7 += !strcmp(st->syms[k].name, "sym_7");
+		}
+		CHECK_EQ_INT(found9, 1);
+		CHECK_EQ_INT(found9b, 1);
+		CHECK_EQ_INT(found8, 1);
+		CHECK_EQ_INT(found7, 1);
+	}
+out:
+	profile__free(p);
+}
+
+/* --------------------------------------------------------- reservoir */
+
+static void test_cpu_times_reservoir(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(app, 1, 1 * MS);
+	const struct line_stats *st;
+	const struct func_stats *fs;
+	int i, bad = 0, dup = 0;
+	unsigned char *seen = calloc(3000, 1);
+
+	/* 3000 main-thread samples at t = 1 ms, 2 ms, ... */
+	for (i = 1; i <= 3000; i++) {
+		s.ts_ns = (uint64_t)i * MS;
+		profile__add(p, &s);
+	}
+	/* Other threads' samples and blocked-only ones are not kept. */
+	s.main_thread = false;
+	s.tid = 101;
+	s.ts_ns = 999999 * MS;
+	for (i = 0; i < 100; i++)
+		profile__add(p, &s);
+	s.main_thread = true;
+	s.tid = 100;
+	s.cpu_ns = 0;
+	s.offcpu_ns = 1 * MS;
+	for (i = 0; i < 100; i++)
+		profile__add(p, &s);
+
+	st = line_of(p, "/app/main.py", 7);
+	CHECK(st != NULL);
+	if (!st)
+		goto out;
+	CHECK_EQ_INT(st->ncpu_times, CPU_SAMPLES_RESERVOIR);
+	CHECK_EQ_INT(st->cpu_times_seen, 3000);
+	for (i = 0; i < (int)st->ncpu_times; i++) {
+		double t = st->cpu_times[i] * 1000;
+		int k = (int)llround(t);
+
+		if (fabs(t - k) > 1e-6 || k < 1 || k > 3000)
+			bad++;
+		else if (seen[k - 1]++)
+			dup++;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(dup, 0);
+	/* A uniform sample of 3000: some of the later ones replaced early
+	 * ones (not just the first 500 kept). */
+	{
+		int late = 0;
+
+		for (i = 500; i < 3000; i++)
+			late += seen[i];
+		CHECK(late > 250);
+	}
+	/* Functions keep no sample times. */
+	fs = func_named(p, "/app/main.py", "main");
+	CHECK(fs != NULL);
+	if (fs)
+		CHECK_EQ_INT(fs->st.ncpu_times, 0);
+out:
+	free(seen);
+	profile__free(p);
+}
+
+/* --------------------------------------------------------- functions */
+
+static void test_enclosing_function(void)
+{
+	char buf[64];
+
+	CHECK_EQ_INT(profile_enclosing_function("f.<locals>.<lambda>", buf, sizeof(buf)), 1);
+	CHECK_EQ_STR(buf, "f");
+	CHECK_EQ_INT(profile_enclosing_function("A.m.<locals>.<listcomp>", buf, sizeof(buf)), 1);
+	CHECK_EQ_STR(buf, "A.m");
+	CHECK_EQ_INT(profile_enclosing_function("f.<locals>.<genexpr>", buf, sizeof(buf)), 1);
+	CHECK_EQ_STR(buf, "f");
+	CHECK_EQ_INT(profile_enclosing_function("f.<locals>.<lambda>.<locals>.<lambda>", buf,
+						sizeof(buf)),
+		     1);
+	CHECK_EQ_STR(buf, "f");
+	/* No enclosing named function. */
+	CHECK_EQ_INT(profile_enclosing_function("<lambda>", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(profile_enclosing_function("<listcomp>", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(profile_enclosing_function("<module>", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(profile_enclosing_function("f", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(profile_enclosing_function("", buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(profile_enclosing_function("<lambda>.<locals>.<lambda>", buf, sizeof(buf)), 0);
+	/* The buffer: exactly large enough, then one byte short. */
+	CHECK_EQ_INT(profile_enclosing_function("abc.<locals>.<lambda>", buf, 4), 1);
+	CHECK_EQ_STR(buf, "abc");
+	CHECK_EQ_INT(profile_enclosing_function("abc.<locals>.<lambda>", buf, 3), 0);
+}
+
+/*
+ * A lambda inside a nested function belongs to that nested function, which
+ * Scalene reports under its own qualified name (it walks out of frames whose
+ * co_name has a '<', then names the frame it stops at by co_qualname).
+ */
+static void test_enclosing_function_nested(void)
+{
+	char buf[64];
+
+	CHECK_EQ_INT(profile_enclosing_function("f.<locals>.g.<locals>.<lambda>", buf,
+						sizeof(buf)),
+		     1);
+	CHECK_EQ_STR(buf, "f.<locals>.g");
+	CHECK_EQ_INT(profile_enclosing_function("C.m.<locals>.inner.<locals>.<listcomp>", buf,
+						sizeof(buf)),
+		     1);
+	CHECK_EQ_STR(buf, "C.m.<locals>.inner");
+}
+
+static void test_functions_and_module(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref mod[] = { fr(p, "/app/main.py", "<module>", 1, 30) };
+	struct frame_ref f[] = { fr(p, "/app/main.py", "Klass.method", 10, 12), mod[0] };
+	struct sample_in s = sample(mod, 1, 10 * MS);
+	const struct file_stats *fs;
+	const struct func_stats *m;
+
+	profile__add(p, &s);
+	s = sample(f, 2, 20 * MS);
+	profile__add(p, &s);
+	f[0].line = 13;
+	profile__add(p, &s);
+	fs = file_named(p, "/app/main.py");
+	CHECK(fs != NULL);
+	if (!fs)
+		goto out;
+	/* <module> is not a function. */
+	CHECK_EQ_INT(fs->nfuncs, 1);
+	m = func_named(p, "/app/main.py", "Klass.method");
+	CHECK(m != NULL);
+	if (m) {
+		CHECK_EQ_INT(m->firstlineno, 10);
+		CHECK(m->st.python_ns == 40 * MS);
+		CHECK_EQ_INT(m->st.samples, 2);
+	}
+out:
+	profile__free(p);
+}
+
+static void test_comprehensions_fold(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref f = fr(p, "/app/main.py", "f", 3, 5);
+	struct frame_ref mod = fr(p, "/app/main.py", "<module>", 1, 30);
+	/* 3.11: the name says where it was defined. */
+	struct frame_ref s311[] = { fr(p, "/app/main.py", "f.<locals>.<listcomp>", 5, 5), f, mod };
+	struct frame_ref l311[] = { fr(p, "/app/main.py", "f.<locals>.<lambda>", 4, 4), f, mod };
+	/* 3.9 and 3.10: only the caller in the same file tells. */
+	struct frame_ref s39[] = { fr(p, "/app/main.py", "<listcomp>", 5, 5), f, mod };
+	struct frame_ref g39[] = { fr(p, "/app/main.py", "<genexpr>", 6, 6),
+				   fr(p, "/app/main.py", "<listcomp>", 6, 6), f, mod };
+	/* A comprehension at module level: no function at all. */
+	struct frame_ref top[] = { fr(p, "/app/main.py", "<listcomp>", 40, 40),
+				   fr(p, "/app/main.py", "<module>", 1, 40) };
+	/* A lambda called from another file's code: the caller is not its
+	 * function (3.9 naming). */
+	struct frame_ref cross[] = { fr(p, "/app/main.py", "<lambda>", 50, 50),
+				     fr(p, "/app/other.py", "sorter", 1, 2) };
+	struct sample_in s = sample(s311, 3, 10 * MS);
+	const struct file_stats *fs;
+	const struct func_stats *m;
+	int i;
+
+	profile__add(p, &s);
+	s = sample(l311, 3, 10 * MS);
+	profile__add(p, &s);
+	s = sample(s39, 3, 10 * MS);
+	profile__add(p, &s);
+	s = sample(g39, 4, 10 * MS);
+	profile__add(p, &s);
+	s = sample(top, 2, 10 * MS);
+	profile__add(p, &s);
+	s = sample(cross, 2, 10 * MS);
+	profile__add(p, &s);
+
+	fs = file_named(p, "/app/main.py");
+	CHECK(fs != NULL);
+	if (!fs)
+		goto out;
+	for (i = 0; i < fs->nfuncs; i++)
+		CHECK(strchr(fs->funcs[i]->qualname, '<') == NULL);
+	CHECK_EQ_INT(fs->nfuncs, 1);
+	m = func_named(p, "/app/main.py", "f");
+	CHECK(m != NULL);
+	if (m) {
+		CHECK_EQ_INT(m->firstlineno, 3);
+		CHECK(m->st.python_ns == 40 * MS);
+	}
+	/* The lines keep their own time either way. */
+	CHECK(line_of(p, "/app/main.py", 40) != NULL);
+	CHECK(line_of(p, "/app/main.py", 50) != NULL);
+out:
+	profile__free(p);
+}
+
+/*
+ * Nested functions are functions: a closure or a decorator's wrapper is
+ * reported under its own qualified name, as Scalene does, and must not
+ * vanish when the function that defined it is not on the stack.
+ */
+static void test_nested_functions_are_functions(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref mod = fr(p, "/app/main.py", "<module>", 1, 40);
+	struct frame_ref outer = fr(p, "/app/main.py", "outer", 10, 15);
+	struct frame_ref inner[] = { fr(p, "/app/main.py", "outer.<locals>.inner", 11, 12), outer,
+				     mod };
+	/* deco() returned long ago; wrapper runs from module level. */
+	struct frame_ref wrapper[] = { fr(p, "/app/main.py", "deco.<locals>.wrapper", 3, 4), mod };
+	struct sample_in s = sample(inner, 3, 10 * MS);
+	const struct func_stats *m;
+
+	profile__add(p, &s);
+	s = sample(wrapper, 2, 20 * MS);
+	profile__add(p, &s);
+	m = func_named(p, "/app/main.py", "outer.<locals>.inner");
+	CHECK(m != NULL);
+	if (m) {
+		CHECK_EQ_INT(m->firstlineno, 11);
+		CHECK(m->st.python_ns == 10 * MS);
+	}
+	m = func_named(p, "/app/main.py", "deco.<locals>.wrapper");
+	CHECK(m != NULL);
+	if (m) {
+		CHECK_EQ_INT(m->firstlineno, 3);
+		CHECK(m->st.python_ns == 20 * MS);
+	}
+	/* outer did not run a line of its own. */
+	CHECK(func_named(p, "/app/main.py", "outer") == NULL);
+	profile__free(p);
+}
+
+/* ------------------------------------------------- stacks and threads */
+
+static void test_stacks(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "f", 3, 5),
+				 fr(p, "/app/main.py", "<module>", 1, 9) };
+	struct frame_ref b[] = { fr(p, "/app/main.py", "f", 3, 6),
+				 fr(p, "/app/main.py", "<module>", 1, 9) };
+	struct sample_in s = sample(a, 2, 10 * MS);
+	const struct stack_stats *st;
+	int i;
+
+	profile__add(p, &s);
+	profile__add(p, &s);
+	s.where = WHERE_NATIVE;
+	s.native_sym = profile__intern(p, "memcpy");
+	profile__add(p, &s); /* same frames, native leaf: another stack */
+	s = sample(b, 2, 10 * MS);
+	s.offcpu_ns = 5 * MS;
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__nstacks(p), 3);
+	CHECK_EQ_INT(profile__stacks_dropped(p), 0);
+	for (i = 0; i < profile__nstacks(p); i++) {
+		st = profile__stack(p, i);
+		/* Outermost first. */
+		CHECK_EQ_STR(st->frames[0].qualname, "<module>");
+		CHECK_EQ_STR(st->frames[1].qualname, "f");
+		if (st->frames[1].line == 5 && !st->native_sym) {
+			CHECK_EQ_INT(st->count, 2);
+			CHECK(st->python_ns == 20 * MS);
+		} else if (st->native_sym) {
+			CHECK_EQ_INT(st->count, 1);
+			CHECK(st->native_ns == 10 * MS);
+			CHECK_EQ_STR(st->native_sym, "memcpy");
+		} else {
+			CHECK_EQ_INT(st->frames[1].line, 6);
+			CHECK(st->python_ns == 10 * MS);
+			CHECK(st->system_ns == 5 * MS);
+		}
+	}
+	CHECK(profile__stack(p, -1) == NULL);
+	CHECK(profile__stack(p, 3) == NULL);
+	CHECK(profile__file(p, -1) == NULL);
+	CHECK(profile__file(p, 1) == NULL);
+	CHECK(profile__thread(p, 5) == NULL);
+	profile__free(p);
+}
+
+static void test_threads(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	struct sample_in s = sample(a, 1, 10 * MS);
+	int i, main_seen = 0;
+
+	s.thread_name = profile__intern(p, "python3");
+	profile__add(p, &s);
+	s.tid = 101;
+	s.main_thread = false;
+	s.thread_name = profile__intern(p, "worker-1");
+	profile__add(p, &s);
+	s.thread_name = profile__intern(p, "renamed");
+	profile__add(p, &s);
+	/* Same tid in another process: another thread. */
+	s.tgid = 200;
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__nthreads(p), 3);
+	for (i = 0; i < profile__nthreads(p); i++) {
+		const struct thread_stats *t = profile__thread(p, i);
+
+		main_seen += t->main_thread;
+		if (t->tgid == 100 && t->tid == 101) {
+			CHECK_EQ_STR(t->name, "renamed");
+			CHECK_EQ_INT(t->samples, 2);
+			CHECK(t->cpu_ns == 20 * MS);
+		}
+	}
+	CHECK_EQ_INT(main_seen, 1);
+	profile__free(p);
+}
+
+/* Many distinct files, lines and stacks: tables grow, nothing is lost. */
+static void test_many(void)
+{
+	struct profile *p = new_profile("/app");
+	char path[64];
+	int i, bad = 0;
+	double sum = 0;
+
+	for (i = 0; i < 5000; i++) {
+		struct frame_ref f[1];
+		struct sample_in s;
+
+		snprintf(path, sizeof(path), "/app/m%d.py", i % 500);
+		f[0] = fr(p, path, "g", 1, 1 + i / 500 * 97);
+		s = sample(f, 1, 1 * MS);
+		profile__add(p, &s);
+	}
+	CHECK_EQ_INT(profile__nfiles(p), 500);
+	CHECK_EQ_INT(profile__nstacks(p), 5000);
+	for (i = 0; i < profile__nfiles(p); i++) {
+		const struct file_stats *f = profile__file(p, i);
+		int l, lines = 0;
+
+		snprintf(path, sizeof(path), "/app/m%d.py", i);
+		bad += strcmp(f->path, path) != 0; /* first-seen order */
+		for (l = 0; l < f->nlines; l++) {
+			if (f->lines[l]) {
+				lines++;
+				sum += f->lines[l]->python_ns;
+			}
+		}
+		bad += lines != 10;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK(sum == 5000 * MS);
+	profile__free(p);
+}
+
+static void test_free_null(void)
+{
+	profile__free(NULL);
+	CHECK(1);
+}
+
+int main(void)
+{
+	RUN_TEST(test_free_null);
+	RUN_TEST(test_filter_program_dir);
+	RUN_TEST(test_filter_all_only_exclude);
+	RUN_TEST(test_innermost_profiled_frame);
+	RUN_TEST(test_where_split);
+	RUN_TEST(test_line_zero_and_huge);
+	RUN_TEST(test_offcpu_counted);
+	RUN_TEST(test_offcpu_idle);
+	RUN_TEST(test_not_python_kept_apart);
+	RUN_TEST(test_unattributed_reasons);
+	RUN_TEST(test_zero_time_sample);
+	RUN_TEST(test_native_symbols_top_n);
+	RUN_TEST(test_cpu_times_reservoir);
+	RUN_TEST(test_enclosing_function);
+	RUN_TEST(test_enclosing_function_nested);
+	RUN_TEST(test_functions_and_module);
+	RUN_TEST(test_comprehensions_fold);
+	RUN_TEST(test_nested_functions_are_functions);
+	RUN_TEST(test_stacks);
+	RUN_TEST(test_threads);
+	RUN_TEST(test_many);
+	return test_summary("profile");
+}

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * user/view.c: the terminal view of a profile, which is untrusted input.
+ * Documents of the wrong shape are refused with a message, wrong types and
+ * extreme numbers are shown without harm, and nothing written to the terminal
+ * is a control character (no ESC, no C0 but the newline, no DEL, no C1) or
+ * invalid UTF-8.  Then the real Scalene profiles: their hot lines show.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <json-c/json.h>
+
+#include "testlib.h"
+#include "utf8check.h"
+#include "view.h"
+
+#define FIXTURES "tests/fixtures/view/"
+#define WIDTH 100
+
+static char *out, *err;
+static size_t outlen, errlen;
+
+/* Runs the view; its output and messages land in out / err. */
+static int view(struct json_object *doc, double threshold, int all_lines, int width)
+{
+	FILE *fo, *fe;
+	int ret;
+
+	free(out);
+	free(err);
+	out = err = NULL;
+	fo = open_memstream(&out, &outlen);
+	fe = open_memstream(&err, &errlen);
+	ret = view_print_cli(doc, fo, fe, threshold, all_lines, width);
+	fclose(fo);
+	fclose(fe);
+	return ret;
+}
+
+/* What a terminal must never receive. */
+static void check_terminal_safe(const char *s, size_t n, const char *what)
+{
+	size_t i;
+	int bad = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == 0x1b || (c < 0x20 && c != '\n') || c == 0x7f) {
+			fprintf(stderr, "  %s: control byte 0x%02x at %zu\n", what, c, i);
+			bad++;
+		}
+		/* C1 controls, as UTF-8. */
+		if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9f) {
+			fprintf(stderr, "  %s: C1 control at %zu\n", what, i);
+			bad++;
+		}
+	}
+	CHECK_EQ_INT(bad, 0);
+	if (!utf8_valid(s, n))
+		fprintf(stderr, "  %s: not valid UTF-8\n", what);
+	CHECK(utf8_valid(s, n));
+}
+
+static void check_outputs_safe(void)
+{
+	check_terminal_safe(out ? out : "", outlen, "output");
+	check_terminal_safe(err ? err : "", errlen, "messages");
+}
+
+static struct json_object *load(const char *path)
+{
+	struct json_object *doc = json_object_from_file(path);
+
+	if (!doc)
+		fprintf(stderr, "  cannot read %s: %s\n", path, json_util_get_last_err());
+	CHECK(doc != NULL);
+	return doc;
+}
+
+/* Parses text as json-c does by default: no UTF-8 check. */
+static struct json_object *parse(const char *text)
+{
+	struct json_object *doc = json_tokener_parse(text);
+
+	CHECK(doc != NULL);
+	return doc;
+}
+
+static bool has(const char *needle)
+{
+	return out && strstr(out, needle);
+}
+
+#define CHECK_HAS(needle)                                                                  \
+	do {                                                                               \
+		if (!has(needle)) {                                                        \
+			fprintf(stderr, "%s:%d: output lacks \"%s\"\n", __FILE__, __LINE__, \
+				needle);                                                   \
+			t_checks_failed++;                                                 \
+		}                                                                          \
+	} while (0)
+
+/* ------------------------------------------------------------ shapes */
+
+static void test_not_a_profile(void)
+{
+	static const char *const docs[] = {
+		"[]",
+		"\"profile\"",
+		"42",
+		"true",
+		"{}",
+		"{\"files\": []}",
+		"{\"files\": \"x\"}",
+		"{\"files\": null}",
+		"{\"files\": 7}",
+		"{\"files\": {\"a.py\": 5}}",
+		"{\"files\": {\"a.py\": null}}",
+		"{\"files\": {\"a.py\": []}}",
+		"{\"files\": {\"a.py\": {}}}",
+		"{\"files\": {\"a.py\": {\"lines\": {}}}}",
+		"{\"files\": {\"a.py\": {\"lines\": \"1\\n2\\n\"}}}",
+		"{\"files\": {\"a.py\": {\"lines\": [1, 2]}}}",
+		"{\"files\": {\"a.py\": {\"lines\": [{\"lineno\": 1}, null]}}}",
+		"{\"files\": {\"\\u001b[2Ja.py\": {\"lines\": [[]]}}}",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		struct json_object *doc = parse(docs[i]);
+		int ret = view(doc, 1, 0, WIDTH);
+
+		if (ret != -EINVAL)
+			fprintf(stderr, "  accepted: %s\n", docs[i]);
+		CHECK_EQ_INT(ret, -EINVAL);
+		CHECK(errlen > 0 && strstr(err, "not a profile"));
+		check_outputs_safe();
+		json_object_put(doc);
+	}
+	/* No document at all. */
+	CHECK_EQ_INT(view(NULL, 1, 0, WIDTH), -EINVAL);
+}
+
+static void test_empty_files(void)
+{
+	struct json_object *doc = parse("{\"files\": {}, \"program\": \"/app/p.py\"}");
+
+	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+	CHECK_HAS("/app/p.py");
+	CHECK_HAS("no file");
+	check_outputs_safe();
+	json_object_put(doc);
+}
+
+/* ---------------------------------------------------------- hostile */
+
+static void test_hostile_strings(void)
+{
+	struct json_object *doc = load(FIXTURES "hostile.json");
+
+	if (!doc)
+		return;
+	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+	check_outputs_safe();
+	/* The content survives around what was removed. */
+	CHECK_HAS("evil.py");
+	CHECK_HAS("red");
+	CHECK_HAS("print(");
+	/* Scalene's escaped line text reads as the source did. */
+	CHECK_HAS("if a < b && c > d:");
+	CHECK_HAS("caf\xc3\xa9 \xe2\x82\xac");
+	CHECK_HAS("blink");
+	CHECK_HAS("bold");
+	/* Below the threshold: not shown. */
+	CHECK(!has("cold = 0"));
+	json_object_put(doc);
+
+	/* Every line, every width. */
+	doc = load(FIXTURES "hostile.json");
+	for (int w = 0; w <= 200 && doc; w += 7) {
+		CHECK_EQ_INT(view(doc, 0, 1, w), 0);
+		check_outputs_safe();
+	}
+	json_object_put(doc);
+}
+
+/* Bytes that are not UTF-8 in a profile (json-c does not check): the
+ * lone bytes 0x80..0x9f are C1 controls to an 8-bit terminal (0x9b is CSI)
+ * and must not reach it as they are. */
+static void test_raw_bytes_not_passed_through(void)
+{
+	static const char text[] =
+		"{\"program\": \"/app/\x9b" "2J.py\", \"files\": {"
+		"\"/app/x\x9b" "31m\xff.py\": {\"lines\": [{\"lineno\": 1, "
+		"\"line\": \"a = '\x9b" "2J\xc2' \xe2\x82\n\", \"n_cpu_percent_python\": 50}], "
+		"\"functions\": [{\"line\": \"f\x9d\", \"lineno\": 1, "
+		"\"n_cpu_percent_python\": 50}]}}}";
+	struct json_object *doc = parse(text);
+
+	if (!doc)
+		return;
+	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+	check_outputs_safe();
+	CHECK_HAS("a = '");
+	json_object_put(doc);
+}
+
+/* Text cut to the terminal's width is cut between characters, never
+ * inside one. */
+static void test_truncation_keeps_characters_whole(void)
+{
+#define E2 "\xc3\xa9"		/* U+00E9: two bytes */
+#define E3 "\xe2\x82\xac"	/* U+20AC: three */
+#define E4 "\xf0\x9f\x98\x80"	/* U+1F600: four */
+	static const char text[] =
+		"{\"files\": {\"/app/" E2 E2 E2 E3 E3 E4 E4 ".py\": {\"lines\": [{\"lineno\": 1, "
+		"\"line\": \"s = '" E2 E2 E2 E2 E2 E3 E3 E3 E3 E4 E4 E4 E2 E2 "'\\n\", "
+		"\"n_cpu_percent_python\": 50}], \"functions\": [{\"line\": \""
+		E2 E2 E2 E2 E3 E3 E3 E4 E4 "\", \"lineno\": 1, \"n_cpu_percent_python\": 50}]}}}";
+	struct json_object *doc = parse(text);
+	int w, bad = 0;
+
+	if (!doc)
+		return;
+	for (w = 0; w <= 80; w++) {
+		CHECK_EQ_INT(view(doc, 1, 0, w), 0);
+		if (!utf8_valid(out, outlen)) {
+			if (!bad)
+				fprintf(stderr, "  width %d: a character cut in two\n", w);
+			bad++;
+		}
+	}
+	CHECK_EQ_INT(bad, 0);
+	json_object_put(doc);
+#undef E2
+#undef E3
+#undef E4
+}
+
+static void test_wrong_types(void)
+{
+	struct json_object *doc = load(FIXTURES "wrong-types.json");
+
+	if (!doc)
+		return;
+	CHECK_EQ_INT(view(doc, 0, 1, WIDTH), 0);
+	check_outputs_safe();
+	CHECK_HAS("/app/types.py");
+	CHECK_HAS("no lineno at all");
+	/* Numbers given as strings are not numbers: nothing pretends. */
+	CHECK(!has("50.0%"));
+	CHECK(!has("1.50 s"));
+	json_object_put(doc);
+}
+
+static void test_huge_numbers(void)
+{
+	struct json_object *doc = load(FIXTURES "huge-numbers.json");
+
+	if (!doc)
+		return;
+	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+	check_outputs_safe();
+	CHECK_HAS("big = 1");
+	CHECK_HAS("lineno past int");
+	CHECK(!has("nan") && !has("inf"));
+	CHECK_EQ_INT(view(doc, 0, 1, 40), 0);
+	check_outputs_safe();
+	json_object_put(doc);
+}
+
+/* Values built in memory: NaN and infinities cannot come from JSON text,
+ * but a caller can hand them over. */
+static void test_nonfinite_in_memory(void)
+{
+	static const char text[] = "{\"files\": {\"/app/n.py\": {\"percent_cpu_time\": 1,"
+				   "\"lines\": [{\"lineno\": 1, \"line\": \"nan line\\n\"}]}}}";
+	struct json_object *doc = parse(text);
+	struct json_object *l, *lines, *fd;
+
+	if (!doc)
+		return;
+	json_object_object_get_ex(doc, "files", &fd);
+	json_object_object_get_ex(fd, "/app/n.py", &fd);
+	json_object_object_add(fd, "percent_cpu_time", json_object_new_double(NAN));
+	json_object_object_get_ex(fd, "lines", &lines);
+	l = json_object_array_get_idx(lines, 0);
+	json_object_object_add(l, "n_cpu_percent_python", json_object_new_double(INFINITY));
+	json_object_object_add(l, "n_cpu_percent_c", json_object_new_double(NAN));
+	json_object_object_add(l, "lineno", json_object_new_double(-INFINITY));
+	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(NAN));
+	CHECK_EQ_INT(view(doc, 0, 1, WIDTH), 0);
+	check_outputs_safe();
+	CHECK(!has("nan") && !has("inf"));
+	json_object_put(doc);
+}
+
+/* ------------------------------------------------------- references */
+
+static const char *ref_dir(void)
+{
+	const char *d = getenv("SCALENE_REFERENCE_DIR");
+	struct stat st;
+
+	if (!d)
+		d = "../shared/reference/scalene-2.3";
+	return stat(d, &st) == 0 && S_ISDIR(st.st_mode) ? d : NULL;
+}
+
+static int refs_skipped;
+
+static struct json_object *load_ref(const char *name)
+{
+	char path[1024];
+	const char *d = ref_dir();
+
+	if (!d) {
+		refs_skipped++;
+		return NULL;
+	}
+	snprintf(path, sizeof(path), "%s/%s", d, name);
+	return load(path);
+}
+
+static void test_reference_cpu(void)
+{
+	struct json_object *doc = load_ref("scalene_ref_cpu.json");
+
+	if (!doc)
+		return;
+	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+	check_outputs_safe();
+	CHECK_HAS("/home/user/demo/cpu_bound.py");
+	CHECK_HAS("for i in range(n):");
+	CHECK_HAS("total += i * i % 7");
+	CHECK_HAS("s += math.fsum(sorted(data, reverse=True))");
+	CHECK_HAS("busy_python");
+	CHECK_HAS("busy_native");
+	CHECK(!has("import math"));	 /* 0% */
+	CHECK(!has("avg MB"));		 /* memory: false */
+	/* A high threshold keeps only the two 40% lines. */
+	CHECK_EQ_INT(view(doc, 30, 0, WIDTH), 0);
+	CHECK_HAS("total += i * i % 7");
+	CHECK(!has("math.fsum"));
+	json_object_put(doc);
+}
+
+static void test_reference_mem(void)
+{
+	struct json_object *doc = load_ref("scalene_ref_mem.json");
+
+	if (!doc)
+		return;
+	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+	check_outputs_safe();
+	CHECK_HAS("mem_bound.py");
+	CHECK_HAS("avg MB");
+	CHECK_HAS("keep.append([j for j in range(1000)])");
+	CHECK_HAS("bufs.append(bytearray(10 * 1024 * 1024))");
+	CHECK_HAS("alloc_python");
+	CHECK_HAS("alloc_native");
+	CHECK(!has("def main():"));
+	json_object_put(doc);
+}
+
+static void test_reference_async_and_minimal(void)
+{
+	struct json_object *doc = load_ref("scalene_ref_async.json");
+
+	if (doc) {
+		CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+		check_outputs_safe();
+		CHECK_HAS("asyncio.run(main())");
+		CHECK_HAS("total = sum(range(10_000_000))");
+		CHECK_HAS("mixed_work");
+		CHECK(!has("await asyncio.sleep(2.0)"));
+		json_object_put(doc);
+	}
+	doc = load_ref("minimal_valid.json");
+	if (doc) {
+		CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+		check_outputs_safe();
+		CHECK_HAS("spin.py");
+		CHECK_HAS("spin(10_000_000)");
+		json_object_put(doc);
+	}
+}
+
+int main(void)
+{
+	RUN_TEST(test_not_a_profile);
+	RUN_TEST(test_empty_files);
+	RUN_TEST(test_hostile_strings);
+	RUN_TEST(test_raw_bytes_not_passed_through);
+	RUN_TEST(test_truncation_keeps_characters_whole);
+	RUN_TEST(test_wrong_types);
+	RUN_TEST(test_huge_numbers);
+	RUN_TEST(test_nonfinite_in_memory);
+	RUN_TEST(test_reference_cpu);
+	RUN_TEST(test_reference_mem);
+	RUN_TEST(test_reference_async_and_minimal);
+	free(out);
+	free(err);
+	if (refs_skipped)
+		printf("view: SKIPPED %d reference profile checks: no ../shared/reference/"
+		       "scalene-2.3 (set SCALENE_REFERENCE_DIR)\n",
+		       refs_skipped);
+	return test_summary("view");
+}
