@@ -36,8 +36,9 @@ BPFHOST_BINS	:= $(patsubst tests/bpf/%.c,$(OUT)/tests/bpf_%,$(BPFHOST_SRCS))
 .PHONY: all
 all: scalene-bpf
 
+# Renamed into place: a running copy (a test, a benchmark) keeps its inode.
 scalene-bpf: $(OUT)/scalene-bpf
-	cp $< $@
+	cp $< $@.tmp && mv -f $@.tmp $@
 
 $(OUT)/scalene-bpf: $(USER_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -336,14 +336,17 @@ int options_load_config(const char *path, struct options *o, FILE *err)
 	return ret;
 }
 
-static int parse_run_target(int argc, char **argv, struct options *o, FILE *err)
+static int parse_run_target(int argc, char **argv, struct options *o, const char *last_optarg,
+			    FILE *err)
 {
 	if (optind >= argc) {
 		fprintf(err, "scalene-bpf: run: no program given (see --help)\n");
 		return -EINVAL;
 	}
-	/* getopt stops at "--" and consumes it; tell the cases apart. */
-	o->raw_command = optind > 0 && !strcmp(argv[optind - 1], "--");
+	/* getopt stops at "--" and consumes it; tell it apart from "--" given
+	 * as an option's value (-o --). */
+	o->raw_command = optind > 0 && !strcmp(argv[optind - 1], "--") &&
+			 argv[optind - 1] != last_optarg;
 	o->argv = argv + optind;
 	o->argc = argc - optind;
 	return 0;
@@ -352,6 +355,7 @@ static int parse_run_target(int argc, char **argv, struct options *o, FILE *err)
 int options_parse(int argc, char **argv, struct options *o, FILE *err)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
+	const char *last_optarg = NULL;
 	int c, idx, ret, base;
 
 	memset(o, 0, sizeof(*o));
@@ -400,6 +404,7 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 				return ret;
 			continue;
 		}
+		last_optarg = optarg;
 		ret = apply(o, c, optarg, idx >= 0 ? long_opts[idx].name : argv[optind - 1], err);
 		if (ret)
 			return ret;
@@ -422,7 +427,7 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 				     "to attach\n");
 			return -EINVAL;
 		}
-		return parse_run_target(argc, argv, o, err);
+		return parse_run_target(argc, argv, o, last_optarg, err);
 	}
 	if (o->pid) {
 		if (optind < argc) {

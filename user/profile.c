@@ -507,7 +507,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 			}
 		}
 		if (at < 0)
-			reason = UNATTR_NOT_PROFILED;
+			reason = s->nframes ? UNATTR_NOT_PROFILED : UNATTR_UNREADABLE;
 	}
 	if (s->nframes)
 		add_stack(p, s, cpu, blocked);

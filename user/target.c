@@ -46,10 +46,16 @@ void target_free(struct target *t)
 int find_in_path(const char *name, char *out, unsigned long n)
 {
 	const char *path = getenv("PATH");
-	char *copy, *dir, *save = NULL;
+	char *copy, *dir;
 	int err = -ENOENT;
+	struct stat st;
+	char *next;
 
 	if (strchr(name, '/')) {
+		if (stat(name, &st))
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -EACCES;
 		if (access(name, X_OK))
 			return -errno;
 		snprintf(out, n, "%s", name);
@@ -58,9 +64,9 @@ int find_in_path(const char *name, char *out, unsigned long n)
 	copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
 	if (!copy)
 		return -ENOMEM;
-	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		struct stat st;
-
+	/* strsep, not strtok: an empty entry means the current directory, as
+	 * execvp reads it. */
+	for (next = copy; (dir = strsep(&next, ":")) != NULL;) {
 		if ((unsigned long)snprintf(out, n, "%s/%s", *dir ? dir : ".", name) >= n)
 			continue;
 		if (!stat(out, &st) && S_ISREG(st.st_mode) && !access(out, X_OK)) {
