@@ -43,7 +43,7 @@ static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
 }
 
 struct pywalk_scratch {
-	__u8 buf[FRAME_BUF];
+	__u8 buf[FRAME_BUF] __attribute__((aligned(8))); /* read as __u64 */
 };
 
 static __always_inline int pywalk_user_ptr(__u64 p)
@@ -126,6 +126,11 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		return WALK_NO_CONFIG;
 	if (rd == 0 || rd > FRAME_BUF)
 		rd = FRAME_BUF;
+	/* Every field read must come from this frame's bytes, not from what an
+	 * earlier walk left in the buffer. */
+	if (rd < f_code + 8 || rd < f_prev + 8 || rd < f_instr + (c->minor >= 11 ? 8 : 4) ||
+	    (has_owner && rd < f_owner + 1))
+		return WALK_NO_CONFIG;
 
 	for (i = 0; i < MAX_FRAMES; i++) {
 		__u64 code, prev;
@@ -155,7 +160,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 			__s32 lasti = *(__s32 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
 
 			/* f_lasti counts bytes on 3.9 and code units on 3.10. */
-			off = lasti < 0 ? -1 : (c->minor == 10 ? lasti * 2 : lasti);
+			/* Unsigned doubling: a garbage f_lasti must not overflow. */
+			off = lasti < 0 ? -1 : (c->minor == 10 ? (__s32)((__u32)lasti * 2) : lasti);
 		}
 		if (!shim && !pywalk_user_ptr(code))
 			shim = 1;
@@ -175,8 +181,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 
 /*
  * The walk, remembering the thread state between samples of one thread: a
- * thread keeps its PyThreadState for life, so one read of its TSD slot
- * confirms the cached value instead of three reads to find it again.  A slot
+ * thread keeps its PyThreadState for life, so reading its TSD slot and the
+ * state's thread id confirms the cached value without looking up the key.  A slot
  * that changed (a native thread that re-entered Python with a new state)
  * falls back to the full lookup.
  */
@@ -184,13 +190,16 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 					 struct pywalk_cache *cache, struct py_frame *frames,
 					 __u32 *nframes, struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, cur = 0;
+	__u64 tstate = 0, f = 0, cur = 0, tid = 0;
 	__u32 key = 0;
 	int status;
 
 	*nframes = 0;
+	/* The slot still names the cached state, and that state still belongs
+	 * to this thread (a freed one could have been reused). */
 	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) &&
-	    cur == cache->tstate) {
+	    cur == cache->tstate && !PYWALK_READ(&tid, sizeof(tid), cur + c->ts_thread_id) &&
+	    tid == fsbase) {
 		tstate = cur;
 	} else {
 		cache->tstate = 0;

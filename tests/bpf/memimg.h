@@ -29,15 +29,14 @@ struct memimg_region {
 struct memimg {
 	struct memimg_region r[MEMIMG_MAX_REGIONS];
 	int n;
-	unsigned long reads;	    /* read calls, failed ones included */
+	unsigned long reads; /* read calls, failed ones included */
 	unsigned long failed_reads;
-	unsigned long max_read;	    /* largest size asked for */
+	unsigned long max_read; /* largest size asked for */
 };
 
 static inline void memimg__die(const char *what, uint64_t addr)
 {
-	fprintf(stderr, "memimg: %s at 0x%llx (test image bug)\n", what,
-		(unsigned long long)addr);
+	fprintf(stderr, "memimg: %s at 0x%llx (test image bug)\n", what, (unsigned long long)addr);
 	abort();
 }
 

@@ -32,22 +32,22 @@
 #define KERNEL_ADDR 0xffff888100000000ULL
 #define REGION_SIZE 0x100000ULL
 
-#define TCB_SIZE 0x800	 /* covers specific_1stblock[32] at 0x310 */
-#define TSTATE_SIZE 512	 /* covers every version's fields */
-#define CODE_BYTES 512	 /* bytecode per fake code object */
-#define NONE_SIZE 16	 /* PyObject header */
+#define TCB_SIZE 0x800	/* covers specific_1stblock[32] at 0x310 */
+#define TSTATE_SIZE 512 /* covers every version's fields */
+#define CODE_BYTES 512	/* bytecode per fake code object */
+#define NONE_SIZE 16	/* PyObject header */
 #define MAX_PUSHES (2 * MAX_FRAMES + 8)
 
 struct pyimg {
 	struct memimg *m;
 	const struct py_offsets *o;
 	unsigned int minor;
-	int heap, frames, stack, lib;	/* region indexes */
-	uint64_t runtime, key_addr;	/* _PyRuntime, &_PyRuntime...autoTSSkey */
+	int heap, frames, stack, lib; /* region indexes */
+	uint64_t runtime, key_addr;   /* _PyRuntime, &_PyRuntime...autoTSSkey */
 	uint64_t fsbase, tstate, cframe;
-	uint64_t none;			/* _Py_NoneStruct: f_executable of 3.13 entry frames */
-	uint64_t trampoline;		/* interp->interpreter_trampoline (3.12 entry frames) */
-	uint64_t top;			/* innermost frame, 0 if none */
+	uint64_t none;			  /* _Py_NoneStruct: f_executable of 3.13 entry frames */
+	uint64_t trampoline;		  /* interp->interpreter_trampoline (3.12 entry frames) */
+	uint64_t top;			  /* innermost frame, 0 if none */
 	struct py_frame want[MAX_PUSHES]; /* in push order: outermost first */
 	uint32_t nwant;
 };
@@ -113,12 +113,12 @@ static inline void pyimg__runtime(struct pyimg *p, uint32_t key)
 	memimg__w32(p->m, p->key_addr, key);
 }
 
-/* A thread whose TSD slot `key` holds its PyThreadState, with no frames. */
-static inline void pyimg__thread(struct pyimg *p, uint32_t key)
+/* A new PyThreadState for the thread, stored in its TSD slot `key` (none if
+ * key >= 32), with no frames.  Frames pushed from now on are this state's. */
+static inline void pyimg__tstate(struct pyimg *p, uint32_t key)
 {
 	const struct py_offsets *o = p->o;
 
-	p->fsbase = memimg__alloc(p->m, p->stack, TCB_SIZE, 64);
 	p->tstate = memimg__alloc(p->m, p->heap, TSTATE_SIZE, 64);
 	/* thread_id is PyThread_get_thread_ident(): pthread_self() == fsbase. */
 	memimg__w64(p->m, p->tstate + o->tstate_thread_id, p->fsbase);
@@ -131,6 +131,14 @@ static inline void pyimg__thread(struct pyimg *p, uint32_t key)
 		memimg__w64(p->m, p->tstate + o->tstate_cframe, p->cframe);
 	}
 	pyimg__set_top(p, 0);
+	p->nwant = 0;
+}
+
+/* A thread: its TCB at fsbase, and a thread state. */
+static inline void pyimg__thread(struct pyimg *p, uint32_t key)
+{
+	p->fsbase = memimg__alloc(p->m, p->stack, TCB_SIZE, 64);
+	pyimg__tstate(p, key);
 }
 
 /* A code object whose co_firstlineno (the walker's tag) is `firstlineno`. */

@@ -8,7 +8,6 @@
  * walker then fails the suite.
  */
 #include <linux/types.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +40,7 @@ const char *__ubsan_default_options(void)
 #define SENTINEL 0xa5
 #define FUZZ_BASE 0x7f3a1e000000ULL
 #define FUZZ_SIZE 0x4000ULL
+#define FUZZ_ITERS 1000 /* per version and fuzz test */
 
 /* The walker's output and scratch, sized exactly so that ASan sees any write
  * or read past them.  The scratch keeps its bytes between walks, like the
@@ -69,6 +69,15 @@ static int walk_default(struct pyimg *p)
 
 	pyimg__cfg(p, &c);
 	return walk(p, &c);
+}
+
+static int walk_cached(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase,
+		       struct pywalk_cache *cache)
+{
+	memset(out, SENTINEL, MAX_FRAMES * sizeof(*out));
+	cur_img = p->m;
+	nout = 0xdeadbeef;
+	return pywalk_cached(c, fsbase, cache, out, &nout, scratch);
 }
 
 /* Slots from `n` on must be as the walker found them. */
@@ -100,7 +109,7 @@ static void check_frames(const struct pyimg *p, __u32 n)
 
 		if (bad && shown++ < 5)
 			fprintf(stderr,
-				"3.%u slot %u: code 0x%llx offset %d tag %u, expected 0x%llx %d %u\n",
+				"3.%u slot %u: code 0x%llx offset %d tag %u, want 0x%llx %d %u\n",
 				p->minor, i, (unsigned long long)out[i].code, out[i].offset,
 				out[i].tag, (unsigned long long)w->code, w->offset, w->tag);
 		CHECK(!bad);
@@ -169,7 +178,8 @@ static void test_stack_3_13(void)
 	check_stack(13);
 }
 
-/* Every generated table is one the builder and the walker handle. */
+/* Every generated table is one the image builder and the walker handle: a
+ * new table (3.14 has a tagged f_executable) fails here until both do. */
 static void test_every_table_walks(void)
 {
 	const struct py_offsets *const *t;
@@ -384,14 +394,18 @@ static void test_cycles_terminate(void)
 		for (i = 0; i < MAX_FRAMES && i < nout; i++)
 			CHECK(out[i].code == a && out[i].tag == 7 && out[i].offset == 4);
 
+		/* b -> a -> a -> ... */
 		fb = pyimg__push(p, b, 6);
 		CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
 		CHECK_EQ_INT(nout, MAX_FRAMES);
 		for (i = 0; i < MAX_FRAMES && i < nout; i++)
-			CHECK(out[i].code == (i % 2 ? a : b));
+			CHECK(out[i].code == (i ? a : b));
+		/* b -> a -> b -> ... */
 		memimg__w64(p->m, fa + p->o->frame_previous, fb);
 		CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
 		CHECK_EQ_INT(nout, MAX_FRAMES);
+		for (i = 0; i < MAX_FRAMES && i < nout; i++)
+			CHECK(out[i].code == (i % 2 ? a : b));
 		pyimg__free(p);
 	}
 }
@@ -568,9 +582,9 @@ static void test_no_tstate(void)
 		struct pyimg *p = pyimg__new(minor);
 		struct py_walk_cfg c;
 
-		check_slot(minor, 0);		/* a native thread: empty slot */
+		check_slot(minor, 0); /* a native thread: empty slot */
 		check_slot(minor, KERNEL_ADDR);
-		check_slot(minor, HOLE_ADDR);	/* thread_id unreadable */
+		check_slot(minor, HOLE_ADDR); /* thread_id unreadable */
 		check_slot(minor, 0x8);
 		/* TCB unreadable */
 		pyimg__cfg(p, &c);
@@ -605,9 +619,168 @@ static void test_cframe(void)
 	}
 }
 
+/* ---- the per-thread cache (pywalk_cached) ------------------------------ */
+
+/*
+ * pywalk_cached reports what pywalk reports: with a cold cache, and again
+ * with the cache the first call left behind, the image unchanged.  Returns
+ * whether it did.
+ */
+static int cached_same(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase)
+{
+	static struct py_frame ref[MAX_FRAMES];
+	struct pywalk_cache cache = { 0 };
+	int st, k, same = 1;
+	__u32 n;
+
+	st = walk_fs(p, c, fsbase);
+	n = nout;
+	memcpy(ref, out, sizeof(ref));
+	for (k = 0; k < 2; k++) {
+		int st2 = walk_cached(p, c, fsbase, &cache);
+
+		if (st2 != st || nout != n || memcmp(out, ref, sizeof(ref))) {
+			fprintf(stderr, "3.%u: pywalk %d, %u frames; pywalk_cached (%s) %d, %u\n",
+				p->minor, st, n, k ? "warm" : "cold", st2, nout);
+			same = 0;
+		}
+	}
+	return same;
+}
+
+static void check_cached_same(struct pyimg *p)
+{
+	struct py_walk_cfg c;
+
+	pyimg__cfg(p, &c);
+	CHECK(cached_same(p, &c, p->fsbase));
+}
+
+static void test_cached_matches_uncached(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+
+		check_cached_same(p); /* no frames */
+		push_many(p, 3);
+		if (minor >= 12)
+			pyimg__push_shim(p, 3);
+		push_many(p, 2);
+		check_cached_same(p);
+		push_many(p, MAX_FRAMES);
+		check_cached_same(p); /* truncated */
+		pyimg__free(p);
+
+		p = pyimg__new(minor);
+		pyimg__set_top(p, HOLE_ADDR);
+		push_many(p, 2);
+		check_cached_same(p); /* read failed */
+		memimg__w64(p->m, p->tstate + p->o->tstate_thread_id, p->fsbase + 0x801000);
+		check_cached_same(p); /* thread id mismatch */
+		memimg__w64(p->m, pyimg__tsd_slot(p, 1), 0);
+		check_cached_same(p); /* no thread state */
+		pyimg__free(p);
+
+		p = pyimg__new_key(minor, 32);
+		push_many(p, 1);
+		check_cached_same(p); /* bad key */
+		pyimg__free(p);
+	}
+}
+
+/* A warm cache confirms the thread state with one read of its slot: the
+ * walk no longer needs the key. */
+static void test_cached_skips_lookup(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		struct pywalk_cache cache = { 0 };
+		struct py_walk_cfg c;
+		unsigned long cold, warm;
+
+		push_many(p, 2);
+		pyimg__cfg(p, &c);
+		cold = p->m->reads;
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_OK);
+		cold = p->m->reads - cold;
+		CHECK_EQ_INT(cache.tstate, p->tstate);
+		CHECK_EQ_INT(cache.slot, pyimg__tsd_slot(p, 1));
+		c.tss_key_addr = HOLE_ADDR;
+		warm = p->m->reads;
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_OK);
+		warm = p->m->reads - warm;
+		check_frames(p, 2);
+		CHECK(warm < cold);
+		pyimg__free(p);
+	}
+}
+
+/* The slot changed (a native thread left Python and came back with a new
+ * state): the full lookup runs again and the cache follows. */
+static void test_cached_new_tstate(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		struct pywalk_cache cache = { 0 };
+		struct py_walk_cfg c;
+
+		push_many(p, 2);
+		pyimg__cfg(p, &c);
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_OK);
+		pyimg__tstate(p, 1);
+		pyimg__push(p, pyimg__code(p, 77), 8);
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_OK);
+		check_frames(p, 1);
+		CHECK_EQ_INT(cache.tstate, p->tstate);
+		/* Back in native code: the slot is cleared. */
+		memimg__w64(p->m, pyimg__tsd_slot(p, 1), 0);
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_NO_TSTATE);
+		CHECK_EQ_INT(nout, 0);
+		CHECK_EQ_INT(cache.tstate, 0);
+		pyimg__free(p);
+	}
+}
+
+/*
+ * The slot still holds the cached pointer, but the PyThreadState there now
+ * belongs to another thread (freed and reused while this thread's slot kept
+ * the stale pointer).  pywalk reports WALK_TID_MISMATCH; the cached walk
+ * must not report the other thread's stack as this one's.
+ */
+static void test_cached_rechecks_thread_id(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		struct pywalk_cache cache = { 0 };
+		struct py_walk_cfg c;
+
+		push_many(p, 2);
+		pyimg__cfg(p, &c);
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_OK);
+		memimg__w64(p->m, p->tstate + p->o->tstate_thread_id, p->fsbase + 0x801000);
+		CHECK_EQ_INT(walk(p, &c), WALK_TID_MISMATCH);
+		CHECK_EQ_INT(walk_cached(p, &c, p->fsbase, &cache), WALK_TID_MISMATCH);
+		CHECK_EQ_INT(nout, 0);
+		pyimg__free(p);
+	}
+}
+
 /* ---- configuration ----------------------------------------------------- */
 
-enum cfg_field { F_CODE, F_PREV, F_INSTR, F_OWNER };
+enum cfg_field {
+	F_CODE,
+	F_PREV,
+	F_INSTR,
+	F_OWNER
+};
 
 static void check_garbage(unsigned int minor, enum cfg_field which, __u16 v)
 {
@@ -701,8 +874,8 @@ static void test_frame_read_short(void)
 		st = walk(p, &c);
 		if (st != WALK_NO_CONFIG) {
 			if (st != WALK_OK || nout != 3)
-				fprintf(stderr, "3.%u: frame_read 8: status %d, %u frames\n",
-					minor, st, nout);
+				fprintf(stderr, "3.%u: frame_read 8: status %d, %u frames\n", minor,
+					st, nout);
 			CHECK_EQ_INT(st, WALK_OK);
 			check_frames(p, 3);
 		}
@@ -733,7 +906,7 @@ static void test_310_lasti_overflow(void)
 
 /* ---- random memory ----------------------------------------------------- */
 
-static uint64_t rng_state;
+static uint64_t rng_seed, rng_state;
 
 static uint64_t rnd(void)
 {
@@ -744,36 +917,55 @@ static uint64_t rnd(void)
 	return rng_state * 0x2545f4914f6cdd1dULL;
 }
 
-/* A word of the fuzz region: mostly pointers back into it (some misaligned,
- * some past its end) so that walks go somewhere, plus NULLs, code objects,
- * the thread's own fsbase and noise. */
+/* Percentage of fuzz words that point back into the fuzz region: varied per
+ * iteration, from short chains to ones that loop until MAX_FRAMES. */
+static unsigned int fuzz_ptr_pct = 50;
+
+/* True with probability pct percent. */
+static int chance(unsigned int pct)
+{
+	return rnd() % 100 < pct;
+}
+
+/* A quarter of the iterations nothing but pointers, a quarter nearly so. */
+static void fuzz_density(void)
+{
+	uint64_t r = rnd() % 4;
+
+	fuzz_ptr_pct = r == 0 ? 100 : r == 1 ? 97 + rnd() % 3 : 30 + rnd() % 70;
+}
+
+/* A word of the fuzz region: pointers back into it (some misaligned, some
+ * past its end) so that walks go somewhere, and otherwise NULLs, a code
+ * object, the thread's own fsbase or noise. */
 static uint64_t fuzz_word(uint64_t fsbase, uint64_t code)
 {
 	uint64_t r = rnd();
 
-	switch (r % 10) {
-	case 0: case 1: case 2: case 3:
-		return (FUZZ_BASE + rnd() % (FUZZ_SIZE + 256)) & ~7ULL;
-	case 4:
-		return FUZZ_BASE + rnd() % FUZZ_SIZE;
-	case 5:
+	if (r % 100 < fuzz_ptr_pct) {
+		/* A misaligned frame's fields straddle two words: noise. */
+		if ((r >> 40) % 16 == 0)
+			return FUZZ_BASE + rnd() % FUZZ_SIZE;
+		return (FUZZ_BASE + rnd() % (FUZZ_SIZE + 256)) & ~15ULL;
+	}
+	switch ((r >> 8) % 5) {
+	case 0:
 		return 0;
-	case 6:
+	case 1:
 		return code;
-	case 7:
+	case 2:
 		return fsbase;
 	default:
 		return rnd();
 	}
 }
 
-static void fuzz_fill(struct memimg *m, int ri, uint64_t fsbase, uint64_t code)
+static void fuzz_fill(struct memimg *m, uint64_t fsbase, uint64_t code)
 {
 	uint64_t a;
 
 	for (a = 0; a < FUZZ_SIZE; a += 8)
 		memimg__w64(m, FUZZ_BASE + a, fuzz_word(fsbase, code));
-	(void)ri;
 }
 
 /* What holds for any walk over any memory. */
@@ -788,8 +980,8 @@ static void check_sane(int st, const char *what, unsigned int iter)
 	for (i = 0; ok && i < nout; i++)
 		ok = !out[i].code || pywalk_user_ptr(out[i].code);
 	if (!ok)
-		fprintf(stderr, "%s: iteration %u: status %d, %u frames (seed 0x%llx)\n", what,
-			iter, st, nout, (unsigned long long)rng_state);
+		fprintf(stderr, "%s: iteration %u: status %d, %u frames, PYWALK_FUZZ_SEED=0x%llx\n",
+			what, iter, st, nout, (unsigned long long)rng_seed);
 	CHECK(ok);
 }
 
@@ -800,13 +992,14 @@ static void test_fuzz_frames(void)
 
 	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
 		struct pyimg *p = pyimg__new(minor);
-		int ri = memimg__map(p->m, FUZZ_BASE, FUZZ_SIZE);
 		uint64_t code = pyimg__code(p, 42);
 		struct py_walk_cfg c;
 
+		memimg__map(p->m, FUZZ_BASE, FUZZ_SIZE);
 		pyimg__cfg(p, &c);
-		for (iter = 0; iter < 400; iter++) {
-			fuzz_fill(p->m, ri, p->fsbase, code);
+		for (iter = 0; iter < FUZZ_ITERS; iter++) {
+			fuzz_density();
+			fuzz_fill(p->m, p->fsbase, code);
 			pyimg__set_top(p, fuzz_word(p->fsbase, code));
 			check_sane(walk(p, &c), "fuzz frames", iter);
 		}
@@ -814,21 +1007,22 @@ static void test_fuzz_frames(void)
 	}
 }
 
+/* A config field: mostly the real value, else garbage. */
 static __u16 fuzz_u16(__u16 real)
 {
-	uint64_t r = rnd();
-
-	if (r % 4)
+	if (!chance(12))
 		return real;
-	return r % 8 == 0 ? 0xffff : (__u16)(rnd() % (r % 3 ? 256 : 65536));
+	if (chance(15))
+		return 0xffff;
+	return (__u16)(rnd() % (chance(70) ? 256 : 65536));
 }
 
 /* Everything random: the config's fields, the TCB, the key, the memory. */
 static void fuzz_cfg(const struct pyimg *p, struct py_walk_cfg *c, uint64_t code)
 {
 	pyimg__cfg(p, c);
-	c->minor = rnd() % 4 ? FIRST_MINOR + rnd() % 7 : (__u16)rnd();
-	c->tss_key_addr = rnd() % 2 ? c->tss_key_addr : fuzz_word(p->fsbase, code);
+	c->minor = chance(85) ? c->minor : chance(50) ? FIRST_MINOR + rnd() % 7 : (__u16)rnd();
+	c->tss_key_addr = chance(80) ? c->tss_key_addr : fuzz_word(p->fsbase, code);
 	c->tsd_base = fuzz_u16(c->tsd_base);
 	c->tsd_stride = fuzz_u16(c->tsd_stride);
 	c->tsd_data = fuzz_u16(c->tsd_data);
@@ -850,20 +1044,25 @@ static void test_fuzz_everything(void)
 
 	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
 		struct pyimg *p = pyimg__new(minor);
-		int ri = memimg__map(p->m, FUZZ_BASE, FUZZ_SIZE);
 		uint64_t code = pyimg__code(p, 42);
 		struct py_walk_cfg c;
 
-		for (iter = 0; iter < 400; iter++) {
-			uint64_t fs = rnd() % 2 ? p->fsbase : fuzz_word(p->fsbase, code);
+		memimg__map(p->m, FUZZ_BASE, FUZZ_SIZE);
+		for (iter = 0; iter < FUZZ_ITERS; iter++) {
+			uint64_t fs = chance(85) ? p->fsbase : fuzz_word(p->fsbase, code);
 
-			fuzz_fill(p->m, ri, p->fsbase, code);
-			/* Point the real TSD slot and frame link into the noise. */
+			fuzz_density();
+			fuzz_fill(p->m, p->fsbase, code);
+			/* The TSD slot and the frame link lead into the noise. */
 			memimg__w64(p->m, pyimg__tsd_slot(p, 1),
-				    rnd() % 2 ? p->tstate : fuzz_word(p->fsbase, code));
+				    chance(85) ? p->tstate : fuzz_word(p->fsbase, code));
 			pyimg__set_top(p, fuzz_word(p->fsbase, code));
 			fuzz_cfg(p, &c, code);
 			check_sane(walk_fs(p, &c, fs), "fuzz everything", iter);
+			if (!cached_same(p, &c, fs))
+				fprintf(stderr, "cached: iteration %u, PYWALK_FUZZ_SEED=0x%llx\n",
+					iter, (unsigned long long)rng_seed);
+			CHECK(cached_same(p, &c, fs));
 		}
 		pyimg__free(p);
 	}
@@ -873,9 +1072,10 @@ static void seed_rng(void)
 {
 	const char *s = getenv("PYWALK_FUZZ_SEED");
 
-	rng_state = s ? strtoull(s, NULL, 0) : 0x5ca1e0bbf00dULL;
-	if (!rng_state)
-		rng_state = 1;
+	rng_seed = s ? strtoull(s, NULL, 0) : 0x5ca1e0bbf00dULL;
+	if (!rng_seed)
+		rng_seed = 1; /* xorshift stays at 0 */
+	rng_state = rng_seed;
 }
 
 int main(void)
@@ -912,6 +1112,10 @@ int main(void)
 	RUN_TEST(test_bad_key);
 	RUN_TEST(test_no_tstate);
 	RUN_TEST(test_cframe);
+	RUN_TEST(test_cached_matches_uncached);
+	RUN_TEST(test_cached_skips_lookup);
+	RUN_TEST(test_cached_new_tstate);
+	RUN_TEST(test_cached_rechecks_thread_id);
 	RUN_TEST(test_garbage_offsets);
 	RUN_TEST(test_frame_read_clamped);
 	RUN_TEST(test_frame_read_short);
