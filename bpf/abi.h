@@ -38,19 +38,19 @@ enum sample_mode {
 /* Outcome of the Python stack walk. */
 enum walk_status {
 	WALK_OK = 0,
-	WALK_NO_CONFIG = 1,	/* the process is tracked but not (yet) known as Python */
-	WALK_NO_TSTATE = 2,	/* this thread has no Python thread state (native thread) */
-	WALK_BAD_KEY = 3,	/* TSD key not initialised or beyond the direct block */
-	WALK_READ_FAILED = 4,	/* a user-memory read failed mid-walk (stack kept so far) */
-	WALK_TRUNCATED = 5,	/* more than MAX_FRAMES frames: innermost kept */
-	WALK_TID_MISMATCH = 6,	/* TSD slot held another thread's state */
+	WALK_NO_CONFIG = 1,    /* the process is tracked but not (yet) known as Python */
+	WALK_NO_TSTATE = 2,    /* this thread has no Python thread state (native thread) */
+	WALK_BAD_KEY = 3,      /* TSD key not initialised or beyond the direct block */
+	WALK_READ_FAILED = 4,  /* a user-memory read failed mid-walk (stack kept so far) */
+	WALK_TRUNCATED = 5,    /* more than MAX_FRAMES frames: innermost kept */
+	WALK_TID_MISMATCH = 6, /* TSD slot held another thread's state */
 };
 
 /* Counters kept per CPU in the `stats` map; the profile reports them. */
 enum stat_id {
-	STAT_SAMPLES = 0,	/* samples of tracked processes */
-	STAT_OFFCPU_EVENTS,	/* off-CPU records emitted */
-	STAT_RINGBUF_FULL,	/* records lost: ring buffer full */
+	STAT_SAMPLES = 0,   /* samples of tracked processes */
+	STAT_OFFCPU_EVENTS, /* off-CPU records emitted */
+	STAT_RINGBUF_FULL,  /* records lost: ring buffer full */
 	STAT_WALK_READ_FAILED,
 	STAT_WALK_TRUNCATED,
 	STAT_NO_TSTATE,
@@ -65,39 +65,39 @@ enum stat_id {
 /* Per-process walk configuration, written by the loader once it has found the
  * interpreter (user/python.c).  Offsets come from pyoffsets/. */
 struct py_walk_cfg {
-	__u64 tss_key_addr;	/* &_PyRuntime.autoTSSkey._key */
-	__u16 minor;		/* CPython 3.minor */
-	__u16 tsd_base;		/* glibc: offsetof(struct pthread, specific_1stblock) */
-	__u16 tsd_stride;	/* sizeof(struct pthread_key_data) */
-	__u16 tsd_data;		/* offsetof(struct pthread_key_data, data) */
-	__u16 ts_thread_id;	/* PyThreadState.thread_id */
-	__u16 ts_frame;		/* frame (<=3.10), cframe (3.11/3.12), current_frame (3.13+) */
-	__u16 cframe_current;	/* _PyCFrame.current_frame (3.11/3.12), else 0xffff */
-	__u16 f_code;		/* f_code / f_executable */
-	__u16 f_prev;		/* f_back / previous */
-	__u16 f_instr;		/* f_lasti / prev_instr / instr_ptr */
-	__u16 f_owner;		/* owner (3.12+ shims), else 0xffff */
-	__u16 frame_read;	/* bytes to read per frame, <= FRAME_BUF */
-	__u16 co_adaptive;	/* co_code_adaptive (3.11+), else 0 */
+	__u64 tss_key_addr;   /* &_PyRuntime.autoTSSkey._key */
+	__u16 minor;	      /* CPython 3.minor */
+	__u16 tsd_base;	      /* glibc: offsetof(struct pthread, specific_1stblock) */
+	__u16 tsd_stride;     /* sizeof(struct pthread_key_data) */
+	__u16 tsd_data;	      /* offsetof(struct pthread_key_data, data) */
+	__u16 ts_thread_id;   /* PyThreadState.thread_id */
+	__u16 ts_frame;	      /* frame (<=3.10), cframe (3.11/3.12), current_frame (3.13+) */
+	__u16 cframe_current; /* _PyCFrame.current_frame (3.11/3.12), else 0xffff */
+	__u16 f_code;	      /* f_code / f_executable */
+	__u16 f_prev;	      /* f_back / previous */
+	__u16 f_instr;	      /* f_lasti / prev_instr / instr_ptr */
+	__u16 f_owner;	      /* owner (3.12+ shims), else 0xffff */
+	__u16 frame_read;     /* bytes to read per frame, <= FRAME_BUF */
+	__u16 co_adaptive;    /* co_code_adaptive (3.11+), else 0 */
 	__u16 co_firstlineno;
 	__u16 pad[2];
 };
 
 /* Per-process state in the `procs` map (key: tgid). */
 struct proc_info {
-	__u64 start_time;	/* leader's start, clock ticks since boot: PID reuse guard */
-	__u32 has_cfg;		/* cfg is valid */
+	__u64 start_time; /* leader's start, clock ticks since boot: PID reuse guard */
+	__u32 has_cfg;	  /* cfg is valid */
 	__u32 flags;
 	struct py_walk_cfg cfg;
 };
 
 /* Per-thread state of tracked threads (task storage `threads`). */
 struct tracked_thread {
-	__u64 blocked_since;	/* 0 while running */
-	__u64 pending_ns;	/* blocked time not yet emitted */
+	__u64 blocked_since; /* 0 while running */
+	__u64 pending_ns;    /* blocked time not yet emitted */
 	struct pywalk_cache {
-		__u64 tstate;	/* this thread's PyThreadState, once found */
-		__u64 slot;	/* address of its TSD slot */
+		__u64 tstate; /* this thread's PyThreadState, once found */
+		__u64 slot;   /* address of its TSD slot */
 	} walk;
 };
 
@@ -106,22 +106,22 @@ struct tracked_thread {
  * which catches a code object address being reused. */
 struct py_frame {
 	__u64 code;
-	__s32 offset;	/* byte offset of the instruction; < 0: before the first one */
+	__s32 offset; /* byte offset of the instruction; < 0: before the first one */
 	__u32 tag;
 };
 
 struct sample_event {
-	__u32 type;		/* EV_SAMPLE */
+	__u32 type; /* EV_SAMPLE */
 	__u32 tgid;
 	__u32 tid;
 	__u16 cpu;
-	__u8 mode;		/* enum sample_mode */
-	__u8 status;		/* enum walk_status */
-	__u64 ts;		/* CLOCK_MONOTONIC ns */
-	__u64 cpu_ns;		/* on-CPU time this sample stands for */
-	__u64 offcpu_ns;	/* blocked time flushed with this sample */
-	__u64 user_ip;		/* leaf user-mode instruction pointer, 0 if unknown */
-	__s32 syscall_nr;	/* off-CPU: the syscall the thread blocked in, -1 if none */
+	__u8 mode;	  /* enum sample_mode */
+	__u8 status;	  /* enum walk_status */
+	__u64 ts;	  /* CLOCK_MONOTONIC ns */
+	__u64 cpu_ns;	  /* on-CPU time this sample stands for */
+	__u64 offcpu_ns;  /* blocked time flushed with this sample */
+	__u64 user_ip;	  /* leaf user-mode instruction pointer, 0 if unknown */
+	__s32 syscall_nr; /* off-CPU: the syscall the thread blocked in, -1 if none */
 	__u32 nframes;
 	struct py_frame frames[MAX_FRAMES];
 };
@@ -129,10 +129,10 @@ struct sample_event {
 #define SAMPLE_HDR_SIZE (sizeof(struct sample_event) - MAX_FRAMES * sizeof(struct py_frame))
 
 struct proc_record {
-	__u32 type;		/* EV_EXEC, EV_FORK, EV_EXIT */
+	__u32 type; /* EV_EXEC, EV_FORK, EV_EXIT */
 	__u32 tgid;
-	__u32 ppid;		/* EV_FORK: the parent's tgid */
-	__u32 exit_code;	/* EV_EXIT */
+	__u32 ppid;	 /* EV_FORK: the parent's tgid */
+	__u32 exit_code; /* EV_EXIT */
 	__u64 ts;
 	__u8 comm[16];
 };

@@ -250,7 +250,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 }
 
 static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid, __u32 code,
-				       struct task_struct *task)
+					     struct task_struct *task)
 {
 	struct proc_record *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -321,6 +321,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		return 0;
 	if (!tracked_proc(task, tgid))
 		return 0;
-	emit_proc_record(EV_EXIT, tgid, 0, BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code, task);
+	emit_proc_record(EV_EXIT, tgid, 0,
+			 BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code, task);
 	return 0;
 }

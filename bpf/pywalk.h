@@ -197,9 +197,8 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 	*nframes = 0;
 	/* The slot still names the cached state, and that state still belongs
 	 * to this thread (a freed one could have been reused). */
-	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) &&
-	    cur == cache->tstate && !PYWALK_READ(&tid, sizeof(tid), cur + c->ts_thread_id) &&
-	    tid == fsbase) {
+	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) && cur == cache->tstate &&
+	    !PYWALK_READ(&tid, sizeof(tid), cur + c->ts_thread_id) && tid == fsbase) {
 		tstate = cur;
 	} else {
 		cache->tstate = 0;
@@ -220,8 +219,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 
 /* The whole walk for the thread whose TLS base is `fsbase`. */
 static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
-				  struct py_frame *frames, __u32 *nframes,
-				  struct pywalk_scratch *s)
+				  struct py_frame *frames, __u32 *nframes, struct pywalk_scratch *s)
 {
 	__u64 tstate = 0, f = 0;
 	int status;

@@ -25,7 +25,11 @@
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
 #define BUILD_ID_MAX 64 /* bytes; SHA-1 IDs are 20 */
 
-enum { TAB_SYMTAB, TAB_DYNSYM, TAB_NR };
+enum {
+	TAB_SYMTAB,
+	TAB_DYNSYM,
+	TAB_NR
+};
 
 struct symtab {
 	Elf_Data *data; /* NULL when the file has no such table */

@@ -7,9 +7,9 @@
 
 struct hmap {
 	size_t key_size;
-	size_t cap;	/* power of two */
+	size_t cap; /* power of two */
 	size_t count;
-	size_t used;	/* live + tombstones */
+	size_t used; /* live + tombstones */
 	uint8_t *keys;
 	void **vals;
 	uint8_t *state; /* 0 empty, 1 live, 2 deleted */

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 enum linetable_format {
-	LINETABLE_LNOTAB = 1,	/* 3.9 co_lnotab: (u8 addr delta, s8 line delta) pairs */
-	LINETABLE_310,		/* 3.10 co_linetable: (u8 size, s8 line delta) ranges */
-	LINETABLE_LOCATIONS,	/* 3.11+ co_linetable: the location table */
+	LINETABLE_LNOTAB = 1, /* 3.9 co_lnotab: (u8 addr delta, s8 line delta) pairs */
+	LINETABLE_310,	      /* 3.10 co_linetable: (u8 size, s8 line delta) ranges */
+	LINETABLE_LOCATIONS,  /* 3.11+ co_linetable: the location table */
 };
 
 /*

@@ -87,7 +87,8 @@ static int attach_perf(struct loader *l)
 		l->links[cpu] = bpf_program__attach_perf_event(l->skel->progs.on_cpu_sample, fd);
 		if (!l->links[cpu]) {
 			err = -errno;
-			pr_warn("failed to attach the sampler to CPU %d: %s\n", cpu, strerror(-err));
+			pr_warn("failed to attach the sampler to CPU %d: %s\n", cpu,
+				strerror(-err));
 			return err;
 		}
 		attached++;

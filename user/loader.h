@@ -17,10 +17,10 @@
 typedef int (*loader_event_fn)(void *ctx, const void *data, size_t size);
 
 struct loader_opts {
-	unsigned int rate_hz;		/* samples per second per CPU */
+	unsigned int rate_hz; /* samples per second per CPU */
 	bool follow_children;
-	unsigned int max_procs;		/* tracked processes at once */
-	unsigned int ringbuf_bytes;	/* power of two */
+	unsigned int max_procs;	    /* tracked processes at once */
+	unsigned int ringbuf_bytes; /* power of two */
 	loader_event_fn on_event;
 	void *ctx;
 };

@@ -274,7 +274,8 @@ int options_load_config(const char *path, struct options *o, FILE *err)
 					q = *h == q ? 0 : q;
 				} else if (*h == '"' || *h == '\'') {
 					q = *h;
-				} else if (*h == '#' && (h == val || h[-1] == ' ' || h[-1] == '\t')) {
+				} else if (*h == '#' &&
+					   (h == val || h[-1] == ' ' || h[-1] == '\t')) {
 					*h = '\0';
 					break;
 				}
@@ -305,8 +306,7 @@ int options_load_config(const char *path, struct options *o, FILE *err)
 		if (lo->has_arg == no_argument) {
 			if (!strcmp(val, "false") || !strcmp(val, "no") || !strcmp(val, "0"))
 				continue;
-			if (strcmp(val, "true") && strcmp(val, "yes") && strcmp(val, "1") &&
-			    *val) {
+			if (strcmp(val, "true") && strcmp(val, "yes") && strcmp(val, "1") && *val) {
 				fprintf(err, "scalene-bpf: %s:%d: %s takes true or false\n", path,
 					lineno, key);
 				ret = -EINVAL;
@@ -345,8 +345,8 @@ static int parse_run_target(int argc, char **argv, struct options *o, const char
 	}
 	/* getopt stops at "--" and consumes it; tell it apart from "--" given
 	 * as an option's value (-o --). */
-	o->raw_command = optind > 0 && !strcmp(argv[optind - 1], "--") &&
-			 argv[optind - 1] != last_optarg;
+	o->raw_command =
+		optind > 0 && !strcmp(argv[optind - 1], "--") && argv[optind - 1] != last_optarg;
 	o->argv = argv + optind;
 	o->argc = argc - optind;
 	return 0;
@@ -431,16 +431,20 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 	}
 	if (o->pid) {
 		if (optind < argc) {
-			fprintf(err, "scalene-bpf: --pid attaches to a running process; "
-				     "unexpected '%s'\n", argv[optind]);
+			fprintf(err,
+				"scalene-bpf: --pid attaches to a running process; "
+				"unexpected '%s'\n",
+				argv[optind]);
 			return -EINVAL;
 		}
 		o->cmd = CMD_ATTACH;
 		return 0;
 	}
 	if (optind < argc) {
-		fprintf(err, "scalene-bpf: unknown command '%s'; to profile a program: "
-			     "scalene-bpf run %s\n", argv[optind], argv[optind]);
+		fprintf(err,
+			"scalene-bpf: unknown command '%s'; to profile a program: "
+			"scalene-bpf run %s\n",
+			argv[optind], argv[optind]);
 		return -EINVAL;
 	}
 	fprintf(err, "scalene-bpf: nothing to do: give run PROGRAM, --pid PID or view "

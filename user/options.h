@@ -8,9 +8,9 @@
 
 enum command {
 	CMD_NONE = 0,
-	CMD_RUN,	/* scalene-bpf run [options] prog.py args | -- cmd args */
-	CMD_ATTACH,	/* scalene-bpf --pid N [options] */
-	CMD_VIEW,	/* scalene-bpf view [--cli] [profile.json] */
+	CMD_RUN,    /* scalene-bpf run [options] prog.py args | -- cmd args */
+	CMD_ATTACH, /* scalene-bpf --pid N [options] */
+	CMD_VIEW,   /* scalene-bpf view [--cli] [profile.json] */
 	CMD_HELP,
 	CMD_VERSION,
 };
@@ -20,12 +20,12 @@ enum command {
 struct options {
 	enum command cmd;
 	const char *outfile;
-	const char *python;		/* interpreter for a script; default python3 */
-	char **argv;			/* run: the command to start, NULL-terminated */
+	const char *python; /* interpreter for a script; default python3 */
+	char **argv;	    /* run: the command to start, NULL-terminated */
 	int argc;
-	bool raw_command;		/* run: argv given after --, exec'ed as is */
+	bool raw_command; /* run: argv given after --, exec'ed as is */
 	int pid;
-	double duration;		/* attach: seconds, 0 = until Ctrl-C or exit */
+	double duration; /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
 	bool profile_all;

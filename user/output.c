@@ -13,8 +13,8 @@
 #include "utf8.h"
 
 static const char *const memory_zero_fields[] = {
-	"n_avg_mb",	 "n_copy_mb_s",	      "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb",
-	"n_gpu_percent", "n_growth_mb",	      "n_malloc_mb",	     "n_peak_mb",
+	"n_avg_mb",	     "n_copy_mb_s",	 "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb",
+	"n_gpu_percent",     "n_growth_mb",	 "n_malloc_mb",		"n_peak_mb",
 	"n_python_fraction", "n_usage_fraction",
 };
 
@@ -146,9 +146,9 @@ static void put_stats(struct json_object *o, const struct line_stats *st, double
 
 			json_object_object_add(s, "symbol", jstring(st->syms[k].name));
 			json_object_object_add(s, "module", jstring(st->syms[k].module));
-			json_object_object_add(s, "percent",
-					       jdouble(total > 0 ? 100.0 * st->syms[k].ns / total
-								 : 0));
+			json_object_object_add(
+				s, "percent",
+				jdouble(total > 0 ? 100.0 * st->syms[k].ns / total : 0));
 			json_object_array_add(syms, s);
 		}
 		json_object_object_add(o, "native_symbols", syms);
@@ -185,8 +185,7 @@ static int split_lines(const char *src, size_t len, const char ***starts, size_t
 }
 
 static struct json_object *build_line(const struct file_stats *f, int lineno, const char *text,
-				      size_t len, const struct regions *r, int nlines,
-				      double total)
+				      size_t len, const struct regions *r, int nlines, double total)
 {
 	const struct line_stats *st = lineno < f->nlines ? f->lines[lineno] : NULL;
 	const struct line_regions *lr = r ? regions__line(r, lineno) : NULL;
@@ -254,8 +253,8 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	lines = json_object_new_array_ext(nlines);
 	for (i = 1; i <= nlines; i++) {
 		json_object_array_add(lines, build_line(f, i, i <= n ? starts[i - 1] : "",
-							i <= n ? lens[i - 1] : 0,
-							i <= n ? r : NULL, nlines, total));
+							i <= n ? lens[i - 1] : 0, i <= n ? r : NULL,
+							nlines, total));
 	}
 	funcs = json_object_new_array();
 	sorted = malloc((f->nfuncs ? f->nfuncs : 1) * sizeof(*sorted));
@@ -351,10 +350,10 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 				       jdouble(total > 0 ? st->python_ns / total : 0));
 		json_object_object_add(stats, "c_time",
 				       jdouble(total > 0 ? st->native_ns / total : 0));
-		json_object_object_add(stats, "cpu_samples",
-				       jdouble(total > 0 ? (st->python_ns + st->native_ns +
-							    st->system_ns) / total
-							 : 0));
+		json_object_object_add(
+			stats, "cpu_samples",
+			jdouble(total > 0 ? (st->python_ns + st->native_ns + st->system_ns) / total
+					  : 0));
 		entry = json_object_new_array();
 		json_object_array_add(entry, frames);
 		json_object_array_add(entry, stats);
@@ -432,9 +431,9 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 
 char *output_to_string(struct json_object *doc)
 {
-	const char *s = json_object_to_json_string_ext(
-		doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-			     JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *s = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+								    JSON_C_TO_STRING_SPACED |
+								    JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	size_t n = 0;
 	const char *c;

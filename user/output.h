@@ -19,18 +19,18 @@ struct json_object;
 typedef char *(*read_source_fn)(void *ctx, const char *filename, size_t *len);
 
 struct output_meta {
-	const char *program;		/* absolute path of the main script */
-	const char *const *args;	/* the program's argv, as the user gave it */
+	const char *program;	 /* absolute path of the main script */
+	const char *const *args; /* the program's argv, as the user gave it */
 	int nargs;
 	const char *program_dir;
 	double elapsed_sec;
-	double start_time_absolute;	/* Unix time, s */
-	double start_time_perf;		/* CLOCK_MONOTONIC, s */
-	uint64_t main_thread_id;	/* pthread_t of the main thread, 0 if unknown */
-	double cpu_percent_threshold;	/* files below it are left out */
+	double start_time_absolute;   /* Unix time, s */
+	double start_time_perf;	      /* CLOCK_MONOTONIC, s */
+	uint64_t main_thread_id;      /* pthread_t of the main thread, 0 if unknown */
+	double cpu_percent_threshold; /* files below it are left out */
 	read_source_fn read_source;
 	void *ctx;
-	struct json_object *extra;	/* facts of this profiler, stored under "scalene_bpf" */
+	struct json_object *extra; /* facts of this profiler, stored under "scalene_bpf" */
 };
 
 /* Builds the document; NULL on allocation failure.  Takes a reference to

@@ -35,7 +35,7 @@ struct profile {
 	struct hmap *files_by_path; /* interned path -> index + 1 */
 	struct file_stats **files;
 	int nfiles;
-	struct hmap *funcs;	    /* struct func_key -> struct func_stats */
+	struct hmap *funcs; /* struct func_key -> struct func_stats */
 	struct hmap *stacks_by_hash;
 	struct stack_stats **stacks;
 	int nstacks;
@@ -304,7 +304,8 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 				   const struct sample_in *s, int at)
 {
 	const struct frame_ref *fr = &s->frames[at];
-	struct func_key k = { .file = f->path, .qualname = fr->qualname,
+	struct func_key k = { .file = f->path,
+			      .qualname = fr->qualname,
 			      .firstlineno = fr->firstlineno };
 	struct func_stats *fs, **funcs;
 	char buf[1024];

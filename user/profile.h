@@ -36,26 +36,26 @@ enum sample_where {
 /* Why a sample has no Python frame to go to. */
 enum unattributed_reason {
 	UNATTR_NO_PYTHON_THREAD = 0, /* a thread without a Python thread state */
-	UNATTR_UNREADABLE,	   /* the stack or its code objects could not be read */
-	UNATTR_NOT_PROFILED,	   /* frames only in files not profiled */
+	UNATTR_UNREADABLE,	     /* the stack or its code objects could not be read */
+	UNATTR_NOT_PROFILED,	     /* frames only in files not profiled */
 	UNATTR_MAX,
 };
 
 struct sample_in {
 	int tgid, tid;
-	bool main_thread;	/* the process's main thread */
+	bool main_thread; /* the process's main thread */
 	const char *thread_name;
-	uint64_t ts_ns;		/* CLOCK_MONOTONIC */
-	uint64_t cpu_ns;	/* on-CPU time */
+	uint64_t ts_ns;	 /* CLOCK_MONOTONIC */
+	uint64_t cpu_ns; /* on-CPU time */
 	enum sample_where where;
 	uint64_t offcpu_ns;	/* blocked time */
 	bool offcpu_idle;	/* blocked time of a parked worker: kept apart */
 	bool not_python;	/* a process that is not (yet) Python: kept apart */
 	double core_util;	/* program's CPU use / cores around this sample, 0..1 */
-	const char *native_sym;	/* leaf symbol of a native sample, interned, or NULL */
+	const char *native_sym; /* leaf symbol of a native sample, interned, or NULL */
 	const char *native_module;
-	bool truncated;		/* stack deeper than the walker goes */
-	int unattributed;	/* -1, or an enum unattributed_reason */
+	bool truncated;			/* stack deeper than the walker goes */
+	int unattributed;		/* -1, or an enum unattributed_reason */
 	const struct frame_ref *frames; /* innermost first */
 	int nframes;
 };
@@ -68,7 +68,7 @@ struct native_sym {
 
 struct line_stats {
 	double python_ns, native_ns, system_ns;
-	double blocked_ns;	/* part of system_ns spent off CPU */
+	double blocked_ns; /* part of system_ns spent off CPU */
 	double util_sum;
 	uint64_t util_n;
 	uint64_t samples;
@@ -91,14 +91,14 @@ struct file_stats {
 	int nlines;		   /* highest line number + 1 */
 	struct func_stats **funcs;
 	int nfuncs;
-	double cpu_ns;		   /* python + native of all lines */
+	double cpu_ns; /* python + native of all lines */
 	double total_ns;
 };
 
 struct stack_stats {
 	const struct frame_ref *frames; /* outermost first */
 	int nframes;
-	const char *native_sym;		/* leaf native frame, if any */
+	const char *native_sym; /* leaf native frame, if any */
 	const char *native_module;
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
@@ -113,13 +113,13 @@ struct thread_stats {
 };
 
 struct profile_filter {
-	const char *program_dir;	/* files under it are profiled by default */
+	const char *program_dir; /* files under it are profiled by default */
 	bool profile_all;
-	const char *const *only;		/* substrings: profile only matching files */
+	const char *const *only; /* substrings: profile only matching files */
 	int nonly;
-	const char *const *exclude;		/* substrings: never profile matching files */
+	const char *const *exclude; /* substrings: never profile matching files */
 	int nexclude;
-	bool idle;			/* count parked threads' blocked time too */
+	bool idle; /* count parked threads' blocked time too */
 };
 
 struct profile;

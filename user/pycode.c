@@ -152,8 +152,8 @@ char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_ch
 	}
 	if (length > max_chars)
 		length = max_chars;
-	data = addr + ((state & o->unicode_ascii_mask) ? o->unicode_ascii_size
-						       : o->unicode_compact_size);
+	data = addr +
+	       ((state & o->unicode_ascii_mask) ? o->unicode_ascii_size : o->unicode_compact_size);
 	raw = malloc(length * kind + 1);
 	out = malloc(length * 4 + 1);
 	if (!raw || !out) {
@@ -225,10 +225,10 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint32_
 	if (!err)
 		err = mem_read_u64(pp->pid, code + o->code_filename, &fname);
 	if (!err)
-		err = mem_read_u64(pp->pid,
-				   code + (o->code_qualname != PYOFF_NONE ? o->code_qualname
-									  : o->code_name),
-				   &name);
+		err = mem_read_u64(
+			pp->pid,
+			code + (o->code_qualname != PYOFF_NONE ? o->code_qualname : o->code_name),
+			&name);
 	if (!err)
 		err = mem_read_u64(pp->pid, code + o->code_linetable, &table);
 	if (!err)

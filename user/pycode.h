@@ -17,14 +17,14 @@
 struct py_proc;
 
 struct pycode {
-	char *filename;		/* UTF-8, as in co_filename */
-	char *qualname;		/* co_qualname (3.11+) or co_name */
+	char *filename; /* UTF-8, as in co_filename */
+	char *qualname; /* co_qualname (3.11+) or co_name */
 	int firstlineno;
-	uint32_t flags;		/* co_flags */
+	uint32_t flags; /* co_flags */
 	enum linetable_format fmt;
 	uint8_t *table;
 	size_t table_len;
-	struct hmap *memo;	/* byte offset -> line */
+	struct hmap *memo; /* byte offset -> line */
 };
 
 struct pycode_cache;

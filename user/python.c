@@ -216,7 +216,8 @@ static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
 		memcpy(&v, buf + checks[i].dbg, sizeof(v));
 		if (v != checks[i].table) {
 			snprintf(why, whylen,
-				 "layout mismatch: the interpreter puts %s at %llu, the table at %u; "
+				 "layout mismatch: the interpreter puts %s at %llu, the table at "
+				 "%u; "
 				 "regenerate pyoffsets for this build",
 				 checks[i].name, (unsigned long long)v, checks[i].table);
 			return -EPROTO;
@@ -342,8 +343,8 @@ static void fill_cfg(struct py_proc *pp)
 	c->co_firstlineno = o->code_firstlineno;
 }
 
-static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias,
-			   char *why, size_t whylen)
+static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias, char *why,
+			   size_t whylen)
 {
 	const struct py_offsets *o = pp->off;
 	uint64_t addr, basicsize = 0;

@@ -28,13 +28,13 @@ struct py_proc {
 	uint32_t version_hex;
 	int minor;
 	const struct py_offsets *off;
-	uint64_t runtime;		/* &_PyRuntime */
-	uint64_t main_thread;		/* pthread_t of the main thread */
-	uint64_t text[PY_MAX_TEXT][2];	/* interpreter code: user IPs here run Python */
+	uint64_t runtime;	       /* &_PyRuntime */
+	uint64_t main_thread;	       /* pthread_t of the main thread */
+	uint64_t text[PY_MAX_TEXT][2]; /* interpreter code: user IPs here run Python */
 	int ntext;
-	bool static_build;		/* interpreter linked into the executable */
+	bool static_build; /* interpreter linked into the executable */
 	struct py_walk_cfg cfg;
-	char path[PATH_MAX];		/* binary holding the interpreter, as mapped */
+	char path[PATH_MAX]; /* binary holding the interpreter, as mapped */
 };
 
 /*

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 struct user_creds {
-	bool drop;		/* switch to uid/gid (running under sudo as root) */
+	bool drop; /* switch to uid/gid (running under sudo as root) */
 	uid_t uid;
 	gid_t gid;
 	gid_t groups[256];
@@ -28,8 +28,8 @@ int creds_from_env(struct user_creds *c);
 
 struct launch {
 	pid_t pid;
-	int gate_fd;	/* write end: the child execs once it is closed */
-	int err_fd;	/* read end: errno of a failed exec */
+	int gate_fd; /* write end: the child execs once it is closed */
+	int err_fd;  /* read end: errno of a failed exec */
 };
 
 /* Forks the child; it waits at the gate, then drops privileges and execs

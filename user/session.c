@@ -34,8 +34,8 @@
 enum tproc_state {
 	TP_DETECTING = 0, /* started or exec'ed: not recognised yet */
 	TP_PYTHON,
-	TP_OTHER,	  /* not Python (a shell, a tool): its children may be */
-	TP_UNSUPPORTED,	  /* Python we cannot walk; the reason was reported */
+	TP_OTHER,	/* not Python (a shell, a tool): its children may be */
+	TP_UNSUPPORTED, /* Python we cannot walk; the reason was reported */
 };
 
 struct tproc {
@@ -43,12 +43,12 @@ struct tproc {
 	int ppid;
 	enum tproc_state state;
 	bool exited;
-	uint64_t space;		/* code-object cache namespace */
-	uint64_t parent_space;	/* the parent's, for code objects inherited at fork */
+	uint64_t space;	       /* code-object cache namespace */
+	uint64_t parent_space; /* the parent's, for code objects inherited at fork */
 	struct py_proc pp;
 	struct usyms *usyms;
 	uint64_t next_try_ns, first_try_ns;
-	uint64_t recognised_ns;	/* when it was found to be Python */
+	uint64_t recognised_ns; /* when it was found to be Python */
 	uint64_t last_refresh_ns;
 	char why[256];
 };
@@ -64,8 +64,8 @@ struct session {
 	int ncpus;
 	int root_pid;
 	bool root_exited;
-	struct hmap *procs;	/* pid -> struct tproc */
-	struct hmap *tnames;	/* (tgid, tid) -> interned name */
+	struct hmap *procs;  /* pid -> struct tproc */
+	struct hmap *tnames; /* (tgid, tid) -> interned name */
 	struct pycode_cache *codes;
 	struct elf_cache *elves;
 	uint64_t next_space;
@@ -430,12 +430,11 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
  * pools, condition variables, waiting for the GIL). */
 static bool idle_wait(const struct sample_event *ev)
 {
-	return ev->tid != ev->tgid &&
-	       (ev->syscall_nr == SYS_futex
+	return ev->tid != ev->tgid && (ev->syscall_nr == SYS_futex
 #ifdef SYS_futex_waitv
-		|| ev->syscall_nr == SYS_futex_waitv
+				       || ev->syscall_nr == SYS_futex_waitv
 #endif
-	       );
+				      );
 }
 
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
@@ -444,8 +443,8 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	struct sample_in in = { .unattributed = -1 };
 	struct tproc *tp;
 
-	if (size < SAMPLE_HDR_SIZE ||
-	    ev->nframes > MAX_FRAMES || size < SAMPLE_HDR_SIZE + ev->nframes * sizeof(struct py_frame)) {
+	if (size < SAMPLE_HDR_SIZE || ev->nframes > MAX_FRAMES ||
+	    size < SAMPLE_HDR_SIZE + ev->nframes * sizeof(struct py_frame)) {
 		s->bad_records++;
 		return;
 	}

@@ -10,13 +10,13 @@
 struct options;
 
 struct target {
-	char **exec_argv;	/* run: what to exec, NULL-terminated */
-	char *exec_path;	/* run: exec_argv[0] as found in PATH */
-	char *program;		/* absolute path of the main script, or a module/command */
+	char **exec_argv; /* run: what to exec, NULL-terminated */
+	char *exec_path;  /* run: exec_argv[0] as found in PATH */
+	char *program;	  /* absolute path of the main script, or a module/command */
 	char *program_dir;
-	char **args;		/* the script and its arguments, as Scalene records them */
+	char **args; /* the script and its arguments, as Scalene records them */
 	int nargs;
-	char **owned;		/* strings to free */
+	char **owned; /* strings to free */
 	int nowned;
 };
 

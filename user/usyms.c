@@ -33,7 +33,11 @@ struct elf_cache {
 	size_t hits, evictions;
 };
 
-enum mod_state { MOD_UNTRIED, MOD_OK, MOD_FAILED };
+enum mod_state {
+	MOD_UNTRIED,
+	MOD_OK,
+	MOD_FAILED
+};
 
 /* A file mapped by the process; several mappings share one. */
 struct umod {

@@ -177,7 +177,8 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, double threshold
 		return -EINVAL;
 	}
 	if (json_object_object_get_ex(doc, "memory", &mem))
-		memory = json_object_is_type(mem, json_type_boolean) && json_object_get_boolean(mem);
+		memory =
+			json_object_is_type(mem, json_type_boolean) && json_object_get_boolean(mem);
 	fputs("program: ", f);
 	if (json_object_object_get_ex(doc, "program", &prog) &&
 	    json_object_is_type(prog, json_type_string))
@@ -185,8 +186,7 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, double threshold
 	fprintf(f, "\nelapsed: %.2f s\n", num(doc, "elapsed_time_sec"));
 	if (!json_object_object_length(files))
 		fprintf(f, "(no file reached the reporting threshold)\n");
-	json_object_object_foreach(files, name, fd)
-	{
+	json_object_object_foreach (files, name, fd) {
 		if (!json_object_is_type(fd, json_type_object) ||
 		    print_file(f, name, fd, threshold, all_lines, width, memory)) {
 			fprintf(err, "scalene-bpf: not a profile: file entry ");
@@ -263,14 +263,15 @@ int view_main(const struct options *o)
 	int err;
 
 	if (!o->view_cli)
-		fprintf(stderr, "scalene-bpf: the HTML view is not built yet; showing the "
-				"terminal view (for the browser view: scalene view %s)\n",
+		fprintf(stderr,
+			"scalene-bpf: the HTML view is not built yet; showing the "
+			"terminal view (for the browser view: scalene view %s)\n",
 			o->view_file);
 	doc = read_profile(o->view_file);
 	if (!doc)
 		return 1;
-	err = view_print_cli(doc, stdout, stderr, o->cpu_percent_threshold,
-			     o->view_all_lines, term_width());
+	err = view_print_cli(doc, stdout, stderr, o->cpu_percent_threshold, o->view_all_lines,
+			     term_width());
 	json_object_put(doc);
 	return err ? 1 : 0;
 }
