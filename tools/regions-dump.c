@@ -78,6 +78,8 @@ static int dump(const char *path, int header)
 		free(src);
 		return err;
 	}
+	if (!regions__parsed(r))
+		fprintf(stderr, "%s: not valid Python, trivial values\n", path);
 	if (header)
 		printf("== %s\n", path);
 	for (l = 1; l <= regions__nlines(r); l++) {

@@ -64,9 +64,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef REGIONS_DEBUG
-#include <stdio.h>
-#endif
 
 #include "regions.h"
 
@@ -94,7 +91,7 @@ enum stmt_kind {
 /* One ast.stmt.  Nodes are stored in source order, so a parent precedes its children. */
 struct node {
 	int parent;
-	int first, end;	/* lineno, end_lineno */
+	int first, end; /* lineno, end_lineno */
 	int tail;	/* last token of the statement's logical lines, a trailing ';' included */
 	int ctx;	/* find_outermost_loop's context: the node that set it, or -1 */
 	int kind;
@@ -119,28 +116,28 @@ enum kw {
 	KW_ASYNC_DEF,
 	KW_ASYNC_FOR,
 	KW_ASYNC_WITH,
-	KW_MATCH,	/* soft keyword: decided at the end of the line */
-	KW_CASE,	/* soft keyword: a clause only inside a match */
+	KW_MATCH, /* soft keyword: decided at the end of the line */
+	KW_CASE,  /* soft keyword: a clause only inside a match */
 	KW_ELIF,
 	KW_ELSE,
 	KW_EXCEPT,
 	KW_FINALLY,
 	KW_DECORATOR,
-	KW_ASYNC,	/* "async" seen, the next token decides */
+	KW_ASYNC, /* "async" seen, the next token decides */
 };
 
 enum nest_kind {
 	NEST_PAREN,
 	NEST_SQUARE,
 	NEST_CURLY,
-	NEST_FSTR,	/* the literal part of an f-string */
-	NEST_FIELD,	/* a replacement field's expression */
-	NEST_SPEC,	/* a replacement field's format spec */
+	NEST_FSTR,  /* the literal part of an f-string */
+	NEST_FIELD, /* a replacement field's expression */
+	NEST_SPEC,  /* a replacement field's format spec */
 };
 
 struct nest {
 	unsigned char kind;
-	unsigned char quote;	/* f-string states: the quote of the enclosing f-string */
+	unsigned char quote; /* f-string states: the quote of the enclosing f-string */
 	unsigned char triple;
 	unsigned char raw;
 };
@@ -151,15 +148,15 @@ struct segment {
 
 /* One logical line, as the parser sees it. */
 struct lline {
-	int first_line;		/* line of the first token */
-	int last_tok;		/* line where the last token (';' included) ends */
-	int depth;		/* indentation level */
+	int first_line; /* line of the first token */
+	int last_tok;	/* line where the last token (';' included) ends */
+	int depth;	/* indentation level */
 	int kw;
 	int ntok;
-	int colon;		/* the header's ':' was seen */
-	int colon_ntok;		/* tokens before it */
-	int lambdas;		/* top-level lambdas still waiting for their ':' */
-	int body_from;		/* first segment after the header's ':' */
+	int colon;		 /* the header's ':' was seen */
+	int colon_ntok;		 /* tokens before it */
+	int lambdas;		 /* top-level lambdas still waiting for their ':' */
+	int body_from;		 /* first segment after the header's ':' */
 	int seg_first, seg_last; /* the segment being scanned; seg_first < 0: empty */
 	struct segment *segs;
 	int nsegs, cap_segs;
@@ -169,7 +166,7 @@ struct scan {
 	const unsigned char *s;
 	size_t len, pos;
 	int line;
-	int err;	/* the text is not valid Python: trivial values */
+	int err; /* the text is not valid Python: trivial values */
 	int oom;
 	int depth;
 	int col[MAX_INDENT], alt[MAX_INDENT];
@@ -179,12 +176,12 @@ struct scan {
 
 enum frame_kind {
 	FR_PLAIN,
-	FR_IF,		/* takes elif, else */
-	FR_LOOP,	/* takes else */
-	FR_TRY,		/* takes except, finally; must get one */
-	FR_TRY_EXCEPT,	/* takes except, else, finally */
-	FR_TRY_ELSE,	/* takes finally */
-	FR_MATCH,	/* its block holds case clauses only */
+	FR_IF,	       /* takes elif, else */
+	FR_LOOP,       /* takes else */
+	FR_TRY,	       /* takes except, finally; must get one */
+	FR_TRY_EXCEPT, /* takes except, else, finally */
+	FR_TRY_ELSE,   /* takes finally */
+	FR_MATCH,      /* its block holds case clauses only */
 	FR_CASE,
 };
 
@@ -201,8 +198,8 @@ struct parser {
 	struct frame frames[MAX_INDENT + 2];
 	int nframes;
 	int prev_depth;
-	int pending_body;	/* the last line was a header whose block must follow */
-	int decorated;		/* the last line was a decorator */
+	int pending_body; /* the last line was a header whose block must follow */
+	int decorated;	  /* the last line was a decorator */
 	int oom;
 	int err;
 };
@@ -332,10 +329,12 @@ static int push_nest(struct scan *sc, int kind, int quote, int triple, int raw)
 {
 	struct nest *n;
 
-	if (sc->nnest == MAX_NEST)
-		return sc->err = 1, -1;
-	if (kind <= NEST_CURLY && ++sc->nparen > MAX_PAREN)
-		return sc->err = 1, -1;
+	if (sc->nnest == MAX_NEST || (kind <= NEST_CURLY && sc->nparen == MAX_PAREN)) {
+		sc->err = 1; /* "too many nested parentheses" */
+		return -1;
+	}
+	if (kind <= NEST_CURLY)
+		sc->nparen++;
 	n = &sc->nest[sc->nnest++];
 	n->kind = (unsigned char)kind;
 	n->quote = (unsigned char)quote;
@@ -407,8 +406,8 @@ static void scan_plain_string(struct scan *sc, struct lline *ll, int first_line)
 /* Whether the quote at the cursor closes the f-string state at the top of the nest. */
 static int closes_fstring(const struct scan *sc, const struct nest *n)
 {
-	return at(sc, 0) == n->quote && (!n->triple || (at(sc, 1) == n->quote &&
-							 at(sc, 2) == n->quote));
+	return at(sc, 0) == n->quote &&
+	       (!n->triple || (at(sc, 1) == n->quote && at(sc, 2) == n->quote));
 }
 
 /* The literal part of an f-string, up to a replacement field or the closing quote. */
@@ -433,7 +432,7 @@ static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 				if (c == '}')
 					sc->pos++;
 			} else if (at(sc, 1) == '{' || at(sc, 1) == '}') {
-				sc->pos++;	/* a backslash does not escape a brace */
+				sc->pos++; /* a backslash does not escape a brace */
 			} else {
 				skip_escape(sc);
 			}
@@ -461,7 +460,7 @@ static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 				continue;
 			}
 			if (c == '}') {
-				sc->err = 1;	/* single '}' is not allowed */
+				sc->err = 1; /* single '}' is not allowed */
 				return;
 			}
 			sc->pos++;
@@ -493,8 +492,8 @@ static void scan_format_spec(struct scan *sc, struct lline *ll)
 		}
 		if (c == '}') {
 			sc->pos++;
-			pop_nest(sc);	/* the spec */
-			pop_nest(sc);	/* its field */
+			pop_nest(sc); /* the spec */
+			pop_nest(sc); /* its field */
 			token(ll, sc->line, sc->line);
 			return;
 		}
@@ -522,10 +521,10 @@ static int kw_of(const unsigned char *w, size_t n)
 		const char *word;
 		int kw;
 	} words[] = {
-		{ "def", KW_DEF },	{ "class", KW_CLASS },	  { "for", KW_FOR },
-		{ "while", KW_WHILE },	{ "if", KW_IF },	  { "with", KW_WITH },
-		{ "try", KW_TRY },	{ "match", KW_MATCH },	  { "case", KW_CASE },
-		{ "elif", KW_ELIF },	{ "else", KW_ELSE },	  { "except", KW_EXCEPT },
+		{ "def", KW_DEF },	   { "class", KW_CLASS }, { "for", KW_FOR },
+		{ "while", KW_WHILE },	   { "if", KW_IF },	  { "with", KW_WITH },
+		{ "try", KW_TRY },	   { "match", KW_MATCH }, { "case", KW_CASE },
+		{ "elif", KW_ELIF },	   { "else", KW_ELSE },	  { "except", KW_EXCEPT },
 		{ "finally", KW_FINALLY }, { "async", KW_ASYNC },
 	};
 	size_t i;
@@ -581,7 +580,7 @@ static int string_prefix(const unsigned char *w, size_t n, int *fstr, int *raw)
 			seen_r++;
 			break;
 		case 'f':
-		case 't':	/* 3.14 template strings scan like f-strings */
+		case 't': /* 3.14 template strings scan like f-strings */
 			seen_f++;
 			break;
 		case 'u':
@@ -614,14 +613,13 @@ static void scan_word(struct scan *sc, struct lline *ll)
 			break;
 		n = utf8_decode(sc->s, sc->len, sc->pos, &cp);
 		if (n && (is_unicode_space(cp) || cp == 0x200b || cp == 0xfeff)) {
-			sc->err = 1;	/* "invalid non-printable character" */
+			sc->err = 1; /* "invalid non-printable character" */
 			return;
 		}
 		sc->pos += n ? (size_t)n : 1;
 	}
 	c = at(sc, 0);
-	if ((c == '\'' || c == '"') &&
-	    string_prefix(sc->s + start, sc->pos - start, &fstr, &raw)) {
+	if ((c == '\'' || c == '"') && string_prefix(sc->s + start, sc->pos - start, &fstr, &raw)) {
 		if (!fstr) {
 			scan_plain_string(sc, ll, sc->line);
 			return;
@@ -644,8 +642,7 @@ static void scan_number(struct scan *sc, struct lline *ll)
 		c = at(sc, 0);
 		if (is_ident_ascii(c) || c == '.') {
 			sc->pos++;
-		} else if ((c == '+' || c == '-') &&
-			   ((sc->s[sc->pos - 1] | 0x20) == 'e')) {
+		} else if ((c == '+' || c == '-') && ((sc->s[sc->pos - 1] | 0x20) == 'e')) {
 			sc->pos++;
 		} else {
 			break;
@@ -743,7 +740,7 @@ static int scan_indent(struct scan *sc, int *col, int *alt)
 		n = newline_at(sc, 0);
 		if (!n)
 			return 1;
-		sc->pos += n;	/* a blank or comment-only line */
+		sc->pos += n; /* a blank or comment-only line */
 		sc->line++;
 	}
 }
@@ -753,7 +750,7 @@ static int indent_level(struct scan *sc, int col, int alt)
 {
 	if (col == sc->col[sc->depth]) {
 		if (alt != sc->alt[sc->depth])
-			return -1;	/* TabError */
+			return -1; /* TabError */
 	} else if (col > sc->col[sc->depth]) {
 		if (sc->depth + 1 >= MAX_INDENT || alt <= sc->alt[sc->depth])
 			return -1;
@@ -832,12 +829,19 @@ static void scan_tokens(struct scan *sc, struct lline *ll)
 			scan_plain_string(sc, ll, sc->line);
 			break;
 		case '(':
+			sc->pos++;
+			token(ll, sc->line, sc->line);
+			push_nest(sc, NEST_PAREN, 0, 0, 0);
+			break;
 		case '[':
+			sc->pos++;
+			token(ll, sc->line, sc->line);
+			push_nest(sc, NEST_SQUARE, 0, 0, 0);
+			break;
 		case '{':
 			sc->pos++;
 			token(ll, sc->line, sc->line);
-			push_nest(sc, c == '(' ? NEST_PAREN : c == '[' ? NEST_SQUARE : NEST_CURLY,
-				  0, 0, 0);
+			push_nest(sc, NEST_CURLY, 0, 0, 0);
 			break;
 		case ')':
 		case ']':
@@ -859,13 +863,13 @@ static void scan_tokens(struct scan *sc, struct lline *ll)
 				break;
 			}
 			if (ll->seg_first < 0) {
-				sc->err = 1;	/* an empty statement */
+				sc->err = 1; /* an empty statement */
 				return;
 			}
 			if (!ll->colon && (ll->kw == KW_MATCH || ll->kw == KW_CASE)) {
-				ll->kw = KW_NONE;	/* a soft keyword used as a name */
+				ll->kw = KW_NONE; /* a soft keyword used as a name */
 			} else if (!ll->colon && is_header_kw(ll->kw)) {
-				sc->err = 1;	/* a ';' inside a compound header */
+				sc->err = 1; /* a ';' inside a compound header */
 				return;
 			}
 			lline_push_segment(sc, ll);
@@ -895,7 +899,7 @@ static void scan_tokens(struct scan *sc, struct lline *ll)
 			return;
 		default:
 			if (c < 0x20) {
-				sc->err = 1;	/* a control character outside strings */
+				sc->err = 1; /* a control character outside strings */
 				return;
 			}
 			if (is_ident_ascii(c) && !(c >= '0' && c <= '9')) {
@@ -935,7 +939,7 @@ static int next_logical_line(struct scan *sc, struct lline *ll)
 	if (sc->err || sc->oom || lline_push_segment(sc, ll))
 		return 0;
 	if (ll->kw == KW_ASYNC)
-		sc->err = 1;	/* "async" alone */
+		sc->err = 1; /* "async" alone */
 	return !sc->err;
 }
 
@@ -1070,11 +1074,16 @@ static void compound(struct parser *p, const struct lline *ll, int parent)
 	static const struct {
 		int stmt, frame;
 	} kinds[] = {
-		[KW_DEF] = { ST_FUNC, FR_PLAIN },	    [KW_CLASS] = { ST_CLASS, FR_PLAIN },
-		[KW_FOR] = { ST_FOR, FR_LOOP },		    [KW_WHILE] = { ST_WHILE, FR_LOOP },
-		[KW_IF] = { ST_IF, FR_IF },		    [KW_WITH] = { ST_WITH, FR_PLAIN },
-		[KW_TRY] = { ST_TRY, FR_TRY },		    [KW_ASYNC_DEF] = { ST_ASYNC_FUNC, FR_PLAIN },
-		[KW_ASYNC_FOR] = { ST_ASYNC_FOR, FR_LOOP }, [KW_ASYNC_WITH] = { ST_ASYNC_WITH, FR_PLAIN },
+		[KW_DEF] = { ST_FUNC, FR_PLAIN },
+		[KW_CLASS] = { ST_CLASS, FR_PLAIN },
+		[KW_FOR] = { ST_FOR, FR_LOOP },
+		[KW_WHILE] = { ST_WHILE, FR_LOOP },
+		[KW_IF] = { ST_IF, FR_IF },
+		[KW_WITH] = { ST_WITH, FR_PLAIN },
+		[KW_TRY] = { ST_TRY, FR_TRY },
+		[KW_ASYNC_DEF] = { ST_ASYNC_FUNC, FR_PLAIN },
+		[KW_ASYNC_FOR] = { ST_ASYNC_FOR, FR_LOOP },
+		[KW_ASYNC_WITH] = { ST_ASYNC_WITH, FR_PLAIN },
 		[KW_MATCH] = { ST_MATCH, FR_MATCH },
 	};
 	int node;
@@ -1102,17 +1111,16 @@ static void parse_line(struct parser *p, const struct lline *ll)
 	struct frame *top;
 
 	if (p->pending_body ? d != p->prev_depth + 1 : d > p->prev_depth)
-		goto bad;	/* expected an indented block / unexpected indent */
-	if (p->decorated && (d != p->prev_depth ||
-			     (kw != KW_DEF && kw != KW_ASYNC_DEF && kw != KW_CLASS &&
-			      kw != KW_DECORATOR)))
+		goto bad; /* expected an indented block / unexpected indent */
+	if (p->decorated && (d != p->prev_depth || (kw != KW_DEF && kw != KW_ASYNC_DEF &&
+						    kw != KW_CLASS && kw != KW_DECORATOR)))
 		goto bad;
 	p->pending_body = p->decorated = 0;
 	p->prev_depth = d;
 
 	while (p->nframes && p->frames[p->nframes - 1].h > d) {
 		if (p->frames[p->nframes - 1].kind == FR_TRY)
-			goto bad;	/* try without except or finally */
+			goto bad; /* try without except or finally */
 		p->nframes--;
 	}
 	if (p->nframes && p->frames[p->nframes - 1].h == d) {
@@ -1186,15 +1194,11 @@ static int build_tree(const unsigned char *s, size_t len, struct parser *p)
 	if (len >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
 		sc->pos = 3;
 	if (memchr(s, 0, len))
-		sc->err = 1;	/* "source code cannot contain null bytes" */
+		sc->err = 1; /* "source code cannot contain null bytes" */
 	while (!sc->err && !p->err && !p->oom && next_logical_line(sc, &ll))
 		parse_line(p, &ll);
 	if (!sc->err && !sc->oom && !p->err && !p->oom)
 		parse_end(p);
-#ifdef REGIONS_DEBUG
-	if (sc->err || p->err)
-		fprintf(stderr, "regions: %s error at line %d\n", sc->err ? "scan" : "parse", sc->line);
-#endif
 	if (sc->oom || p->oom)
 		err = -ENOMEM;
 	else if (sc->err || p->err)
@@ -1275,8 +1279,8 @@ static void assign_innermost(const struct node *nodes, int n, unsigned int kinds
 	}
 }
 
-static void assign_outermost(const struct node *nodes, int n, const unsigned char *blank,
-			     int *nx, struct line_regions *lines, int nlines)
+static void assign_outermost(const struct node *nodes, int n, const unsigned char *blank, int *nx,
+			     struct line_regions *lines, int nlines)
 {
 	const struct node *nd, *cx;
 	int i, l, loop, block;
@@ -1286,8 +1290,8 @@ static void assign_outermost(const struct node *nodes, int n, const unsigned cha
 		if (nd->first < 1 || nd->end > nlines)
 			continue;
 		cx = nd->ctx >= 0 ? &nodes[nd->ctx] : NULL;
-		loop = cx && (cx->kind == ST_FOR || cx->kind == ST_WHILE ||
-			      cx->kind == ST_ASYNC_FOR);
+		loop = cx &&
+		       (cx->kind == ST_FOR || cx->kind == ST_WHILE || cx->kind == ST_ASYNC_FOR);
 		block = nd->kind == ST_WITH || nd->kind == ST_IF || nd->kind == ST_CLASS ||
 			nd->kind == ST_FUNC || nd->kind == ST_ASYNC_FUNC;
 		for (l = next_free(nx, nd->first); l <= nd->end; l = next_free(nx, l)) {
@@ -1329,10 +1333,12 @@ static int compute_spans(struct regions *r, struct node *nodes, int n, const uns
 	assign_outermost(nodes, n, blank, nx, r->lines, nl);
 
 	for (l = 1; l <= nl; l++) {
-		if (!r->lines[l - 1].start_region)
-			r->lines[l - 1].start_region = r->lines[l - 1].end_region = l;
-		if (!r->lines[l - 1].start_outermost_loop)
-			r->lines[l - 1].start_outermost_loop = r->lines[l - 1].end_outermost_loop = l;
+		struct line_regions *lr = &r->lines[l - 1];
+
+		if (!lr->start_region)
+			lr->start_region = lr->end_region = l;
+		if (!lr->start_outermost_loop)
+			lr->start_outermost_loop = lr->end_outermost_loop = l;
 	}
 	free(nx);
 	return 0;
@@ -1401,7 +1407,7 @@ struct regions *regions__compute(const char *src, size_t len)
 	const unsigned char *s = (const unsigned char *)src;
 	struct parser p = { 0 };
 	unsigned char *blank = NULL;
-	struct regions *r;
+	struct regions *r = NULL;
 	int err, nlines;
 
 	if (!s || !len) {
@@ -1409,39 +1415,41 @@ struct regions *regions__compute(const char *src, size_t len)
 		len = 0;
 	}
 	err = count_lines(s, len, &nlines);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
+	if (err)
+		goto cleanup;
 	r = calloc(1, sizeof(*r));
-	if (!r)
-		goto nomem;
+	blank = calloc((size_t)nlines + 1, 1);
+	if (!r || !blank) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	r->nlines = nlines;
 	r->lines = calloc((size_t)nlines + 1, sizeof(*r->lines));
-	blank = calloc((size_t)nlines + 1, 1);
-	if (!r->lines || !blank)
-		goto nomem;
+	if (!r->lines) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	mark_blank(s, len, blank, nlines);
 
 	err = build_tree(s, len, &p);
-	if (err == -ENOMEM)
-		goto nomem;
 	if (!err)
 		err = compute_spans(r, p.nodes, p.nnodes, blank);
 	if (err == -ENOMEM)
-		goto nomem;
+		goto cleanup;
+	/* Not Python (-EINVAL): the trivial values, as when Scalene's ast.parse fails. */
 	r->parsed = !err;
 	if (err)
 		trivial(r);
+	err = 0;
+cleanup:
 	free(p.nodes);
 	free(blank);
+	if (err) {
+		regions__free(r);
+		errno = -err;
+		return NULL;
+	}
 	return r;
-nomem:
-	free(p.nodes);
-	free(blank);
-	regions__free(r);
-	errno = ENOMEM;
-	return NULL;
 }
 
 int regions__nlines(const struct regions *r)
