@@ -96,7 +96,7 @@ demo: deps-if-missing
 	./scalene-bpf view --cli demo-profile.json
 
 # Debian packages needed to build and test.
-DEB_DEPS := clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
+DEB_DEPS := clang llvm clang-format libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
 	    python3 python3-venv
 .PHONY: deps
 deps:

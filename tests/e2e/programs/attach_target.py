@@ -5,11 +5,15 @@ import os
 import sys
 import time
 
-arg = sys.argv[1]
-limit = time.monotonic() + (float(arg) if arg[0].isdigit() else 60.0)
-acc = rounds = 0
-print("ready", flush=True)
-while time.monotonic() < limit and not os.path.exists(arg):
-    for i in range(20_000): acc ^= i  # LINE: hot
-    rounds += 1
-print("done", rounds, flush=True)
+
+def main(arg):
+    limit = time.monotonic() + (float(arg) if arg[0].isdigit() else 60.0)
+    acc = rounds = 0
+    print("ready", flush=True)
+    while time.monotonic() < limit and not os.path.exists(arg):
+        for i in range(20_000): acc ^= i  # LINE: hot
+        rounds += 1
+    return rounds
+
+
+print("done", main(sys.argv[1]), flush=True)

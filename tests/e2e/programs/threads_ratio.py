@@ -1,45 +1,66 @@
 """Two CPU-bound pure-Python threads doing work in the ratio 1:3.
 
-Each thread runs its own one-line loop; the `heavy` one iterates three times
-as often.  With the GIL only one runs at a time, so the wall time is the sum,
-but each line's time is its own thread's work.  Writes the threads' native
-ids and CPU times to argv[2] (JSON).
+Each thread runs its own line: the same loop (spin_helper.spin, left out of
+the profile so that its time lands on the calling line), three times as
+many iterations on the `heavy` one.  With the GIL only one runs at a time,
+so the wall time is about the sum of both, but each line's time is its own
+thread's work.  The threads go in rounds of about 10 ms, meeting at a
+barrier after each, so that a slower or faster stretch of a busy machine
+falls on both alike.  argv[1]: about how many CPU seconds the light thread
+works.  Writes to argv[2] (JSON) the threads' native ids, the CPU time each
+spent on its line and each one's whole CPU time.
 """
 import json
 import sys
 import threading
 import time
 
-seconds = float(sys.argv[1])  # the light thread's share of work, about
+from spin_helper import spin
+
+seconds = float(sys.argv[1])
 info = {}
 
 
 def calibrate():
-    t = time.perf_counter()
-    acc = 0
-    for i in range(200_000): acc ^= i  # LINE: calibrate
-    return (time.perf_counter() - t) / 200_000
+    t = time.thread_time()
+    spin(300_000)  # LINE: calibrate
+    return (time.thread_time() - t) / 300_000
 
 
-def light(n):
+def light(n, rounds, barrier):
     info["light_tid"] = threading.get_native_id()
-    t = time.thread_time()
-    acc = 0
-    for i in range(n): acc ^= i  # LINE: light
-    info["light_cpu_s"] = time.thread_time() - t
+    clock = time.thread_time
+    spent = 0.0
+    for _ in range(rounds):
+        t = clock()
+        spin(n)  # LINE: light
+        spent += clock() - t
+        barrier.wait()
+    info["light_cpu_s"] = spent
+    info["light_thread_cpu_s"] = clock()  # since the thread started
 
 
-def heavy(n):
+def heavy(n, rounds, barrier):
     info["heavy_tid"] = threading.get_native_id()
-    t = time.thread_time()
-    acc = 0
-    for i in range(3 * n): acc ^= i  # LINE: heavy
-    info["heavy_cpu_s"] = time.thread_time() - t
+    clock = time.thread_time
+    spent = 0.0
+    for _ in range(rounds):
+        t = clock()
+        spin(3 * n)  # LINE: heavy
+        spent += clock() - t
+        barrier.wait()
+    info["heavy_cpu_s"] = spent
+    info["heavy_thread_cpu_s"] = clock()
 
 
-n = int(seconds / calibrate())
-threads = [threading.Thread(target=light, args=(n,), name="light"),
-           threading.Thread(target=heavy, args=(n,), name="heavy")]
+per_iter = calibrate()
+n = max(1000, int(0.0025 / per_iter))  # a round: 2.5 ms + 7.5 ms of work
+rounds = max(10, int(seconds / 0.0025))
+barrier = threading.Barrier(2)
+threads = [threading.Thread(target=light, args=(n, rounds, barrier),
+                            name="light"),
+           threading.Thread(target=heavy, args=(n, rounds, barrier),
+                            name="heavy")]
 for t in threads:
     t.start()
 for t in threads:
