@@ -294,7 +294,7 @@ static int cmd_attach(const struct options *o)
 	char why[256];
 	double deadline;
 	double next;
-	int err;
+	int err, tries;
 
 	err = creds_from_env(&rs.creds);
 	if (err)
@@ -303,7 +303,13 @@ static int cmd_attach(const struct options *o)
 		pr_warn("no process with PID %d\n", o->pid);
 		return 1;
 	}
-	err = python__detect(o->pid, &pp, why, sizeof(why));
+	/* A process that is still starting up gets a few seconds. */
+	for (tries = 0; tries < 200; tries++) {
+		err = python__detect(o->pid, &pp, why, sizeof(why));
+		if (err != -EAGAIN)
+			break;
+		usleep(10 * 1000);
+	}
 	if (err == -EACCES || err == -EPERM) {
 		pr_warn("cannot inspect process %d: %s (run as root, or grant CAP_SYS_PTRACE)\n",
 			o->pid, why);

@@ -304,10 +304,13 @@ static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 				   GLIBC_TSD_DATA,
 			   &via_tsd);
 	if (err || via_tsd != via_list) {
+		/* During start-up the state is listed before it is bound to the
+		 * slot: the caller retries, and gives up after a while with this
+		 * reason. */
 		snprintf(why, whylen,
 			 "the thread-state slot does not hold the main thread's state "
 			 "(not glibc x86_64?); not supported");
-		return -ENOTSUP;
+		return -EAGAIN;
 	}
 	pp->cfg.tss_key_addr = key_addr + 4;
 	return 0;

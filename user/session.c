@@ -24,6 +24,7 @@
 #define CODE_CACHE_ENTRIES 65536
 /* How often and how long a starting process is re-examined. */
 #define DETECT_RETRY_NS (5 * 1000000ULL)
+#define DETECT_RETRY_MAX_NS (1000000000ULL)
 #define DETECT_GIVE_UP_NS (60 * 1000000000ULL)
 /* Window for the program's CPU use around a sample. */
 #define UTIL_BUCKET_NS (10 * 1000000ULL)
@@ -47,7 +48,7 @@ struct tproc {
 	uint64_t parent_space; /* the parent's, for code objects inherited at fork */
 	struct py_proc pp;
 	struct usyms *usyms;
-	uint64_t next_try_ns, first_try_ns;
+	uint64_t next_try_ns, first_try_ns, retry_ns;
 	uint64_t recognised_ns; /* when it was found to be Python */
 	uint64_t last_refresh_ns;
 	char why[256];
@@ -219,7 +220,12 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 		return;
 	}
 	if (err == -EAGAIN && now - tp->first_try_ns < DETECT_GIVE_UP_NS) {
-		tp->next_try_ns = now + DETECT_RETRY_NS;
+		/* Quick at first (start-up takes milliseconds), then backing
+		 * off: each try reads the maps and opens the binary. */
+		tp->retry_ns = tp->retry_ns ? tp->retry_ns * 2 : DETECT_RETRY_NS;
+		if (tp->retry_ns > DETECT_RETRY_MAX_NS)
+			tp->retry_ns = DETECT_RETRY_MAX_NS;
+		tp->next_try_ns = now + tp->retry_ns;
 		return;
 	}
 	if (err == -ENOENT || err == -ESRCH) {
@@ -227,6 +233,7 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 		tp->state = TP_OTHER;
 		return;
 	}
+	/* -EAGAIN past the give-up time: report why it never became ready. */
 	pr_warn("process %d is not profiled: %s\n", tp->pid, tp->why);
 	tp->state = TP_UNSUPPORTED;
 }
@@ -284,6 +291,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->space = s->next_space++;
 	tp->first_try_ns = 0;
 	tp->next_try_ns = 0;
+	tp->retry_ns = 0;
 	usyms__free(tp->usyms);
 	tp->usyms = NULL;
 	try_detect(s, tp, now_ns());
