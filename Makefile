@@ -95,6 +95,17 @@ demo: deps-if-missing
 	./scalene-bpf run -o demo-profile.json examples/demo.py
 	./scalene-bpf view --cli demo-profile.json
 
+# CPU-profiling overhead against no profiler, Scalene and py-spy (root; about
+# 25 minutes on 2 CPUs): bench/results-<date>.json and bench/RESULTS.md.
+.PHONY: bench bench-smoke
+bench: scalene-bpf
+	tools/bench/run
+
+# One short round of one workload with every installed profiler (< 60 s);
+# exits 1 when the harness or a profiler run breaks.
+bench-smoke: scalene-bpf
+	tools/bench/run --smoke
+
 # Debian packages needed to build and test.
 DEB_DEPS := clang llvm clang-format libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
 	    python3 python3-venv
@@ -138,6 +149,7 @@ help:
 	@echo "make deps       install the Debian build dependencies"
 	@echo "make test       run every test (root for the end-to-end part)"
 	@echo "make demo       profile examples/demo.py and show the result"
+	@echo "make bench      CPU-profiling overhead benchmark (root); results in bench/"
 	@echo "make pyoffsets  regenerate pyoffsets/ from each CPython's headers"
 	@echo "make vmlinux    regenerate vmlinux/\$$(ARCH)/vmlinux.h from this kernel's BTF"
 	@echo "make install    install into \$$(PREFIX) (default /usr/local)"
