@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Programs whose time per line is known: the profile must say the same.
+
+Reference values come from two places, and both are asserted: the design
+of the program (the iteration counts, the sleep length) and what the program
+measured of itself while it ran (time.thread_time around each line).  The
+programs size their work in CPU time and spread it in short rounds, so that
+a machine shared with other work (an iteration's cost drifts with it) still
+gives the designed split.
+"""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from e2e_helpers import (INTERPRETER_IDS, default_interpreter, file_entry,
+                         find_interpreter, function_time, hot_lines,
+                         line_time, markers, profile_run, program)
+
+# Pure-Python helper that split.py and threads_ratio.py share: left out of
+# the report so its time lands on the calling line (Scalene's rule for
+# files it does not report).
+EXCLUDE_SPIN = ("--profile-exclude", "spin_helper")
+
+
+def shares(values):
+    total = sum(values)
+    assert total > 0, f"no time at all on the lines: {values}"
+    return [100.0 * v / total for v in values]
+
+
+def test_split_20_30_50(python, tmp_path, accuracy):
+    prog = program("split.py")
+    side = tmp_path / "spent.json"
+    res = profile_run(python, prog, ["1.0", side], tmp=tmp_path,
+                      opts=EXCLUDE_SPIN)
+    m = markers(prog)
+    names = ("twenty", "thirty", "fifty")
+    times = [line_time(res.profile, prog, m[n]) for n in names]
+    got = shares([t.percent for t in times])
+    spent = json.loads(side.read_text())
+    real = shares([spent[n] for n in names])
+    ctx = (f"profile {[round(g, 2) for g in got]}, measured by the program "
+           f"{[round(r, 2) for r in real]}; hot lines: "
+           f"{hot_lines(res.profile)}")
+    for name, g, r, nominal in zip(names, got, real, (20, 30, 50)):
+        accuracy(f"{name} share of the 3 lines, %", nominal, g, "2.5")
+        accuracy(f"{name} share vs program's thread_time, %", r, g, "2.5")
+        # 2.5 points: about 1 s of CPU is ~1000 samples at 997 Hz, so the
+        # sampling error on a share is well under 1 point; the rest is
+        # attribution at line boundaries (a sample taken as a call returns).
+        assert abs(g - r) <= 2.5, (
+            f"{name}: {g:.2f}% vs {r:.2f}% measured; {ctx}")
+        # 2.5 points against the design: the same code runs for every line
+        # and the rounds spread the machine's drift over all three alike.
+        assert abs(g - nominal) <= 2.5, (
+            f"{name}: {g:.2f}% vs {nominal}%; {ctx}")
+    # The three lines are pure Python: native and system time are noise.
+    for name, t in zip(names, times):
+        frac = t.python / t.percent
+        accuracy(f"{name} python fraction", 1.0, frac, ">= 0.95")
+        assert frac >= 0.95, f"{name}: only {frac:.1%} Python; {ctx}"
+
+
+def test_python_line_vs_native_line(python, tmp_path, accuracy):
+    prog = program("native_sha.py")
+    # Also rendered in the browser GUI (once): native symbols are an extra
+    # key the viewers must ignore.
+    res = profile_run(python, prog, ["0.4"], tmp=tmp_path,
+                      gui=python == default_interpreter())
+    m = markers(prog)
+    py = line_time(res.profile, prog, m["python"])
+    nat = line_time(res.profile, prog, m["native"])
+    ctx = f"hot lines: {hot_lines(res.profile)}"
+    py_frac = py.python / py.percent if py.percent else 0
+    nat_frac = nat.native / nat.percent if nat.percent else 0
+    accuracy("python line: python fraction", 1.0, py_frac, ">= 0.90")
+    accuracy("native line: native fraction", 1.0, nat_frac, ">= 0.90")
+    # Each part runs ~0.4 s of CPU: both lines must carry real time (0.1 s
+    # is 100 samples, plenty for the fractions below).
+    assert py.seconds >= 0.1 and nat.seconds >= 0.1, ctx
+    # 0.90: the loop line runs only bytecode; the hash line spends all but a
+    # few microseconds per 16 MiB in OpenSSL (GIL released).  The rest
+    # allows for samples in the kernel (timer interrupts, a page fault).
+    assert py_frac >= 0.90, f"python line only {py_frac:.1%} Python; {ctx}"
+    assert nat_frac >= 0.90, f"native line only {nat_frac:.1%} native; {ctx}"
+    assert py.native / py.percent <= 0.05, ctx
+    assert nat.python / nat.percent <= 0.05, ctx
+
+    syms = nat.extra.get("native_symbols")
+    assert syms, f"no native_symbols on the hash line: {nat.extra}"
+    for s in syms:
+        assert set(s) >= {"symbol", "module", "percent"}, s
+    crypto = [s for s in syms if re.search(r"libcrypto|libssl|hashlib",
+                                           s["module"])]
+    named = [s for s in crypto if re.search(r"sha", s["symbol"], re.I)]
+    offsets = [s for s in crypto if s["symbol"].startswith("+0x")]
+    crypto_pct = sum(s["percent"] for s in crypto)
+    accuracy("native line: % in libcrypto symbols / native %", 100.0,
+             100.0 * crypto_pct / nat.native, ">= 80")
+    accuracy("native line: symbols", "a SHA function",
+             ", ".join(sorted({s["symbol"] for s in crypto}))[:120], "")
+    # The hashing runs in OpenSSL's libcrypto: its entries must carry most of
+    # the line's native time (80%: memcpy or a page fault may take a little).
+    assert crypto_pct >= 0.8 * nat.native, f"native symbols: {syms}"
+    if not named:
+        # OpenSSL's SHA-256 block functions are local symbols: without
+        # .symtab (Debian strips it) nothing can name them.  Then, and only
+        # then, addresses in libcrypto must carry most of the time; the
+        # exported functions around the hash (EVP_*) may show up too.
+        libs = {s["module"] for s in crypto}
+        for lib in libs:
+            assert not _has_symtab(lib), (
+                f"{lib} has a .symtab, yet no SHA function was named: {syms}")
+        off_pct = sum(s["percent"] for s in offsets)
+        assert off_pct >= 0.5 * nat.native, (
+            f"the hash time is neither named nor in unnamed libcrypto code: "
+            f"{syms}")
+
+
+def _has_symtab(lib):
+    p = subprocess.run(["readelf", "-S", "-W", str(lib)], capture_output=True,
+                       text=True)
+    return " .symtab " in p.stdout
+
+
+@pytest.fixture(scope="module", params=INTERPRETER_IDS)
+def sleep_run(request, tmp_path_factory):
+    """sleep_half.py profiled once per interpreter, for two tests:
+    (profile run, what the program measured)."""
+    python = find_interpreter(request.param)
+    tmp = tmp_path_factory.mktemp("sleep_half")
+    side = tmp / "spent.json"
+    res = profile_run(python, program("sleep_half.py"), ["0.6", side],
+                      tmp=tmp)
+    res.python = python
+    return res, json.loads(side.read_text())
+
+
+def test_sleep_is_half_the_time(sleep_run, accuracy):
+    prog = program("sleep_half.py")
+    res, spent = sleep_run
+    m = markers(prog)
+    busy = line_time(res.profile, prog, m["busy"])
+    check = line_time(res.profile, prog, m["check"])
+    slp = line_time(res.profile, prog, m["sleep"])
+    total = res.profile["scalene_bpf"]["total_sampled_s"]
+    expect = 100.0 * spent["sleep_s"] / total
+    expect_busy = 100.0 * spent["busy_cpu_s"] / total
+    ctx = (f"sleep {spent['sleep_s']:.3f} s, busy {spent['busy_cpu_s']:.3f} "
+           f"s CPU ({spent['busy_s']:.3f} s wall) of {total:.3f} s sampled; "
+           f"hot lines: {hot_lines(res.profile)}")
+    accuracy("sleep line n_sys_percent (design)", 50.0, slp.system, "44..53")
+    accuracy("sleep line n_sys_percent vs measured sleep", expect,
+             slp.system, "3")
+    busy_pct = busy.percent + check.percent
+    accuracy("busy lines % vs measured busy CPU", expect_busy, busy_pct,
+             "3")
+    # 3 points: the sleep is one blocked interval, measured from the
+    # kernel's switch timestamps, so it is nearly exact.
+    assert abs(slp.system - expect) <= 3, ctx
+    # "About half": both halves last 0.6 s by design; the start-up
+    # (interpreter initialisation, imports: 0.05-0.15 s here) is part of the
+    # total and brings the sleep's share a few points under 50.
+    assert 44 <= slp.system <= 53, ctx
+    # Asleep is neither Python nor native.
+    assert slp.python + slp.native <= 1.0, ctx
+    # The busy loop (its two lines): its CPU time, within 3 points.
+    assert abs(busy_pct - expect_busy) <= 3, ctx
+    # Its inner line is pure Python (the clock's system calls are on the
+    # `check` line).
+    assert busy.python >= 0.9 * busy.percent, ctx
+
+
+def test_function_time_is_the_sum_of_its_lines(sleep_run, accuracy):
+    prog = program("sleep_half.py")
+    res, _ = sleep_run
+    main = function_time(res.profile, prog, "main")
+    rows = [r for r in file_entry(res.profile, prog)["lines"]
+            if r["start_function_line"] == main.extra["lineno"]]
+    assert rows, "no line knows it is in main()"
+    summed = sum(r["n_cpu_percent_python"] + r["n_cpu_percent_c"]
+                 + r["n_sys_percent"] for r in rows)
+    accuracy("main() % vs sum of its lines", summed, main.percent, "0.5")
+    # The same samples, added up in another order: only rounding differs.
+    assert abs(main.percent - summed) <= 0.5, (main.percent, summed)
+    assert abs(main.system - sum(r["n_sys_percent"] for r in rows)) <= 0.5
+    # main() is the whole program but its start-up: most of the time.
+    assert main.percent >= 80, hot_lines(res.profile)
+
+
+def test_interpreter_facts(sleep_run, request):
+    """scalene_bpf.interpreters names the interpreter that ran: its full
+    version, its path, whether it is statically linked."""
+    res, _ = sleep_run
+    ident = request.node.callspec.params["sleep_run"]
+    if ident in ("py3.9", "py3.10"):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "interpreters[].version loses the micro version before 3.11 "
+            "(3.9.18 is reported as 3.9.0, 3.10.13 as 3.10.0): user/python.c "
+            "takes it from Py_Version, which only 3.11+ have")))
+    p = subprocess.run([res.python, "-c", "import platform, sys; print("
+                        "platform.python_version(), sys.executable)"],
+                       capture_output=True, text=True, check=True)
+    version = p.stdout.split()[0]
+    interps = res.profile["scalene_bpf"]["interpreters"]
+    assert len(interps) == 1, interps
+    it = interps[0]
+    static = ident.endswith("static")
+    assert it["static"] is static, interps
+    # The path of the code that runs Python: the executable when static,
+    # else libpython (pyenv builds with --enable-shared).
+    if static:
+        assert os.path.realpath(it["path"]) == os.path.realpath(res.python)
+    else:
+        assert "libpython" in os.path.basename(it["path"]), interps
+    assert it["version"] == version, f"{it['version']} for {version}"
+
+
+def test_two_threads_1_to_3(python, tmp_path, accuracy):
+    prog = program("threads_ratio.py")
+    side = tmp_path / "threads.json"
+    res = profile_run(python, prog, ["0.2", side], tmp=tmp_path,
+                      opts=EXCLUDE_SPIN, gui=python == default_interpreter())
+    m = markers(prog)
+    light = line_time(res.profile, prog, m["light"])
+    heavy = line_time(res.profile, prog, m["heavy"])
+    info = json.loads(side.read_text())
+    ratio = heavy.percent / light.percent if light.percent else float("inf")
+    real = info["heavy_cpu_s"] / info["light_cpu_s"]
+    ctx = (f"light {light.seconds:.3f} s (thread says "
+           f"{info['light_cpu_s']:.3f}), heavy {heavy.seconds:.3f} s "
+           f"({info['heavy_cpu_s']:.3f}); hot lines: {hot_lines(res.profile)}")
+    accuracy("heavy/light line time (design)", 3.0, ratio, "10%")
+    accuracy("heavy/light vs threads' thread_time", real, ratio, "10%")
+    accuracy("light line s vs thread_time", info["light_cpu_s"],
+             light.seconds, "10%")
+    accuracy("heavy line s vs thread_time", info["heavy_cpu_s"],
+             heavy.seconds, "10%")
+    # 10% against what each thread measured of itself (time.thread_time
+    # around its line), on the ratio and on each line's seconds: about 0.8 s
+    # of CPU in all is ~800 samples, and the lines hold each thread's CPU
+    # time (its waiting for the GIL is parked time, not line time).
+    assert abs(ratio / real - 1) <= 0.10, (
+        f"ratio {ratio:.2f} vs {real:.2f}; {ctx}")
+    assert abs(light.seconds / info["light_cpu_s"] - 1) <= 0.10, ctx
+    assert abs(heavy.seconds / info["heavy_cpu_s"] - 1) <= 0.10, ctx
+    # 10% against the design (3.0): the same code runs in both threads, on
+    # one CPU (see the program), in rounds; their own clocks said 2.88 to
+    # 3.12 over repeated runs on 3.9, 3.11 and 3.13.
+    assert abs(ratio / 3.0 - 1) <= 0.10, f"ratio {ratio:.2f} vs 3; {ctx}"
+    # Both lines are Python; neither waits on its own line.
+    for t in (light, heavy):
+        assert t.python >= 0.9 * t.percent, ctx
+
+    threads = res.profile["scalene_bpf"]["threads"]
+    by_tid = {t["tid"]: t for t in threads}
+    for who in ("light", "heavy", "main"):
+        tid = info[f"{who}_tid"]
+        assert tid in by_tid, f"{who} thread {tid} not listed: {threads}"
+    assert by_tid[info["main_tid"]]["main_thread"] is True, threads
+    assert not by_tid[info["light_tid"]]["main_thread"], threads
+    assert not by_tid[info["heavy_tid"]]["main_thread"], threads
+    # threads[].cpu_s against each thread's whole CPU clock (its line plus
+    # the barrier between rounds): 10%, as for the lines.
+    for who in ("light", "heavy"):
+        got = by_tid[info[f"{who}_tid"]]["cpu_s"]
+        want = info[f"{who}_thread_cpu_s"]
+        accuracy(f"threads[{who}].cpu_s vs thread_time", want, got, "10%")
+        assert abs(got / want - 1) <= 0.10, (who, got, want, threads)
