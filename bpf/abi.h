@@ -80,7 +80,8 @@ struct py_walk_cfg {
 	__u16 frame_read;     /* bytes to read per frame, <= FRAME_BUF */
 	__u16 co_adaptive;    /* co_code_adaptive (3.11+), else 0 */
 	__u16 co_firstlineno;
-	__u16 pad[2];
+	__u16 co_filename; /* with co_name: the code object's identity */
+	__u16 co_name;
 };
 
 /* Per-process state in the `procs` map (key: tgid). */
@@ -102,13 +103,26 @@ struct tracked_thread {
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry
- * frames) that user space skips; tag is co_firstlineno read at sample time,
- * which catches a code object address being reused. */
+ * frames) that user space skips.  tag (co_firstlineno) and ident (a mix of
+ * the co_filename and co_name pointers), read at sample time, tell a code
+ * object from another one made later at the same address: every module's
+ * code starts at line 1, so the line alone is not enough. */
 struct py_frame {
 	__u64 code;
 	__s32 offset; /* byte offset of the instruction; < 0: before the first one */
 	__u32 tag;
+	__u32 ident;
+	__u32 pad;
 };
+
+/* The identity of a code object from its co_filename and co_name pointers:
+ * the same mix in BPF and in user space. */
+static inline __u32 code_ident(__u64 filename, __u64 name)
+{
+	__u64 h = (filename >> 3) * 0x9e3779b97f4a7c15ULL ^ (name >> 3) * 0xc2b2ae3d27d4eb4fULL;
+
+	return (__u32)(h ^ (h >> 32));
+}
 
 struct sample_event {
 	__u32 type; /* EV_SAMPLE */

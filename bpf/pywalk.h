@@ -42,8 +42,13 @@ static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
 	return off & mask;
 }
 
+/* The span of a code object read per frame: from co_firstlineno (rounded
+ * down to 8) to the end of co_name. */
+#define CODE_BUF 128
+
 struct pywalk_scratch {
 	__u8 buf[FRAME_BUF] __attribute__((aligned(8))); /* read as __u64 */
+	__u8 code[CODE_BUF] __attribute__((aligned(8)));
 };
 
 static __always_inline int pywalk_user_ptr(__u64 p)
@@ -114,6 +119,10 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 {
 	__u32 f_code = c->f_code, f_prev = c->f_prev, f_instr = c->f_instr;
 	__u32 f_owner = c->f_owner, rd = c->frame_read;
+	/* The code object's span: base, then offsets inside it. */
+	__u32 co_base = c->co_firstlineno & ~7u, co_fl = c->co_firstlineno & 7u;
+	__u32 co_fn = c->co_filename - co_base, co_nm = c->co_name - co_base;
+	__u32 co_len = co_nm + 8;
 	int has_owner = f_owner != PYOFF_UNSET;
 	int status = WALK_OK;
 	__u32 i, n = 0;
@@ -131,11 +140,14 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	if (rd < f_code + 8 || rd < f_prev + 8 || rd < f_instr + (c->minor >= 11 ? 8 : 4) ||
 	    (has_owner && rd < f_owner + 1))
 		return WALK_NO_CONFIG;
+	if (c->co_filename < co_base || c->co_name < co_base || co_len > CODE_BUF ||
+	    (co_fn | co_nm) & 7 || co_fl & 3)
+		return WALK_NO_CONFIG;
 
 	for (i = 0; i < MAX_FRAMES; i++) {
 		__u64 code, prev;
 		__s32 off;
-		__u32 tag = 0;
+		__u32 tag = 0, ident = 0;
 		int shim = 0;
 
 		if (!f)
@@ -165,11 +177,20 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		}
 		if (!shim && !pywalk_user_ptr(code))
 			shim = 1;
-		if (!shim)
-			PYWALK_READ(&tag, sizeof(tag), code + c->co_firstlineno);
+		/* One read for the first line and the identity pointers.
+		 * verifier: no branch on its outcome (a failed read zeroes the
+		 * buffer) and no variable byte offset for the line (co_fl is 0
+		 * or 4: a shift picks it), or the walk stops verifying. */
+		PYWALK_READ(s->code, co_len, code + co_base);
+		tag = (__u32)(*(__u64 *)&s->code[0] >> (co_fl * 8));
+		ident = code_ident(*(__u64 *)&s->code[pywalk_masked(co_fn, CODE_BUF - 8)],
+				   *(__u64 *)&s->code[pywalk_masked(co_nm, CODE_BUF - 8)]);
+
 		frames[i & (MAX_FRAMES - 1)].code = shim ? 0 : code;
 		frames[i & (MAX_FRAMES - 1)].offset = off;
 		frames[i & (MAX_FRAMES - 1)].tag = tag;
+		frames[i & (MAX_FRAMES - 1)].ident = ident;
+		frames[i & (MAX_FRAMES - 1)].pad = 0;
 		n = i + 1;
 		f = prev;
 	}

@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+
+#include "abi.h"
 #include "cpython.h"
 #include "hmap.h"
 #include "memread.h"
@@ -16,8 +19,7 @@
 struct code_key {
 	uint64_t space;
 	uint64_t code;
-	uint32_t tag;
-	uint32_t pad;
+	uint64_t tag;
 };
 
 struct pycode_cache {
@@ -82,7 +84,7 @@ uint64_t pycode_cache__evictions(const struct pycode_cache *c)
 }
 
 const struct pycode *pycode_cache__lookup(struct pycode_cache *c, uint64_t space, uint64_t code,
-					  uint32_t tag)
+					  uint64_t tag)
 {
 	struct code_key k = { .space = space, .code = code, .tag = tag };
 
@@ -212,10 +214,10 @@ static int read_bytes_obj(int pid, const struct py_offsets *o, uint64_t addr, ui
 	return 0;
 }
 
-static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint32_t tag)
+static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_t tag)
 {
 	const struct py_offsets *o = pp->off;
-	uint64_t fname = 0, name = 0, table = 0;
+	uint64_t fname = 0, name = 0, co_name = 0, table = 0;
 	struct pycode *pc;
 	int32_t first = 0;
 	uint32_t flags = 0;
@@ -230,6 +232,8 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint32_
 			code + (o->code_qualname != PYOFF_NONE ? o->code_qualname : o->code_name),
 			&name);
 	if (!err)
+		err = mem_read_u64(pp->pid, code + o->code_name, &co_name);
+	if (!err)
 		err = mem_read_u64(pp->pid, code + o->code_linetable, &table);
 	if (!err)
 		err = mem_read_u32(pp->pid, code + o->code_flags, &flags);
@@ -238,7 +242,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint32_
 		return NULL;
 	}
 	/* The object changed since the sample: not the code that ran. */
-	if ((uint32_t)first != tag) {
+	if (pycode_tag((uint32_t)first, code_ident(fname, co_name)) != tag) {
 		errno = ESTALE;
 		return NULL;
 	}
@@ -261,7 +265,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint32_
 }
 
 const struct pycode *pycode_cache__load(struct pycode_cache *c, const struct py_proc *pp,
-					uint64_t space, uint64_t code, uint32_t tag)
+					uint64_t space, uint64_t code, uint64_t tag)
 {
 	struct code_key k = { .space = space, .code = code, .tag = tag };
 	struct pycode *pc;

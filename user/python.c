@@ -344,6 +344,8 @@ static void fill_cfg(struct py_proc *pp)
 	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
 	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
 	c->co_firstlineno = o->code_firstlineno;
+	c->co_filename = o->code_filename;
+	c->co_name = o->code_name;
 }
 
 static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias, char *why,

@@ -387,7 +387,7 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 }
 
 static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64_t code,
-				     uint32_t tag)
+				     uint64_t tag)
 {
 	const struct pycode *pc = NULL;
 
@@ -415,7 +415,7 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 
 		if (!f->code)
 			continue; /* interpreter shim */
-		pc = code_for(s, tp, f->code, f->tag);
+		pc = code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
 			pr_debug("process %d: code object 0x%llx unreadable: %s\n", tp->pid,

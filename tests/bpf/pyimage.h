@@ -214,6 +214,8 @@ static inline void pyimg__cfg(const struct pyimg *p, struct py_walk_cfg *c)
 	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
 	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
 	c->co_firstlineno = o->code_firstlineno;
+	c->co_filename = o->code_filename;
+	c->co_name = o->code_name;
 }
 
 /*

@@ -8,14 +8,6 @@ import pytest
 from e2e_helpers import line_time, markers, profile_run, program
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "code objects are cached by (address, co_firstlineno): a code object "
-    "freed and another made at the same address with the same first line "
-    "(every module starts at line 1) gets the first one's file and line "
-    "table, so spin_second.py's time is reported on spin_first.py "
-    "(user/pycode.c read_code/pycode_cache__load, tag = co_firstlineno).  "
-    "The same makes a script's top-level code show up in site.py or "
-    "importlib files when one of their module code objects was freed"))
 def test_code_objects_at_a_reused_address(python, tmp_path, accuracy):
     prog = program("code_reuse.py")
     first, second = program("spin_first.py"), program("spin_second.py")

@@ -248,11 +248,24 @@ static uint64_t make_code(int i, const char *file, const char *qual, int32_t fir
 	memcpy(c + o->code_firstlineno, &first, sizeof(first));
 	memcpy(c + o->code_filename, &f, sizeof(f));
 	memcpy(c + o->code_qualname, &q, sizeof(q));
+	memcpy(c + o->code_name, &q, sizeof(q));
 	memcpy(c + o->code_linetable, &tab, sizeof(tab));
 	memcpy(c + o->code_flags, &flags, 4);
 	memcpy(t + o->varobject_size, &size, sizeof(size));
 	memcpy(t + o->bytes_sval, loc, sizeof(loc));
 	return (uint64_t)(uintptr_t)c;
+}
+
+/* What a sample reads of code object `code`: its first line and the
+ * identity of its co_filename and co_name pointers. */
+static uint64_t tag_of(const struct py_offsets *o, uint64_t code, uint32_t first)
+{
+	const unsigned char *c = (const unsigned char *)(uintptr_t)code;
+	uint64_t f, n;
+
+	memcpy(&f, c + o->code_filename, sizeof(f));
+	memcpy(&n, c + o->code_name, sizeof(n));
+	return pycode_tag(first, code_ident(f, n));
 }
 
 static void test_code_cache(void)
@@ -267,8 +280,8 @@ static void test_code_cache(void)
 	CHECK(c != NULL);
 	if (!c)
 		return;
-	CHECK(pycode_cache__lookup(c, 1, a, 40) == NULL);
-	pa = pycode_cache__load(c, &pp, 1, a, 40);
+	CHECK(pycode_cache__lookup(c, 1, a, tag_of(&py_offsets_3_12, a, 40)) == NULL);
+	pa = pycode_cache__load(c, &pp, 1, a, tag_of(&py_offsets_3_12, a, 40));
 	CHECK(pa != NULL);
 	if (pa) {
 		CHECK_EQ_STR(pa->filename, "/app/main.py");
@@ -283,34 +296,62 @@ static void test_code_cache(void)
 		CHECK_EQ_INT(pycode__line(pa, 6), -1);
 		CHECK_EQ_INT(pycode__line(pa, 6), -1);
 	}
-	CHECK(pycode_cache__lookup(c, 1, a, 40) == pa);
-	CHECK(pycode_cache__load(c, &pp, 1, a, 40) == pa);
+	CHECK(pycode_cache__lookup(c, 1, a, tag_of(&py_offsets_3_12, a, 40)) == pa);
+	CHECK(pycode_cache__load(c, &pp, 1, a, tag_of(&py_offsets_3_12, a, 40)) == pa);
 	/* Another address space: another entry. */
-	CHECK(pycode_cache__lookup(c, 2, a, 40) == NULL);
+	CHECK(pycode_cache__lookup(c, 2, a, tag_of(&py_offsets_3_12, a, 40)) == NULL);
 	/* The first line does not match the sample's: the address now holds
 	 * another code object. */
 	errno = 0;
-	CHECK(pycode_cache__load(c, &pp, 1, a, 41) == NULL);
+	CHECK(pycode_cache__load(c, &pp, 1, a, tag_of(&py_offsets_3_12, a, 41)) == NULL);
 	CHECK_EQ_INT(errno, ESTALE);
-	pb = pycode_cache__load(c, &pp, 1, b, 7);
+	pb = pycode_cache__load(c, &pp, 1, b, tag_of(&py_offsets_3_12, b, 7));
 	CHECK(pb != NULL && pb != pa);
 	CHECK_EQ_INT(pycode_cache__evictions(c), 0);
 	/* Full (two entries): the cache starts over. */
-	CHECK(pycode_cache__load(c, &pp, 1, d, 1) != NULL);
+	CHECK(pycode_cache__load(c, &pp, 1, d, tag_of(&py_offsets_3_12, d, 1)) != NULL);
 	CHECK_EQ_INT(pycode_cache__evictions(c), 2);
-	CHECK(pycode_cache__lookup(c, 1, a, 40) == NULL);
-	CHECK(pycode_cache__lookup(c, 1, d, 1) != NULL);
+	CHECK(pycode_cache__lookup(c, 1, a, tag_of(&py_offsets_3_12, a, 40)) == NULL);
+	CHECK(pycode_cache__lookup(c, 1, d, tag_of(&py_offsets_3_12, d, 1)) != NULL);
 	/* A code object whose name is not a str. */
 	{
 		uint64_t bad = make_code(3, "/app/x.py", "x", 5), junk = 8;
 
 		memcpy((unsigned char *)codes[3].mem + py_offsets_3_12.code_qualname, &junk, 8);
-		CHECK(pycode_cache__load(c, &pp, 1, bad, 5) == NULL);
+		CHECK(pycode_cache__load(c, &pp, 1, bad, tag_of(&py_offsets_3_12, bad, 5)) == NULL);
 	}
 	/* Unreadable address. */
 	CHECK(pycode_cache__load(c, &pp, 1, 16, 5) == NULL);
 	pycode_cache__free(c);
 	pycode_cache__free(NULL);
+}
+
+/* Every module's code starts at line 1: a code object freed and another one
+ * made at the same address must not inherit the first one's entry. */
+static void test_code_reuse_same_first_line(void)
+{
+	struct py_proc pp = proc(&py_offsets_3_12, 12);
+	struct pycode_cache *c = pycode_cache__new(16);
+	uint64_t a = make_code(0, "/app/first.py", "<module>", 1), b, ta, tb;
+	const struct pycode *pa, *pb;
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	ta = tag_of(&py_offsets_3_12, a, 1);
+	pa = pycode_cache__load(c, &pp, 1, a, ta);
+	CHECK(pa != NULL && !strcmp(pa->filename, "/app/first.py"));
+	b = make_code(0, "/app/second.py", "<module>", 1);
+	tb = tag_of(&py_offsets_3_12, b, 1);
+	CHECK(a == b);
+	CHECK(ta != tb);
+	/* A sample of the new object finds no entry and reads it anew. */
+	CHECK(pycode_cache__lookup(c, 1, b, tb) == NULL);
+	pb = pycode_cache__load(c, &pp, 1, b, tb);
+	CHECK(pb != NULL && pb != pa);
+	if (pb)
+		CHECK_EQ_STR(pb->filename, "/app/second.py");
+	pycode_cache__free(c);
 }
 
 int main(void)
@@ -325,5 +366,6 @@ int main(void)
 	RUN_TEST(test_unreadable);
 	RUN_TEST(test_layout_39);
 	RUN_TEST(test_code_cache);
+	RUN_TEST(test_code_reuse_same_first_line);
 	return test_summary("pycode");
 }

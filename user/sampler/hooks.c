@@ -313,10 +313,9 @@ SBS_EXPORT void *malloc(size_t size)
 
 SBS_EXPORT void free(void *p)
 {
-	uint64_t meta;
-
-	if (p && unlikely(ptrtab_may_contain(&sbs_tab, p)) && !sbs_tls.busy)
-		sbs_untrack(p, &meta);
+	/* busy first: a Python wrapper above has already looked p up. */
+	if (p && !sbs_tls.busy && unlikely(ptrtab_may_contain(&sbs_tab, p)))
+		sbs_untrack_free(p);
 	next.free(p);
 }
 

@@ -80,7 +80,7 @@ int ptrtab_insert(struct ptrtab *t, const void *p, uint64_t meta, uint64_t *stal
 	first = empties(t, b[1]) > empties(t, b[0]);
 	if (!claim(t, b[first], k, meta) && !claim(t, b[!first], k, meta))
 		return -ENOSPC;
-	filter_add(t, ptrtab_filter_slot(h), 1);
+	filter_add(t, ptrtab_filter_slot(p), 1);
 	__atomic_fetch_add(&t->live, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -101,7 +101,7 @@ int ptrtab_remove(struct ptrtab *t, const void *p, uint64_t *meta)
 	if (!__atomic_compare_exchange_n(&t->key[bucket][way], &k, 0, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_RELAXED))
 		return -ENOENT;
-	filter_add(t, ptrtab_filter_slot(h), -1);
+	filter_add(t, ptrtab_filter_slot(p), -1);
 	__atomic_fetch_sub(&t->live, 1, __ATOMIC_RELAXED);
 	*meta = m;
 	return 0;

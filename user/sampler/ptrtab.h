@@ -66,9 +66,14 @@ static inline uint64_t ptrtab_hash(const void *p)
 	return h;
 }
 
-static inline uint32_t ptrtab_filter_slot(uint64_t h)
+/*
+ * The filter's slot: one multiply (Fibonacci hashing, top bits), since every
+ * free computes it; the buckets, reached only when the filter says "maybe",
+ * use the stronger hash above.
+ */
+static inline uint32_t ptrtab_filter_slot(const void *p)
 {
-	return (uint32_t)(h >> 40) & (PTRTAB_FILTER_SLOTS - 1);
+	return (uint32_t)(((uintptr_t)p * 0x9e3779b97f4a7c15ull) >> (64 - PTRTAB_FILTER_BITS));
 }
 
 /* The free path's test: 0 means p is certainly not in the table. */
@@ -76,8 +81,7 @@ static inline int ptrtab_may_contain(const struct ptrtab *t, const void *p)
 {
 	if (__builtin_expect(!__atomic_load_n(&t->live, __ATOMIC_RELAXED), 1))
 		return 0;
-	return __atomic_load_n(&t->filter[ptrtab_filter_slot(ptrtab_hash(p))], __ATOMIC_ACQUIRE) !=
-	       0;
+	return __atomic_load_n(&t->filter[ptrtab_filter_slot(p)], __ATOMIC_ACQUIRE) != 0;
 }
 
 /*

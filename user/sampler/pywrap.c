@@ -24,6 +24,8 @@
  *
  * Wrappers may end up nested (ours over tracemalloc over ours): the outermost
  * one counts and holds `busy`, inner ones and the libc hooks pass through.
+ * A wrapper runs its own code only with `busy` clear, so it sets and clears
+ * it with plain stores.
  * A wrapper ignores its ctx and calls the allocator it saved; the ctx it
  * installs is that allocator's, so a reader that pairs our function with the
  * old ctx (the domain is two words, not written atomically) still works.
@@ -71,9 +73,9 @@ static inline void *pyw_malloc(const struct pyalloc *o, size_t size)
 
 	if (t->busy)
 		return o->malloc(o->ctx, size);
-	t->busy++;
+	t->busy = 1;
 	p = o->malloc(o->ctx, size);
-	t->busy--;
+	t->busy = 0;
 	if (likely(p)) {
 		t->py_bytes += size;
 		sbs_count_alloc(t, p, size, SBS_F_PYTHON);
@@ -89,9 +91,9 @@ static inline void *pyw_calloc(const struct pyalloc *o, size_t n, size_t size)
 
 	if (t->busy)
 		return o->calloc(o->ctx, n, size);
-	t->busy++;
+	t->busy = 1;
 	p = o->calloc(o->ctx, n, size);
-	t->busy--;
+	t->busy = 0;
 	if (likely(p) && !__builtin_mul_overflow(n, size, &bytes)) {
 		t->py_bytes += bytes;
 		sbs_count_alloc(t, p, bytes, SBS_F_PYTHON);
@@ -109,9 +111,9 @@ static inline void *pyw_realloc(const struct pyalloc *o, void *old, size_t size)
 	if (t->busy)
 		return o->realloc(o->ctx, old, size);
 	tracked = sbs_free_check(old, &meta);
-	t->busy++;
+	t->busy = 1;
 	p = o->realloc(o->ctx, old, size);
-	t->busy--;
+	t->busy = 0;
 	if (unlikely(!p)) {
 		/* Python's realloc never frees on failure, size 0 included. */
 		if (tracked)
@@ -123,19 +125,17 @@ static inline void *pyw_realloc(const struct pyalloc *o, void *old, size_t size)
 	return p;
 }
 
+/*
+ * No `busy` here, so that the common case is a test and a tail call: a libc
+ * free below (pymalloc passing on a large block) or a nested wrapper of ours
+ * looks p up again and finds it gone.  Nothing of ours frees inside a slow
+ * path, so there is nothing to pass through.
+ */
 static inline void pyw_free(const struct pyalloc *o, void *p)
 {
-	struct sampler_tls *t = &sbs_tls;
-	uint64_t meta;
-
-	if (t->busy) {
-		o->free(o->ctx, p);
-		return;
-	}
-	sbs_free_check(p, &meta);
-	t->busy++;
+	if (p && unlikely(ptrtab_may_contain(&sbs_tab, p)))
+		sbs_untrack_free(p);
 	o->free(o->ctx, p);
-	t->busy--;
 }
 
 /* One set of four wrappers per (set, domain): each reaches its saved

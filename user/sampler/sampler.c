@@ -320,6 +320,13 @@ int sbs_untrack(void *p, uint64_t *meta)
 	return 1;
 }
 
+void sbs_untrack_free(void *p)
+{
+	uint64_t meta;
+
+	sbs_untrack(p, &meta);
+}
+
 /* The probes show both events (free, then malloc with SBS_F_RESTORED); the
  * counters show neither. */
 void sbs_retrack(void *p, uint64_t meta)

@@ -66,6 +66,9 @@ void sbs_sample_copy(struct sampler_tls *t, size_t size) SBS_COLD;
 /* Reports and forgets p if it is a sampled block: returns 1 and its entry in
  * *meta, or 0 when p is not tracked.  Call before releasing p. */
 int sbs_untrack(void *p, uint64_t *meta) SBS_COLD;
+/* The same for a free, which needs no entry back: no out-parameter keeps the
+ * free paths free of a stack frame, so they can tail-call the real free. */
+void sbs_untrack_free(void *p) SBS_COLD;
 /* A realloc reported p freed (sbs_untrack) and then failed: track p again. */
 void sbs_retrack(void *p, uint64_t meta) SBS_COLD;
 
