@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -287,6 +289,28 @@ out:
 	return 1;
 }
 
+/* The target has exited: a pidfd turns readable as soon as it ends, a zombie
+ * its parent has not reaped included, which kill(pid, 0) still finds. */
+static bool target_gone(int pid, int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	char path[64];
+	FILE *f;
+	char state = 0;
+
+	if (pidfd >= 0)
+		return poll(&p, 1, 0) > 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	/* Without pidfds: the state after the command name. */
+	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+		state = 0;
+	fclose(f);
+	return state == 'Z' || state == 'X';
+}
+
 static int cmd_attach(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
@@ -294,7 +318,7 @@ static int cmd_attach(const struct options *o)
 	char why[256];
 	double deadline;
 	double next;
-	int err, tries;
+	int err, tries, pidfd;
 
 	err = creds_from_env(&rs.creds);
 	if (err)
@@ -335,6 +359,7 @@ static int cmd_attach(const struct options *o)
 		teardown(&rs);
 		return 1;
 	}
+	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 	install_signals();
 	rs.start_mono = mono_s();
 	rs.start_wall = wall_s();
@@ -348,11 +373,13 @@ static int cmd_attach(const struct options *o)
 			break;
 		if (interval_due(&rs, &next))
 			write_profile(&rs, false);
-		if (kill(o->pid, 0) && errno == ESRCH)
+		if (target_gone(o->pid, pidfd))
 			break;
 	}
 	loader__drain(rs.loader);
 	err = write_profile(&rs, true);
+	if (pidfd >= 0)
+		close(pidfd);
 	teardown(&rs);
 	return err ? 1 : 0;
 }
