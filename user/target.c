@@ -172,8 +172,8 @@ static bool is_python_script(const char *path)
 
 int target_from_command(const struct options *o, struct target *t)
 {
-	char cwd[PATH_MAX], interp[PATH_MAX];
-	int err, i;
+	char cwd[PATH_MAX], interp[PATH_MAX], **v;
+	int err, i, first;
 
 	memset(t, 0, sizeof(*t));
 	if (!getcwd(cwd, sizeof(cwd)))
@@ -190,21 +190,31 @@ int target_from_command(const struct options *o, struct target *t)
 			return -ENOMEM;
 		for (i = 0; i < o->argc; i++)
 			t->exec_argv[i] = o->argv[i];
-		/* A script run directly (./tool.py, a shell wrapper): it is the
-		 * program; for an interpreter, look at its arguments. */
-		if (is_python_script(o->argv[0]) || !strstr(o->argv[0], "python")) {
-			char **v = calloc(o->argc + 2, sizeof(char *));
-
-			if (!v)
-				return -ENOMEM;
-			v[0] = "";
-			for (i = 0; i < o->argc; i++)
-				v[i + 1] = o->argv[i];
-			err = target_describe(t, v, o->argc + 1, cwd);
-			free(v);
-			return err;
+		/* An interpreter: its arguments name the program. */
+		if (!is_python_script(o->argv[0]) && strstr(o->argv[0], "python"))
+			return target_describe(t, o->argv, o->argc, cwd);
+		/* A script run directly (./tool.py), or a wrapper (a shell script
+		 * that runs Python): the first Python script on the command line
+		 * is the program, as `python SCRIPT ...` would make it; failing
+		 * one, the command itself. */
+		for (first = 0; first < o->argc; first++) {
+			if (is_python_script(o->argv[first]))
+				break;
 		}
-		return target_describe(t, o->argv, o->argc, cwd);
+		if (first == o->argc)
+			first = 0;
+		v = calloc(o->argc - first + 2, sizeof(char *));
+		if (!v)
+			return -ENOMEM;
+		v[0] = "";
+		for (i = first; i < o->argc; i++)
+			v[i - first + 1] = o->argv[i];
+		err = target_describe(t, v, o->argc - first + 1, cwd);
+		free(v);
+		if (!err && !is_python_script(o->argv[first]))
+			/* No script: the program's own files are where it runs. */
+			t->program_dir = own(t, strdup(cwd));
+		return err;
 	}
 	if (access(o->argv[0], R_OK)) {
 		err = -errno;

@@ -81,12 +81,6 @@ def test_shell_script_runs_python_as_a_child(any_python, tmp_path, accuracy):
     _shell(any_python, "child", tmp_path, accuracy)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "run -- sh SCRIPT: the shell (argv[0]) is taken for the program, so the "
-    "program directory becomes the working directory (or /usr/bin for "
-    "-- /bin/sh) and the Python script's files are not reported: files {} "
-    "and every sample under outside_profiled_files_s (user/target.c "
-    "target_from_options treats any non-python argv[0] as the script)"))
 @pytest.mark.parametrize("shell,where", [("sh", "elsewhere"),
                                          ("/bin/sh", "script dir")])
 def test_shell_script_from_another_place(any_python, shell, where, tmp_path):
