@@ -389,6 +389,36 @@ int elf_file__type(const struct elf_file *e)
 	return e->type;
 }
 
+int elf_file__section(const struct elf_file *e, const char *name, const void **data, size_t *size)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(e->elf, &shstrndx))
+		return -EINVAL;
+	while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(e->elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		/* Checked against the file size: libelf trusts the header. */
+		if (!in_file(e, sh.sh_offset, sh.sh_size))
+			return -EINVAL;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return -ENOENT;
+		*data = d->d_buf;
+		*size = d->d_size;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 const char *elf_file__needed(const struct elf_file *e, const char *prefix)
 {
 	Elf_Scn *scn = NULL;

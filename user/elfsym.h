@@ -21,6 +21,10 @@ void elf_file__free(struct elf_file *e);
 /* ET_EXEC, ET_DYN, ... from the ELF header. */
 int elf_file__type(const struct elf_file *e);
 
+/* The contents of section `name` (valid until elf_file__free): 0, or
+ * -ENOENT / -EINVAL. */
+int elf_file__section(const struct elf_file *e, const char *name, const void **data, size_t *size);
+
 /* The first DT_NEEDED entry that starts with prefix (valid until
  * elf_file__free), or NULL. */
 const char *elf_file__needed(const struct elf_file *e, const char *prefix);

@@ -138,6 +138,35 @@ static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char
 	}
 }
 
+/* Before 3.11 nothing exported holds the version: the PY_VERSION string
+ * ("3.9.18") is in .rodata.  Its micro number, or 0. */
+static unsigned int rodata_micro(const struct elf_file *e, int minor)
+{
+	const char *data, *p, *end;
+	char prefix[16];
+	size_t size, plen;
+
+	if (elf_file__section(e, ".rodata", (const void **)&data, &size))
+		return 0;
+	plen = snprintf(prefix, sizeof(prefix), "3.%d.", minor);
+	for (p = data, end = data + size; p + plen < end;) {
+		const char *q = memmem(p, end - p, prefix, plen), *d;
+
+		if (!q)
+			break;
+		for (d = q + plen; d < end && *d >= '0' && *d <= '9'; d++)
+			;
+		/* The end of a string (the linker may share the literal's bytes
+		 * with a longer string ending the same way), not part of a
+		 * longer number. */
+		if ((q == data || (q[-1] != '.' && (q[-1] < '0' || q[-1] > '9'))) && d > q + plen &&
+		    d < end && *d == '\0' && d - (q + plen) <= 3)
+			return (unsigned int)atoi(q + plen);
+		p = q + 1;
+	}
+	return 0;
+}
+
 static int read_version(struct py_proc *pp, const struct elf_file *e, uint64_t bias,
 			const char *path, char *why, size_t whylen)
 {
@@ -158,7 +187,7 @@ static int read_version(struct py_proc *pp, const struct elf_file *e, uint64_t b
 		return -ENOTSUP;
 	}
 	pp->minor = minor;
-	pp->version_hex = 0x03000000u | ((uint32_t)minor << 16);
+	pp->version_hex = 0x03000000u | ((uint32_t)minor << 16) | rodata_micro(e, minor) << 8;
 	return 0;
 }
 

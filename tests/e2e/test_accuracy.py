@@ -197,11 +197,6 @@ def test_interpreter_facts(sleep_run, request):
     version, its path, whether it is statically linked."""
     res, _ = sleep_run
     ident = request.node.callspec.params["sleep_run"]
-    if ident in ("py3.9", "py3.10"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "interpreters[].version loses the micro version before 3.11 "
-            "(3.9.18 is reported as 3.9.0, 3.10.13 as 3.10.0): user/python.c "
-            "takes it from Py_Version, which only 3.11+ have")))
     p = subprocess.run([res.python, "-c", "import platform, sys; print("
                         "platform.python_version(), sys.executable)"],
                        capture_output=True, text=True, check=True)
@@ -223,7 +218,7 @@ def test_interpreter_facts(sleep_run, request):
 def test_two_threads_1_to_3(python, tmp_path, accuracy):
     prog = program("threads_ratio.py")
     side = tmp_path / "threads.json"
-    res = profile_run(python, prog, ["0.2", side], tmp=tmp_path,
+    res = profile_run(python, prog, ["0.3", side], tmp=tmp_path,
                       opts=EXCLUDE_SPIN, gui=python == default_interpreter())
     m = markers(prog)
     light = line_time(res.profile, prog, m["light"])
@@ -241,8 +236,8 @@ def test_two_threads_1_to_3(python, tmp_path, accuracy):
     accuracy("heavy line s vs thread_time", info["heavy_cpu_s"],
              heavy.seconds, "10%")
     # 10% against what each thread measured of itself (time.thread_time
-    # around its line), on the ratio and on each line's seconds: about 0.8 s
-    # of CPU in all is ~800 samples, and the lines hold each thread's CPU
+    # around its line), on the ratio and on each line's seconds: about 1.2 s
+    # of CPU in all is ~1200 samples, and the lines hold each thread's CPU
     # time (its waiting for the GIL is parked time, not line time).
     assert abs(ratio / real - 1) <= 0.10, (
         f"ratio {ratio:.2f} vs {real:.2f}; {ctx}")

@@ -98,7 +98,7 @@ static int detect_child(const char *python, struct py_proc *pp, pid_t *pid, char
 	return err;
 }
 
-static void check_live(const char *python, int minor, bool static_build)
+static void check_live(const char *python, int minor, bool static_build, const char *version)
 {
 	struct py_proc pp;
 	char why[512];
@@ -111,6 +111,13 @@ static void check_live(const char *python, int minor, bool static_build)
 	CHECK_EQ_INT(err, 0);
 	if (!err) {
 		CHECK_EQ_INT(pp.minor, minor);
+		if (version) {
+			char v[32];
+
+			/* The full version, micro included, on every minor. */
+			python__version_string(pp.version_hex, v, sizeof(v));
+			CHECK_EQ_STR(v, version);
+		}
 		CHECK_EQ_INT((pp.version_hex >> 16) & 0xff, minor);
 		CHECK(pp.off && pp.off->minor == minor);
 		CHECK(pp.runtime != 0);
@@ -139,10 +146,10 @@ static void test_detect_live(void)
 			CHECK(!"interpreter missing");
 			continue;
 		}
-		check_live(py, 9 + (int)i, false);
+		check_live(py, 9 + (int)i, false, versions[i]);
 	}
 	if (!access("/usr/bin/python3.11", X_OK))
-		check_live("/usr/bin/python3.11", 11, true);
+		check_live("/usr/bin/python3.11", 11, true, NULL);
 	else
 		CHECK(!"/usr/bin/python3.11 is missing (apt-get install python3.11)");
 }

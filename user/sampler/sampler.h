@@ -49,17 +49,21 @@
  *   malloc(weight, flags, ptr, size)
  *				an allocation was sampled: `weight` bytes (see
  *				above), SBS_F_* `flags` (bit 0: Python domain),
- *				the block `ptr` and its requested `size`.
+ *				the block `ptr` and its requested `size` (0 with
+ *				SBS_F_RESTORED).
  *   free(ptr, weight, flags)	a sampled block is being freed (or reallocated):
- *				`weight` and `flags` as at its malloc probe.
- *				Fired before the block is released, so a later
- *				malloc probe may reuse the address.
+ *				`weight` and `flags` as at its malloc probe,
+ *				plus SBS_F_STALE.  Fired before the block is
+ *				released, so a later malloc probe may reuse the
+ *				address.
  *   memcpy(weight, size)	a copy was sampled: `weight` bytes, as for
  *				malloc, for a copy of `size` bytes.
  *   exit(state)		the process exits normally (not on _exit or a
  *				signal); the state block is final.
  *
- * All probes fire on the thread that did the allocation, free or copy.
+ * malloc, free and memcpy fire on the thread that allocates, frees or copies
+ * (a free flagged SBS_F_STALE: on the thread that got the address back).
+ * Arguments are 64-bit except `flags` and `abi` (32-bit).
  */
 #ifndef SCALENE_BPF_SAMPLER_H
 #define SCALENE_BPF_SAMPLER_H

@@ -3,6 +3,9 @@
 # preloads, and its tests.  Included by the top-level Makefile after its own
 # variables (OUT, CC, WARNINGS).
 
+# Included anywhere, this file must not become the default goal.
+sampler_saved_goal := $(.DEFAULT_GOAL)
+
 SAMPLER_SO	:= $(OUT)/sampler/libscalene-bpf-sampler.so
 SAMPLER_SRCS	:= $(wildcard user/sampler/*.c)
 SAMPLER_OBJS	:= $(patsubst user/sampler/%.c,$(OUT)/sampler/%.o,$(SAMPLER_SRCS))
@@ -54,3 +57,7 @@ $(OUT)/sampler:
 	mkdir -p $@
 
 -include $(SAMPLER_OBJS:.o=.d) $(SAMPLER_TESTS:=.d)
+
+# Last: the dependency files above hold rules too.  Empty (included before
+# the first rule) lets make pick the next rule it reads, as without us.
+.DEFAULT_GOAL := $(sampler_saved_goal)
