@@ -107,7 +107,7 @@ bench-smoke: scalene-bpf
 	tools/bench/run --smoke
 
 # Debian packages needed to build and test.
-DEB_DEPS := clang llvm clang-format libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
+DEB_DEPS := clang llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
 	    python3 python3-venv
 .PHONY: deps
 deps:
@@ -133,7 +133,8 @@ pyoffsets:
 
 .PHONY: lint
 lint:
-	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h
+	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h user/sampler/*.c \
+		user/sampler/*.h
 
 .PHONY: install
 install: scalene-bpf
@@ -153,5 +154,8 @@ help:
 	@echo "make pyoffsets  regenerate pyoffsets/ from each CPython's headers"
 	@echo "make vmlinux    regenerate vmlinux/\$$(ARCH)/vmlinux.h from this kernel's BTF"
 	@echo "make install    install into \$$(PREFIX) (default /usr/local)"
+
+# The allocation sampler preloaded into profiled programs (memory profiling).
+include user/sampler/sampler.mk
 
 -include $(USER_OBJS:.o=.d) $(BPF_OBJS:.o=.d) $(UNIT_BINS:=.d) $(BPFHOST_BINS:=.d)
