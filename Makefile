@@ -60,8 +60,8 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libcore.a | $(OUT)/tests
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(OUT)/libcore.a $(LDLIBS)
 
 # The BPF walker compiled as host C, run against synthetic memory images.
-$(OUT)/tests/bpf_test_%: tests/bpf/test_%.c | $(OUT)/tests
-	$(CC) $(CPPFLAGS) -Itests/unit -Itests/bpf $(CFLAGS) $(LDFLAGS) -o $@ $< $(LDLIBS)
+$(OUT)/tests/bpf_test_%: tests/bpf/test_%.c $(OUT)/libcore.a | $(OUT)/tests
+	$(CC) $(CPPFLAGS) -Itests/unit -Itests/bpf $(CFLAGS) $(LDFLAGS) -o $@ $< $(OUT)/libcore.a $(LDLIBS)
 
 $(OUT)/user $(OUT)/bpf $(OUT)/tests:
 	mkdir -p $@

@@ -345,12 +345,11 @@ static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 	return 0;
 }
 
-static void fill_cfg(struct py_proc *pp)
+void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c)
 {
-	const struct py_offsets *o = pp->off;
-	struct py_walk_cfg *c = &pp->cfg;
-
-	c->minor = pp->minor;
+	memset(c, 0, sizeof(*c));
+	c->tss_key_addr = tss_key_addr;
+	c->minor = o->minor;
 	c->tsd_base = GLIBC_TSD_BASE;
 	c->tsd_stride = GLIBC_TSD_STRIDE;
 	c->tsd_data = GLIBC_TSD_DATA;
@@ -369,7 +368,7 @@ static void fill_cfg(struct py_proc *pp)
 	c->f_prev = o->frame_previous;
 	c->f_instr = o->frame_instr;
 	/* 3.11 has owner but no shim frames; only 3.12+ marks them with it. */
-	c->f_owner = pp->minor >= 12 ? o->frame_owner : PYOFF_NONE;
+	c->f_owner = o->minor >= 12 ? o->frame_owner : PYOFF_NONE;
 	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
 	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
 	c->co_firstlineno = o->code_firstlineno;
@@ -499,7 +498,7 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 	if (err)
 		goto cleanup;
 	text_ranges(pp, m, path);
-	fill_cfg(pp);
+	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, &pp->cfg);
 	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
 		 (unsigned long long)pp->runtime);
 cleanup:

@@ -54,6 +54,9 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen);
  * reason in why.  Binaries it cannot tell about pass. */
 int python__check_binary(const char *path, char *why, size_t whylen);
 
+/* The walker's configuration for a layout table (glibc x86_64 TSD). */
+void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c);
+
 /* True when ip lies in the interpreter's own code. */
 bool python__in_interpreter(const struct py_proc *pp, uint64_t ip);
 

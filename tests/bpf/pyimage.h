@@ -15,6 +15,7 @@
 #include "abi.h"
 #include "cpython.h"
 #include "memimg.h"
+#include "python.h"
 
 /* glibc x86_64 TSD, the constants user/python.c fills the config with:
  * offsetof(struct pthread, specific_1stblock), sizeof(struct
@@ -188,34 +189,9 @@ static inline void pyimg__free(struct pyimg *p)
 /* The walker's configuration as user/python.c fill_cfg() builds it. */
 static inline void pyimg__cfg(const struct pyimg *p, struct py_walk_cfg *c)
 {
-	const struct py_offsets *o = p->o;
-
-	memset(c, 0, sizeof(*c));
-	c->tss_key_addr = p->key_addr;
-	c->minor = o->minor;
-	c->tsd_base = TSD_BASE;
-	c->tsd_stride = TSD_STRIDE;
-	c->tsd_data = TSD_DATA;
-	c->ts_thread_id = o->tstate_thread_id;
-	if (o->tstate_frame != PYOFF_NONE) {
-		c->ts_frame = o->tstate_frame;
-		c->cframe_current = PYOFF_NONE;
-	} else if (o->tstate_cframe != PYOFF_NONE) {
-		c->ts_frame = o->tstate_cframe;
-		c->cframe_current = o->cframe_current_frame;
-	} else {
-		c->ts_frame = o->tstate_current_frame;
-		c->cframe_current = PYOFF_NONE;
-	}
-	c->f_code = o->frame_code;
-	c->f_prev = o->frame_previous;
-	c->f_instr = o->frame_instr;
-	c->f_owner = o->minor >= 12 ? o->frame_owner : PYOFF_NONE;
-	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
-	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
-	c->co_firstlineno = o->code_firstlineno;
-	c->co_filename = o->code_filename;
-	c->co_name = o->code_name;
+	/* The loader's own code, so that the walker is tested with what the
+	 * profiler really gives it. */
+	python__walk_cfg(p->o, p->key_addr, c);
 }
 
 /*
