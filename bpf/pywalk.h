@@ -61,17 +61,18 @@ static __always_inline int pywalk_user_ptr(__u64 p)
  * glibc's pthread_getspecific(key) for key < 32 is
  * self->specific_1stblock[key].data with self == fsbase.
  */
-static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsbase, __u64 *tstate)
+static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsbase, __u64 *tstate,
+					 __u64 *slot)
 {
 	__u32 key = 0;
-	__u64 ts = 0, tid = 0;
+	__u64 ts = 0, tid = 0, at;
 
 	if (!c->tss_key_addr || PYWALK_READ(&key, sizeof(key), c->tss_key_addr))
 		return WALK_BAD_KEY;
 	if (key >= TSD_DIRECT_KEYS)
 		return WALK_BAD_KEY;
-	if (PYWALK_READ(&ts, sizeof(ts),
-			fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data))
+	at = fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data;
+	if (PYWALK_READ(&ts, sizeof(ts), at))
 		return WALK_NO_TSTATE;
 	if (!pywalk_user_ptr(ts))
 		return WALK_NO_TSTATE;
@@ -82,6 +83,7 @@ static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsba
 	if (tid != fsbase)
 		return WALK_TID_MISMATCH;
 	*tstate = ts;
+	*slot = at;
 	return WALK_OK;
 }
 
@@ -211,8 +213,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 					 struct pywalk_cache *cache, struct py_frame *frames,
 					 __u32 *nframes, struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, cur = 0, tid = 0;
-	__u32 key = 0;
+	__u64 tstate = 0, f = 0, cur = 0, tid = 0, slot = 0;
 	int status;
 
 	*nframes = 0;
@@ -223,13 +224,10 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 		tstate = cur;
 	} else {
 		cache->tstate = 0;
-		status = pywalk_tstate(c, fsbase, &tstate);
+		status = pywalk_tstate(c, fsbase, &tstate, &slot);
 		if (status != WALK_OK)
 			return status;
-		/* pywalk_tstate checked the key; read again for the slot. */
-		if (PYWALK_READ(&key, sizeof(key), c->tss_key_addr) || key >= TSD_DIRECT_KEYS)
-			return WALK_BAD_KEY;
-		cache->slot = fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data;
+		cache->slot = slot;
 		cache->tstate = tstate;
 	}
 	status = pywalk_first_frame(c, tstate, &f);
@@ -242,11 +240,11 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 				  struct py_frame *frames, __u32 *nframes, struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0;
+	__u64 tstate = 0, f = 0, slot = 0;
 	int status;
 
 	*nframes = 0;
-	status = pywalk_tstate(c, fsbase, &tstate);
+	status = pywalk_tstate(c, fsbase, &tstate, &slot);
 	if (status != WALK_OK)
 		return status;
 	status = pywalk_first_frame(c, tstate, &f);
