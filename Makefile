@@ -10,11 +10,12 @@ ARCH		:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 PYTHON_TEST	?= $(shell pyenv prefix 3.11.7 2>/dev/null || echo /usr)/bin/python3
 
 WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -D_GNU_SOURCE
+CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -D_GNU_SOURCE
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
 LDLIBS		+= -lbpf -lelf -lz -ljson-c -lm
-BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ipyoffsets \
+BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ipyoffsets -Iuser/sampler \
+		   -idirafter /usr/include/$(shell $(CC) -dumpmachine) \
 		   -Wall -Wno-unused-function -MMD -MP
 
 ifeq ($(SANITIZE),1)

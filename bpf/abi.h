@@ -26,6 +26,7 @@ enum event_type {
 	EV_EXEC = 2,
 	EV_FORK = 3,
 	EV_EXIT = 4,
+	EV_SAMPLER = 5, /* the allocation sampler started or ended in a process */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -33,6 +34,12 @@ enum sample_mode {
 	MODE_USER = 0,	 /* on CPU in user mode */
 	MODE_KERNEL = 1, /* on CPU in kernel mode */
 	MODE_OFFCPU = 2, /* blocked; weight is the off-CPU time it stands for */
+	/* Fired by the allocation sampler (user/sampler/sampler.h): mem_bytes is
+	 * the weight, mem_addr the block, mem_size the request, mem_flags its
+	 * SBS_F_* flags. */
+	MODE_MALLOC = 3,
+	MODE_FREE = 4,
+	MODE_COPY = 5, /* mem_bytes: weight of a copy of mem_size bytes */
 };
 
 /* Outcome of the Python stack walk. */
@@ -59,6 +66,9 @@ enum stat_id {
 	STAT_PROC_TABLE_FULL,	/* a child could not be tracked: map full */
 	STAT_EVENTS_LOST,	/* process events lost: ring buffer full */
 	STAT_SAMPLE_NS,		/* time spent on samples of tracked threads, ns */
+	STAT_MEM_EVENTS,	/* allocation sampler probes of tracked processes */
+	STAT_MEM_NS,		/* time spent on them, ns */
+	STAT_MEM_LOST,		/* allocation sampler records lost: ring buffer full */
 	STAT_MAX,
 };
 
@@ -137,6 +147,11 @@ struct sample_event {
 	__u64 user_ip;	  /* leaf user-mode instruction pointer, 0 if unknown */
 	__s32 syscall_nr; /* off-CPU: the syscall the thread blocked in, -1 if none */
 	__u32 nframes;
+	__u64 mem_bytes; /* MODE_MALLOC/FREE/COPY, else 0 */
+	__u64 mem_addr;
+	__u64 mem_size;
+	__u32 mem_flags;
+	__u32 pad;
 	struct py_frame frames[MAX_FRAMES];
 };
 
@@ -149,6 +164,26 @@ struct proc_record {
 	__u32 exit_code; /* EV_EXIT */
 	__u64 ts;
 	__u8 comm[16];
+};
+
+/* Copied from the sampler's state block at its init and exit probes. */
+#define SAMPLER_STATE_BYTES 248
+
+enum sampler_phase {
+	SAMPLER_INIT = 1, /* loaded: state is its state block as it starts */
+	SAMPLER_EXIT = 2, /* the process exits normally: state is final */
+};
+
+struct sampler_record {
+	__u32 type; /* EV_SAMPLER */
+	__u32 tgid;
+	__u32 phase; /* enum sampler_phase */
+	__u32 abi;   /* init: the library's ABI version */
+	__u64 ts;
+	__u64 state_addr;
+	__s32 read_err; /* reading the state block: 0 or -errno */
+	__u32 pad;
+	__u8 state[SAMPLER_STATE_BYTES];
 };
 
 #endif /* SCALENE_BPF_ABI_H */

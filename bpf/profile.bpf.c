@@ -14,11 +14,17 @@
  *   the whole periods crossed (blocked time sampled like CPU time), so the
  *   cost follows the sampling rate, not the switch rate.
  * sched_process_{fork,exec,exit}: follow children, re-detect after exec.
+ * on_malloc, on_free, on_memcpy (USDT, libscalene-bpf-sampler.so): the
+ *   sampler fires them only for sampled allocations, frees of sampled blocks
+ *   and sampled copies; each becomes a record with the Python stack, walked
+ *   here while the allocating frame is still live.
+ * on_sampler_init, on_sampler_exit (USDT): the sampler's state block.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
 
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
 #include "pywalk.h"
@@ -147,6 +153,11 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid)
 	ev->offcpu_ns = 0;
 	ev->user_ip = 0;
 	ev->syscall_nr = -1;
+	ev->mem_bytes = 0;
+	ev->mem_addr = 0;
+	ev->mem_size = 0;
+	ev->mem_flags = 0;
+	ev->pad = 0;
 	return ev;
 }
 
@@ -324,4 +335,107 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	emit_proc_record(EV_EXIT, tgid, 0,
 			 BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code, task);
 	return 0;
+}
+
+/*
+ * The allocation sampler's probes.  Attached to every process that maps the
+ * library (the loader passes no PID: fork children are covered without a new
+ * attach); records are kept only for tracked processes.
+ */
+static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 size, __u32 flags)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct tracked_thread *ts;
+	struct sample_event *ev;
+	struct proc_info *p;
+
+	p = tracked_proc(task, pid_tgid >> 32);
+	if (!p)
+		return 0;
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		stat_inc(STAT_MEM_LOST);
+		return 0;
+	}
+	ev->type = EV_SAMPLE;
+	ev->tgid = pid_tgid >> 32;
+	ev->tid = (__u32)pid_tgid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->ts = t0 = bpf_ktime_get_ns();
+	ev->cpu_ns = 0;
+	ev->offcpu_ns = 0;
+	ev->user_ip = 0;
+	ev->syscall_nr = -1;
+	ev->mode = mode;
+	ev->mem_bytes = bytes;
+	ev->mem_addr = addr;
+	ev->mem_size = size;
+	ev->mem_flags = flags;
+	ev->pad = 0;
+	stat_inc(STAT_MEM_EVENTS);
+	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		stat_inc(STAT_TASK_STORAGE_FAIL);
+	fill_stack(ev, p, task, ts);
+	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	stat_add(STAT_MEM_NS, bpf_ktime_get_ns() - t0);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(on_malloc, __u64 weight, __u32 flags, __u64 ptr, __u64 size)
+{
+	return mem_event(MODE_MALLOC, weight, ptr, size, flags);
+}
+
+SEC("usdt")
+int BPF_USDT(on_free, __u64 ptr, __u64 weight, __u32 flags)
+{
+	return mem_event(MODE_FREE, weight, ptr, 0, flags);
+}
+
+SEC("usdt")
+int BPF_USDT(on_memcpy, __u64 weight, __u64 size)
+{
+	return mem_event(MODE_COPY, weight, 0, size, 0);
+}
+
+static __always_inline int sampler_event(__u32 phase, __u64 state, __u32 abi)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct sampler_record *r;
+
+	if (!tracked_proc(task, pid_tgid >> 32))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		stat_inc(STAT_EVENTS_LOST);
+		return 0;
+	}
+	r->type = EV_SAMPLER;
+	r->tgid = pid_tgid >> 32;
+	r->phase = phase;
+	r->abi = abi;
+	r->ts = bpf_ktime_get_ns();
+	r->state_addr = state;
+	r->pad = 0;
+	r->read_err = bpf_probe_read_user(r->state, sizeof(r->state), (const void *)state);
+	if (r->read_err)
+		__builtin_memset(r->state, 0, sizeof(r->state));
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(on_sampler_init, __u64 state, __u32 abi)
+{
+	return sampler_event(SAMPLER_INIT, state, abi);
+}
+
+SEC("usdt")
+int BPF_USDT(on_sampler_exit, __u64 state)
+{
+	return sampler_event(SAMPLER_EXIT, state, 0);
 }

@@ -13,19 +13,24 @@
 #include <bpf/libbpf.h>
 
 #include "loader.h"
+#include "sampler.h"
 #include "log.h"
 #include "profile.skel.h"
 
 _Static_assert(sizeof(struct py_walk_cfg) == 40, "py_walk_cfg layout");
 _Static_assert(sizeof(struct proc_info) == 56, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
-_Static_assert(SAMPLE_HDR_SIZE == 56, "sample_event header layout");
+_Static_assert(SAMPLE_HDR_SIZE == 88, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 40, "proc_record layout");
+_Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
+_Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
+	       "sampler state block size");
 
 struct loader {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links;
+	struct bpf_link *usdt_links[5];
 	int *pfds;
 	int ncpus;
 	uint64_t period_ns;
@@ -96,6 +101,37 @@ static int attach_perf(struct loader *l)
 	return attached ? 0 : -ENODEV;
 }
 
+static int attach_sampler(struct loader *l, const char *path)
+{
+	struct {
+		struct bpf_program *prog;
+		const char *name;
+	} probes[] = {
+		{ l->skel->progs.on_sampler_init, "init" }, { l->skel->progs.on_malloc, "malloc" },
+		{ l->skel->progs.on_free, "free" },	    { l->skel->progs.on_memcpy, "memcpy" },
+		{ l->skel->progs.on_sampler_exit, "exit" },
+	};
+	size_t i;
+	int err;
+
+	_Static_assert(sizeof(probes) / sizeof(probes[0]) ==
+			       sizeof(l->usdt_links) / sizeof(l->usdt_links[0]),
+		       "one link per probe");
+	for (i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		/* No PID: every process that maps the library, fork children
+		 * included; the programs keep only tracked processes. */
+		l->usdt_links[i] = bpf_program__attach_usdt(
+			probes[i].prog, -1, path, SCALENE_BPF_USDT_PROVIDER, probes[i].name, NULL);
+		if (!l->usdt_links[i]) {
+			err = -errno;
+			pr_warn("failed to attach to the allocation sampler's probe %s in %s: %s\n",
+				probes[i].name, path, strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
 struct loader *loader__open(const struct loader_opts *opts)
 {
 	struct loader *l;
@@ -125,6 +161,13 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
+	if (!opts->sampler_path) {
+		bpf_program__set_autoload(l->skel->progs.on_sampler_init, false);
+		bpf_program__set_autoload(l->skel->progs.on_malloc, false);
+		bpf_program__set_autoload(l->skel->progs.on_free, false);
+		bpf_program__set_autoload(l->skel->progs.on_memcpy, false);
+		bpf_program__set_autoload(l->skel->progs.on_sampler_exit, false);
+	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
 		pr_warn("failed to load the BPF programs: %s%s\n", strerror(-err),
@@ -136,6 +179,11 @@ struct loader *loader__open(const struct loader_opts *opts)
 		pr_warn("failed to attach the BPF tracepoints: %s%s\n", strerror(-err),
 			privilege_hint(-err));
 		goto fail;
+	}
+	if (opts->sampler_path) {
+		err = attach_sampler(l, opts->sampler_path);
+		if (err)
+			goto fail;
 	}
 	err = attach_perf(l);
 	if (err)
@@ -161,6 +209,8 @@ void loader__free(struct loader *l)
 	if (!l)
 		return;
 	ring_buffer__free(l->rb);
+	for (cpu = 0; cpu < (int)(sizeof(l->usdt_links) / sizeof(l->usdt_links[0])); cpu++)
+		bpf_link__destroy(l->usdt_links[cpu]);
 	for (cpu = 0; l->links && cpu < l->ncpus; cpu++)
 		bpf_link__destroy(l->links[cpu]);
 	for (cpu = 0; l->pfds && cpu < l->ncpus; cpu++) {

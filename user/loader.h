@@ -21,6 +21,9 @@ struct loader_opts {
 	bool follow_children;
 	unsigned int max_procs;	    /* tracked processes at once */
 	unsigned int ringbuf_bytes; /* power of two */
+	/* The allocation sampler library whose probes to attach (run mode with
+	 * memory profiling), or NULL. */
+	const char *sampler_path;
 	loader_event_fn on_event;
 	void *ctx;
 };

@@ -27,6 +27,7 @@
 #include "profile.h"
 #include "python.h"
 #include "runner.h"
+#include "sampler.h"
 #include "session.h"
 #include "target.h"
 #include "view.h"
@@ -82,6 +83,9 @@ struct run_state {
 	struct profile *profile;
 	struct session *session;
 	double start_mono, start_wall;
+	bool memory;		/* the allocation sampler is preloaded */
+	char sampler[PATH_MAX]; /* its path */
+	char *env[4];		/* what the program's environment gets for it */
 };
 
 static int write_profile(struct run_state *rs, bool final)
@@ -95,6 +99,8 @@ static int write_profile(struct run_state *rs, bool final)
 		.start_time_absolute = rs->start_wall,
 		.start_time_perf = rs->start_mono,
 		.cpu_percent_threshold = rs->opts->cpu_percent_threshold,
+		.memory = rs->memory,
+		.leaks = !rs->opts->no_leaks,
 		.read_source = session__read_source,
 		.ctx = rs->session,
 	};
@@ -128,6 +134,11 @@ static int write_profile(struct run_state *rs, bool final)
 		else
 			pr_warn("and could not save it to %s either\n", fallback);
 	} else if (final) {
+		char *warn = session__memory_warnings(rs->session);
+
+		if (warn)
+			fprintf(stderr, "scalene-bpf: %s", warn);
+		free(warn);
 		fprintf(stderr,
 			"scalene-bpf: profile saved to %s (%llu samples)\n"
 			"  to view it in the terminal: scalene-bpf view --cli %s\n"
@@ -155,9 +166,10 @@ static int setup(struct run_state *rs)
 		.follow_children = !rs->opts->no_follow,
 		.max_procs = MAX_PROCS,
 		.ringbuf_bytes = RINGBUF_BYTES,
+		.sampler_path = rs->memory ? rs->sampler : NULL,
 		.on_event = session__handle,
 	};
-	struct session_opts so = {};
+	struct session_opts so = { .memory = rs->memory };
 
 	rs->profile = profile__new(&filter);
 	if (!rs->profile)
@@ -179,6 +191,10 @@ static int setup(struct run_state *rs)
 
 static void teardown(struct run_state *rs)
 {
+	size_t i;
+
+	for (i = 0; i < sizeof(rs->env) / sizeof(rs->env[0]); i++)
+		free(rs->env[i]);
 	loader__free(rs->loader);
 	session__free(rs->session);
 	profile__free(rs->profile);
@@ -224,6 +240,46 @@ static int run_loop(struct run_state *rs, pid_t child)
 	return status;
 }
 
+/* Memory profiling in run mode: the sampler library goes first in the
+ * program's LD_PRELOAD (an allocator the user preloads comes after it, and
+ * the sampler forwards to it), with its sampling means. */
+static int prepare_memory(struct run_state *rs)
+{
+	const struct options *o = rs->opts;
+	const char *old = getenv("LD_PRELOAD");
+	int err;
+
+	err = find_sampler_lib(rs->sampler, sizeof(rs->sampler));
+	if (err) {
+		pr_warn("memory profiling needs %s, which was not found next to this program (%s); "
+			"build it with make, point SCALENE_BPF_SAMPLER_LIB at it, or use "
+			"--cpu-only\n",
+			SCALENE_BPF_SAMPLER_SONAME, strerror(-err));
+		return err;
+	}
+	if (strpbrk(rs->sampler, " :\t\n")) {
+		pr_warn("the sampler library's path has a space or colon, which LD_PRELOAD cannot "
+			"carry: %s; install it elsewhere or use --cpu-only\n",
+			rs->sampler);
+		return -EINVAL;
+	}
+	if (asprintf(&rs->env[0], "LD_PRELOAD=%s%s%s", rs->sampler, old && *old ? " " : "",
+		     old ? old : "") < 0 ||
+	    asprintf(&rs->env[1], "%s=%llu", SCALENE_BPF_ENV_SAMPLE_BYTES,
+		     o->sampling_window
+			     ? o->sampling_window
+			     : (unsigned long long)SCALENE_BPF_DEFAULT_SAMPLE_BYTES) < 0 ||
+	    asprintf(&rs->env[2], "%s=%llu", SCALENE_BPF_ENV_COPY_SAMPLE_BYTES,
+		     o->copy_window
+			     ? o->copy_window
+			     : (unsigned long long)SCALENE_BPF_DEFAULT_COPY_SAMPLE_BYTES) < 0) {
+		rs->env[0] = rs->env[1] = rs->env[2] = NULL;
+		return -ENOMEM;
+	}
+	rs->memory = true;
+	return 0;
+}
+
 static int cmd_run(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
@@ -246,6 +302,12 @@ static int cmd_run(const struct options *o)
 		pr_warn("cannot write the profile to %s: %s; choose another path with -o\n",
 			o->outfile, strerror(-err));
 		goto out;
+	}
+	if (!o->cpu_only) {
+		err = prepare_memory(&rs);
+		if (err)
+			goto out;
+		l.env = (const char *const *)rs.env;
 	}
 	err = setup(&rs);
 	if (err)

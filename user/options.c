@@ -23,11 +23,21 @@ enum {
 	OPT_CLI,
 	OPT_ALL_LINES,
 	OPT_VERSION,
+	OPT_MEMORY,
+	OPT_SAMPLING_WINDOW,
+	OPT_COPY_WINDOW,
+	OPT_LEAKS,
+	OPT_NO_LEAKS,
 };
 
 static const struct option long_opts[] = {
 	{ "outfile", required_argument, NULL, 'o' },
 	{ "cpu-only", no_argument, NULL, OPT_CPU_ONLY },
+	{ "memory", no_argument, NULL, OPT_MEMORY },
+	{ "allocation-sampling-window", required_argument, NULL, OPT_SAMPLING_WINDOW },
+	{ "copy-sampling-window", required_argument, NULL, OPT_COPY_WINDOW },
+	{ "memory-leak-detector", no_argument, NULL, OPT_LEAKS },
+	{ "no-memory-leak-detector", no_argument, NULL, OPT_NO_LEAKS },
 	{ "profile-all", no_argument, NULL, OPT_PROFILE_ALL },
 	{ "profile-only", required_argument, NULL, OPT_PROFILE_ONLY },
 	{ "profile-exclude", required_argument, NULL, OPT_PROFILE_EXCLUDE },
@@ -115,6 +125,43 @@ static int parse_double(const char *s, double *out, double min, double max)
 	return 0;
 }
 
+/* A byte count: digits with an optional k, m or g (powers of 1024). */
+static int parse_bytes(const char *s, unsigned long long *out)
+{
+	unsigned long long v, mul = 1;
+	char *end;
+
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		mul = 1ull << 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		mul = 1ull << 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1ull << 30;
+		end++;
+		break;
+	}
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || v > (1ull << 40) / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
 static int parse_list(char *s, const char **out, int *n)
 {
 	char *save = NULL, *tok;
@@ -152,6 +199,23 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_CPU_ONLY:
 		o->cpu_only = true;
+		return 0;
+	case OPT_MEMORY:
+		o->memory = true;
+		return 0;
+	case OPT_SAMPLING_WINDOW:
+		if (parse_bytes(arg, &o->sampling_window))
+			goto bad_number;
+		return 0;
+	case OPT_COPY_WINDOW:
+		if (parse_bytes(arg, &o->copy_window))
+			goto bad_number;
+		return 0;
+	case OPT_LEAKS:
+		o->no_leaks = false;
+		return 0;
+	case OPT_NO_LEAKS:
+		o->no_leaks = true;
 		return 0;
 	case OPT_PROFILE_ALL:
 		o->profile_all = true;

@@ -28,6 +28,10 @@ struct options {
 	double duration; /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
+	bool memory;			    /* attach: memory profiling (uprobes) asked for */
+	unsigned long long sampling_window; /* mean bytes between allocation samples; 0: default */
+	unsigned long long copy_window;	    /* same for copies */
+	bool no_leaks;			    /* no leak report */
 	bool profile_all;
 	bool idle;
 	bool no_follow;

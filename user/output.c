@@ -12,10 +12,25 @@
 #include "regions.h"
 #include "utf8.h"
 
-static const char *const memory_zero_fields[] = {
-	"n_avg_mb",	     "n_copy_mb_s",	 "n_gpu_avg_memory_mb", "n_gpu_peak_memory_mb",
-	"n_gpu_percent",     "n_growth_mb",	 "n_malloc_mb",		"n_peak_mb",
-	"n_python_fraction", "n_usage_fraction",
+#define MB (1024.0 * 1024.0)
+/* Scalene's leak report: likelihood by the rule of succession at least
+ * this, and the program's footprint growing by at least this percent. */
+#define LEAK_LIKELIHOOD 0.95
+#define LEAK_GROWTH_PERCENT 1.0
+/* A file is reported with this much sampled allocation, whatever its time. */
+#define FILE_MALLOC_THRESHOLD_MB 1.0
+
+static const char *const gpu_zero_fields[] = {
+	"n_gpu_avg_memory_mb",
+	"n_gpu_peak_memory_mb",
+	"n_gpu_percent",
+};
+
+/* What every line and function needs to put itself in proportion. */
+struct out_ctx {
+	const struct output_meta *m;
+	const struct profile_memory *pm;
+	double total; /* ns of sampled time */
 };
 
 double finite_or_zero(double x)
@@ -95,11 +110,56 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static struct json_object *series_json(const struct mem_series *s, const struct out_ctx *c)
+{
+	struct json_object *a = json_object_new_array();
+	double t[MEM_SERIES_MAX], y[MEM_SERIES_MAX], t0 = c->m->start_time_perf * 1e9;
+	int i, n = s ? mem_series__points(s, t, y) : 0;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *pt = json_object_new_array();
+		double dt = t[i] - t0;
+
+		json_object_array_add(pt, json_object_new_int64(dt > 0 ? (int64_t)dt : 0));
+		json_object_array_add(pt, jdouble(y[i] / MB));
+		json_object_array_add(a, pt);
+	}
+	return a;
+}
+
+static void put_memory(struct json_object *o, const struct mem_stats *ms, const struct out_ctx *c)
+{
+	double peak = 0, avg = 0, pyf = 0, usage = 0, copy = 0, malloc_mb = 0;
+	uint64_t mallocs = 0;
+
+	if (c->m->memory && ms) {
+		peak = ms->peak < c->pm->max_footprint ? ms->peak : c->pm->max_footprint;
+		avg = mem_stats__avg(ms);
+		if (avg > peak)
+			avg = peak;
+		malloc_mb = ms->malloc_bytes / MB;
+		mallocs = mem_stats__mallocs(ms);
+		pyf = ms->malloc_bytes > 0 ? ms->python_bytes / ms->malloc_bytes : 0;
+		usage = c->pm->malloc_bytes > 0 ? ms->malloc_bytes / c->pm->malloc_bytes : 0;
+		copy = c->m->elapsed_sec > 0 ? ms->copy_bytes / MB / c->m->elapsed_sec : 0;
+	}
+	json_object_object_add(o, "n_malloc_mb", jdouble(malloc_mb));
+	json_object_object_add(o, "n_mallocs", json_object_new_int64((int64_t)mallocs));
+	json_object_object_add(o, "n_avg_mb", jdouble(avg / MB));
+	json_object_object_add(o, "n_peak_mb", jdouble(peak / MB));
+	json_object_object_add(o, "n_growth_mb", jdouble(peak / MB));
+	json_object_object_add(o, "n_python_fraction", jdouble(pyf > 1 ? 1 : pyf));
+	json_object_object_add(o, "n_usage_fraction", jdouble(usage > 1 ? 1 : usage));
+	json_object_object_add(o, "n_copy_mb_s", jdouble(copy));
+	json_object_object_add(o, "memory_samples",
+			       series_json(c->m->memory && ms ? &ms->series : NULL, c));
+}
+
 /* The fields common to lines and functions (Scalene's FunctionDetail). */
-static void put_stats(struct json_object *o, const struct line_stats *st, double total,
+static void put_stats(struct json_object *o, const struct line_stats *st, const struct out_ctx *cx,
 		      bool with_times)
 {
-	double py = 0, c = 0, sys = 0, util = 0, sum;
+	double py = 0, c = 0, sys = 0, util = 0, sum, total = cx->total;
 	struct json_object *times = json_object_new_array();
 	size_t i;
 
@@ -120,10 +180,9 @@ static void put_stats(struct json_object *o, const struct line_stats *st, double
 	json_object_object_add(o, "n_cpu_percent_c", jdouble(c));
 	json_object_object_add(o, "n_sys_percent", jdouble(sys));
 	json_object_object_add(o, "n_core_utilization", jdouble(util > 1 ? 1 : util));
-	for (i = 0; i < sizeof(memory_zero_fields) / sizeof(memory_zero_fields[0]); i++)
-		json_object_object_add(o, memory_zero_fields[i], json_object_new_double(0));
-	json_object_object_add(o, "n_mallocs", json_object_new_int(0));
-	json_object_object_add(o, "memory_samples", json_object_new_array());
+	for (i = 0; i < sizeof(gpu_zero_fields) / sizeof(gpu_zero_fields[0]); i++)
+		json_object_object_add(o, gpu_zero_fields[i], json_object_new_double(0));
+	put_memory(o, st ? st->mem : NULL, cx);
 	if (with_times && st && st->ncpu_times) {
 		double sorted[CPU_SAMPLES_RESERVOIR];
 
@@ -185,7 +244,8 @@ static int split_lines(const char *src, size_t len, const char ***starts, size_t
 }
 
 static struct json_object *build_line(const struct file_stats *f, int lineno, const char *text,
-				      size_t len, const struct regions *r, int nlines, double total)
+				      size_t len, const struct regions *r, int nlines,
+				      const struct out_ctx *c)
 {
 	const struct line_stats *st = lineno < f->nlines ? f->lines[lineno] : NULL;
 	const struct line_regions *lr = r ? regions__line(r, lineno) : NULL;
@@ -208,7 +268,7 @@ static struct json_object *build_line(const struct file_stats *f, int lineno, co
 	json_object_object_add(o, "lineno", json_object_new_int(lineno));
 	json_object_object_add(o, "line", json_object_new_string(t ? t : ""));
 	free(t);
-	put_stats(o, st, total, true);
+	put_stats(o, st, c, true);
 	json_object_object_add(o, "start_region_line", json_object_new_int(sr));
 	json_object_object_add(o, "end_region_line", json_object_new_int(er));
 	json_object_object_add(o, "start_outermost_loop", json_object_new_int(so));
@@ -228,9 +288,48 @@ static int cmp_func(const void *a, const void *b)
 	return strcmp(x->qualname, y->qualname);
 }
 
-static struct json_object *build_file(const struct file_stats *f, const struct output_meta *m,
-				      double total)
+static double growth_rate(const struct profile_memory *pm)
 {
+	return pm->malloc_bytes > 0 ? 100.0 * pm->footprint / pm->malloc_bytes : 0;
+}
+
+/* Lines whose sampled blocks mostly outlived the program or are still
+ * live, while the footprint grew: Scalene's leak rule, on the exact set of
+ * sampled blocks followed to their frees. */
+static struct json_object *build_leaks(const struct file_stats *f, const struct out_ctx *c)
+{
+	struct json_object *leaks = json_object_new_object();
+	int i;
+
+	if (!c->m->memory || !c->m->leaks || growth_rate(c->pm) < LEAK_GROWTH_PERCENT)
+		return leaks;
+	for (i = 1; i < f->nlines; i++) {
+		const struct mem_stats *ms = f->lines[i] ? f->lines[i]->mem : NULL;
+		struct json_object *l;
+		double likelihood;
+		char key[16];
+
+		if (!ms || !ms->tracked || ms->live_bytes <= 0)
+			continue;
+		likelihood = 1.0 - (double)(ms->reclaimed + 1) / (ms->tracked - ms->reclaimed + 2);
+		if (likelihood < LEAK_LIKELIHOOD)
+			continue;
+		l = json_object_new_object();
+		json_object_object_add(l, "likelihood", jdouble(likelihood));
+		json_object_object_add(l, "velocity_mb_s",
+				       jdouble(c->m->elapsed_sec > 0
+						       ? ms->live_bytes / MB / c->m->elapsed_sec
+						       : 0));
+		snprintf(key, sizeof(key), "%d", i);
+		json_object_object_add(leaks, key, l);
+	}
+	return leaks;
+}
+
+static struct json_object *build_file(const struct file_stats *f, const struct out_ctx *c)
+{
+	const struct output_meta *m = c->m;
+	double total = c->total;
 	struct json_object *o = json_object_new_object(), *lines, *funcs;
 	const char **starts = NULL;
 	size_t *lens = NULL, srclen = 0;
@@ -254,7 +353,7 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	for (i = 1; i <= nlines; i++) {
 		json_object_array_add(lines, build_line(f, i, i <= n ? starts[i - 1] : "",
 							i <= n ? lens[i - 1] : 0, i <= n ? r : NULL,
-							nlines, total));
+							nlines, c));
 	}
 	funcs = json_object_new_array();
 	sorted = malloc((f->nfuncs ? f->nfuncs : 1) * sizeof(*sorted));
@@ -270,14 +369,14 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 					       json_object_new_int(sorted[i]->firstlineno > 0
 									   ? sorted[i]->firstlineno
 									   : 1));
-			put_stats(fo, &sorted[i]->st, total, false);
+			put_stats(fo, &sorted[i]->st, c, false);
 			json_object_array_add(funcs, fo);
 		}
 		free(sorted);
 	}
 	json_object_object_add(o, "functions", funcs);
 	json_object_object_add(o, "imports", json_object_new_array());
-	json_object_object_add(o, "leaks", json_object_new_object());
+	json_object_object_add(o, "leaks", build_leaks(f, c));
 	json_object_object_add(o, "lines", lines);
 	json_object_object_add(o, "percent_cpu_time",
 			       jdouble(total > 0 ? 100.0 * f->cpu_ns / total : 0));
@@ -313,17 +412,32 @@ static struct json_object *py_frame_obj(const struct frame_ref *fr)
 	return o;
 }
 
-static void build_stacks(struct json_object *doc, const struct profile *p, double total)
+static void build_stacks(struct json_object *doc, const struct profile *p, double total,
+			 bool memory)
 {
 	struct json_object *stacks = json_object_new_array();
 	struct json_object *combined = json_object_new_array();
+	struct json_object *mstacks = json_object_new_array();
 	int i, j;
 
 	for (i = 0; i < profile__nstacks(p); i++) {
 		const struct stack_stats *st = profile__stack(p, i);
-		struct json_object *frames = json_object_new_array();
-		struct json_object *cframes = json_object_new_array();
-		struct json_object *entry, *stats, *centry;
+		struct json_object *frames, *cframes, *entry, *stats, *centry;
+
+		if (memory && st->malloc_bytes > 0) {
+			struct json_object *mframes = json_object_new_array();
+
+			for (j = 0; j < st->nframes; j++)
+				json_object_array_add(mframes, py_frame_obj(&st->frames[j]));
+			entry = json_object_new_array();
+			json_object_array_add(entry, mframes);
+			json_object_array_add(entry, jdouble(st->malloc_bytes / MB));
+			json_object_array_add(mstacks, entry);
+		}
+		if (!st->count)
+			continue; /* a stack seen by allocations only */
+		frames = json_object_new_array();
+		cframes = json_object_new_array();
 
 		for (j = 0; j < st->nframes; j++) {
 			char *s = frame_string(&st->frames[j]);
@@ -365,10 +479,22 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 	}
 	json_object_object_add(doc, "stacks", stacks);
 	json_object_object_add(doc, "combined_stacks", combined);
+	json_object_object_add(doc, "memory_stacks", mstacks);
 }
 
 static bool file_reported(const struct file_stats *f, const struct output_meta *m, double total)
 {
+	double bytes = 0;
+	int i;
+
+	if (m->memory) {
+		for (i = 0; i < f->nlines; i++) {
+			if (f->lines[i] && f->lines[i]->mem)
+				bytes += f->lines[i]->mem->malloc_bytes;
+		}
+		if (bytes / MB >= FILE_MALLOC_THRESHOLD_MB)
+			return true;
+	}
 	if (total <= 0)
 		return false;
 	return 100.0 * f->total_ns / total >= m->cpu_percent_threshold;
@@ -377,12 +503,16 @@ static bool file_reported(const struct file_stats *f, const struct output_meta *
 struct json_object *output_build(const struct profile *p, const struct output_meta *m)
 {
 	struct json_object *doc = json_object_new_object(), *files, *args;
-	double total = profile__total_ns(p);
+	const struct profile_memory *pm = profile__memory(p);
+	struct out_ctx c = { .m = m, .pm = pm, .total = profile__total_ns(p) };
+	double total = c.total;
+	bool mem = m->memory;
 	int i;
 
 	if (!doc)
 		return NULL;
-	json_object_object_add(doc, "alloc_samples", json_object_new_int(0));
+	json_object_object_add(doc, "alloc_samples",
+			       json_object_new_int64(mem ? (int64_t)pm->alloc_samples : 0));
 	args = json_object_new_array();
 	for (i = 0; i < m->nargs; i++)
 		json_object_array_add(args, jstring(m->args[i]));
@@ -396,15 +526,19 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 	json_object_object_add(doc, "program", jstring(m->program));
 	json_object_object_add(doc, "gpu", json_object_new_boolean(0));
 	json_object_object_add(doc, "gpu_device", json_object_new_string(""));
-	json_object_object_add(doc, "growth_rate", json_object_new_double(0));
-	json_object_object_add(doc, "max_footprint_fname", NULL);
-	json_object_object_add(doc, "max_footprint_lineno", NULL);
-	json_object_object_add(doc, "max_footprint_mb", json_object_new_double(0));
-	json_object_object_add(doc, "max_footprint_python_fraction", json_object_new_double(0));
-	json_object_object_add(doc, "memory", json_object_new_boolean(0));
-	json_object_object_add(doc, "memory_stacks", json_object_new_array());
-	json_object_object_add(doc, "samples", json_object_new_array());
-	json_object_object_add(doc, "native_allocations_mb", json_object_new_double(0));
+	json_object_object_add(doc, "growth_rate", jdouble(mem ? growth_rate(pm) : 0));
+	json_object_object_add(doc, "max_footprint_fname",
+			       mem && pm->max_file ? jstring(pm->max_file) : NULL);
+	json_object_object_add(
+		doc, "max_footprint_lineno",
+		mem && pm->max_file && pm->max_line > 0 ? json_object_new_int(pm->max_line) : NULL);
+	json_object_object_add(doc, "max_footprint_mb", jdouble(mem ? pm->max_footprint / MB : 0));
+	json_object_object_add(doc, "max_footprint_python_fraction",
+			       jdouble(mem ? pm->max_python_fraction : 0));
+	json_object_object_add(doc, "memory", json_object_new_boolean(mem));
+	json_object_object_add(doc, "samples", series_json(mem ? &pm->series : NULL, &c));
+	json_object_object_add(doc, "native_allocations_mb",
+			       jdouble(mem ? pm->native_thread_bytes / MB : 0));
 	json_object_object_add(doc, "combined_stacks_timeline", json_object_new_array());
 	json_object_object_add(doc, "main_thread_id",
 			       m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id)
@@ -419,11 +553,11 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 		key = utf8_sanitize(f->path, strlen(f->path));
 		if (!key)
 			continue;
-		json_object_object_add(files, key, build_file(f, m, total));
+		json_object_object_add(files, key, build_file(f, &c));
 		free(key);
 	}
 	json_object_object_add(doc, "files", files);
-	build_stacks(doc, p, total);
+	build_stacks(doc, p, total, mem);
 	if (m->extra)
 		json_object_object_add(doc, "scalene_bpf", json_object_get(m->extra));
 	return doc;

@@ -28,6 +28,8 @@ struct output_meta {
 	double start_time_perf;	      /* CLOCK_MONOTONIC, s */
 	uint64_t main_thread_id;      /* pthread_t of the main thread, 0 if unknown */
 	double cpu_percent_threshold; /* files below it are left out */
+	bool memory;		      /* memory was profiled: the memory fields are filled */
+	bool leaks;		      /* report suspected leaks */
 	read_source_fn read_source;
 	void *ctx;
 	struct json_object *extra; /* facts of this profiler, stored under "scalene_bpf" */

@@ -12,6 +12,9 @@
 #define MAX_STACKS 20000
 /* Line numbers beyond this are not real source lines. */
 #define MAX_LINENO 10000000
+/* Sampled blocks followed until their free, all processes together: the
+ * sampler itself tracks at most 32768 per process. */
+#define MAX_LIVE_BLOCKS (1 << 20)
 
 struct func_key {
 	const char *file;
@@ -22,6 +25,17 @@ struct func_key {
 
 struct thread_key {
 	int tgid, tid;
+};
+
+struct block_key {
+	int tgid, pad;
+	uint64_t addr;
+};
+
+/* A sampled block not yet freed, and where it was allocated. */
+struct live_block {
+	struct mem_stats *line, *func;
+	double bytes;
 };
 
 struct stack_node {
@@ -47,6 +61,8 @@ struct profile {
 	double unattributed_ns[UNATTR_MAX];
 	uint64_t samples, truncated;
 	uint64_t rng;
+	struct hmap *blocks; /* struct block_key -> struct live_block */
+	struct profile_memory mem;
 };
 
 static void *grow(void *arr, int n, size_t elem)
@@ -72,9 +88,10 @@ struct profile *profile__new(const struct profile_filter *filter)
 	p->funcs = hmap__new(sizeof(struct func_key));
 	p->stacks_by_hash = hmap__new(sizeof(uint64_t));
 	p->threads_by_key = hmap__new(sizeof(struct thread_key));
+	p->blocks = hmap__new(sizeof(struct block_key));
 	p->rng = 0x9e3779b97f4a7c15ULL;
 	if (!p->strings || !p->files_by_path || !p->funcs || !p->stacks_by_hash ||
-	    !p->threads_by_key) {
+	    !p->threads_by_key || !p->blocks) {
 		profile__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -91,15 +108,24 @@ void profile__free(struct profile *p)
 	if (!p)
 		return;
 	for (i = 0; i < p->nfiles; i++) {
-		for (j = 0; j < p->files[i]->nlines; j++)
+		for (j = 0; j < p->files[i]->nlines; j++) {
+			if (p->files[i]->lines[j])
+				free(p->files[i]->lines[j]->mem);
 			free(p->files[i]->lines[j]);
+		}
 		free(p->files[i]->lines);
 		free(p->files[i]->funcs);
 		free(p->files[i]);
 	}
 	free(p->files);
-	while (p->funcs && hmap__next(p->funcs, &it, NULL, &v))
+	while (p->funcs && hmap__next(p->funcs, &it, NULL, &v)) {
+		free(((struct func_stats *)v)->st.mem);
 		free(v);
+	}
+	it = 0;
+	while (p->blocks && hmap__next(p->blocks, &it, NULL, &v))
+		free(v);
+	hmap__free(p->blocks);
 	it = 0;
 	while (p->stacks_by_hash && hmap__next(p->stacks_by_hash, &it, NULL, &v)) {
 		struct stack_node *n = v;
@@ -301,9 +327,9 @@ int profile_enclosing_function(const char *qualname, char *buf, size_t n)
 }
 
 static struct func_stats *func_get(struct profile *p, struct file_stats *f,
-				   const struct sample_in *s, int at)
+				   const struct frame_ref *frames, int nframes, int at)
 {
-	const struct frame_ref *fr = &s->frames[at];
+	const struct frame_ref *fr = &frames[at];
 	struct func_key k = { .file = f->path,
 			      .qualname = fr->qualname,
 			      .firstlineno = fr->firstlineno };
@@ -318,22 +344,22 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 			/* 3.11+: the name says where it is defined. */
 			k.qualname = profile__intern(p, buf);
 			k.firstlineno = 0;
-			for (i = at + 1; i < s->nframes; i++) {
-				if (s->frames[i].qualname == k.qualname &&
-				    s->frames[i].filename == fr->filename) {
-					k.firstlineno = s->frames[i].firstlineno;
+			for (i = at + 1; i < nframes; i++) {
+				if (frames[i].qualname == k.qualname &&
+				    frames[i].filename == fr->filename) {
+					k.firstlineno = frames[i].firstlineno;
 					break;
 				}
 			}
 		} else {
 			/* <= 3.10 names carry no scope: the caller in the same file. */
-			for (i = at + 1; i < s->nframes; i++) {
-				if (s->frames[i].filename != fr->filename)
+			for (i = at + 1; i < nframes; i++) {
+				if (frames[i].filename != fr->filename)
 					continue;
-				if (strchr(s->frames[i].qualname, '<'))
+				if (strchr(frames[i].qualname, '<'))
 					continue;
-				k.qualname = s->frames[i].qualname;
-				k.firstlineno = s->frames[i].firstlineno;
+				k.qualname = frames[i].qualname;
+				k.firstlineno = frames[i].firstlineno;
 				break;
 			}
 			if (strchr(k.qualname, '<'))
@@ -362,74 +388,83 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 	return fs;
 }
 
-static uint64_t stack_hash(const struct sample_in *s)
+static uint64_t stack_hash(const struct frame_ref *frames, int nframes, const char *native_sym)
 {
-	uint64_t h = hash_bytes(s->frames, s->nframes * sizeof(*s->frames));
+	uint64_t h = hash_bytes(frames, nframes * sizeof(*frames));
 
-	return h ^ hash_bytes(&s->native_sym, sizeof(s->native_sym));
+	return h ^ hash_bytes(&native_sym, sizeof(native_sym));
 }
 
-static bool stack_equal(const struct stack_stats *st, const struct sample_in *s)
+static bool stack_equal(const struct stack_stats *st, const struct frame_ref *frames, int nframes,
+			const char *native_sym)
 {
 	int i;
 
-	if (st->nframes != s->nframes || st->native_sym != s->native_sym)
+	if (st->nframes != nframes || st->native_sym != native_sym)
 		return false;
-	for (i = 0; i < s->nframes; i++) {
-		if (memcmp(&st->frames[i], &s->frames[s->nframes - 1 - i], sizeof(st->frames[i])))
+	for (i = 0; i < nframes; i++) {
+		if (memcmp(&st->frames[i], &frames[nframes - 1 - i], sizeof(st->frames[i])))
 			return false;
 	}
 	return true;
 }
 
-static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked)
+/* The stack (frames innermost first) and its leaf native symbol, found or
+ * added; NULL when the table is full. */
+static struct stack_stats *stack_get(struct profile *p, const struct frame_ref *frames, int nframes,
+				     const char *native_sym, const char *native_module)
 {
-	uint64_t h = stack_hash(s);
+	uint64_t h = stack_hash(frames, nframes, native_sym);
 	struct stack_node *head = hmap__get(p->stacks_by_hash, &h), *n;
-	struct stack_stats *st = NULL, **stacks;
-	struct frame_ref *frames;
+	struct stack_stats *st, **stacks;
+	struct frame_ref *copy;
 	int i;
 
 	for (n = head; n; n = n->next) {
-		if (stack_equal(p->stacks[n->index], s)) {
-			st = p->stacks[n->index];
-			break;
-		}
+		if (stack_equal(p->stacks[n->index], frames, nframes, native_sym))
+			return p->stacks[n->index];
 	}
-	if (!st) {
-		if (p->nstacks >= MAX_STACKS) {
-			p->stacks_dropped++;
-			return;
-		}
-		st = calloc(1, sizeof(*st));
-		n = calloc(1, sizeof(*n));
-		frames = malloc((s->nframes ? s->nframes : 1) * sizeof(*frames));
-		stacks = grow(p->stacks, p->nstacks, sizeof(*stacks));
-		if (!st || !n || !frames || !stacks) {
-			free(st);
-			free(n);
-			free(frames);
-			p->stacks_dropped++;
-			return;
-		}
-		p->stacks = stacks;
-		for (i = 0; i < s->nframes; i++)
-			frames[i] = s->frames[s->nframes - 1 - i];
-		st->frames = frames;
-		st->nframes = s->nframes;
-		st->native_sym = s->native_sym;
-		st->native_module = s->native_module;
-		n->index = p->nstacks;
-		n->next = head;
-		if (hmap__put(p->stacks_by_hash, &h, n)) {
-			free(st);
-			free(n);
-			free(frames);
-			p->stacks_dropped++;
-			return;
-		}
-		p->stacks[p->nstacks++] = st;
+	if (p->nstacks >= MAX_STACKS)
+		goto dropped;
+	st = calloc(1, sizeof(*st));
+	n = calloc(1, sizeof(*n));
+	copy = malloc((nframes ? nframes : 1) * sizeof(*copy));
+	stacks = grow(p->stacks, p->nstacks, sizeof(*stacks));
+	if (!st || !n || !copy || !stacks) {
+		free(st);
+		free(n);
+		free(copy);
+		goto dropped;
 	}
+	p->stacks = stacks;
+	for (i = 0; i < nframes; i++)
+		copy[i] = frames[nframes - 1 - i];
+	st->frames = copy;
+	st->nframes = nframes;
+	st->native_sym = native_sym;
+	st->native_module = native_module;
+	n->index = p->nstacks;
+	n->next = head;
+	if (hmap__put(p->stacks_by_hash, &h, n)) {
+		free(st);
+		free(n);
+		free(copy);
+		goto dropped;
+	}
+	p->stacks[p->nstacks++] = st;
+	return st;
+dropped:
+	p->stacks_dropped++;
+	return NULL;
+}
+
+static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked)
+{
+	struct stack_stats *st =
+		stack_get(p, s->frames, s->nframes, s->native_sym, s->native_module);
+
+	if (!st)
+		return;
 	st->count++;
 	if (s->where == WHERE_PYTHON)
 		st->python_ns += cpu;
@@ -440,9 +475,9 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 	st->system_ns += blocked;
 }
 
-static struct thread_stats *thread_get(struct profile *p, const struct sample_in *s)
+static struct thread_stats *thread_get(struct profile *p, int tgid, int tid)
 {
-	struct thread_key k = { s->tgid, s->tid };
+	struct thread_key k = { tgid, tid };
 	struct thread_stats *t = hmap__get(p->threads_by_key, &k), **threads;
 
 	if (t)
@@ -454,9 +489,9 @@ static struct thread_stats *thread_get(struct profile *p, const struct sample_in
 		return NULL;
 	}
 	p->threads = threads;
-	t->tgid = s->tgid;
-	t->tid = s->tid;
-	t->main_thread = s->main_thread;
+	t->tgid = tgid;
+	t->tid = tid;
+	t->main_thread = tgid == tid;
 	if (hmap__put(p->threads_by_key, &k, t)) {
 		free(t);
 		return NULL;
@@ -465,14 +500,26 @@ static struct thread_stats *thread_get(struct profile *p, const struct sample_in
 	return t;
 }
 
+/* The innermost frame in a profiled file, or -1. */
+static int attributed_frame(const struct profile *p, const struct frame_ref *frames, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (profile__file_profiled(p, frames[i].filename))
+			return i;
+	}
+	return -1;
+}
+
 void profile__add(struct profile *p, const struct sample_in *s)
 {
 	double cpu = s->cpu_ns, blocked = s->offcpu_ns;
-	struct thread_stats *t = thread_get(p, s);
+	struct thread_stats *t = thread_get(p, s->tgid, s->tid);
 	struct file_stats *f = NULL;
 	struct line_stats *st;
 	struct func_stats *fs;
-	int i, at = -1, reason = s->unattributed;
+	int at = -1, reason = s->unattributed;
 
 	p->samples++;
 	if (s->truncated)
@@ -501,12 +548,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	if (cpu + blocked <= 0)
 		return;
 	if (reason < 0) {
-		for (i = 0; i < s->nframes; i++) {
-			if (profile__file_profiled(p, s->frames[i].filename)) {
-				at = i;
-				break;
-			}
-		}
+		at = attributed_frame(p, s->frames, s->nframes);
 		if (at < 0)
 			reason = s->nframes ? UNATTR_NOT_PROFILED : UNATTR_UNREADABLE;
 	}
@@ -528,9 +570,348 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	f->total_ns += cpu + blocked;
 	if (s->where != WHERE_SYSTEM)
 		f->cpu_ns += cpu;
-	fs = func_get(p, f, s, at);
+	fs = func_get(p, f, s->frames, s->nframes, at);
 	if (fs)
 		add_to_stats(p, &fs->st, s, cpu, blocked, false);
+}
+
+/* ---- memory ---- */
+
+static void series_push(struct mem_series *s, double t, double y)
+{
+	int i;
+
+	s->t[s->n] = t;
+	s->y[s->n] = y;
+	if (++s->n < MEM_SERIES_MAX)
+		return;
+	/* Full: pairs merge into their higher point, buckets double. */
+	for (i = 0; i < MEM_SERIES_MAX / 2; i++) {
+		int k = s->y[2 * i + 1] > s->y[2 * i] ? 2 * i + 1 : 2 * i;
+
+		s->t[i] = s->t[k];
+		s->y[i] = s->y[k];
+	}
+	s->n = MEM_SERIES_MAX / 2;
+	s->stride *= 2;
+}
+
+static void series_add(struct mem_series *s, double t, double y)
+{
+	if (!s->stride)
+		s->stride = 1;
+	if (!s->in_bucket || y > s->by) {
+		s->bt = t;
+		s->by = y;
+	}
+	if (++s->in_bucket < s->stride)
+		return;
+	s->in_bucket = 0;
+	series_push(s, s->bt, s->by);
+}
+
+int mem_series__points(const struct mem_series *s, double *t, double *y)
+{
+	int n = s->n;
+
+	memcpy(t, s->t, n * sizeof(*t));
+	memcpy(y, s->y, n * sizeof(*y));
+	if (s->in_bucket && n < MEM_SERIES_MAX) {
+		t[n] = s->bt;
+		y[n] = s->by;
+		n++;
+	}
+	return n;
+}
+
+static struct mem_stats *mem_of(struct line_stats *st)
+{
+	if (!st->mem)
+		st->mem = calloc(1, sizeof(*st->mem));
+	return st->mem;
+}
+
+uint64_t mem_stats__mallocs(const struct mem_stats *m)
+{
+	return m->mallocs + (m->open > 0 && m->hwm > 0);
+}
+
+double mem_stats__avg(const struct mem_stats *m)
+{
+	uint64_t n = mem_stats__mallocs(m);
+	double agg = m->aggregate + (m->open > 0 ? m->hwm : 0), avg;
+
+	if (!n)
+		return 0;
+	avg = agg / n;
+	return avg > m->peak ? m->peak : avg;
+}
+
+/* Ends the thread's open execution, if any. */
+static void exec_close(struct thread_stats *t)
+{
+	struct mem_stats *l = t->exec.line, *f = t->exec.func;
+
+	if (!l)
+		return;
+	l->mallocs++;
+	l->aggregate += l->hwm;
+	if (f) {
+		f->mallocs++;
+		f->aggregate += l->hwm;
+		f->open--;
+	}
+	l->cur = l->hwm = 0;
+	l->open--;
+	t->exec.line = t->exec.func = NULL;
+}
+
+/* Starts a new execution unless the sample continues the open one: the same
+ * line of the same frame (same code, same depth), at a later instruction. */
+static void exec_at(struct thread_stats *t, struct mem_stats *l, struct mem_stats *f,
+		    const struct frame_ref *fr, int depth, int offset)
+{
+	if (t->exec.line == l && t->exec.file == fr->filename && t->exec.lineno == fr->line &&
+	    t->exec.qualname == fr->qualname && t->exec.firstlineno == fr->firstlineno &&
+	    t->exec.depth == depth && offset > t->exec.offset) {
+		t->exec.offset = offset;
+		return;
+	}
+	exec_close(t);
+	t->exec.line = l;
+	t->exec.func = f;
+	t->exec.file = fr->filename;
+	t->exec.qualname = fr->qualname;
+	t->exec.lineno = fr->line;
+	t->exec.firstlineno = fr->firstlineno;
+	t->exec.depth = depth;
+	t->exec.offset = offset;
+	l->open++;
+	if (f)
+		f->open++;
+}
+
+static void mem_grow(struct mem_stats *m, double bytes)
+{
+	m->cur += bytes;
+	if (m->cur > m->hwm)
+		m->hwm = m->cur;
+	if (m->cur > m->peak)
+		m->peak = m->cur;
+}
+
+static void footprint_add(struct profile *p, double delta, double t)
+{
+	struct profile_memory *m = &p->mem;
+
+	m->footprint += delta;
+	if (m->footprint < 0)
+		m->footprint = 0;
+	series_add(&m->series, t, m->footprint);
+}
+
+static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_stats *line,
+			struct mem_stats *func, double bytes)
+{
+	struct block_key k = { .tgid = tgid, .addr = addr };
+	struct live_block *b;
+
+	if (hmap__count(p->blocks) >= MAX_LIVE_BLOCKS) {
+		p->mem.blocks_dropped++;
+		return;
+	}
+	b = hmap__get(p->blocks, &k);
+	if (!b) {
+		b = malloc(sizeof(*b));
+		if (!b || hmap__put(p->blocks, &k, b)) {
+			free(b);
+			p->mem.blocks_dropped++;
+			return;
+		}
+	} else if (b->line) {
+		/* Freed behind the sampler's back and handed out again. */
+		b->line->live_bytes -= b->bytes;
+	}
+	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes };
+	if (line) {
+		line->tracked++;
+		line->live_bytes += bytes;
+	}
+	if (func) {
+		func->tracked++;
+		func->live_bytes += bytes;
+	}
+}
+
+static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_stats *l,
+		       struct mem_stats *f, const struct frame_ref *fr, double t)
+{
+	struct profile_memory *pm = &p->mem;
+
+	if (m->restored) {
+		/* Not a new allocation: the block is live again. */
+		footprint_add(p, m->bytes, t);
+		track_block(p, m->tgid, m->addr, l, f, m->bytes);
+		return;
+	}
+	pm->malloc_bytes += m->bytes;
+	if (m->python)
+		pm->python_bytes += m->bytes;
+	footprint_add(p, m->bytes, t);
+	if (pm->footprint > pm->max_footprint) {
+		pm->max_footprint = pm->footprint;
+		pm->max_file = fr ? fr->filename : NULL;
+		pm->max_line = fr ? fr->line : 0;
+		pm->max_python_fraction = m->python ? 1 : 0;
+	}
+	if (m->untracked)
+		pm->untracked++;
+	else
+		track_block(p, m->tgid, m->addr, l, f, m->bytes);
+	if (!l)
+		return;
+	l->malloc_bytes += m->bytes;
+	l->python_bytes += m->python ? m->bytes : 0;
+	l->samples++;
+	mem_grow(l, m->bytes);
+	series_add(&l->series, t, pm->footprint);
+	if (f) {
+		f->malloc_bytes += m->bytes;
+		f->python_bytes += m->python ? m->bytes : 0;
+		f->samples++;
+		if (l->peak > f->peak)
+			f->peak = l->peak;
+		series_add(&f->series, t, pm->footprint);
+	}
+}
+
+static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats *l,
+		     struct mem_stats *f, double t)
+{
+	struct block_key k = { .tgid = m->tgid, .addr = m->addr };
+	struct live_block *b = hmap__del(p->blocks, &k);
+	double bytes;
+
+	if (!b) {
+		/* Allocated before the sampler's probes were seen, or in the
+		 * parent before a fork: it was never in this footprint. */
+		p->mem.frees_unknown++;
+		return;
+	}
+	bytes = b->bytes;
+	if (b->line) {
+		b->line->reclaimed++;
+		b->line->live_bytes -= bytes;
+	}
+	if (b->func) {
+		b->func->reclaimed++;
+		b->func->live_bytes -= bytes;
+	}
+	free(b);
+	footprint_add(p, -bytes, t);
+	if (!l)
+		return;
+	l->freed_bytes += bytes;
+	l->cur = l->cur > bytes ? l->cur - bytes : 0;
+	series_add(&l->series, t, p->mem.footprint);
+	if (f) {
+		f->freed_bytes += bytes;
+		series_add(&f->series, t, p->mem.footprint);
+	}
+}
+
+void profile__add_mem(struct profile *p, const struct mem_in *m)
+{
+	struct mem_stats *l = NULL, *fm = NULL;
+	const struct frame_ref *fr = NULL;
+	struct thread_stats *t;
+	struct file_stats *f;
+	struct line_stats *st;
+	struct func_stats *fs;
+	double ts = (double)m->ts_ns;
+	int at = -1;
+
+	if (m->not_python) {
+		if (m->kind == MEM_MALLOC && !m->restored)
+			p->mem.not_python_bytes += m->bytes;
+		return;
+	}
+	t = thread_get(p, m->tgid, m->tid);
+	if (m->kind != MEM_COPY)
+		p->mem.alloc_samples++;
+	if (m->unattributed < 0)
+		at = attributed_frame(p, m->frames, m->nframes);
+	if (at >= 0) {
+		fr = &m->frames[at];
+		f = file_get(p, fr->filename);
+		st = f ? line_get(f, fr->line > 0 ? fr->line : fr->firstlineno) : NULL;
+		l = st ? mem_of(st) : NULL;
+		fs = f && l ? func_get(p, f, m->frames, m->nframes, at) : NULL;
+		fm = fs ? mem_of(&fs->st) : NULL;
+	}
+	switch (m->kind) {
+	case MEM_MALLOC:
+		if (!m->restored && t)
+			t->malloc_bytes += m->bytes;
+		if (!l && !m->restored) {
+			if (m->unattributed == UNATTR_NO_PYTHON_THREAD)
+				p->mem.native_thread_bytes += m->bytes;
+			else
+				p->mem.unattributed_bytes += m->bytes;
+		}
+		if (l && t && !m->restored)
+			exec_at(t, l, fm, fr, m->nframes - at, m->offsets ? m->offsets[at] : 0);
+		mem_malloc(p, m, l, fm, fr, ts);
+		if (m->nframes && !m->restored) {
+			struct stack_stats *sk = stack_get(p, m->frames, m->nframes, NULL, NULL);
+
+			if (sk)
+				sk->malloc_bytes += m->bytes;
+		}
+		break;
+	case MEM_FREE:
+		mem_free(p, m, l, fm, ts);
+		break;
+	case MEM_COPY:
+		p->mem.copy_bytes += m->bytes;
+		if (l)
+			l->copy_bytes += m->bytes;
+		if (fm)
+			fm->copy_bytes += m->bytes;
+		break;
+	}
+}
+
+void profile__proc_exit(struct profile *p, int tgid, uint64_t ts_ns)
+{
+	size_t it = 0;
+	const void *key;
+	void *v;
+	double bytes = 0;
+	int i;
+
+	/* The process's memory is released with it; its blocks' lines keep
+	 * them as not reclaimed (the program never freed them). */
+	while (hmap__next(p->blocks, &it, &key, &v)) {
+		const struct block_key *k = key;
+
+		if (k->tgid != tgid)
+			continue;
+		bytes += ((struct live_block *)v)->bytes;
+		/* Deleting leaves a tombstone: the iteration goes on. */
+		free(hmap__del(p->blocks, k));
+	}
+	for (i = 0; i < p->nthreads; i++) {
+		if (p->threads[i]->tgid == tgid)
+			exec_close(p->threads[i]);
+	}
+	if (bytes > 0)
+		footprint_add(p, -bytes, (double)ts_ns);
+}
+
+const struct profile_memory *profile__memory(const struct profile *p)
+{
+	return &p->mem;
 }
 
 double profile__total_ns(const struct profile *p)

@@ -18,6 +18,8 @@
 
 #define CPU_SAMPLES_RESERVOIR 500
 #define LINE_NATIVE_SYMS 8
+/* Points kept of a footprint timeline (Scalene's limit). */
+#define MEM_SERIES_MAX 100
 
 /* One resolved Python frame; strings are interned (profile__intern). */
 struct frame_ref {
@@ -60,6 +62,58 @@ struct sample_in {
 	int nframes;
 };
 
+enum mem_kind {
+	MEM_MALLOC = 0,
+	MEM_FREE,
+	MEM_COPY,
+};
+
+/* One sampled allocation event (see user/sampler/sampler.h for the meaning
+ * of the weight and the flags). */
+struct mem_in {
+	int tgid, tid;
+	uint64_t ts_ns; /* CLOCK_MONOTONIC */
+	enum mem_kind kind;
+	double bytes;	/* the sample's weight */
+	uint64_t addr;	/* the block (malloc, free) */
+	bool python;	/* allocated through Python's allocator */
+	bool untracked; /* malloc: its free will not be reported */
+	bool restored;	/* malloc: a block live again after a failed realloc */
+	bool not_python;
+	int unattributed;		/* -1, or an enum unattributed_reason */
+	const struct frame_ref *frames; /* innermost first */
+	const int *offsets;		/* each frame's instruction offset */
+	int nframes;
+};
+
+/* A footprint timeline: at most MEM_SERIES_MAX [time, bytes] points, evenly
+ * thinned over the events (each point is the highest of its bucket). */
+struct mem_series {
+	double t[MEM_SERIES_MAX], y[MEM_SERIES_MAX];
+	int n;
+	uint64_t stride; /* events per point */
+	uint64_t in_bucket;
+	double bt, by; /* the open bucket's highest point */
+};
+
+/* Memory of a line or function.  An "execution" is a run of one thread's
+ * malloc samples on the same line of the same frame, each at a later
+ * instruction than the one before: a sample at the same or an earlier
+ * instruction (a loop went round) or elsewhere starts a new one. */
+struct mem_stats {
+	double malloc_bytes, python_bytes, copy_bytes, freed_bytes;
+	uint64_t samples;	  /* malloc samples */
+	uint64_t mallocs;	  /* closed executions with a malloc sample */
+	double aggregate;	  /* sum of their high-water marks */
+	double cur, hwm;	  /* net bytes of the open execution, and its high */
+	int open;		  /* executions open on it */
+	double peak;		  /* highest net bytes of one execution */
+	uint64_t tracked;	  /* sampled blocks whose free would be seen */
+	uint64_t reclaimed;	  /* ... of them freed */
+	double live_bytes;	  /* weights of those not freed yet */
+	struct mem_series series; /* process footprint at this line's samples */
+};
+
 struct native_sym {
 	const char *name;
 	const char *module;
@@ -77,6 +131,7 @@ struct line_stats {
 	uint64_t cpu_times_seen;
 	struct native_sym syms[LINE_NATIVE_SYMS];
 	int nsyms;
+	struct mem_stats *mem; /* NULL until a memory event lands here */
 };
 
 struct func_stats {
@@ -102,6 +157,7 @@ struct stack_stats {
 	const char *native_module;
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
+	double malloc_bytes; /* sampled allocation weight on this stack */
 };
 
 struct thread_stats {
@@ -110,6 +166,32 @@ struct thread_stats {
 	bool main_thread;
 	uint64_t samples;
 	double cpu_ns, blocked_ns, idle_ns;
+	double malloc_bytes;
+	/* The thread's open allocation execution. */
+	struct {
+		struct mem_stats *line, *func;
+		const char *file, *qualname;
+		int lineno, firstlineno, depth, offset;
+	} exec;
+};
+
+/* Process-wide memory figures. */
+struct profile_memory {
+	uint64_t alloc_samples;	    /* malloc and free records */
+	double malloc_bytes;	    /* all sampled allocations of Python processes */
+	double python_bytes;	    /* ... through Python's allocator */
+	double native_thread_bytes; /* ... by threads with no Python frame */
+	double unattributed_bytes;  /* ... with no profiled frame or unreadable */
+	double copy_bytes;
+	double not_python_bytes; /* allocations of processes that are not Python */
+	double footprint, max_footprint;
+	const char *max_file; /* where the peak was set, or NULL */
+	int max_line;
+	double max_python_fraction;
+	struct mem_series series;
+	uint64_t frees_unknown;	 /* frees of blocks not seen allocated */
+	uint64_t blocks_dropped; /* live blocks not kept: table full */
+	uint64_t untracked;	 /* samples whose frees are not reported */
 };
 
 struct profile_filter {
@@ -129,6 +211,16 @@ void profile__free(struct profile *p);
 const char *profile__intern(struct profile *p, const char *s);
 bool profile__file_profiled(const struct profile *p, const char *path);
 void profile__add(struct profile *p, const struct sample_in *s);
+void profile__add_mem(struct profile *p, const struct mem_in *m);
+/* A process ended: its live blocks leave the footprint. */
+void profile__proc_exit(struct profile *p, int tgid, uint64_t ts_ns);
+const struct profile_memory *profile__memory(const struct profile *p);
+/* Figures of a line or function including its open executions. */
+uint64_t mem_stats__mallocs(const struct mem_stats *m);
+/* A timeline's points in time order (the open bucket last); at most
+ * MEM_SERIES_MAX. */
+int mem_series__points(const struct mem_series *s, double *t, double *y);
+double mem_stats__avg(const struct mem_stats *m);
 
 /* Totals.  total_ns is the denominator of every percentage: all on-CPU time
  * plus the blocked time that counts (not the idle workers'). */

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "runner.h"
+#include "sampler.h"
 
 static int parse_id(const char *s, unsigned long *out)
 {
@@ -107,6 +108,10 @@ int runner_spawn(char *const argv[], const struct user_creds *c, struct launch *
 			;
 		close(gate[0]);
 		err = drop_privileges(c);
+		for (const char *const *e = l->env; !err && e && *e; e++) {
+			if (putenv((char *)*e))
+				err = -errno;
+		}
 		if (!err) {
 			execvp(argv[0], argv);
 			err = -errno;
@@ -268,4 +273,37 @@ int outfile_write(const char *path, const char *data, size_t len, const struct u
 out:
 	become_self(&saved);
 	return err;
+}
+
+int find_sampler_lib(char *buf, size_t n)
+{
+	static const char *const rel[] = {
+		"build/sampler/" SCALENE_BPF_SAMPLER_SONAME,	  /* the build tree */
+		"../lib/scalene-bpf/" SCALENE_BPF_SAMPLER_SONAME, /* make install */
+	};
+	const char *env = getenv("SCALENE_BPF_SAMPLER_LIB");
+	char exe[PATH_MAX], *dir;
+	ssize_t len;
+	size_t i;
+
+	if (env && *env) {
+		snprintf(buf, n, "%s", env);
+		return access(buf, R_OK) ? -errno : 0;
+	}
+	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len < 0)
+		return -errno;
+	exe[len] = '\0';
+	dir = dirname(exe);
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char path[PATH_MAX + 64];
+
+		snprintf(path, sizeof(path), "%s/%s", dir, rel[i]);
+		if (access(path, R_OK))
+			continue;
+		if (!realpath(path, buf))
+			continue;
+		return 0;
+	}
+	return -ENOENT;
 }

@@ -30,6 +30,9 @@ struct launch {
 	pid_t pid;
 	int gate_fd; /* write end: the child execs once it is closed */
 	int err_fd;  /* read end: errno of a failed exec */
+	/* "NAME=value" strings set in the child's environment before it execs
+	 * (after the privilege drop), NULL-terminated; may be NULL. */
+	const char *const *env;
 };
 
 /* Forks the child; it waits at the gate, then drops privileges and execs
@@ -42,6 +45,11 @@ int runner_release(struct launch *l);
 void runner_abort(struct launch *l);
 /* Shell-style exit status of a wait status: the code, or 128 + signal. */
 int exit_status_of(int wstatus);
+
+/* The allocation sampler library to preload: $SCALENE_BPF_SAMPLER_LIB, or
+ * next to this executable (build tree, then installed layout); writes its
+ * absolute path into buf.  0 or -errno. */
+int find_sampler_lib(char *buf, size_t n);
 
 /* Checks that path can be written by the user, before the run. */
 int outfile_check(const char *path, const struct user_creds *c);

@@ -14,6 +14,8 @@
 #include "cpython.h"
 #include "hmap.h"
 #include "loader.h"
+#include "memread.h"
+#include "sampler.h"
 #include "log.h"
 #include "profile.h"
 #include "pycode.h"
@@ -52,6 +54,12 @@ struct tproc {
 	uint64_t recognised_ns; /* when it was found to be Python */
 	uint64_t last_refresh_ns;
 	char why[256];
+	/* The allocation sampler in this process, as its probes reported. */
+	bool sampler_loaded;
+	bool sampler_final; /* its exit probe fired: state is final */
+	uint32_t sampler_abi;
+	uint64_t sampler_addr;
+	struct scalene_bpf_sampler_state sampler;
 };
 
 struct thread_name_key {
@@ -75,6 +83,8 @@ struct session {
 	/* Counters for the profile. */
 	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
 	uint64_t walk_status[8];
+	uint64_t mem_records;
+	bool memory;
 	int interpreters;
 	struct json_object *interp_list;
 };
@@ -87,6 +97,7 @@ struct session *session__new(const struct session_opts *opts)
 		return NULL;
 	s->profile = opts->profile;
 	s->period_ns = opts->period_ns;
+	s->memory = opts->memory;
 	s->ncpus = opts->ncpus > 0 ? opts->ncpus : 1;
 	s->procs = hmap__new(sizeof(int));
 	s->tnames = hmap__new(sizeof(struct thread_name_key));
@@ -294,6 +305,9 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->retry_ns = 0;
 	usyms__free(tp->usyms);
 	tp->usyms = NULL;
+	/* The old image's memory is gone; a new sampler will announce itself. */
+	profile__proc_exit(s->profile, tp->pid, r->ts);
+	tp->sampler_loaded = tp->sampler_final = false;
 	try_detect(s, tp, now_ns());
 }
 
@@ -304,6 +318,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 	pr_debug("process %d exited\n", (int)r->tgid);
 	if (tp)
 		tp->exited = true;
+	profile__proc_exit(s->profile, r->tgid, r->ts);
 	loader__untrack(s->loader, r->tgid);
 	if ((int)r->tgid == s->root_pid)
 		s->root_exited = true;
@@ -403,7 +418,7 @@ static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64
 }
 
 static int resolve_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
-			  struct frame_ref *out)
+			  struct frame_ref *out, int *offsets)
 {
 	uint32_t i, n = ev->nframes < MAX_FRAMES ? ev->nframes : MAX_FRAMES;
 	int k = 0;
@@ -429,6 +444,8 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		out[k].line = line > 0 ? line : pc->firstlineno;
 		if (!out[k].filename || !out[k].qualname)
 			continue;
+		if (offsets)
+			offsets[k] = f->offset;
 		k++;
 	}
 	return k;
@@ -443,6 +460,58 @@ static bool idle_wait(const struct sample_event *ev)
 				       || ev->syscall_nr == SYS_futex_waitv
 #endif
 				      );
+}
+
+static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev)
+{
+	struct frame_ref frames[MAX_FRAMES];
+	int offsets[MAX_FRAMES];
+	struct mem_in m = {
+		.tgid = ev->tgid,
+		.tid = ev->tid,
+		.ts_ns = ev->ts,
+		.bytes = (double)ev->mem_bytes,
+		.addr = ev->mem_addr,
+		.python = ev->mem_flags & SBS_F_PYTHON,
+		.untracked = ev->mem_flags & SBS_F_UNTRACKED,
+		.restored = ev->mem_flags & SBS_F_RESTORED,
+		.unattributed = -1,
+	};
+
+	s->mem_records++;
+	m.kind = ev->mode == MODE_MALLOC ? MEM_MALLOC : ev->mode == MODE_FREE ? MEM_FREE : MEM_COPY;
+	m.not_python = tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG;
+	if (m.not_python) {
+		/* nothing to resolve */
+	} else if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
+		   ev->status == WALK_BAD_KEY) {
+		m.unattributed = UNATTR_NO_PYTHON_THREAD;
+	} else {
+		m.frames = frames;
+		m.offsets = offsets;
+		m.nframes = resolve_frames(s, tp, ev, frames, offsets);
+		if (!m.nframes)
+			m.unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
+	}
+	profile__add_mem(s->profile, &m);
+}
+
+static void on_sampler(struct session *s, const struct sampler_record *r)
+{
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+
+	if (!tp)
+		return;
+	pr_debug("process %d: allocation sampler %s\n", tp->pid,
+		 r->phase == SAMPLER_INIT ? "loaded" : "finished");
+	tp->sampler_loaded = true;
+	tp->sampler_addr = r->state_addr;
+	if (r->phase == SAMPLER_INIT)
+		tp->sampler_abi = r->abi;
+	if (r->read_err)
+		return;
+	memcpy(&tp->sampler, r->state, sizeof(tp->sampler));
+	tp->sampler_final = r->phase == SAMPLER_EXIT;
 }
 
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
@@ -460,6 +529,13 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	tp = hmap__get(s->procs, &(int){ (int)ev->tgid });
 	if (!tp) {
 		s->samples_unknown_proc++;
+		return;
+	}
+	if (ev->mode >= MODE_MALLOC) {
+		if (ev->mode <= MODE_COPY)
+			on_mem_sample(s, tp, ev);
+		else
+			s->bad_records++;
 		return;
 	}
 	in.tgid = ev->tgid;
@@ -490,7 +566,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		in.unattributed = UNATTR_NO_PYTHON_THREAD;
 	} else {
 		in.frames = frames;
-		in.nframes = resolve_frames(s, tp, ev, frames);
+		in.nframes = resolve_frames(s, tp, ev, frames, NULL);
 		if (!in.nframes)
 			in.unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
 	}
@@ -509,6 +585,13 @@ int session__handle(void *ctx, const void *data, size_t size)
 	s->records++;
 	if (type == EV_SAMPLE) {
 		on_sample(s, data, size);
+		return 0;
+	}
+	if (type == EV_SAMPLER) {
+		if (size < sizeof(struct sampler_record))
+			s->bad_records++;
+		else
+			on_sampler(s, data);
 		return 0;
 	}
 	if (size < sizeof(*r)) {
@@ -559,6 +642,7 @@ const struct py_proc *session__root_python(const struct session *s)
 }
 
 static const char *const stat_names[STAT_MAX] = {
+	/* Every counter has a name: the array is sized by the enum. */
 	[STAT_SAMPLES] = "samples",
 	[STAT_OFFCPU_EVENTS] = "offcpu_records",
 	[STAT_RINGBUF_FULL] = "lost_ringbuf_full",
@@ -570,7 +654,194 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_PROC_TABLE_FULL] = "process_table_full",
 	[STAT_EVENTS_LOST] = "process_events_lost",
 	[STAT_SAMPLE_NS] = "sample_ns_total",
+	[STAT_MEM_EVENTS] = "memory_records",
+	[STAT_MEM_NS] = "memory_ns_total",
+	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
 };
+
+static double mb(double bytes)
+{
+	return bytes / (1024.0 * 1024.0);
+}
+
+/* The sampler's state of a process: final if it exited normally, else read
+ * now if it is still running.  false when neither is possible. */
+static bool sampler_state(struct tproc *tp, struct scalene_bpf_sampler_state *st)
+{
+	if (!tp->sampler_loaded)
+		return false;
+	if (!tp->sampler_final && !tp->exited && tp->sampler_addr &&
+	    !mem_read(tp->pid, tp->sampler_addr, st, sizeof(*st)) &&
+	    st->magic == SCALENE_BPF_SAMPLER_MAGIC)
+		return true;
+	if (tp->sampler.magic != SCALENE_BPF_SAMPLER_MAGIC)
+		return false;
+	*st = tp->sampler;
+	return true;
+}
+
+struct mem_summary {
+	int python_procs, with_sampler, with_state, not_loaded, shadowed, not_wrapped, foreign;
+	int not_loaded_pid, shadowed_pid, not_wrapped_pid;
+	double alloc, python, copy, sampled, sampled_python, sampled_copy;
+	uint64_t overflows, stale, restores;
+	uint64_t sample_bytes, copy_sample_bytes;
+};
+
+static void summarise_memory(struct session *s, struct mem_summary *m)
+{
+	struct scalene_bpf_sampler_state st;
+	size_t it = 0;
+	void *v;
+
+	memset(m, 0, sizeof(*m));
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		if (tp->state != TP_PYTHON)
+			continue;
+		m->python_procs++;
+		if (!tp->sampler_loaded) {
+			m->not_loaded++;
+			m->not_loaded_pid = tp->pid;
+			continue;
+		}
+		m->with_sampler++;
+		if (!sampler_state(tp, &st))
+			continue;
+		m->with_state++;
+		m->sample_bytes = st.sample_bytes;
+		m->copy_sample_bytes = st.copy_sample_bytes;
+		m->alloc += st.alloc_bytes;
+		m->python += st.python_bytes;
+		m->copy += st.copy_bytes;
+		m->sampled += st.sampled_bytes;
+		m->sampled_python += st.sampled_python_bytes;
+		m->sampled_copy += st.copy_sampled_bytes;
+		m->overflows += st.table_overflows;
+		m->stale += st.table_stale;
+		m->restores += st.realloc_restores;
+		if (st.hooks & SBS_H_FOREIGN_ALLOC)
+			m->foreign++;
+		if (st.hooks & SBS_H_MALLOC_SHADOWED ||
+		    (tp->sampler_final && !(st.hooks & SBS_H_MALLOC_SEEN))) {
+			m->shadowed++;
+			m->shadowed_pid = tp->pid;
+		}
+		if (!(st.python & (SBS_PY_CTOR | SBS_PY_REWRAPPED))) {
+			m->not_wrapped++;
+			m->not_wrapped_pid = tp->pid;
+		}
+	}
+}
+
+char *session__memory_warnings(struct session *s)
+{
+	struct mem_summary m;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!s->memory)
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	summarise_memory(s, &m);
+	if (m.not_loaded) {
+		fprintf(f,
+			"memory: the allocation sampler was not loaded in %d of %d Python "
+			"processes (e.g. %d: LD_PRELOAD cleared or the library not readable by "
+			"the program's user); their memory is not in the profile\n",
+			m.not_loaded, m.python_procs, m.not_loaded_pid);
+	}
+	if (m.shadowed) {
+		fprintf(f,
+			"memory: in %d process(es) (e.g. %d) another malloc comes before the "
+			"sampler's (an allocator linked in or preloaded first): native "
+			"allocations are not measured, Python ones and copies are\n",
+			m.shadowed, m.shadowed_pid);
+	}
+	if (m.not_wrapped) {
+		fprintf(f,
+			"memory: Python's allocator could not be wrapped in %d process(es) "
+			"(e.g. %d): Python objects are counted as native allocations\n",
+			m.not_wrapped, m.not_wrapped_pid);
+	}
+	if (m.overflows) {
+		fprintf(f,
+			"memory: %llu sampled blocks were not followed to their free (the "
+			"sampler's table was full): footprint and leaks may read high\n",
+			(unsigned long long)m.overflows);
+	}
+	fclose(f);
+	if (buf && !*buf) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static struct json_object *memory_facts(struct session *s, const uint64_t *stats)
+{
+	const struct profile_memory *pm = profile__memory(s->profile);
+	struct json_object *o = json_object_new_object(), *exact, *est;
+	struct mem_summary m;
+
+	summarise_memory(s, &m);
+	json_object_object_add(o, "python_processes", json_object_new_int(m.python_procs));
+	json_object_object_add(o, "sampler_loaded", json_object_new_int(m.with_sampler));
+	json_object_object_add(o, "sampler_not_loaded", json_object_new_int(m.not_loaded));
+	json_object_object_add(o, "sample_bytes", json_object_new_int64((int64_t)m.sample_bytes));
+	json_object_object_add(o, "copy_sample_bytes",
+			       json_object_new_int64((int64_t)m.copy_sample_bytes));
+	/* The sampler's exact byte counts (processes whose final counts could
+	 * be read: normal exit, or still running) against what the samples
+	 * estimate, then what reached the profile. */
+	exact = json_object_new_object();
+	json_object_object_add(exact, "processes", json_object_new_int(m.with_state));
+	json_object_object_add(exact, "alloc_mb", json_object_new_double(mb(m.alloc)));
+	json_object_object_add(exact, "python_mb", json_object_new_double(mb(m.python)));
+	json_object_object_add(exact, "copy_mb", json_object_new_double(mb(m.copy)));
+	json_object_object_add(exact, "sampled_alloc_mb", json_object_new_double(mb(m.sampled)));
+	json_object_object_add(exact, "sampled_python_mb",
+			       json_object_new_double(mb(m.sampled_python)));
+	json_object_object_add(exact, "sampled_copy_mb",
+			       json_object_new_double(mb(m.sampled_copy)));
+	json_object_object_add(o, "sampler_counts", exact);
+	est = json_object_new_object();
+	json_object_object_add(est, "alloc_mb", json_object_new_double(mb(pm->malloc_bytes)));
+	json_object_object_add(est, "python_mb", json_object_new_double(mb(pm->python_bytes)));
+	json_object_object_add(est, "copy_mb", json_object_new_double(mb(pm->copy_bytes)));
+	json_object_object_add(est, "native_threads_mb",
+			       json_object_new_double(mb(pm->native_thread_bytes)));
+	json_object_object_add(est, "unattributed_mb",
+			       json_object_new_double(mb(pm->unattributed_bytes)));
+	json_object_object_add(est, "not_python_mb",
+			       json_object_new_double(mb(pm->not_python_bytes)));
+	json_object_object_add(o, "profiled", est);
+	json_object_object_add(o, "records", json_object_new_int64((int64_t)s->mem_records));
+	json_object_object_add(o, "records_lost",
+			       json_object_new_int64((int64_t)stats[STAT_MEM_LOST]));
+	if (stats[STAT_MEM_EVENTS]) {
+		json_object_object_add(o, "bpf_ns_per_event",
+				       json_object_new_double((double)stats[STAT_MEM_NS] /
+							      stats[STAT_MEM_EVENTS]));
+	}
+	json_object_object_add(o, "frees_of_unknown_blocks",
+			       json_object_new_int64((int64_t)pm->frees_unknown));
+	json_object_object_add(
+		o, "untracked_blocks",
+		json_object_new_int64((int64_t)(pm->untracked + pm->blocks_dropped)));
+	json_object_object_add(o, "table_overflows", json_object_new_int64((int64_t)m.overflows));
+	json_object_object_add(o, "stale_frees", json_object_new_int64((int64_t)m.stale));
+	json_object_object_add(o, "foreign_allocator_processes", json_object_new_int(m.foreign));
+	json_object_object_add(o, "native_allocations_unseen_processes",
+			       json_object_new_int(m.shadowed));
+	json_object_object_add(o, "python_allocator_unwrapped_processes",
+			       json_object_new_int(m.not_wrapped));
+	return o;
+}
 
 static struct json_object *seconds(double ns)
 {
@@ -625,6 +896,8 @@ struct json_object *session__facts(struct session *s)
 	json_object_object_add(bpf, "truncated_stacks",
 			       json_object_new_int64(profile__truncated(p)));
 	json_object_object_add(o, "bpf", bpf);
+	if (s->memory)
+		json_object_object_add(o, "memory", memory_facts(s, stats));
 	for (i = 0; i < profile__nthreads(p); i++) {
 		const struct thread_stats *t = profile__thread(p, i);
 		struct json_object *to = json_object_new_object();

@@ -20,6 +20,7 @@ struct session_opts {
 	struct profile *profile;
 	uint64_t period_ns;
 	int ncpus;
+	bool memory; /* the allocation sampler is preloaded into the program */
 };
 
 struct session;
@@ -48,6 +49,9 @@ int session__interpreters(const struct session *s);
 void session__explain_root(const struct session *s, char *buf, size_t n);
 /* Facts about the run for the profile's "scalene_bpf" key. */
 struct json_object *session__facts(struct session *s);
+/* What memory profiling could not measure, one sentence per line (empty
+ * when it all went as planned); the caller frees it. */
+char *session__memory_warnings(struct session *s);
 /* A process's view of a file name: its root and working directory. */
 char *session__read_source(void *ctx, const char *filename, size_t *len);
 

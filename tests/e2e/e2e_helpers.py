@@ -50,7 +50,8 @@ INTERPRETER_IDS = [i[0] for i in INTERPRETERS]
 
 # Our BPF programs, by the names the kernel keeps (15 characters at most).
 OUR_PROGS = frozenset({"on_cpu_sample", "on_switch", "on_sys_exit", "on_fork",
-                       "on_exec", "on_exit"})
+                       "on_exec", "on_exit", "on_malloc", "on_free",
+                       "on_memcpy", "on_sampler_init", "on_sampler_exit"})
 
 # The variables through which sudo names the invoking user: scalene-bpf runs
 # the program as that user.  The suite runs as root on purpose and sets them
