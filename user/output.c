@@ -290,7 +290,9 @@ static int cmp_func(const void *a, const void *b)
 
 static double growth_rate(const struct profile_memory *pm)
 {
-	return pm->malloc_bytes > 0 ? 100.0 * pm->footprint / pm->malloc_bytes : 0;
+	/* Scalene's growth rate is the net footprint change over the bytes
+	 * allocated; here the change the program made, teardown left out. */
+	return pm->malloc_bytes > 0 ? 100.0 * pm->held_bytes / pm->malloc_bytes : 0;
 }
 
 /* Lines whose sampled blocks mostly outlived the program or are still

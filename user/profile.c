@@ -728,11 +728,19 @@ static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_s
 			p->mem.blocks_dropped++;
 			return;
 		}
-	} else if (b->line) {
+	} else {
 		/* Freed behind the sampler's back and handed out again. */
-		b->line->live_bytes -= b->bytes;
+		p->mem.held_bytes -= b->bytes;
+		p->mem.footprint -= b->bytes;
+		if (p->mem.footprint < 0)
+			p->mem.footprint = 0;
+		if (b->line)
+			b->line->live_bytes -= b->bytes;
+		if (b->func)
+			b->func->live_bytes -= b->bytes;
 	}
 	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes };
+	p->mem.held_bytes += bytes;
 	if (line) {
 		line->tracked++;
 		line->live_bytes += bytes;
@@ -790,6 +798,10 @@ static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats
 {
 	struct block_key k = { .tgid = m->tgid, .addr = m->addr };
 	struct live_block *b = hmap__del(p->blocks, &k);
+	/* No Python frame on the freeing thread: the interpreter tearing down
+	 * (or a thread that never ran Python).  The block leaves the footprint
+	 * but the program itself never gave it back. */
+	bool teardown = m->nframes == 0;
 	double bytes;
 
 	if (!b) {
@@ -799,13 +811,16 @@ static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats
 		return;
 	}
 	bytes = b->bytes;
-	if (b->line) {
-		b->line->reclaimed++;
-		b->line->live_bytes -= bytes;
-	}
-	if (b->func) {
-		b->func->reclaimed++;
-		b->func->live_bytes -= bytes;
+	if (!teardown) {
+		p->mem.held_bytes -= bytes;
+		if (b->line) {
+			b->line->reclaimed++;
+			b->line->live_bytes -= bytes;
+		}
+		if (b->func) {
+			b->func->reclaimed++;
+			b->func->live_bytes -= bytes;
+		}
 	}
 	free(b);
 	footprint_add(p, -bytes, t);

@@ -185,6 +185,10 @@ struct profile_memory {
 	double copy_bytes;
 	double not_python_bytes; /* allocations of processes that are not Python */
 	double footprint, max_footprint;
+	/* Weights of the followed blocks that the running program has not
+	 * freed: frees with no Python frame on the freeing thread (interpreter
+	 * teardown) and process exits do not lower it.  Leaks are judged by it. */
+	double held_bytes;
 	const char *max_file; /* where the peak was set, or NULL */
 	int max_line;
 	double max_python_fraction;

@@ -12,6 +12,7 @@
 #include "memread.h"
 #include "procmaps.h"
 #include "python.h"
+#include "sampler.h"
 
 /* glibc x86_64: struct pthread.specific_1stblock and struct pthread_key_data.
  * Validated per process against the main thread before use. */
@@ -122,6 +123,14 @@ static bool is_dynamic_loader(const char *path)
 	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7);
 }
 
+/* scalene-bpf's own allocation sampler: it wraps Python's allocator, so the
+ * time in it is the interpreter's allocation time (its libc hooks only
+ * forward, in a few nanoseconds). */
+static bool is_sampler(const char *path)
+{
+	return !strcmp(base_name(path), SCALENE_BPF_SAMPLER_SONAME);
+}
+
 static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char *path)
 {
 	size_t i;
@@ -130,7 +139,8 @@ static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char
 	for (i = 0; i < procmaps__count(m) && pp->ntext < PY_MAX_TEXT; i++) {
 		const struct map_entry *e = procmaps__get(m, i);
 
-		if (e->x && (!strcmp(e->path, path) || is_dynamic_loader(e->path))) {
+		if (e->x && (!strcmp(e->path, path) || is_dynamic_loader(e->path) ||
+			     is_sampler(e->path))) {
 			pp->text[pp->ntext][0] = e->start;
 			pp->text[pp->ntext][1] = e->end;
 			pp->ntext++;

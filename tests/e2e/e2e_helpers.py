@@ -324,7 +324,7 @@ def check_compat(path, gui=False):
 
 # BPF counters (scalene_bpf.bpf) that mean lost or wrong data: zero in the
 # suite's small programs.
-LOSS_COUNTERS = ("lost_ringbuf_full", "bad_records",
+LOSS_COUNTERS = ("lost_ringbuf_full", "memory_lost_ringbuf_full", "bad_records",
                  "thread_state_alloc_failed", "process_table_full",
                  "process_events_lost")
 
