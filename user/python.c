@@ -139,8 +139,8 @@ static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char
 	for (i = 0; i < procmaps__count(m) && pp->ntext < PY_MAX_TEXT; i++) {
 		const struct map_entry *e = procmaps__get(m, i);
 
-		if (e->x && (!strcmp(e->path, path) || is_dynamic_loader(e->path) ||
-			     is_sampler(e->path))) {
+		if (e->x &&
+		    (!strcmp(e->path, path) || is_dynamic_loader(e->path) || is_sampler(e->path))) {
 			pp->text[pp->ntext][0] = e->start;
 			pp->text[pp->ntext][1] = e->end;
 			pp->ntext++;
