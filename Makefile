@@ -138,8 +138,9 @@ lint:
 		user/sampler/*.h
 
 .PHONY: install
-install: scalene-bpf
+install: scalene-bpf $(SAMPLER_SO)
 	install -D -m 0755 scalene-bpf $(DESTDIR)$(PREFIX)/bin/scalene-bpf
+	install -D -m 0644 $(SAMPLER_SO) $(DESTDIR)$(PREFIX)/lib/scalene-bpf/libscalene-bpf-sampler.so
 
 .PHONY: clean
 clean:

@@ -69,6 +69,7 @@ enum stat_id {
 	STAT_MEM_EVENTS,	/* allocation sampler probes of tracked processes */
 	STAT_MEM_NS,		/* time spent on them, ns */
 	STAT_MEM_LOST,		/* allocation sampler records lost: ring buffer full */
+	STAT_UPROBE_HITS,	/* allocation uprobe hits (attach mode) */
 	STAT_MAX,
 };
 
@@ -110,6 +111,13 @@ struct tracked_thread {
 		__u64 tstate; /* this thread's PyThreadState, once found */
 		__u64 slot;   /* address of its TSD slot */
 	} walk;
+	/* Allocation sampling by uprobes (attach mode): mem_acc is set once the
+	 * countdown mem_left (bytes to the next sample point) is; py_pending is
+	 * the size of a Python allocation large enough to be passed on to libc
+	 * (its libc half is not counted again). */
+	__u64 mem_acc;
+	__s64 mem_left;
+	__u64 py_pending;
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry
@@ -133,6 +141,9 @@ static inline __u32 code_ident(__u64 filename, __u64 name)
 
 	return (__u32)(h ^ (h >> 32));
 }
+
+/* mem_flags bits above the sampler's SBS_F_* flags. */
+#define MEMF_NO_FREES (1u << 16) /* from uprobes: frees are not followed */
 
 struct sample_event {
 	__u32 type; /* EV_SAMPLE */

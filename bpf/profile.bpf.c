@@ -28,6 +28,7 @@
 
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
 #include "pywalk.h"
+#include "sampler.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -38,6 +39,8 @@ const volatile __u8 follow_children = 1;
 /* Length of a clock tick: start times are compared in the unit of
  * /proc/PID/stat, which is all the loader can see. */
 const volatile __u64 tick_ns = 10000000;
+/* Mean bytes between allocation samples taken by the uprobes. */
+const volatile __u64 mem_sample_bytes = 1 << 20;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -438,4 +441,106 @@ SEC("usdt")
 int BPF_USDT(on_sampler_exit, __u64 state)
 {
 	return sampler_event(SAMPLER_EXIT, state, 0);
+}
+
+/*
+ * Attach mode: uprobes on the allocation functions themselves (nothing can
+ * be preloaded into a running process), placed by the loader on an
+ * instruction the kernel emulates.  Every call traps, so the work here is
+ * kept to a countdown until a sample is due.  The sampling is the preloaded
+ * sampler's (user/sampler/sampler.h): sample points form a Poisson process
+ * over each thread's allocated bytes, a block of s bytes that holds one is
+ * sampled and weighs s / (1 - e^(-s/P)), so each line's estimate is
+ * unbiased whatever is allocated around it.  The exponential gaps and the
+ * weights come from tables the loader fills (256 quantiles; 1/16 P steps).
+ * The block's address is not known at entry, so frees are not followed
+ * (MEMF_NO_FREES).
+ */
+const volatile __u32 gap_table[256];	/* -ln((i + 0.5) / 256), x 256 */
+const volatile __u32 weight_table[256]; /* 1 / (1 - e^-((k + 0.5) / 16)), x 65536 */
+
+static __always_inline __s64 draw_gap(void)
+{
+	return (__s64)(mem_sample_bytes * gap_table[bpf_get_prandom_u32() & 255] / 256);
+}
+
+static __always_inline __u64 sample_weight(__u64 size)
+{
+	__u64 p = mem_sample_bytes, k;
+
+	if (size * 16 < p)
+		return p + size / 2; /* s / (1 - e^(-s/P)) for s << P */
+	k = size * 16 / p;
+	if (k >= 256)
+		return size;
+	return size * weight_table[k & 255] / 65536;
+}
+
+static __always_inline int alloc_probe(__u64 size, bool python)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct tracked_thread *ts;
+
+	if (!tracked_proc(task, pid_tgid >> 32))
+		return 0;
+	stat_inc(STAT_UPROBE_HITS);
+	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		return 0;
+	if (!python && size && ts->py_pending == size) {
+		/* The libc half of a large Python allocation: counted already. */
+		ts->py_pending = 0;
+		return 0;
+	}
+	/* pymalloc passes requests over 512 bytes to the raw allocator. */
+	if (python)
+		ts->py_pending = size > 512 ? size : 0;
+	if (!ts->mem_acc) {
+		ts->mem_acc = 1; /* the countdown is set */
+		ts->mem_left = draw_gap();
+	}
+	if ((__s64)size < ts->mem_left) {
+		ts->mem_left -= (__s64)size;
+		return 0;
+	}
+	ts->mem_left = draw_gap();
+	return mem_event(MODE_MALLOC, sample_weight(size), 0, size,
+			 (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(up_malloc, __u64 size)
+{
+	return alloc_probe(size, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(up_calloc, __u64 n, __u64 size)
+{
+	return alloc_probe(n * size, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(up_realloc, __u64 ptr, __u64 size)
+{
+	return alloc_probe(size, false);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(up_py_malloc, __u64 size)
+{
+	return alloc_probe(size, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(up_py_calloc, __u64 n, __u64 size)
+{
+	return alloc_probe(n * size, true);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(up_py_realloc, __u64 ptr, __u64 size)
+{
+	return alloc_probe(size, true);
 }

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
+#include <limits.h>
+#include <math.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -31,6 +34,8 @@ struct loader {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	struct bpf_link *usdt_links[5];
+	struct bpf_link **alloc_links;
+	int nalloc_links;
 	int *pfds;
 	int ncpus;
 	uint64_t period_ns;
@@ -132,6 +137,118 @@ static int attach_sampler(struct loader *l, const char *path)
 	return 0;
 }
 
+static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
+{
+	switch (which) {
+	case ALLOC_MALLOC:
+		return l->skel->progs.up_malloc;
+	case ALLOC_CALLOC:
+		return l->skel->progs.up_calloc;
+	case ALLOC_REALLOC:
+		return l->skel->progs.up_realloc;
+	case ALLOC_PY_MALLOC:
+		return l->skel->progs.up_py_malloc;
+	case ALLOC_PY_CALLOC:
+		return l->skel->progs.up_py_calloc;
+	default:
+		return l->skel->progs.up_py_realloc;
+	}
+}
+
+int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
+			       const char *func, size_t offset)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = func);
+	struct bpf_link *link, **links;
+
+	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
+	if (!links)
+		return -ENOMEM;
+	l->alloc_links = links;
+	link = bpf_program__attach_uprobe_opts(alloc_prog(l, which), pid, path, offset, &opts);
+	if (!link)
+		return -errno;
+	l->alloc_links[l->nalloc_links++] = link;
+	return 0;
+}
+
+#ifdef __x86_64__
+/* A function whose first instruction (push) the kernel emulates, as on the
+ * probed allocators: the calibration's probe site. */
+__asm__(".text\n"
+	".globl scalene_bpf_probe_target\n"
+	".type scalene_bpf_probe_target, @function\n"
+	"scalene_bpf_probe_target:\n"
+	"\tpush %rbx\n"
+	"\tpop %rbx\n"
+	"\tret\n"
+	".size scalene_bpf_probe_target, .-scalene_bpf_probe_target\n");
+void scalene_bpf_probe_target(void);
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static double time_calls(int n)
+{
+	void (*volatile fn)(void) = scalene_bpf_probe_target;
+	double t0 = now_ns();
+	int i;
+
+	for (i = 0; i < n; i++)
+		fn();
+	return (now_ns() - t0) / n;
+}
+
+double loader__uprobe_cost_ns(struct loader *l)
+{
+	uintptr_t addr = (uintptr_t)scalene_bpf_probe_target;
+	unsigned long start, end, off;
+	char line[512], path[PATH_MAX] = "";
+	struct bpf_link *link;
+	double base, probed, best = -1;
+	FILE *f;
+	int round;
+
+	/* The probe's file offset: from our own mapping of the text. */
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &off, path) == 4 &&
+		    addr >= start && addr < end)
+			break;
+		path[0] = '\0';
+	}
+	fclose(f);
+	if (!path[0])
+		return -ENOENT;
+	/* Interleaved, best of three: the machine may be busy. */
+	for (round = 0; round < 3; round++) {
+		base = time_calls(20000);
+		link = bpf_program__attach_uprobe(l->skel->progs.up_malloc, false, getpid(), path,
+						  addr - start + off);
+		if (!link)
+			return -errno;
+		probed = time_calls(20000);
+		bpf_link__destroy(link);
+		if (best < 0 || probed - base < best)
+			best = probed - base;
+	}
+	return best > 0 ? best : 0;
+}
+#else
+double loader__uprobe_cost_ns(struct loader *l)
+{
+	(void)l;
+	return -ENOTSUP;
+}
+#endif
+
 struct loader *loader__open(const struct loader_opts *opts)
 {
 	struct loader *l;
@@ -167,6 +284,18 @@ struct loader *loader__open(const struct loader_opts *opts)
 		bpf_program__set_autoload(l->skel->progs.on_free, false);
 		bpf_program__set_autoload(l->skel->progs.on_memcpy, false);
 		bpf_program__set_autoload(l->skel->progs.on_sampler_exit, false);
+	}
+	l->skel->rodata->mem_sample_bytes = opts->uprobe_sample_bytes ?: 1;
+	for (int i = 0; i < 256; i++) {
+		l->skel->rodata->gap_table[i] = (__u32)(-log((i + 0.5) / 256) * 256 + 0.5);
+		l->skel->rodata->weight_table[i] =
+			(__u32)(65536 / (1 - exp(-(i + 0.5) / 16)) + 0.5);
+	}
+	if (!opts->uprobe_sample_bytes) {
+		int i;
+
+		for (i = 0; i < ALLOC_PROGS; i++)
+			bpf_program__set_autoload(alloc_prog(l, i), false);
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
@@ -209,8 +338,14 @@ void loader__free(struct loader *l)
 	if (!l)
 		return;
 	ring_buffer__free(l->rb);
+	/* Each uprobe link waits for the kernel to quiesce as it goes, about
+	 * 0.1 s apiece on this kernel (one after the other: the kernel
+	 * serialises them). */
 	for (cpu = 0; cpu < (int)(sizeof(l->usdt_links) / sizeof(l->usdt_links[0])); cpu++)
 		bpf_link__destroy(l->usdt_links[cpu]);
+	for (cpu = 0; cpu < l->nalloc_links; cpu++)
+		bpf_link__destroy(l->alloc_links[cpu]);
+	free(l->alloc_links);
 	for (cpu = 0; l->links && cpu < l->ncpus; cpu++)
 		bpf_link__destroy(l->links[cpu]);
 	for (cpu = 0; l->pfds && cpu < l->ncpus; cpu++) {

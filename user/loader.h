@@ -24,6 +24,9 @@ struct loader_opts {
 	/* The allocation sampler library whose probes to attach (run mode with
 	 * memory profiling), or NULL. */
 	const char *sampler_path;
+	/* Attach mode: load the allocation uprobe programs, sampling this many
+	 * bytes apart on average (0: not loaded). */
+	uint64_t uprobe_sample_bytes;
 	loader_event_fn on_event;
 	void *ctx;
 };
@@ -51,6 +54,25 @@ int loader__stats(struct loader *l, uint64_t *out);
 uint64_t loader__period_ns(const struct loader *l);
 /* Kernel time spent in the sampling program, if kernel.bpf_stats_enabled. */
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt);
+
+enum alloc_prog {
+	ALLOC_MALLOC = 0, /* (size) */
+	ALLOC_CALLOC,	  /* (n, size) */
+	ALLOC_REALLOC,	  /* (ptr, size) */
+	ALLOC_PY_MALLOC,  /* the same, for Python's allocator */
+	ALLOC_PY_CALLOC,
+	ALLOC_PY_REALLOC,
+	ALLOC_PROGS,
+};
+
+/* Attaches allocation program `which` to func + offset in the ELF file at
+ * path, for process pid (-1: any).  0 or -errno. */
+int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
+			       const char *func, size_t offset);
+/* Measures what one hit of an allocation uprobe costs the probed thread on
+ * this machine (trap and BPF program, for a process that is not tracked):
+ * ns per hit, or a negative errno. */
+double loader__uprobe_cost_ns(struct loader *l);
 
 /* Start time of a process in clock ticks since boot (/proc/PID/stat field
  * 22), the unit the BPF side compares to tell a recycled PID; 0 on failure. */

@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 
 #include "loader.h"
+#include "memprobe.h"
 #include "log.h"
 #include "options.h"
 #include "output.h"
@@ -86,6 +87,8 @@ struct run_state {
 	bool memory;		/* the allocation sampler is preloaded */
 	char sampler[PATH_MAX]; /* its path */
 	char *env[4];		/* what the program's environment gets for it */
+	bool uprobes;		/* attach: allocation uprobes */
+	struct memprobe_report probes;
 };
 
 static int write_profile(struct run_state *rs, bool final)
@@ -99,7 +102,8 @@ static int write_profile(struct run_state *rs, bool final)
 		.start_time_absolute = rs->start_wall,
 		.start_time_perf = rs->start_mono,
 		.cpu_percent_threshold = rs->opts->cpu_percent_threshold,
-		.memory = rs->memory,
+		.memory = rs->memory || rs->uprobes,
+		.no_footprint = rs->uprobes,
 		.leaks = !rs->opts->no_leaks,
 		.read_source = session__read_source,
 		.ctx = rs->session,
@@ -112,6 +116,26 @@ static int write_profile(struct run_state *rs, bool final)
 	if (pp)
 		m.main_thread_id = pp->main_thread;
 	m.extra = session__facts(rs->session);
+	if (rs->uprobes && m.extra) {
+		uint64_t stats[STAT_MAX] = { 0 };
+
+		loader__stats(rs->loader, stats);
+		json_object_object_add(
+			m.extra, "memory",
+			memprobe__facts(&rs->probes, stats[STAT_UPROBE_HITS], m.elapsed_sec));
+		if (final && rs->probes.hit_cost_ns >= 0 && m.elapsed_sec > 0) {
+			double rate = stats[STAT_UPROBE_HITS] / m.elapsed_sec;
+
+			fprintf(stderr,
+				"scalene-bpf: memory probes fired %llu times (%.0f/s); at %.2f us "
+				"a "
+				"hit, measured here, that cost the program about %.1f%% of one "
+				"CPU\n",
+				(unsigned long long)stats[STAT_UPROBE_HITS], rate,
+				rs->probes.hit_cost_ns / 1e3,
+				100.0 * rate * rs->probes.hit_cost_ns / 1e9);
+		}
+	}
 	doc = output_build(rs->profile, &m);
 	json_object_put(m.extra);
 	text = doc ? output_to_string(doc) : NULL;
@@ -167,6 +191,10 @@ static int setup(struct run_state *rs)
 		.max_procs = MAX_PROCS,
 		.ringbuf_bytes = RINGBUF_BYTES,
 		.sampler_path = rs->memory ? rs->sampler : NULL,
+		.uprobe_sample_bytes =
+			rs->uprobes ? (rs->opts->sampling_window ? rs->opts->sampling_window
+								 : SCALENE_BPF_DEFAULT_SAMPLE_BYTES)
+				    : 0,
 		.on_event = session__handle,
 	};
 	struct session_opts so = { .memory = rs->memory };
@@ -351,6 +379,33 @@ out:
 	return 1;
 }
 
+/* --memory on attach: probes on the allocators, and what they cost. */
+static int attach_memory(struct run_state *rs, int pid, const struct py_proc *pp)
+{
+	int i, n = memprobe__attach(rs->loader, pid, pp, &rs->probes);
+
+	for (i = 0; i < rs->probes.nsites; i++) {
+		const struct memprobe_site *s = &rs->probes.sites[i];
+
+		if (s->offset < 0)
+			pr_warn("memory: %s in %s not probed: %s\n", s->func, s->module, s->why);
+		else
+			pr_info("memory: probing %s in %s at +%d\n", s->func, s->module, s->offset);
+	}
+	if (n <= 0) {
+		pr_warn("memory: no allocation function of process %d could be probed; "
+			"profiling CPU only\n",
+			pid);
+		return n;
+	}
+	if (rs->probes.hit_cost_ns >= 0)
+		pr_warn("memory: every allocation of process %d now traps to the kernel, about "
+			"%.2f us each on this machine; frees are not followed, so there is no "
+			"footprint, peak or leak report (scalene-bpf run gives them)\n",
+			pid, rs->probes.hit_cost_ns / 1e3);
+	return n;
+}
+
 /* The target has exited: a pidfd turns readable as soon as it ends, a zombie
  * its parent has not reaped included, which kill(pid, 0) still finds. */
 static bool target_gone(int pid, int pidfd)
@@ -414,6 +469,7 @@ static int cmd_attach(const struct options *o)
 		target_free(&rs.target);
 		return 1;
 	}
+	rs.uprobes = o->memory;
 	err = setup(&rs);
 	if (!err)
 		err = session__add_root(rs.session, o->pid, &pp);
@@ -421,6 +477,8 @@ static int cmd_attach(const struct options *o)
 		teardown(&rs);
 		return 1;
 	}
+	if (rs.uprobes && attach_memory(&rs, o->pid, &pp) <= 0)
+		rs.uprobes = false;
 	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 	install_signals();
 	rs.start_mono = mono_s();

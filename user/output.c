@@ -133,7 +133,11 @@ static void put_memory(struct json_object *o, const struct mem_stats *ms, const 
 	uint64_t mallocs = 0;
 
 	if (c->m->memory && ms) {
-		peak = ms->peak < c->pm->max_footprint ? ms->peak : c->pm->max_footprint;
+		peak = ms->peak;
+		/* A line's peak never above the program's (the footprint is not
+		 * known from uprobes: peaks are then bytes per execution). */
+		if (!c->m->no_footprint && peak > c->pm->max_footprint)
+			peak = c->pm->max_footprint;
 		avg = mem_stats__avg(ms);
 		if (avg > peak)
 			avg = peak;
@@ -151,8 +155,9 @@ static void put_memory(struct json_object *o, const struct mem_stats *ms, const 
 	json_object_object_add(o, "n_python_fraction", jdouble(pyf > 1 ? 1 : pyf));
 	json_object_object_add(o, "n_usage_fraction", jdouble(usage > 1 ? 1 : usage));
 	json_object_object_add(o, "n_copy_mb_s", jdouble(copy));
-	json_object_object_add(o, "memory_samples",
-			       series_json(c->m->memory && ms ? &ms->series : NULL, c));
+	json_object_object_add(
+		o, "memory_samples",
+		series_json(c->m->memory && !c->m->no_footprint && ms ? &ms->series : NULL, c));
 }
 
 /* The fields common to lines and functions (Scalene's FunctionDetail). */
@@ -303,7 +308,8 @@ static struct json_object *build_leaks(const struct file_stats *f, const struct 
 	struct json_object *leaks = json_object_new_object();
 	int i;
 
-	if (!c->m->memory || !c->m->leaks || growth_rate(c->pm) < LEAK_GROWTH_PERCENT)
+	if (!c->m->memory || !c->m->leaks || c->m->no_footprint ||
+	    growth_rate(c->pm) < LEAK_GROWTH_PERCENT)
 		return leaks;
 	for (i = 1; i < f->nlines; i++) {
 		const struct mem_stats *ms = f->lines[i] ? f->lines[i]->mem : NULL;

@@ -30,6 +30,7 @@ struct output_meta {
 	double cpu_percent_threshold; /* files below it are left out */
 	bool memory;		      /* memory was profiled: the memory fields are filled */
 	bool leaks;		      /* report suspected leaks */
+	bool no_footprint;	      /* memory from uprobes: allocations only, frees not seen */
 	read_source_fn read_source;
 	void *ctx;
 	struct json_object *extra; /* facts of this profiler, stored under "scalene_bpf" */

@@ -765,6 +765,8 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 	pm->malloc_bytes += m->bytes;
 	if (m->python)
 		pm->python_bytes += m->bytes;
+	if (m->no_frees)
+		goto line; /* no footprint without frees */
 	footprint_add(p, m->bytes, t);
 	if (pm->footprint > pm->max_footprint) {
 		pm->max_footprint = pm->footprint;
@@ -776,6 +778,7 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 		pm->untracked++;
 	else
 		track_block(p, m->tgid, m->addr, l, f, m->bytes);
+line:
 	if (!l)
 		return;
 	l->malloc_bytes += m->bytes;

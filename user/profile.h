@@ -79,6 +79,7 @@ struct mem_in {
 	bool python;	/* allocated through Python's allocator */
 	bool untracked; /* malloc: its free will not be reported */
 	bool restored;	/* malloc: a block live again after a failed realloc */
+	bool no_frees;	/* from uprobes: frees are not seen, so no footprint */
 	bool not_python;
 	int unattributed;		/* -1, or an enum unattributed_reason */
 	const struct frame_ref *frames; /* innermost first */

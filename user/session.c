@@ -280,6 +280,14 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		tp->pp = parent->pp;
 		tp->pp.pid = r->tgid;
 		tp->parent_space = parent->space;
+		/* The sampler comes with the copied address space (its
+		 * constructor does not run again); its counts are the child's
+		 * own from here on, and final only at the child's exit. */
+		tp->sampler_loaded = parent->sampler_loaded;
+		tp->sampler_addr = parent->sampler_addr;
+		tp->sampler_abi = parent->sampler_abi;
+		tp->sampler_final = false;
+		memset(&tp->sampler, 0, sizeof(tp->sampler));
 	} else {
 		tp->state = TP_DETECTING;
 	}
@@ -475,6 +483,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 		.python = ev->mem_flags & SBS_F_PYTHON,
 		.untracked = ev->mem_flags & SBS_F_UNTRACKED,
 		.restored = ev->mem_flags & SBS_F_RESTORED,
+		.no_frees = ev->mem_flags & MEMF_NO_FREES,
 		.unattributed = -1,
 	};
 
@@ -657,6 +666,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_MEM_EVENTS] = "memory_records",
 	[STAT_MEM_NS] = "memory_ns_total",
 	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
+	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
 };
 
 static double mb(double bytes)

@@ -296,6 +296,8 @@ static void test_numbers_rejected(void)
 		{ "--profile-interval", { "0", "-1", "0.05", "1e8", "-0.1", "1e300" } },
 		{ "--duration", { "0", "-1", "0.0001", "2e9", "-0.5", "1e300" } },
 		{ "--pid", { "0", "-1", "1.5", "99999999", "4194305", "-4194304" } },
+		{ "--allocation-sampling-window", { "0", "-1", "1.5m", "2t", "1m5", "2000g" } },
+		{ "--copy-sampling-window", { "0", "-4k", "k", "0x10", "1mb2", "99999999999999" } },
 	};
 	struct options o;
 	size_t i, j;
@@ -623,6 +625,28 @@ static void test_usage(void)
 	free(buf);
 }
 
+static void test_memory_options(void)
+{
+	struct options o;
+
+	CHECK_EQ_INT(parse(&o, "run", "--allocation-sampling-window", "256k", "--copy-sampling-window",
+			   "4M", "--no-memory-leak-detector", "prog.py", NULL),
+		     0);
+	CHECK(o.sampling_window == 256 * 1024);
+	CHECK(o.copy_window == 4 * 1024 * 1024);
+	CHECK(o.no_leaks);
+	CHECK(!o.cpu_only && !o.memory);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", "--allocation-sampling-window", "65536",
+			   NULL),
+		     0);
+	CHECK(o.memory && o.sampling_window == 65536);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "run", "--cpu-only", "--memory-leak-detector", "p.py", NULL), 0);
+	CHECK(o.cpu_only && !o.no_leaks);
+	options_free(&o);
+}
+
 int main(void)
 {
 	RUN_TEST(test_defaults_and_run);
@@ -636,6 +660,7 @@ int main(void)
 	RUN_TEST(test_unknown_and_missing);
 	RUN_TEST(test_numbers_rejected);
 	RUN_TEST(test_numbers_accepted);
+	RUN_TEST(test_memory_options);
 	RUN_TEST(test_too_many_filters);
 	RUN_TEST(test_reparse_after_early_return);
 	RUN_TEST(test_config_values);

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Memory profiling of a running process (--pid --memory): uprobes on libc's
+ * malloc, calloc and realloc and on Python's PyObject_/PyMem_ allocation
+ * functions, each placed where the kernel emulates the probed instruction
+ * (user/uprobe_site.h).  What was and was not probed is kept for the profile.
+ */
+#ifndef MEMPROBE_H
+#define MEMPROBE_H
+
+struct loader;
+struct py_proc;
+struct json_object;
+
+#define MEMPROBE_MAX 16
+
+struct memprobe_site {
+	const char *func;
+	char module[64]; /* base name of the file */
+	int offset;	 /* into the function; -1: not probed */
+	char why[160];	 /* why not */
+};
+
+struct memprobe_report {
+	struct memprobe_site sites[MEMPROBE_MAX];
+	int nsites, attached;
+	double hit_cost_ns; /* measured here; < 0 if it could not be */
+};
+
+/* Attaches what it can; returns how many probes were attached (0: none,
+ * the reasons are in rep). */
+int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
+		     struct memprobe_report *rep);
+/* The report, with the hit count and what it implies over elapsed_s. */
+struct json_object *memprobe__facts(const struct memprobe_report *rep, unsigned long long hits,
+				    double elapsed_s);
+
+#endif /* MEMPROBE_H */
