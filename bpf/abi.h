@@ -111,11 +111,10 @@ struct tracked_thread {
 		__u64 tstate; /* this thread's PyThreadState, once found */
 		__u64 slot;   /* address of its TSD slot */
 	} walk;
-	/* Allocation sampling by uprobes (attach mode): mem_acc is set once the
-	 * countdown mem_left (bytes to the next sample point) is; py_pending is
+	/* Allocation sampling by uprobes (attach mode): mem_left counts down
+	 * the bytes to the next sample point (0: not drawn yet); py_pending is
 	 * the size of a Python allocation large enough to be passed on to libc
 	 * (its libc half is not counted again). */
-	__u64 mem_acc;
 	__s64 mem_left;
 	__u64 py_pending;
 };

@@ -139,12 +139,12 @@ static __always_inline __u64 take_offcpu(struct tracked_thread *ts)
  * writes the frames in place.  Submitted without a wake-up: the loader
  * drains on a timer, and wake-ups cost more than the walk itself.
  */
-static __always_inline struct sample_event *new_record(__u64 pid_tgid)
+static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 lost_stat)
 {
 	struct sample_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 
 	if (!ev) {
-		stat_inc(STAT_RINGBUF_FULL);
+		stat_inc(lost_stat);
 		return NULL;
 	}
 	ev->type = EV_SAMPLE;
@@ -176,7 +176,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
-	ev = new_record(pid_tgid);
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL);
 	if (!ev)
 		return 0;
 	t0 = ev->ts;
@@ -250,7 +250,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
-	ev = new_record(pid_tgid);
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL);
 	if (!ev)
 		return 0;
 	stat_inc(STAT_OFFCPU_EVENTS);
@@ -345,45 +345,44 @@ int BPF_PROG(on_exit, struct task_struct *task)
  * library (the loader passes no PID: fork children are covered without a new
  * attach); records are kept only for tracked processes.
  */
-static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 size, __u32 flags)
+/* A memory record of tracked process p, with the thread's stack.  ts: the
+ * thread's state if the caller has it, else NULL (found or made here). */
+static __always_inline int mem_record(struct proc_info *p, struct task_struct *task,
+				      struct tracked_thread *ts, __u8 mode, __u64 bytes, __u64 addr,
+				      __u64 size, __u32 flags)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct tracked_thread *ts;
 	struct sample_event *ev;
-	struct proc_info *p;
+	__u64 t0;
 
-	p = tracked_proc(task, pid_tgid >> 32);
-	if (!p)
+	ev = new_record(bpf_get_current_pid_tgid(), STAT_MEM_LOST);
+	if (!ev)
 		return 0;
-	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
-	if (!ev) {
-		stat_inc(STAT_MEM_LOST);
-		return 0;
-	}
-	ev->type = EV_SAMPLE;
-	ev->tgid = pid_tgid >> 32;
-	ev->tid = (__u32)pid_tgid;
-	ev->cpu = bpf_get_smp_processor_id();
-	ev->ts = t0 = bpf_ktime_get_ns();
-	ev->cpu_ns = 0;
-	ev->offcpu_ns = 0;
-	ev->user_ip = 0;
-	ev->syscall_nr = -1;
+	t0 = ev->ts;
 	ev->mode = mode;
 	ev->mem_bytes = bytes;
 	ev->mem_addr = addr;
 	ev->mem_size = size;
 	ev->mem_flags = flags;
-	ev->pad = 0;
 	stat_inc(STAT_MEM_EVENTS);
-	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
-		stat_inc(STAT_TASK_STORAGE_FAIL);
+	if (!ts) {
+		ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!ts)
+			stat_inc(STAT_TASK_STORAGE_FAIL);
+	}
 	fill_stack(ev, p, task, ts);
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	stat_add(STAT_MEM_NS, bpf_ktime_get_ns() - t0);
 	return 0;
+}
+
+static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 size, __u32 flags)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct proc_info *p = tracked_proc(task, bpf_get_current_pid_tgid() >> 32);
+
+	if (!p)
+		return 0;
+	return mem_record(p, task, NULL, mode, bytes, addr, size, flags);
 }
 
 SEC("usdt")
@@ -478,11 +477,11 @@ static __always_inline __u64 sample_weight(__u64 size)
 
 static __always_inline int alloc_probe(__u64 size, bool python)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct proc_info *p = tracked_proc(task, bpf_get_current_pid_tgid() >> 32);
 	struct tracked_thread *ts;
 
-	if (!tracked_proc(task, pid_tgid >> 32))
+	if (!p)
 		return 0;
 	stat_inc(STAT_UPROBE_HITS);
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -496,17 +495,18 @@ static __always_inline int alloc_probe(__u64 size, bool python)
 	/* pymalloc passes requests over 512 bytes to the raw allocator. */
 	if (python)
 		ts->py_pending = size > 512 ? size : 0;
-	if (!ts->mem_acc) {
-		ts->mem_acc = 1; /* the countdown is set */
+	/* Zero before the first draw (gaps are at least one byte once the mean
+	 * is 256 bytes or more; a zero gap under that is drawn again here), and
+	 * above zero between draws. */
+	if (!ts->mem_left)
 		ts->mem_left = draw_gap();
-	}
 	if ((__s64)size < ts->mem_left) {
 		ts->mem_left -= (__s64)size;
 		return 0;
 	}
 	ts->mem_left = draw_gap();
-	return mem_event(MODE_MALLOC, sample_weight(size), 0, size,
-			 (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
+	return mem_record(p, task, ts, MODE_MALLOC, sample_weight(size), 0, size,
+			  (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
 }
 
 SEC("uprobe")

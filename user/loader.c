@@ -106,31 +106,41 @@ static int attach_perf(struct loader *l)
 	return attached ? 0 : -ENODEV;
 }
 
+/* The allocation sampler's USDT probes and the programs for them. */
+static const char *const sampler_probes[] = { "init", "malloc", "free", "memcpy", "exit" };
+
+static struct bpf_program *sampler_prog(struct loader *l, size_t i)
+{
+	struct bpf_program *progs[] = {
+		l->skel->progs.on_sampler_init, l->skel->progs.on_malloc,
+		l->skel->progs.on_free,		l->skel->progs.on_memcpy,
+		l->skel->progs.on_sampler_exit,
+	};
+
+	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
+			       sizeof(sampler_probes) / sizeof(sampler_probes[0]),
+		       "one program per probe");
+	return progs[i];
+}
+
 static int attach_sampler(struct loader *l, const char *path)
 {
-	struct {
-		struct bpf_program *prog;
-		const char *name;
-	} probes[] = {
-		{ l->skel->progs.on_sampler_init, "init" }, { l->skel->progs.on_malloc, "malloc" },
-		{ l->skel->progs.on_free, "free" },	    { l->skel->progs.on_memcpy, "memcpy" },
-		{ l->skel->progs.on_sampler_exit, "exit" },
-	};
 	size_t i;
 	int err;
 
-	_Static_assert(sizeof(probes) / sizeof(probes[0]) ==
+	_Static_assert(sizeof(sampler_probes) / sizeof(sampler_probes[0]) ==
 			       sizeof(l->usdt_links) / sizeof(l->usdt_links[0]),
 		       "one link per probe");
-	for (i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+	for (i = 0; i < sizeof(sampler_probes) / sizeof(sampler_probes[0]); i++) {
 		/* No PID: every process that maps the library, fork children
 		 * included; the programs keep only tracked processes. */
-		l->usdt_links[i] = bpf_program__attach_usdt(
-			probes[i].prog, -1, path, SCALENE_BPF_USDT_PROVIDER, probes[i].name, NULL);
+		l->usdt_links[i] = bpf_program__attach_usdt(sampler_prog(l, i), -1, path,
+							    SCALENE_BPF_USDT_PROVIDER,
+							    sampler_probes[i], NULL);
 		if (!l->usdt_links[i]) {
 			err = -errno;
 			pr_warn("failed to attach to the allocation sampler's probe %s in %s: %s\n",
-				probes[i].name, path, strerror(-err));
+				sampler_probes[i], path, strerror(-err));
 			return err;
 		}
 	}
@@ -252,6 +262,7 @@ double loader__uprobe_cost_ns(struct loader *l)
 struct loader *loader__open(const struct loader_opts *opts)
 {
 	struct loader *l;
+	size_t i;
 	int err;
 
 	libbpf_set_print(libbpf_print);
@@ -278,24 +289,17 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
-	if (!opts->sampler_path) {
-		bpf_program__set_autoload(l->skel->progs.on_sampler_init, false);
-		bpf_program__set_autoload(l->skel->progs.on_malloc, false);
-		bpf_program__set_autoload(l->skel->progs.on_free, false);
-		bpf_program__set_autoload(l->skel->progs.on_memcpy, false);
-		bpf_program__set_autoload(l->skel->progs.on_sampler_exit, false);
-	}
+	/* Memory programs are loaded only for the mode that uses them. */
+	for (i = 0; !opts->sampler_path && i < sizeof(sampler_probes) / sizeof(sampler_probes[0]);
+	     i++)
+		bpf_program__set_autoload(sampler_prog(l, i), false);
+	for (i = 0; !opts->uprobe_sample_bytes && i < ALLOC_PROGS; i++)
+		bpf_program__set_autoload(alloc_prog(l, i), false);
 	l->skel->rodata->mem_sample_bytes = opts->uprobe_sample_bytes ?: 1;
-	for (int i = 0; i < 256; i++) {
+	for (i = 0; i < 256; i++) {
 		l->skel->rodata->gap_table[i] = (__u32)(-log((i + 0.5) / 256) * 256 + 0.5);
 		l->skel->rodata->weight_table[i] =
 			(__u32)(65536 / (1 - exp(-(i + 0.5) / 16)) + 0.5);
-	}
-	if (!opts->uprobe_sample_bytes) {
-		int i;
-
-		for (i = 0; i < ALLOC_PROGS; i++)
-			bpf_program__set_autoload(alloc_prog(l, i), false);
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {

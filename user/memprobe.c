@@ -15,6 +15,7 @@
 #include "uprobe_site.h"
 
 #define PROLOGUE_BYTES 32
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 struct target_fn {
 	const char *func;
@@ -38,13 +39,6 @@ static const struct target_fn python_fns[] = {
 	{ "PyMem_Realloc", ALLOC_PY_REALLOC, ARG_RDI | ARG_RSI, true },
 };
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-
-	return s ? s + 1 : p;
-}
-
 static void probe_module(struct loader *l, int pid, const struct procmaps *m, const char *path,
 			 const struct target_fn *fns, int nfns, struct memprobe_report *rep)
 {
@@ -65,7 +59,7 @@ static void probe_module(struct loader *l, int pid, const struct procmaps *m, co
 
 		s->func = fns[i].func;
 		s->offset = -1;
-		snprintf(s->module, sizeof(s->module), "%s", base_name(path));
+		snprintf(s->module, sizeof(s->module), "%s", basename(path));
 		if (!e) {
 			snprintf(s->why, sizeof(s->why), "cannot read %s", path);
 			continue;
@@ -108,7 +102,7 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 		return -errno;
 	for (i = 0; i < procmaps__count(m); i++) {
 		const struct map_entry *e = procmaps__get(m, i);
-		const char *b = base_name(e->path);
+		const char *b = basename(e->path);
 
 		if (e->x && (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))) {
 			libc = e->path;
@@ -116,8 +110,8 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 		}
 	}
 	if (libc)
-		probe_module(l, pid, m, libc, libc_fns, 3, rep);
-	probe_module(l, pid, m, pp->path, python_fns, 6, rep);
+		probe_module(l, pid, m, libc, libc_fns, ARRAY_SIZE(libc_fns), rep);
+	probe_module(l, pid, m, pp->path, python_fns, ARRAY_SIZE(python_fns), rep);
 	procmaps__free(m);
 	rep->hit_cost_ns = rep->attached ? loader__uprobe_cost_ns(l) : -1;
 	return rep->attached;

@@ -710,6 +710,23 @@ static void footprint_add(struct profile *p, double delta, double t)
 	series_add(&m->series, t, m->footprint);
 }
 
+/* Changes the live set of the line and the function a block was allocated
+ * on: its weight, and how many blocks they had followed and got back. */
+static void owners_update(const struct live_block *b, double live, uint64_t tracked,
+			  uint64_t reclaimed)
+{
+	struct mem_stats *owners[2] = { b->line, b->func };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!owners[i])
+			continue;
+		owners[i]->live_bytes += live;
+		owners[i]->tracked += tracked;
+		owners[i]->reclaimed += reclaimed;
+	}
+}
+
 static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_stats *line,
 			struct mem_stats *func, double bytes)
 {
@@ -734,21 +751,11 @@ static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_s
 		p->mem.footprint -= b->bytes;
 		if (p->mem.footprint < 0)
 			p->mem.footprint = 0;
-		if (b->line)
-			b->line->live_bytes -= b->bytes;
-		if (b->func)
-			b->func->live_bytes -= b->bytes;
+		owners_update(b, -b->bytes, 0, 0);
 	}
 	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes };
 	p->mem.held_bytes += bytes;
-	if (line) {
-		line->tracked++;
-		line->live_bytes += bytes;
-	}
-	if (func) {
-		func->tracked++;
-		func->live_bytes += bytes;
-	}
+	owners_update(b, bytes, 1, 0);
 }
 
 static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_stats *l,
@@ -765,20 +772,20 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 	pm->malloc_bytes += m->bytes;
 	if (m->python)
 		pm->python_bytes += m->bytes;
-	if (m->no_frees)
-		goto line; /* no footprint without frees */
-	footprint_add(p, m->bytes, t);
-	if (pm->footprint > pm->max_footprint) {
-		pm->max_footprint = pm->footprint;
-		pm->max_file = fr ? fr->filename : NULL;
-		pm->max_line = fr ? fr->line : 0;
-		pm->max_python_fraction = m->python ? 1 : 0;
+	/* Without frees (uprobes) there is no footprint to follow. */
+	if (!m->no_frees) {
+		footprint_add(p, m->bytes, t);
+		if (pm->footprint > pm->max_footprint) {
+			pm->max_footprint = pm->footprint;
+			pm->max_file = fr ? fr->filename : NULL;
+			pm->max_line = fr ? fr->line : 0;
+			pm->max_python_fraction = m->python ? 1 : 0;
+		}
+		if (m->untracked)
+			pm->untracked++;
+		else
+			track_block(p, m->tgid, m->addr, l, f, m->bytes);
 	}
-	if (m->untracked)
-		pm->untracked++;
-	else
-		track_block(p, m->tgid, m->addr, l, f, m->bytes);
-line:
 	if (!l)
 		return;
 	l->malloc_bytes += m->bytes;
@@ -816,14 +823,7 @@ static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats
 	bytes = b->bytes;
 	if (!teardown) {
 		p->mem.held_bytes -= bytes;
-		if (b->line) {
-			b->line->reclaimed++;
-			b->line->live_bytes -= bytes;
-		}
-		if (b->func) {
-			b->func->reclaimed++;
-			b->func->live_bytes -= bytes;
-		}
+		owners_update(b, -bytes, 0, 1);
 	}
 	free(b);
 	footprint_add(p, -bytes, t);

@@ -24,13 +24,6 @@
 #define MAX_INTERPS 64
 #define MAX_THREADS 100000
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
 int python__minor_from_name(const char *name)
 {
 	const char *p = name;
@@ -87,7 +80,7 @@ static const char *find_interp_module(const struct procmaps *m, int pid, char *e
 	for (i = 0; i < procmaps__count(m); i++) {
 		const struct map_entry *e = procmaps__get(m, i);
 
-		if (!strncmp(base_name(e->path), "libpython3", 10) && strstr(e->path, ".so"))
+		if (!strncmp(basename(e->path), "libpython3", 10) && strstr(e->path, ".so"))
 			return e->path;
 	}
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
@@ -118,7 +111,7 @@ static int open_module(int pid, const char *path, struct elf_file **e)
  * would show a tenth of its time as native. */
 static bool is_dynamic_loader(const char *path)
 {
-	const char *b = base_name(path);
+	const char *b = basename(path);
 
 	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7);
 }
@@ -128,7 +121,7 @@ static bool is_dynamic_loader(const char *path)
  * forward, in a few nanoseconds). */
 static bool is_sampler(const char *path)
 {
-	return !strcmp(base_name(path), SCALENE_BPF_SAMPLER_SONAME);
+	return !strcmp(basename(path), SCALENE_BPF_SAMPLER_SONAME);
 }
 
 static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char *path)
@@ -191,7 +184,7 @@ static int read_version(struct py_proc *pp, const struct elf_file *e, uint64_t b
 		pp->minor = (hex >> 16) & 0xff;
 		return 0;
 	}
-	minor = python__minor_from_name(base_name(path));
+	minor = python__minor_from_name(basename(path));
 	if (minor < 0) {
 		snprintf(why, whylen, "cannot tell the Python version of %s", path);
 		return -ENOTSUP;
@@ -424,7 +417,7 @@ int python__check_binary(const char *path, char *why, size_t whylen)
 		return 0;
 	}
 	if (!elf_file__find_symbol(e, "_PyRuntime", NULL, NULL))
-		minor = python__minor_from_name(base_name(real ? real : path));
+		minor = python__minor_from_name(basename(real ? real : path));
 	else if ((lib = elf_file__needed(e, "libpython3")) != NULL)
 		minor = python__minor_from_name(lib);
 	elf_file__free(e);
@@ -488,7 +481,7 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		goto cleanup;
 	}
 	pp->runtime = bias + addr;
-	pp->static_build = strncmp(base_name(path), "libpython", 9) != 0;
+	pp->static_build = strncmp(basename(path), "libpython", 9) != 0;
 	err = read_version(pp, e, bias, path, why, whylen);
 	if (err)
 		goto cleanup;

@@ -57,7 +57,6 @@ struct tproc {
 	/* The allocation sampler in this process, as its probes reported. */
 	bool sampler_loaded;
 	bool sampler_final; /* its exit probe fired: state is final */
-	uint32_t sampler_abi;
 	uint64_t sampler_addr;
 	struct scalene_bpf_sampler_state sampler;
 };
@@ -285,7 +284,6 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		 * own from here on, and final only at the child's exit. */
 		tp->sampler_loaded = parent->sampler_loaded;
 		tp->sampler_addr = parent->sampler_addr;
-		tp->sampler_abi = parent->sampler_abi;
 		tp->sampler_final = false;
 		memset(&tp->sampler, 0, sizeof(tp->sampler));
 	} else {
@@ -470,6 +468,30 @@ static bool idle_wait(const struct sample_event *ev)
 				      );
 }
 
+/* A process not (yet) recognised as Python: its samples are kept apart. */
+static bool not_python(const struct tproc *tp, const struct sample_event *ev)
+{
+	return tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG;
+}
+
+/* A sample's resolved frames, innermost first: their count; when there are
+ * none, the reason goes to *unattributed. */
+static int sample_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
+			 struct frame_ref *frames, int *offsets, int *unattributed)
+{
+	int n;
+
+	if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
+	    ev->status == WALK_BAD_KEY) {
+		*unattributed = UNATTR_NO_PYTHON_THREAD;
+		return 0;
+	}
+	n = resolve_frames(s, tp, ev, frames, offsets);
+	if (!n)
+		*unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
+	return n;
+}
+
 static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev)
 {
 	struct frame_ref frames[MAX_FRAMES];
@@ -489,18 +511,11 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 
 	s->mem_records++;
 	m.kind = ev->mode == MODE_MALLOC ? MEM_MALLOC : ev->mode == MODE_FREE ? MEM_FREE : MEM_COPY;
-	m.not_python = tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG;
-	if (m.not_python) {
-		/* nothing to resolve */
-	} else if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
-		   ev->status == WALK_BAD_KEY) {
-		m.unattributed = UNATTR_NO_PYTHON_THREAD;
-	} else {
+	m.not_python = not_python(tp, ev);
+	if (!m.not_python) {
 		m.frames = frames;
 		m.offsets = offsets;
-		m.nframes = resolve_frames(s, tp, ev, frames, offsets);
-		if (!m.nframes)
-			m.unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
+		m.nframes = sample_frames(s, tp, ev, frames, offsets, &m.unattributed);
 	}
 	profile__add_mem(s->profile, &m);
 }
@@ -515,8 +530,6 @@ static void on_sampler(struct session *s, const struct sampler_record *r)
 		 r->phase == SAMPLER_INIT ? "loaded" : "finished");
 	tp->sampler_loaded = true;
 	tp->sampler_addr = r->state_addr;
-	if (r->phase == SAMPLER_INIT)
-		tp->sampler_abi = r->abi;
 	if (r->read_err)
 		return;
 	memcpy(&tp->sampler, r->state, sizeof(tp->sampler));
@@ -557,7 +570,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.offcpu_idle = ev->offcpu_ns && idle_wait(ev);
 	/* Shells, launchers (pyenv's shims), the interpreter before it is
 	 * recognised: their time is reported apart, not in the percentages. */
-	in.not_python = tp->state != TP_PYTHON || ev->status == WALK_NO_CONFIG;
+	in.not_python = not_python(tp, ev);
 	in.core_util = core_util(s, ev);
 	in.truncated = ev->status == WALK_TRUNCATED;
 	if (ev->mode == MODE_KERNEL)
@@ -568,16 +581,9 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		in.where = WHERE_NATIVE;
 	if (in.where == WHERE_NATIVE && ev->cpu_ns && ev->user_ip)
 		native_symbol(s, tp, ev->user_ip, &in);
-	if (in.not_python) {
-		/* nothing to resolve */
-	} else if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
-		   ev->status == WALK_BAD_KEY) {
-		in.unattributed = UNATTR_NO_PYTHON_THREAD;
-	} else {
+	if (!in.not_python) {
 		in.frames = frames;
-		in.nframes = resolve_frames(s, tp, ev, frames, NULL);
-		if (!in.nframes)
-			in.unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
+		in.nframes = sample_frames(s, tp, ev, frames, NULL, &in.unattributed);
 	}
 	profile__add(s->profile, &in);
 }
