@@ -278,6 +278,13 @@ static int prepare_memory(struct run_state *rs)
 	int err;
 
 	err = find_sampler_lib(rs->sampler, sizeof(rs->sampler));
+	if (err && getenv("SCALENE_BPF_SAMPLER_LIB") && *getenv("SCALENE_BPF_SAMPLER_LIB")) {
+		pr_warn("SCALENE_BPF_SAMPLER_LIB=%s cannot be read (%s); point it at %s or use "
+			"--cpu-only\n",
+			getenv("SCALENE_BPF_SAMPLER_LIB"), strerror(-err),
+			SCALENE_BPF_SAMPLER_SONAME);
+		return err;
+	}
 	if (err) {
 		pr_warn("memory profiling needs %s, which was not found next to this program (%s); "
 			"build it with make, point SCALENE_BPF_SAMPLER_LIB at it, or use "

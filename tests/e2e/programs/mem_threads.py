@@ -12,6 +12,7 @@ import ctypes
 import json
 import sys
 import threading
+import time
 
 MiB = 1 << 20
 N = 100
@@ -53,5 +54,10 @@ t = threading.Thread(target=worker)
 t.start()
 t.join()
 made = raw_threads()
+# The allocations above take about 70 ms, less than the profiler needs to
+# read a new program's code objects the first time; a program that exits
+# that soon leaves its frames unreadable (counted in frames_unreadable), which
+# is not what this program tests.
+time.sleep(0.5)
 with open(sys.argv[1], "w") as f:
     json.dump({"gil_free_mb": 4 * N, "raw_mb": 8 * made}, f)
