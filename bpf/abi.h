@@ -62,7 +62,7 @@ enum stat_id {
 	STAT_WALK_TRUNCATED,
 	STAT_NO_TSTATE,
 	STAT_NO_CONFIG,
-	STAT_TASK_STORAGE_FAIL, /* could not attach per-thread state */
+	STAT_TASK_STORAGE_FAIL, /* a thread's state could not be made (see session.c) */
 	STAT_PROC_TABLE_FULL,	/* a child could not be tracked: map full */
 	STAT_EVENTS_LOST,	/* process events lost: ring buffer full */
 	STAT_SAMPLE_NS,		/* time spent on samples of tracked threads, ns */

@@ -656,6 +656,13 @@ const struct py_proc *session__root_python(const struct session *s)
 	return tp && tp->state == TP_PYTHON ? &tp->pp : NULL;
 }
 
+/*
+ * thread_state_unavailable: a record of a thread with no BPF state yet that
+ * could not make it, nearly always because the record's program interrupted
+ * another of ours holding this CPU's task-storage lock (a sample's NMI inside
+ * sched_switch).  The record is kept, walked without the frame cache; the
+ * state is made at the thread's next record.
+ */
 static const char *const stat_names[STAT_MAX] = {
 	/* Every counter has a name: the array is sized by the enum. */
 	[STAT_SAMPLES] = "samples",
@@ -665,7 +672,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_WALK_TRUNCATED] = "walk_truncated",
 	[STAT_NO_TSTATE] = "no_python_thread_state",
 	[STAT_NO_CONFIG] = "not_recognised_yet",
-	[STAT_TASK_STORAGE_FAIL] = "thread_state_alloc_failed",
+	[STAT_TASK_STORAGE_FAIL] = "thread_state_unavailable",
 	[STAT_PROC_TABLE_FULL] = "process_table_full",
 	[STAT_EVENTS_LOST] = "process_events_lost",
 	[STAT_SAMPLE_NS] = "sample_ns_total",

@@ -325,8 +325,13 @@ def check_compat(path, gui=False):
 # BPF counters (scalene_bpf.bpf) that mean lost or wrong data: zero in the
 # suite's small programs.
 LOSS_COUNTERS = ("lost_ringbuf_full", "memory_lost_ringbuf_full", "bad_records",
-                 "thread_state_alloc_failed", "process_table_full",
-                 "process_events_lost")
+                 "process_table_full", "process_events_lost")
+# A thread with no BPF state yet whose record found this CPU's task-storage
+# lock held by another of our programs (a sample's NMI landing inside
+# sched_switch's lookup): that record is walked without the frame cache and
+# the state is made at the next one.  Rare by nature; many would mean the
+# state is not being made at all.
+TRANSIENT_COUNTERS = {"thread_state_unavailable": 0.002}
 
 
 def finish(res, out, expect_rc=0, gui=False):
@@ -341,6 +346,11 @@ def finish(res, out, expect_rc=0, gui=False):
     lost = {k: facts.get("bpf", {}).get(k) for k in LOSS_COUNTERS
             if facts.get("bpf", {}).get(k)}
     assert not lost, f"data lost or bad: {lost}\n" + res.describe()
+    samples = facts.get("bpf", {}).get("samples") or 0
+    for name, share in TRANSIENT_COUNTERS.items():
+        got = facts.get("bpf", {}).get(name) or 0
+        assert got <= max(2, share * samples), (
+            f"{name} = {got} in {samples} samples\n" + res.describe())
     return res
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 
 MiB = 1 << 20
-N = 100
+N = 200
 RAW = 50
 
 libc = ctypes.CDLL(None)
