@@ -70,6 +70,7 @@ enum stat_id {
 	STAT_MEM_NS,		/* time spent on them, ns */
 	STAT_MEM_LOST,		/* allocation sampler records lost: ring buffer full */
 	STAT_UPROBE_HITS,	/* allocation uprobe hits (attach mode) */
+	STAT_IDLE_NS,		/* parked threads' waiting, not counted (no --idle), ns */
 	STAT_MAX,
 };
 

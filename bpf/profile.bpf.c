@@ -41,6 +41,13 @@ const volatile __u8 follow_children = 1;
 const volatile __u64 tick_ns = 10000000;
 /* Mean bytes between allocation samples taken by the uprobes. */
 const volatile __u64 mem_sample_bytes = 1 << 20;
+/* Parked threads (see idle_wait) have their waiting counted only with
+ * --idle; otherwise it is added up here and never becomes a record, so a
+ * thousand threads taking turns at the GIL cannot flood the ring buffer.
+ * The syscall numbers come from the loader's headers. */
+const volatile __u8 count_idle = 0;
+const volatile __s32 nr_futex = -2;
+const volatile __s32 nr_futex_waitv = -2;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -122,6 +129,14 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 	ev->nframes = n;
 }
 
+/* A wait of a thread other than the main one in futex: a parked worker
+ * (queues, pools, condition variables, waiting for the GIL). */
+static __always_inline bool idle_wait(__u64 pid_tgid, __s32 nr)
+{
+	return (__u32)pid_tgid != pid_tgid >> 32 && nr >= 0 &&
+	       (nr == nr_futex || nr == nr_futex_waitv);
+}
+
 /* Moves whole sampling periods of accumulated blocked time out of `ts`. */
 static __always_inline __u64 take_offcpu(struct tracked_thread *ts)
 {
@@ -191,6 +206,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 
 		ev->mode = MODE_KERNEL;
 		ev->user_ip = BPF_CORE_READ(uregs, ip);
+		/* The syscall the thread is in, if any: blocked time taken here
+		 * ended in it (a thread just woken from futex, say). */
+		ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
 	}
 	/* Marks the thread as tracked for sched_switch; also picks up blocked
 	 * time that ended without a syscall exit (page faults). */
@@ -198,6 +216,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
 	ev->offcpu_ns = take_offcpu(ts);
+	if (ev->offcpu_ns && !count_idle && idle_wait(pid_tgid, ev->syscall_nr)) {
+		stat_add(STAT_IDLE_NS, ev->offcpu_ns);
+		ev->offcpu_ns = 0;
+	}
 	fill_stack(ev, p, task, ts);
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	/* The cost per sample, measured where it is spent. */
@@ -250,6 +272,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
+	if (!count_idle && idle_wait(pid_tgid, (__s32)BPF_CORE_READ(regs, orig_ax))) {
+		stat_add(STAT_IDLE_NS, take_offcpu(ts));
+		return 0;
+	}
 	ev = new_record(pid_tgid, STAT_RINGBUF_FULL);
 	if (!ev)
 		return 0;

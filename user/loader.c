@@ -141,6 +141,12 @@ static int attach_sampler(struct loader *l, const char *path)
 			err = -errno;
 			pr_warn("failed to attach to the allocation sampler's probe %s in %s: %s\n",
 				sampler_probes[i], path, strerror(-err));
+			/* Measured: the kernel refuses uprobe perf events to
+			 * CAP_BPF + CAP_PERFMON alone. */
+			if ((err == -EACCES || err == -EPERM) && geteuid() != 0)
+				pr_warn("memory profiling places uprobes, which needs "
+					"CAP_SYS_ADMIN besides CAP_BPF and CAP_PERFMON; run as "
+					"root, add it, or profile CPU only with --cpu-only\n");
 			return err;
 		}
 	}
@@ -286,6 +292,11 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	l->skel->rodata->sample_period_ns = l->period_ns;
 	l->skel->rodata->follow_children = opts->follow_children;
+	l->skel->rodata->count_idle = opts->count_idle;
+	l->skel->rodata->nr_futex = SYS_futex;
+#ifdef SYS_futex_waitv
+	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
+#endif
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);

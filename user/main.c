@@ -188,6 +188,7 @@ static int setup(struct run_state *rs)
 	struct loader_opts lo = {
 		.rate_hz = rs->opts->rate_hz,
 		.follow_children = !rs->opts->no_follow,
+		.count_idle = rs->opts->idle,
 		.max_procs = MAX_PROCS,
 		.ringbuf_bytes = RINGBUF_BYTES,
 		.sampler_path = rs->memory ? rs->sampler : NULL,
@@ -197,7 +198,7 @@ static int setup(struct run_state *rs)
 				    : 0,
 		.on_event = session__handle,
 	};
-	struct session_opts so = { .memory = rs->memory };
+	struct session_opts so = { .memory = rs->memory, .creds = &rs->creds };
 
 	rs->profile = profile__new(&filter);
 	if (!rs->profile)
@@ -322,6 +323,9 @@ static int cmd_run(const struct options *o)
 	char why[512];
 	int err, status;
 
+	/* From the start: a signal during the set-up must not kill us with
+	 * the program waiting at the gate (it would run unprofiled). */
+	install_signals();
 	err = creds_from_env(&rs.creds);
 	if (!err)
 		err = target_from_command(o, &rs.target);
@@ -357,7 +361,13 @@ static int cmd_run(const struct options *o)
 		runner_abort(&l);
 		goto out;
 	}
-	install_signals();
+	if (got_signal) {
+		pr_warn("interrupted (%s) before the program started; it was not run\n",
+			strsignal(got_signal));
+		runner_abort(&l);
+		err = 128 + got_signal;
+		goto out_noprofile;
+	}
 	rs.start_mono = mono_s();
 	rs.start_wall = wall_s();
 	err = runner_release(&l);
@@ -444,6 +454,9 @@ static int cmd_attach(const struct options *o)
 	double next;
 	int err, tries, pidfd;
 
+	/* From the start: a signal during the set-up stops us cleanly, with
+	 * the (empty) profile written and everything released. */
+	install_signals();
 	err = creds_from_env(&rs.creds);
 	if (err)
 		return 1;
@@ -487,7 +500,6 @@ static int cmd_attach(const struct options *o)
 	if (rs.uprobes && attach_memory(&rs, o->pid, &pp) <= 0)
 		rs.uprobes = false;
 	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
-	install_signals();
 	rs.start_mono = mono_s();
 	rs.start_wall = wall_s();
 	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;

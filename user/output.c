@@ -341,7 +341,8 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	struct json_object *o = json_object_new_object(), *lines, *funcs;
 	const char **starts = NULL;
 	size_t *lens = NULL, srclen = 0;
-	char *src = m->read_source ? m->read_source(m->ctx, f->path, &srclen) : NULL;
+	double mtime = 0;
+	char *src = m->read_source ? m->read_source(m->ctx, f->path, &srclen, &mtime) : NULL;
 	struct regions *r = NULL;
 	const struct func_stats **sorted;
 	int n = 0, i, nlines, last;
@@ -390,6 +391,9 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 			       jdouble(total > 0 ? 100.0 * f->cpu_ns / total : 0));
 	if (!src)
 		json_object_object_add(o, "source_unavailable", json_object_new_boolean(1));
+	/* Written to while the program ran: the text may not be what ran. */
+	else if (m->start_time_absolute > 0 && mtime > m->start_time_absolute)
+		json_object_object_add(o, "source_changed", json_object_new_boolean(1));
 	regions__free(r);
 	free(starts);
 	free(lens);
@@ -420,6 +424,23 @@ static struct json_object *py_frame_obj(const struct frame_ref *fr)
 	return o;
 }
 
+/* The outermost frame of a stack deeper than the walker goes: what is
+ * above it was not seen, and is not guessed. */
+#define TRUNCATED_FRAME "[truncated]"
+
+static struct json_object *truncated_frame_obj(void)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "kind", json_object_new_string("py"));
+	json_object_object_add(o, "display_name", json_object_new_string(TRUNCATED_FRAME));
+	json_object_object_add(o, "filename_or_module", json_object_new_string(""));
+	json_object_object_add(o, "line", json_object_new_int(1));
+	json_object_object_add(o, "ip", NULL);
+	json_object_object_add(o, "offset", NULL);
+	return o;
+}
+
 static void build_stacks(struct json_object *doc, const struct profile *p, double total,
 			 bool memory)
 {
@@ -435,6 +456,8 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 		if (memory && st->malloc_bytes > 0) {
 			struct json_object *mframes = json_object_new_array();
 
+			if (st->truncated)
+				json_object_array_add(mframes, truncated_frame_obj());
 			for (j = 0; j < st->nframes; j++)
 				json_object_array_add(mframes, py_frame_obj(&st->frames[j]));
 			entry = json_object_new_array();
@@ -446,7 +469,11 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 			continue; /* a stack seen by allocations only */
 		frames = json_object_new_array();
 		cframes = json_object_new_array();
-
+		if (st->truncated) {
+			json_object_array_add(frames,
+					      json_object_new_string(" " TRUNCATED_FRAME ":1;"));
+			json_object_array_add(cframes, truncated_frame_obj());
+		}
 		for (j = 0; j < st->nframes; j++) {
 			char *s = frame_string(&st->frames[j]);
 

@@ -15,8 +15,9 @@
 struct profile;
 struct json_object;
 
-/* Returns the source text of a profiled file (malloc'ed) or NULL. */
-typedef char *(*read_source_fn)(void *ctx, const char *filename, size_t *len);
+/* Returns the source text of a profiled file (malloc'ed) or NULL, and the
+ * file's modification time (Unix time, s). */
+typedef char *(*read_source_fn)(void *ctx, const char *filename, size_t *len, double *mtime);
 
 struct output_meta {
 	const char *program;	 /* absolute path of the main script */

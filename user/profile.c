@@ -388,19 +388,31 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 	return fs;
 }
 
-static uint64_t stack_hash(const struct frame_ref *frames, int nframes, const char *native_sym)
-{
-	uint64_t h = hash_bytes(frames, nframes * sizeof(*frames));
+/* A stack's identity: its frames, its leaf native symbol, and whether its
+ * outermost frames are missing. */
+struct stack_key {
+	const struct frame_ref *frames; /* innermost first */
+	int nframes;
+	const char *native_sym;
+	const char *native_module;
+	bool truncated;
+};
 
-	return h ^ hash_bytes(&native_sym, sizeof(native_sym));
+static uint64_t stack_hash(const struct stack_key *k)
+{
+	uint64_t h = hash_bytes(k->frames, k->nframes * sizeof(*k->frames));
+
+	h ^= hash_bytes(&k->native_sym, sizeof(k->native_sym));
+	return k->truncated ? ~h : h;
 }
 
-static bool stack_equal(const struct stack_stats *st, const struct frame_ref *frames, int nframes,
-			const char *native_sym)
+static bool stack_equal(const struct stack_stats *st, const struct stack_key *k)
 {
-	int i;
+	const struct frame_ref *frames = k->frames;
+	int i, nframes = k->nframes;
 
-	if (st->nframes != nframes || st->native_sym != native_sym)
+	if (st->nframes != nframes || st->native_sym != k->native_sym ||
+	    st->truncated != k->truncated)
 		return false;
 	for (i = 0; i < nframes; i++) {
 		if (memcmp(&st->frames[i], &frames[nframes - 1 - i], sizeof(st->frames[i])))
@@ -409,19 +421,19 @@ static bool stack_equal(const struct stack_stats *st, const struct frame_ref *fr
 	return true;
 }
 
-/* The stack (frames innermost first) and its leaf native symbol, found or
- * added; NULL when the table is full. */
-static struct stack_stats *stack_get(struct profile *p, const struct frame_ref *frames, int nframes,
-				     const char *native_sym, const char *native_module)
+/* The stack, found or added; NULL when the table is full. */
+static struct stack_stats *stack_get(struct profile *p, const struct stack_key *k)
 {
-	uint64_t h = stack_hash(frames, nframes, native_sym);
+	const struct frame_ref *frames = k->frames;
+	int nframes = k->nframes;
+	uint64_t h = stack_hash(k);
 	struct stack_node *head = hmap__get(p->stacks_by_hash, &h), *n;
 	struct stack_stats *st, **stacks;
 	struct frame_ref *copy;
 	int i;
 
 	for (n = head; n; n = n->next) {
-		if (stack_equal(p->stacks[n->index], frames, nframes, native_sym))
+		if (stack_equal(p->stacks[n->index], k))
 			return p->stacks[n->index];
 	}
 	if (p->nstacks >= MAX_STACKS)
@@ -441,8 +453,9 @@ static struct stack_stats *stack_get(struct profile *p, const struct frame_ref *
 		copy[i] = frames[nframes - 1 - i];
 	st->frames = copy;
 	st->nframes = nframes;
-	st->native_sym = native_sym;
-	st->native_module = native_module;
+	st->native_sym = k->native_sym;
+	st->native_module = k->native_module;
+	st->truncated = k->truncated;
 	n->index = p->nstacks;
 	n->next = head;
 	if (hmap__put(p->stacks_by_hash, &h, n)) {
@@ -460,8 +473,9 @@ dropped:
 
 static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked)
 {
-	struct stack_stats *st =
-		stack_get(p, s->frames, s->nframes, s->native_sym, s->native_module);
+	struct stack_key k = { s->frames, s->nframes, s->native_sym, s->native_module,
+			       s->truncated };
+	struct stack_stats *st = stack_get(p, &k);
 
 	if (!st)
 		return;
@@ -881,7 +895,8 @@ void profile__add_mem(struct profile *p, const struct mem_in *m)
 			exec_at(t, l, fm, fr, m->nframes - at, m->offsets ? m->offsets[at] : 0);
 		mem_malloc(p, m, l, fm, fr, ts);
 		if (m->nframes && !m->restored) {
-			struct stack_stats *sk = stack_get(p, m->frames, m->nframes, NULL, NULL);
+			struct stack_key k = { m->frames, m->nframes, NULL, NULL, m->truncated };
+			struct stack_stats *sk = stack_get(p, &k);
 
 			if (sk)
 				sk->malloc_bytes += m->bytes;

@@ -81,6 +81,7 @@ struct mem_in {
 	bool restored;	/* malloc: a block live again after a failed realloc */
 	bool no_frees;	/* from uprobes: frees are not seen, so no footprint */
 	bool not_python;
+	bool truncated;			/* stack deeper than the walker goes */
 	int unattributed;		/* -1, or an enum unattributed_reason */
 	const struct frame_ref *frames; /* innermost first */
 	const int *offsets;		/* each frame's instruction offset */
@@ -156,6 +157,7 @@ struct stack_stats {
 	int nframes;
 	const char *native_sym; /* leaf native frame, if any */
 	const char *native_module;
+	bool truncated; /* the outermost frames were not walked */
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
 	double malloc_bytes; /* sampled allocation weight on this stack */

@@ -167,14 +167,7 @@ int exit_status_of(int wstatus)
 	return 1;
 }
 
-/* File-system credentials only: this thread opens files as the user while
- * keeping root's right to use BPF. */
-struct fs_creds {
-	uid_t uid;
-	gid_t gid;
-};
-
-static void become_user(const struct user_creds *c, struct fs_creds *saved)
+void runner_fs_user(const struct user_creds *c, struct fs_creds *saved)
 {
 	saved->uid = setfsuid(-1);
 	saved->gid = setfsgid(-1);
@@ -184,7 +177,7 @@ static void become_user(const struct user_creds *c, struct fs_creds *saved)
 	}
 }
 
-static void become_self(const struct fs_creds *saved)
+void runner_fs_self(const struct fs_creds *saved)
 {
 	setfsuid(saved->uid);
 	setfsgid(saved->gid);
@@ -218,7 +211,7 @@ int outfile_check(const char *path, const struct user_creds *c)
 	struct stat st;
 	int fd, err = 0;
 
-	become_user(c, &saved);
+	runner_fs_user(c, &saved);
 	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
 		err = -EISDIR;
 		goto out;
@@ -231,7 +224,7 @@ int outfile_check(const char *path, const struct user_creds *c)
 	close(fd);
 	unlink(tmp);
 out:
-	become_self(&saved);
+	runner_fs_self(&saved);
 	return err;
 }
 
@@ -243,7 +236,7 @@ int outfile_write(const char *path, const char *data, size_t len, const struct u
 	ssize_t n;
 	int fd, err = 0;
 
-	become_user(c, &saved);
+	runner_fs_user(c, &saved);
 	fd = make_temp(path, tmp, sizeof(tmp));
 	if (fd < 0) {
 		err = fd;
@@ -271,7 +264,7 @@ int outfile_write(const char *path, const char *data, size_t len, const struct u
 	if (err)
 		unlink(tmp);
 out:
-	become_self(&saved);
+	runner_fs_self(&saved);
 	return err;
 }
 

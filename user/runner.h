@@ -51,6 +51,17 @@ int exit_status_of(int wstatus);
  * absolute path into buf.  0 or -errno. */
 int find_sampler_lib(char *buf, size_t n);
 
+/* File-system credentials only: the calling thread opens files as the user
+ * while keeping root's right to use BPF.  runner_fs_user(NULL or creds
+ * without drop) changes nothing; runner_fs_self restores. */
+struct fs_creds {
+	uid_t uid;
+	gid_t gid;
+};
+
+void runner_fs_user(const struct user_creds *c, struct fs_creds *saved);
+void runner_fs_self(const struct fs_creds *saved);
+
 /* Checks that path can be written by the user, before the run. */
 int outfile_check(const char *path, const struct user_creds *c);
 /* Writes data to path as the user: a new file in the same directory, then

@@ -20,6 +20,7 @@
 #include "profile.h"
 #include "pycode.h"
 #include "python.h"
+#include "runner.h"
 #include "session.h"
 #include "usyms.h"
 
@@ -68,6 +69,7 @@ struct thread_name_key {
 struct session {
 	struct loader *loader;
 	struct profile *profile;
+	const struct user_creds *creds;
 	uint64_t period_ns;
 	int ncpus;
 	int root_pid;
@@ -96,6 +98,7 @@ struct session *session__new(const struct session_opts *opts)
 		return NULL;
 	s->profile = opts->profile;
 	s->period_ns = opts->period_ns;
+	s->creds = opts->creds;
 	s->memory = opts->memory;
 	s->ncpus = opts->ncpus > 0 ? opts->ncpus : 1;
 	s->procs = hmap__new(sizeof(int));
@@ -506,6 +509,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 		.untracked = ev->mem_flags & SBS_F_UNTRACKED,
 		.restored = ev->mem_flags & SBS_F_RESTORED,
 		.no_frees = ev->mem_flags & MEMF_NO_FREES,
+		.truncated = ev->status == WALK_TRUNCATED,
 		.unattributed = -1,
 	};
 
@@ -680,6 +684,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_MEM_NS] = "memory_ns_total",
 	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
 	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
+	[STAT_IDLE_NS] = "idle_wait_ns",
 };
 
 static double mb(double bytes)
@@ -884,21 +889,23 @@ struct json_object *session__facts(struct session *s)
 	const struct profile *p = s->profile;
 	int i;
 
+	bool have_stats = !loader__stats(s->loader, stats);
+
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
 	json_object_object_add(o, "total_sampled_s", seconds(profile__total_ns(p)));
 	/* Blocked time left out of the percentages: parked worker threads
-	 * (unless --idle) and processes that are not Python. */
-	json_object_object_add(o, "uncounted_blocked_s", seconds(profile__idle_ns(p)));
+	 * (unless --idle; most of it never leaves BPF) and processes that are
+	 * not Python. */
+	json_object_object_add(o, "uncounted_blocked_s",
+			       seconds(profile__idle_ns(p) + (double)stats[STAT_IDLE_NS]));
 	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
 	for (i = 0; i < UNATTR_MAX; i++)
 		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
 	json_object_object_add(o, "unattributed", un);
-	if (!loader__stats(s->loader, stats)) {
-		for (i = 0; i < STAT_MAX; i++)
-			json_object_object_add(bpf, stat_names[i],
-					       json_object_new_int64((int64_t)stats[i]));
-	}
+	for (i = 0; have_stats && i < STAT_MAX; i++)
+		json_object_object_add(bpf, stat_names[i],
+				       json_object_new_int64((int64_t)stats[i]));
 	if (stats[STAT_SAMPLES]) {
 		json_object_object_add(bpf, "ns_per_sample",
 				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
@@ -932,7 +939,6 @@ struct json_object *session__facts(struct session *s)
 		json_object_object_add(to, "samples", json_object_new_int64(t->samples));
 		json_object_object_add(to, "cpu_s", seconds(t->cpu_ns));
 		json_object_object_add(to, "blocked_s", seconds(t->blocked_ns));
-		json_object_object_add(to, "idle_s", seconds(t->idle_ns));
 		json_object_array_add(threads, to);
 	}
 	json_object_object_add(o, "threads", threads);
@@ -940,10 +946,11 @@ struct json_object *session__facts(struct session *s)
 	return o;
 }
 
-char *session__read_source(void *ctx, const char *filename, size_t *len)
+char *session__read_source(void *ctx, const char *filename, size_t *len, double *mtime)
 {
 	struct session *s = ctx;
 	char path[PATH_MAX + 64];
+	struct fs_creds saved;
 	struct stat st;
 	char *buf = NULL;
 	ssize_t n;
@@ -955,9 +962,13 @@ char *session__read_source(void *ctx, const char *filename, size_t *len)
 		snprintf(path, sizeof(path), "/proc/%d/root%s", s->root_pid, filename);
 	else
 		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename);
+	/* The file name comes from the program's memory: open it as the user
+	 * who asked, so that a profile never shows a file they cannot read. */
+	runner_fs_user(s->creds, &saved);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		fd = open(filename, O_RDONLY | O_CLOEXEC);
+	runner_fs_self(&saved);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_SOURCE_BYTES)
@@ -973,6 +984,7 @@ char *session__read_source(void *ctx, const char *filename, size_t *len)
 	}
 	buf[n] = '\0';
 	*len = n;
+	*mtime = st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
 out:
 	close(fd);
 	return buf;

@@ -15,12 +15,16 @@ struct loader;
 struct profile;
 struct py_proc;
 struct json_object;
+struct user_creds;
 
 struct session_opts {
 	struct profile *profile;
 	uint64_t period_ns;
 	int ncpus;
 	bool memory; /* the allocation sampler is preloaded into the program */
+	/* Whose files the profile may show: source text is read with these
+	 * file-system credentials (the user under sudo), never root's. */
+	const struct user_creds *creds;
 };
 
 struct session;
@@ -53,6 +57,6 @@ struct json_object *session__facts(struct session *s);
  * when it all went as planned); the caller frees it. */
 char *session__memory_warnings(struct session *s);
 /* A process's view of a file name: its root and working directory. */
-char *session__read_source(void *ctx, const char *filename, size_t *len);
+char *session__read_source(void *ctx, const char *filename, size_t *len, double *mtime);
 
 #endif /* SESSION_H */

@@ -7,14 +7,17 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (RUN_TIMEOUT, ensure_test_user, finish, hot_lines,
-                         invoke, line_time, markers, profile_run, program,
-                         runnable_by, sudo_env)
+from e2e_helpers import (BIN, REPO, RUN_TIMEOUT, bpf_snapshot, check_compat,
+                         check_no_bpf_left, clean_env, ensure_test_user,
+                         file_entry, finish, hot_lines, invoke, line_time,
+                         markers, profile_run, program, runnable_by, sudo_env)
 
 def _bpf_fds(fds):
     """The program's descriptors that are BPF objects or perf events."""
@@ -156,3 +159,103 @@ def test_sudo_interpreter_the_user_cannot_run(any_python, user_dir):
     assert len(msg) == 1 and any_python in msg[0], res.describe()
     assert "denied" in msg[0].lower(), res.describe()
     assert not os.path.exists(out)
+
+
+def test_sudo_profile_never_shows_a_file_the_user_cannot_read(user_python,
+                                                              user_dir):
+    """File names in a profile come from the program's memory: a program
+    can give its code any file name.  Under sudo the source text is read as
+    the user, so a root-only file named that way stays unread; the same
+    run as root shows it (the test would catch a reader that never reads)."""
+    user, d = user_dir
+    python = user_python[1]
+    # In the program's directory (profiled files), but root's and 0600.
+    secret = Path(d) / "secret.py"
+    secret.write_text("".join(f"SECRET_{i} = {i}  # root only\n"
+                              for i in range(1, 200)))
+    os.chmod(secret, 0o600)
+    prog = os.path.join(d, "claims.py")
+    with open(prog, "w") as f:
+        f.write(
+            "import time\n"
+            "src = '\\n' * 49 + 'x = 0\\nwhile time.monotonic() < end:\\n"
+            "    x += sum(range(100))\\n'\n"
+            f"code = compile(src, {str(secret)!r}, 'exec')\n"
+            "exec(code, {'time': time, 'end': time.monotonic() + 0.8})\n")
+    os.chmod(prog, 0o644)
+    for env, readable in ((sudo_env(user), False), (None, True)):
+        out = os.path.join(d, "profile.json")
+        res = invoke(["run", "-o", out, "--python", python, prog], cwd=d,
+                     env=env)
+        finish(res, out)
+        entry = res.profile["files"].get(str(secret))
+        assert entry is not None, list(res.profile["files"])
+        texts = "".join(r["line"] for r in entry["lines"])
+        busy = [r for r in entry["lines"] if r["lineno"] == 52]
+        assert busy and busy[0]["n_cpu_percent_python"] > 20, entry["lines"][48:53]
+        if readable:
+            assert "SECRET_52" in texts, texts[:200]
+        else:
+            assert "SECRET" not in texts, texts[:200]
+            assert entry.get("source_unavailable") is True
+        os.unlink(out)
+
+
+def _as_user_with_caps(user, caps, argv, cwd):
+    """Runs argv as `user` holding only the capabilities `caps` (ambient,
+    so that they survive the exec), as a service manager would grant them."""
+    caps_arg = ",".join("+" + c for c in caps)
+    full = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
+            "--init-groups", f"--inh-caps={caps_arg}",
+            f"--ambient-caps={caps_arg}", *map(str, argv)]
+    before = bpf_snapshot()
+    p = subprocess.run(full, cwd=cwd, env=clean_env(), capture_output=True,
+                       text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    check_no_bpf_left(before)
+    return p
+
+
+def test_capabilities_without_root(user_python, user_dir):
+    """CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE are enough for CPU profiling
+    without root (the profile is the user's); memory profiling needs
+    CAP_SYS_ADMIN too (uprobes), and says so instead of failing
+    obscurely."""
+    if shutil.which("setpriv") is None:
+        pytest.fail("setpriv not found (apt-get install util-linux)")
+    user, d = user_dir
+    python = user_python[1]
+    # A copy the user can execute, with the sampler where it looks for it.
+    bindir = os.path.join(d, "bin")
+    os.makedirs(os.path.join(bindir, "build", "sampler"))
+    shutil.copy(BIN, os.path.join(bindir, "scalene-bpf"))
+    sampler = REPO / "build" / "sampler" / "libscalene-bpf-sampler.so"
+    shutil.copy(sampler, os.path.join(bindir, "build", "sampler"))
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            os.chmod(os.path.join(root, n), 0o755)
+    prog = os.path.join(d, "busy.py")
+    shutil.copy(program("busy.py"), prog)
+    os.chmod(prog, 0o644)
+    exe = os.path.join(bindir, "scalene-bpf")
+    out = os.path.join(d, "profile.json")
+    caps = ["bpf", "perfmon", "sys_ptrace"]
+
+    p = _as_user_with_caps(user, caps, [exe, "run", "--cpu-only", "-o", out,
+                                        "--python", python, prog], d)
+    assert p.returncode == 0, p.stderr
+    st = os.stat(out)
+    assert (st.st_uid, st.st_gid) == (user.pw_uid, user.pw_gid)
+    prof = check_compat(out)
+    assert file_entry(prof, prog)["percent_cpu_time"] > 50, hot_lines(prof)
+    os.unlink(out)
+
+    p = _as_user_with_caps(user, caps, [exe, "run", "-o", out, "--python",
+                                        python, prog], d)
+    assert p.returncode != 0, p.stderr
+    assert "CAP_SYS_ADMIN" in p.stderr and "--cpu-only" in p.stderr, p.stderr
+    assert not os.path.exists(out)
+
+    p = _as_user_with_caps(user, caps + ["sys_admin"],
+                           [exe, "run", "-o", out, "--python", python, prog], d)
+    assert p.returncode == 0, p.stderr
+    assert check_compat(out)["memory"] is True

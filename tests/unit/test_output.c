@@ -46,13 +46,14 @@ struct src {
 	const char *text;
 };
 
-static char *read_src(void *ctx, const char *filename, size_t *len)
+static char *read_src(void *ctx, const char *filename, size_t *len, double *mtime)
 {
 	const struct src *s;
 
 	for (s = ctx; s && s->path; s++) {
 		if (!strcmp(s->path, filename) && s->text) {
 			*len = strlen(s->text);
+			*mtime = 0;
 			return strdup(s->text);
 		}
 	}
