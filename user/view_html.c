@@ -432,10 +432,10 @@ cleanup:
 /* Scalene's `stacks` frame: "<filename> <qualname>:<line>;". */
 static int legacy_frame(struct model *m, const char *s)
 {
-	char *c = strdup(s), *colon, *sp, *end;
+	char *c = strdup(s), *colon, *sp;
 	const char *file = "", *name;
-	double line = 0;
-	size_t len;
+	size_t len, digits;
+	int line = 0;
 	int idx;
 
 	if (!c)
@@ -443,13 +443,12 @@ static int legacy_frame(struct model *m, const char *s)
 	len = strlen(c);
 	while (len && c[len - 1] == ';')
 		c[--len] = '\0';
+	/* The line: up to nine digits after the last colon, else none. */
 	colon = strrchr(c, ':');
-	if (colon && colon[1]) {
-		line = strtod(colon + 1, &end);
-		if (*end || line != line)
-			line = 0;
-		else
-			*colon = '\0';
+	digits = colon ? strlen(colon + 1) : 0;
+	if (digits && digits <= 9 && strspn(colon + 1, "0123456789") == digits) {
+		line = atoi(colon + 1);
+		*colon = '\0';
 	}
 	name = c;
 	sp = strrchr(c, ' ');
@@ -458,7 +457,7 @@ static int legacy_frame(struct model *m, const char *s)
 		file = c;
 		name = sp + 1;
 	}
-	idx = intern_frame(m, "py", name, file, line > 1e9 ? 0 : line);
+	idx = intern_frame(m, "py", name, file, line);
 	free(c);
 	return idx;
 }

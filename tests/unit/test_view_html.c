@@ -175,6 +175,32 @@ static void test_hot_lines_and_stacks_only(void)
 	json_object_put(doc);
 }
 
+/* Scalene's older `stacks`, used when combined_stacks is empty. */
+static void test_legacy_stacks(void)
+{
+	struct json_object *doc = json_tokener_parse(
+		"{\"files\": {}, \"combined_stacks\": [], \"stacks\": ["
+		"[[\"/x/p y.py main:20;\", \"weird\", \"a b:c:-inf;\", 7], {\"count\": 5}],"
+		"[[\"/x/p y.py main:20;\"], {\"count\": \"9\"}], [\"junk\"], 3]}");
+	struct json_object *m;
+
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK_EQ_STR(json_object_get_string(at(m, "cpu.from")), "stacks");
+	CHECK_EQ_INT(json_object_array_length(at(m, "cpu.stacks")), 1);
+	CHECK_EQ_INT(json_object_array_length(at(m, "cpu.stacks.0.0")), 3);
+	CHECK(json_object_get_double(at(m, "cpu.stacks.0.1")) == 5);
+	CHECK_EQ_STR(json_object_get_string(at(m, "frames.0.1")), "main");
+	CHECK_EQ_STR(json_object_get_string(at(m, "frames.0.2")), "/x/p y.py");
+	CHECK_EQ_INT(json_object_get_int(at(m, "frames.0.3")), 20);
+	CHECK_EQ_STR(json_object_get_string(at(m, "frames.1.1")), "weird");
+	CHECK_EQ_STR(json_object_get_string(at(m, "frames.1.2")), "");
+	CHECK_EQ_STR(json_object_get_string(at(m, "frames.2.1")), "b:c:-inf");
+	CHECK_EQ_INT(json_object_get_int(at(m, "frames.2.3")), 0);
+	json_object_put(m);
+	json_object_put(doc);
+}
+
 static void test_nonce_per_page(void)
 {
 	struct json_object *doc = json_tokener_parse("{\"files\": {}}");
@@ -196,6 +222,7 @@ int main(void)
 	RUN_TEST(test_not_a_profile);
 	RUN_TEST(test_cannot_end_the_script);
 	RUN_TEST(test_hot_lines_and_stacks_only);
+	RUN_TEST(test_legacy_stacks);
 	RUN_TEST(test_nonce_per_page);
 	free(out);
 	free(err);
