@@ -27,7 +27,9 @@ BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 BPF_OBJS	:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 USER_SRCS	:= $(wildcard user/*.c)
-USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
+USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS)) $(OUT)/user/html_assets.o
+# The HTML view's page, style and script, embedded with .incbin.
+HTML_ASSETS	:= $(wildcard user/html/*.html user/html/*.css user/html/*.js)
 CORE_OBJS	:= $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 UNIT_BINS	:= $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
@@ -49,6 +51,9 @@ $(OUT)/libcore.a: $(CORE_OBJS)
 
 $(OUT)/user/%.o: user/%.c | $(OUT)/user $(SKELS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUT)/user/html_assets.o: user/html/assets.S $(HTML_ASSETS) | $(OUT)/user
+	$(CC) -c $< -o $@
 
 $(BPF_OBJS): $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUT)/bpf
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $(@:.o=.tmp.o)

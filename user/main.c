@@ -531,7 +531,7 @@ int main(int argc, char **argv)
 	if (options_parse(argc, argv, &o, stderr))
 		return 2;
 	log_set_level(o.verbose);
-	if (!o.outfile)
+	if (!o.outfile && o.cmd != CMD_VIEW)
 		o.outfile = DEFAULT_OUTFILE;
 	switch (o.cmd) {
 	case CMD_HELP:

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "options.h"
 
@@ -28,6 +29,8 @@ enum {
 	OPT_COPY_WINDOW,
 	OPT_LEAKS,
 	OPT_NO_LEAKS,
+	OPT_HTML,
+	OPT_FORMAT,
 };
 
 static const struct option long_opts[] = {
@@ -52,6 +55,8 @@ static const struct option long_opts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "cli", no_argument, NULL, OPT_CLI },
 	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
+	{ "html", optional_argument, NULL, OPT_HTML },
+	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -63,7 +68,8 @@ void options_usage(FILE *f)
 	fputs("usage: scalene-bpf run [options] prog.py [args...]\n"
 	      "       scalene-bpf run [options] -- command [args...]\n"
 	      "       scalene-bpf --pid PID [options]\n"
-	      "       scalene-bpf view [--cli] [profile.json]\n"
+	      "       scalene-bpf view [--cli | --html [OUT.html] | --format FMT -o FILE]\n"
+	      "                        [profile.json]\n"
 	      "\n"
 	      "Profiles Python programs with eBPF: time per line and function, split into\n"
 	      "Python, native and system time, written as a Scalene-compatible JSON profile.\n"
@@ -118,9 +124,21 @@ void options_usage(FILE *f)
 	      "processes that are not Python (a shell or launcher waiting for its child) is\n"
 	      "kept apart too.\n"
 	      "\n"
-	      "view options:\n"
+	      "view options (the profile defaults to scalene-profile.json; Scalene's own\n"
+	      "profiles are read too):\n"
 	      "      --cli                      print the profile as a table in the terminal\n"
-	      "      --all-lines                show every sampled line, however small\n",
+	      "                                 (the default without a graphical display)\n"
+	      "      --html [OUT.html]          write one self-contained HTML page (no network)\n"
+	      "                                 and print its path [next to the profile]; with\n"
+	      "                                 a display and neither option, the page is\n"
+	      "                                 written and opened in the user's browser\n"
+	      "      --format FMT -o FILE       export the stacks: folded (flamegraph.pl,\n"
+	      "                                 inferno), speedscope (speedscope.app JSON) or\n"
+	      "                                 pprof (gzipped profile.proto: go tool pprof,\n"
+	      "                                 Pyroscope, Parca); without -o, to stdout\n"
+	      "      --all-lines                show every sampled line, however small\n"
+	      "      --cpu-percent-threshold P  hide lines under P% of the time [1]\n"
+	      "  Colour only on a terminal, never when NO_COLOR is set.\n",
 	      f);
 }
 
@@ -279,6 +297,14 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 	case OPT_ALL_LINES:
 		o->view_all_lines = true;
 		return 0;
+	case OPT_HTML:
+		o->view_html = true;
+		if (arg)
+			o->view_html_out = arg;
+		return 0;
+	case OPT_FORMAT:
+		o->view_format = arg;
+		return 0;
 	case 'v':
 		o->verbose++;
 		return 0;
@@ -291,6 +317,47 @@ bad_number:
 too_many:
 	fprintf(err, "scalene-bpf: --%s: at most %d entries\n", name, MAX_FILTERS);
 	return -EINVAL;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcasecmp(s + n - m, suffix);
+}
+
+/* view's operands: the profile, and with --html the page to write when it
+ * is named as "--html out.html" (getopt only takes "--html=out.html"). */
+static int view_operands(struct options *o, char **args, int n, FILE *err)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (o->view_html && !o->view_html_out &&
+		    (has_suffix(args[i], ".html") || has_suffix(args[i], ".htm"))) {
+			o->view_html_out = args[i];
+			continue;
+		}
+		if (o->view_file) {
+			fprintf(err, "scalene-bpf: view takes one profile, got '%s' too\n",
+				args[i]);
+			return -EINVAL;
+		}
+		o->view_file = args[i];
+	}
+	if (!o->view_file)
+		o->view_file = DEFAULT_OUTFILE;
+	if (o->view_format && (o->view_html || o->view_cli)) {
+		fprintf(err, "scalene-bpf: --format writes an export; it cannot be combined "
+			     "with --%s\n",
+			o->view_html ? "html" : "cli");
+		return -EINVAL;
+	}
+	if (o->view_html && o->view_cli) {
+		fprintf(err, "scalene-bpf: choose one of --cli and --html\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static const struct option *find_long(const char *name)
@@ -434,6 +501,8 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
 	const char *last_optarg = NULL;
+	char *view_args[2];
+	int nview = 0;
 	int c, idx, ret, base;
 
 	memset(o, 0, sizeof(*o));
@@ -456,8 +525,23 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 	optind = 0;
 	opterr = 0;
 	/* '+': stop at the first non-option, which begins the program. */
-	while ((c = getopt_long(argc, argv, "+:o:c:vh", long_opts, (idx = -1, &idx))) != -1) {
-		const char *name = c == '?' || c == ':' ? argv[optind - 1] : NULL;
+	for (;;) {
+		const char *name;
+
+		c = getopt_long(argc, argv, "+:o:c:vh", long_opts, (idx = -1, &idx));
+		if (c == -1) {
+			/* view takes its operands anywhere among its options. */
+			if (o->cmd != CMD_VIEW || optind >= argc)
+				break;
+			if (nview >= 2) {
+				fprintf(err, "scalene-bpf: view takes one profile, got '%s' too\n",
+					argv[optind]);
+				return -EINVAL;
+			}
+			view_args[nview++] = argv[optind++];
+			continue;
+		}
+		name = c == '?' || c == ':' ? argv[optind - 1] : NULL;
 
 		if (c == '?') {
 			fprintf(err, "scalene-bpf: unknown option '%s' (see --help)\n", name);
@@ -487,18 +571,8 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 		if (ret)
 			return ret;
 	}
-	if (o->cmd == CMD_VIEW) {
-		if (optind < argc)
-			o->view_file = argv[optind++];
-		if (optind < argc) {
-			fprintf(err, "scalene-bpf: view takes one profile, got '%s' too\n",
-				argv[optind]);
-			return -EINVAL;
-		}
-		if (!o->view_file)
-			o->view_file = DEFAULT_OUTFILE;
-		return 0;
-	}
+	if (o->cmd == CMD_VIEW)
+		return view_operands(o, view_args, nview, err);
 	if (o->cmd == CMD_RUN) {
 		if (o->pid) {
 			fprintf(err, "scalene-bpf: run starts a program; use --pid without run "

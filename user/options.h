@@ -10,7 +10,7 @@ enum command {
 	CMD_NONE = 0,
 	CMD_RUN,    /* scalene-bpf run [options] prog.py args | -- cmd args */
 	CMD_ATTACH, /* scalene-bpf --pid N [options] */
-	CMD_VIEW,   /* scalene-bpf view [--cli] [profile.json] */
+	CMD_VIEW,   /* scalene-bpf view [--cli|--html|--format F] [profile.json] */
 	CMD_HELP,
 	CMD_VERSION,
 };
@@ -47,6 +47,9 @@ struct options {
 	const char *view_file;
 	bool view_cli;
 	bool view_all_lines;
+	bool view_html;		   /* write the HTML view */
+	const char *view_html_out; /* where; NULL: next to the profile */
+	const char *view_format;   /* export: folded, speedscope or pprof */
 	char **owned;
 	int nowned;
 };

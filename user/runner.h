@@ -26,6 +26,10 @@ struct user_creds {
  * message when they are malformed. */
 int creds_from_env(struct user_creds *c);
 
+/* In a child about to exec: becomes the user for good (groups, gid, uid,
+ * HOME, USER).  0 or -errno; nothing to do when not under sudo. */
+int runner_become_user(const struct user_creds *c);
+
 struct launch {
 	pid_t pid;
 	int gate_fd; /* write end: the child execs once it is closed */

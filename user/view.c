@@ -1,201 +1,156 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The terminal view of a profile (ours or Scalene's): per file, the lines
- * that matter with their Python / native / system time, then the functions.
- * The profile is untrusted input: types are checked before use and source
- * text never sends control characters to the terminal.
+ * `scalene-bpf view`: reads a profile and hands it to the terminal view, the
+ * HTML page or an export.  Files are written as the invoking user (see
+ * runner.h); the browser is started as that user too, never as root.
  */
 #include <errno.h>
-#include <math.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "options.h"
-#include "utf8.h"
+#include "runner.h"
 #include "view.h"
 
 #define MAX_PROFILE_BYTES (1ULL << 31)
 #define JSON_DEPTH 64
+#define PARSE_CHUNK (1 << 24)
 
-static double num(struct json_object *o, const char *key)
+struct json_object *view_parse(const char *data, size_t len, const char *name, FILE *err)
 {
-	struct json_object *v;
-	double d;
+	enum json_tokener_error jerr = json_tokener_continue;
+	struct json_object *doc = NULL;
+	struct json_tokener *tok;
+	size_t off = 0;
 
-	if (!json_object_object_get_ex(o, key, &v))
-		return 0;
-	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-		return 0;
-	d = json_object_get_double(v);
-	if (!isfinite(d))
-		return 0;
-	/* Nothing shown needs more: keeps the printing and the casts to int
-	 * defined for any input. */
-	return d > 1e9 ? 1e9 : d < -1e9 ? -1e9 : d;
-}
+	if (len == 0) {
+		fprintf(err, "scalene-bpf: %s is empty\n", name);
+		return NULL;
+	}
+	if (len > MAX_PROFILE_BYTES) {
+		fprintf(err, "scalene-bpf: %s is too large to be a profile\n", name);
+		return NULL;
+	}
+	tok = json_tokener_new_ex(JSON_DEPTH);
+	if (!tok) {
+		fprintf(err, "scalene-bpf: out of memory reading %s\n", name);
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	while (off < len) {
+		size_t n = len - off < PARSE_CHUNK ? len - off : PARSE_CHUNK;
 
-/* Writes s to f with control characters (C0, DEL, C1) and invalid UTF-8
- * shown as '?', whole characters only, at most max columns. */
-static void put_safe(FILE *f, const char *s, int max)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t left = strlen(s);
-	int cols = 0;
-
-	while (*p && cols < max) {
-		size_t n;
-
-		if (*p == '\n' || *p == '\r')
+		doc = json_tokener_parse_ex(tok, data + off, (int)n);
+		jerr = json_tokener_get_error(tok);
+		if (jerr != json_tokener_continue)
 			break;
-		n = utf8_seq_len(p, left);
-		/* C1 controls, U+0080..U+009F, act as escapes on some terminals. */
-		if (n == 2 && p[0] == 0xc2 && p[1] <= 0x9f)
-			n = 0;
-		if (*p == '\t') {
-			fputc(' ', f);
-		} else if (n == 0 || *p < 0x20 || *p == 0x7f) {
-			fputc('?', f);
-			n = n ? n : 1;
-		} else {
-			fwrite(p, 1, n, f);
-		}
-		left -= n ? n : 1;
-		p += n ? n : 1;
-		cols++;
+		off += n;
 	}
-}
+	if (jerr == json_tokener_success && off + json_tokener_get_parse_end(tok) < len) {
+		/* Anything after the document but white space is an error. */
+		const char *p = data + off + json_tokener_get_parse_end(tok);
 
-/* Scalene stores &, <, > in line text as the literal text \u0026 etc. */
-static void unescape_line(const char *s, char *out, size_t n)
-{
-	size_t o = 0;
-
-	while (*s && o + 1 < n) {
-		if (!strncmp(s, "\\u0026", 6) || !strncmp(s, "\\u003c", 6) ||
-		    !strncmp(s, "\\u003e", 6)) {
-			out[o++] = s[5] == '6' ? '&' : (s[5] == 'c' ? '<' : '>');
-			s += 6;
-			continue;
-		}
-		out[o++] = *s++;
-	}
-	out[o] = '\0';
-}
-
-static void bar(FILE *f, double pct, int width)
-{
-	int n = (int)(pct / 100.0 * width + 0.5), i;
-
-	for (i = 0; i < width; i++)
-		fputc(i < n ? '#' : ' ', f);
-}
-
-static int print_file(FILE *f, const char *name, struct json_object *fd, double threshold,
-		      int all_lines, int width, int memory)
-{
-	struct json_object *lines, *funcs;
-	size_t i, n;
-	int src_cols = width - (memory ? 52 : 34);
-	char text[4096];
-
-	if (!json_object_object_get_ex(fd, "lines", &lines) ||
-	    !json_object_is_type(lines, json_type_array))
-		return -EINVAL;
-	if (src_cols < 10)
-		src_cols = 10;
-	fputs("\n", f);
-	put_safe(f, name, width - 20);
-	fprintf(f, ": %.1f%% of the time\n", num(fd, "percent_cpu_time"));
-	fprintf(f, "  line  python  native  system %s  source\n",
-		memory ? "  avg MB  peak MB  mem%" : "");
-	n = json_object_array_length(lines);
-	for (i = 0; i < n; i++) {
-		struct json_object *l = json_object_array_get_idx(lines, i), *t;
-		double py, c, sys;
-
-		if (!json_object_is_type(l, json_type_object))
-			return -EINVAL;
-		py = num(l, "n_cpu_percent_python");
-		c = num(l, "n_cpu_percent_c");
-		sys = num(l, "n_sys_percent");
-		if (py + c + sys < (all_lines ? 1e-9 : threshold) &&
-		    !(memory && num(l, "n_malloc_mb") > 0))
-			continue;
-		fprintf(f, "%6d %6.1f%% %6.1f%% %6.1f%% ", (int)num(l, "lineno"), py, c, sys);
-		if (memory)
-			fprintf(f, "%8.1f %8.1f %4.0f%% ", num(l, "n_avg_mb"), num(l, "n_peak_mb"),
-				100 * num(l, "n_usage_fraction"));
-		fputs(" ", f);
-		text[0] = '\0';
-		if (json_object_object_get_ex(l, "line", &t) &&
-		    json_object_is_type(t, json_type_string))
-			unescape_line(json_object_get_string(t), text, sizeof(text));
-		put_safe(f, text, src_cols);
-		fputc('\n', f);
-	}
-	if (!json_object_object_get_ex(fd, "functions", &funcs) ||
-	    !json_object_is_type(funcs, json_type_array) || !json_object_array_length(funcs))
-		return 0;
-	fprintf(f, "  functions:\n");
-	n = json_object_array_length(funcs);
-	for (i = 0; i < n; i++) {
-		struct json_object *fn = json_object_array_get_idx(funcs, i), *t;
-		double tot;
-
-		if (!json_object_is_type(fn, json_type_object))
-			continue;
-		tot = num(fn, "n_cpu_percent_python") + num(fn, "n_cpu_percent_c") +
-		      num(fn, "n_sys_percent");
-		fprintf(f, "%6d %6.1f%% %6.1f%% %6.1f%%  ", (int)num(fn, "lineno"),
-			num(fn, "n_cpu_percent_python"), num(fn, "n_cpu_percent_c"),
-			num(fn, "n_sys_percent"));
-		bar(f, tot, 10);
-		fputs(" ", f);
-		if (json_object_object_get_ex(fn, "line", &t) &&
-		    json_object_is_type(t, json_type_string))
-			put_safe(f, json_object_get_string(t), src_cols - 11);
-		fputc('\n', f);
-	}
-	return 0;
-}
-
-int view_print_cli(struct json_object *doc, FILE *f, FILE *err, double threshold, int all_lines,
-		   int width)
-{
-	struct json_object *files, *mem, *prog;
-	int memory = 0;
-
-	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "files", &files) ||
-	    !json_object_is_type(files, json_type_object)) {
-		fprintf(err, "scalene-bpf: not a profile: no \"files\" object\n");
-		return -EINVAL;
-	}
-	if (json_object_object_get_ex(doc, "memory", &mem))
-		memory =
-			json_object_is_type(mem, json_type_boolean) && json_object_get_boolean(mem);
-	fputs("program: ", f);
-	if (json_object_object_get_ex(doc, "program", &prog) &&
-	    json_object_is_type(prog, json_type_string))
-		put_safe(f, json_object_get_string(prog), width);
-	fprintf(f, "\nelapsed: %.2f s\n", num(doc, "elapsed_time_sec"));
-	if (!json_object_object_length(files))
-		fprintf(f, "(no file reached the reporting threshold)\n");
-	json_object_object_foreach (files, name, fd) {
-		if (!json_object_is_type(fd, json_type_object) ||
-		    print_file(f, name, fd, threshold, all_lines, width, memory)) {
-			fprintf(err, "scalene-bpf: not a profile: file entry ");
-			put_safe(err, name, 200);
-			fprintf(err, " is malformed\n");
-			return -EINVAL;
+		while (p < data + len && strchr(" \t\r\n", *p))
+			p++;
+		if (p < data + len) {
+			fprintf(err, "scalene-bpf: %s has more after the JSON document\n", name);
+			jerr = json_tokener_error_parse_unexpected;
 		}
 	}
-	return 0;
+	if (jerr == json_tokener_continue)
+		fprintf(err, "scalene-bpf: %s: truncated JSON (is the profile still being "
+			     "written?)\n",
+			name);
+	else if (jerr == json_tokener_error_depth)
+		fprintf(err, "scalene-bpf: %s: JSON nested deeper than a profile (%d levels)\n",
+			name, JSON_DEPTH);
+	else if (jerr != json_tokener_success && jerr != json_tokener_error_parse_unexpected)
+		fprintf(err, "scalene-bpf: %s is not valid JSON: %s\n", name,
+			json_tokener_error_desc(jerr));
+	if (jerr != json_tokener_success) {
+		json_object_put(doc);
+		doc = NULL;
+	}
+	json_tokener_free(tok);
+	return doc;
+}
+
+/* The whole file in memory; NULL with a message. */
+static char *read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+	ssize_t r;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "scalene-bpf: cannot open %s: %s\n", path, strerror(errno));
+		if (errno == ENOENT)
+			fprintf(stderr, "  write one with: scalene-bpf run -o %s prog.py\n", path);
+		return NULL;
+	}
+	if (fstat(fd, &st) || S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "scalene-bpf: %s is a directory, not a profile\n", path);
+		close(fd);
+		return NULL;
+	}
+	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > MAX_PROFILE_BYTES) {
+		fprintf(stderr, "scalene-bpf: %s is too large to be a profile\n", path);
+		close(fd);
+		return NULL;
+	}
+	cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 1 << 16;
+	for (;;) {
+		if (n == cap) {
+			char *nb;
+
+			if (cap > MAX_PROFILE_BYTES) {
+				fprintf(stderr, "scalene-bpf: %s is too large to be a profile\n",
+					path);
+				goto fail;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				goto oom;
+			buf = nb;
+			cap *= 2;
+		}
+		if (!buf) {
+			buf = malloc(cap);
+			if (!buf)
+				goto oom;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "scalene-bpf: cannot read %s: %s\n", path, strerror(errno));
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		n += r;
+	}
+	close(fd);
+	*len = n;
+	return buf;
+oom:
+	fprintf(stderr, "scalene-bpf: out of memory reading %s\n", path);
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
 }
 
 static int term_width(void)
@@ -206,72 +161,175 @@ static int term_width(void)
 	if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40)
 		return ws.ws_col;
 	if (cols && atoi(cols) >= 40)
-		return atoi(cols);
+		return atoi(cols) > 1000 ? 1000 : atoi(cols);
 	return 100;
 }
 
-static struct json_object *read_profile(const char *path)
+static bool want_color(void)
 {
-	struct json_tokener *tok;
-	struct json_object *doc = NULL;
-	char buf[65536];
-	enum json_tokener_error jerr = json_tokener_continue;
-	unsigned long long total = 0;
-	size_t n;
-	FILE *f = fopen(path, "re");
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 
+	/* https://no-color.org: present and not empty. */
+	if (nc && *nc)
+		return false;
+	return isatty(STDOUT_FILENO) && !(term && !strcmp(term, "dumb"));
+}
+
+static bool have_display(void)
+{
+	const char *x = getenv("DISPLAY"), *w = getenv("WAYLAND_DISPLAY");
+
+	return (x && *x) || (w && *w);
+}
+
+/* The page's default path: the profile's, .json replaced by .html. */
+static void html_path_for(const char *profile, char *buf, size_t n)
+{
+	size_t l = strlen(profile);
+
+	if (l > 5 && !strcmp(profile + l - 5, ".json"))
+		l -= 5;
+	snprintf(buf, n, "%.*s.html", (int)l, profile);
+}
+
+/* Starts the user's browser on path, as the user when under sudo; does not
+ * wait for the browser itself (xdg-open returns once it has handed over). */
+static void open_browser(const char *path, const struct user_creds *c)
+{
+	char url[2 * PATH_MAX + 8];
+	int status;
+	pid_t pid;
+
+	if (path[0] == '/')
+		snprintf(url, sizeof(url), "file://%s", path);
+	else {
+		char cwd[PATH_MAX];
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			goto manual;
+		snprintf(url, sizeof(url), "file://%s/%s", cwd, path);
+	}
+	pid = fork();
+	if (pid < 0)
+		goto manual;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (runner_become_user(c))
+			_exit(126);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execlp("xdg-open", "xdg-open", url, (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		fprintf(stderr, "scalene-bpf: opened %s in the browser\n", path);
+		return;
+	}
+manual:
+	fprintf(stderr, "scalene-bpf: could not start a browser (xdg-open); open %s in one\n",
+		path);
+}
+
+/* Renders into memory, then writes the file as the user (or to stdout when
+ * path is NULL). */
+static int emit(struct json_object *doc, const struct options *o, const char *path,
+		const struct user_creds *c)
+{
+	enum export_format fmt = EXPORT_FOLDED;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	if (o->view_format && export_parse_format(o->view_format, &fmt)) {
+		fprintf(stderr,
+			"scalene-bpf: unknown export format '%s'; use folded, speedscope or "
+			"pprof\n",
+			o->view_format);
+		return -EINVAL;
+	}
+	if (o->view_format && fmt == EXPORT_PPROF && !path && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "scalene-bpf: pprof is binary; give -o FILE (or redirect "
+				"the output)\n");
+		return -EINVAL;
+	}
+	f = open_memstream(&buf, &len);
 	if (!f) {
-		fprintf(stderr, "scalene-bpf: failed to open %s: %s\n", path, strerror(errno));
-		return NULL;
+		fprintf(stderr, "scalene-bpf: out of memory\n");
+		return -ENOMEM;
 	}
-	tok = json_tokener_new_ex(JSON_DEPTH);
-	if (!tok) {
-		fclose(f);
-		return NULL;
+	if (o->view_format)
+		err = export_write(doc, fmt, o->view_file, f, stderr);
+	else
+		err = view_write_html(doc, o->view_file, f, stderr);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (!err && !path) {
+		if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+			fprintf(stderr, "scalene-bpf: writing to the standard output: %s\n",
+				strerror(errno));
+			err = -EIO;
+		}
+	} else if (!err) {
+		err = outfile_write(path, buf, len, c);
+		if (err)
+			fprintf(stderr, "scalene-bpf: cannot write %s: %s\n", path,
+				strerror(-err));
 	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
-		total += n;
-		if (total > MAX_PROFILE_BYTES)
-			break;
-		doc = json_tokener_parse_ex(tok, buf, (int)n);
-		jerr = json_tokener_get_error(tok);
-		if (jerr != json_tokener_continue)
-			break;
-	}
-	if (total == 0)
-		fprintf(stderr, "scalene-bpf: %s is empty\n", path);
-	else if (total > MAX_PROFILE_BYTES)
-		fprintf(stderr, "scalene-bpf: %s is too large to be a profile\n", path);
-	else if (jerr == json_tokener_continue)
-		fprintf(stderr, "scalene-bpf: %s: truncated JSON\n", path);
-	else if (jerr != json_tokener_success)
-		fprintf(stderr, "scalene-bpf: %s is not valid JSON: %s\n", path,
-			json_tokener_error_desc(jerr));
-	if (total == 0 || total > MAX_PROFILE_BYTES || jerr != json_tokener_success) {
-		json_object_put(doc);
-		doc = NULL;
-	}
-	json_tokener_free(tok);
-	fclose(f);
-	return doc;
+	free(buf);
+	return err;
 }
 
 int view_main(const struct options *o)
 {
+	struct user_creds creds;
 	struct json_object *doc;
+	struct view_opts vo = {
+		.threshold = o->cpu_percent_threshold,
+		.all_lines = o->view_all_lines,
+		.width = term_width(),
+		.color = want_color(),
+	};
+	char html[PATH_MAX];
+	bool html_mode = o->view_html || (!o->view_cli && !o->view_format && have_display());
+	size_t len = 0;
+	char *data;
 	int err;
 
-	if (!o->view_cli)
-		fprintf(stderr,
-			"scalene-bpf: the HTML view is not built yet; showing the "
-			"terminal view (for the browser view: scalene view %s)\n",
-			o->view_file);
-	doc = read_profile(o->view_file);
+	if (creds_from_env(&creds))
+		return 1;
+	data = read_file(o->view_file, &len);
+	if (!data)
+		return 1;
+	doc = view_parse(data, len, o->view_file, stderr);
+	free(data);
 	if (!doc)
 		return 1;
-	err = view_print_cli(doc, stdout, stderr, o->cpu_percent_threshold, o->view_all_lines,
-			     term_width());
+	if (o->view_format) {
+		err = emit(doc, o, o->outfile, &creds);
+		if (!err && o->outfile)
+			fprintf(stderr, "scalene-bpf: %s export written to %s\n", o->view_format,
+				o->outfile);
+	} else if (html_mode) {
+		if (o->view_html_out)
+			snprintf(html, sizeof(html), "%s", o->view_html_out);
+		else
+			html_path_for(o->view_file, html, sizeof(html));
+		err = emit(doc, o, html, &creds);
+		if (!err) {
+			fprintf(stderr, "scalene-bpf: HTML view written to %s\n", html);
+			if (!o->view_html)
+				open_browser(html, &creds);
+		}
+	} else {
+		err = view_print_cli(doc, stdout, stderr, &vo);
+	}
 	json_object_put(doc);
 	return err ? 1 : 0;
 }

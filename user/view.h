@@ -1,17 +1,50 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* `scalene-bpf view`: reading a profile back and showing it. */
+/*
+ * `scalene-bpf view`: reading a profile back (ours or Scalene's) and showing
+ * it: the terminal table, the HTML page, and exports of its stacks.  Every
+ * function here takes the parsed document as untrusted input.
+ */
 #ifndef VIEW_H
 #define VIEW_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 struct options;
 struct json_object;
 
 int view_main(const struct options *o);
+
+/* Parses a profile from memory: JSON only, depth-limited.  NULL with the
+ * reason printed to err (name says which input). */
+struct json_object *view_parse(const char *data, size_t len, const char *name, FILE *err);
+
+struct view_opts {
+	double threshold; /* hide lines under this percent of the time */
+	bool all_lines;	  /* every sampled line, however small */
+	int width;	  /* terminal columns */
+	bool color;	  /* ANSI colours */
+};
+
 /* Prints the terminal table of a parsed profile to f; 0 or -EINVAL when the
  * document is not a profile (the reason printed to err). */
-int view_print_cli(struct json_object *doc, FILE *f, FILE *err, double threshold, int all_lines,
-		   int width);
+int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct view_opts *vo);
+
+/* Writes the self-contained HTML page of a parsed profile to f (title: name,
+ * the profile's file name); 0 or -EINVAL as above. */
+int view_write_html(struct json_object *doc, const char *name, FILE *f, FILE *err);
+
+enum export_format {
+	EXPORT_FOLDED,	   /* "a;b;c N" lines */
+	EXPORT_SPEEDSCOPE, /* speedscope's file format */
+	EXPORT_PPROF,	   /* gzipped profile.proto */
+};
+
+/* "folded", "speedscope", "pprof"; 0 or -EINVAL. */
+int export_parse_format(const char *s, enum export_format *fmt);
+/* Writes the export of a parsed profile to f; 0 or -EINVAL as above. */
+int export_write(struct json_object *doc, enum export_format fmt, const char *name, FILE *f,
+		 FILE *err);
 
 #endif /* VIEW_H */

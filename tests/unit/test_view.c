@@ -35,7 +35,11 @@ static int view(struct json_object *doc, double threshold, int all_lines, int wi
 	out = err = NULL;
 	fo = open_memstream(&out, &outlen);
 	fe = open_memstream(&err, &errlen);
-	ret = view_print_cli(doc, fo, fe, threshold, all_lines, width);
+	{
+		struct view_opts vo = { threshold, all_lines != 0, width, false };
+
+		ret = view_print_cli(doc, fo, fe, &vo);
+	}
 	fclose(fo);
 	fclose(fe);
 	return ret;

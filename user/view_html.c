@@ -1,0 +1,788 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The HTML view of a profile (ours or Scalene's): one self-contained page,
+ * its style and script built into the binary (user/html/), that draws the
+ * line tables, flame graphs and timeline in the browser with no network.
+ *
+ * The page does not carry the whole profile: the model embedded in it keeps
+ * per file the lines above the threshold or with memory activity, the
+ * functions, and the heaviest stacks, so that its size follows the hot lines
+ * and not the program's length.  The profile is untrusted input: every value
+ * is type-checked here, every string made valid UTF-8 without control
+ * characters, and the model is written inside <script type=application/json>
+ * with <, >, &, U+2028 and U+2029 as \u escapes, so that no text in it can end
+ * the element or be read as markup.  The page then shows text only through
+ * textContent.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <json-c/json.h>
+
+#include "utf8.h"
+#include "view.h"
+#include "viewutil.h"
+
+/* Lines under this percent of the time, with no memory or GPU activity, are
+ * left out of the page (the terminal view's default threshold). */
+#define HOT_PERCENT 1.0
+#define MAX_FILES 500
+#define MAX_LINES_PER_FILE 2000
+#define MAX_FUNCS_PER_FILE 2000
+/* Stacks kept per flame graph; the rest is counted and said in the page. */
+#define MAX_STACKS 2000
+#define MAX_DEPTH 256
+#define MAX_TIMELINE 5000
+#define MAX_FOOTPRINT 2000
+#define MAX_LINE_SAMPLES 200
+#define MAX_SOURCE_BYTES 1000
+#define MAX_NAME_BYTES 400
+
+/* The page's parts (user/html/assets.S). */
+extern const char html_page[], html_css[], html_js[];
+
+/* The BPF and memory counters that mean lost or incomplete data, with what
+ * they mean for the reader. */
+static const struct {
+	const char *group, *key, *text;
+} quality_counters[] = {
+	{ "bpf", "lost_ringbuf_full", "CPU samples lost: the ring buffer was full" },
+	{ "bpf", "memory_lost_ringbuf_full", "memory records lost: the ring buffer was full" },
+	{ "bpf", "frames_unreadable", "stack frames that could not be read" },
+	{ "bpf", "walk_read_failed", "stack walks cut short by a failed read" },
+	{ "bpf", "walk_truncated", "stacks deeper than the walker follows" },
+	{ "bpf", "truncated_stacks", "stacks cut at the depth limit" },
+	{ "bpf", "stacks_dropped", "stacks left out of the stack tables (full)" },
+	{ "bpf", "bad_records", "malformed records" },
+	{ "bpf", "process_table_full", "processes not followed: the process table was full" },
+	{ "bpf", "process_events_lost", "process start/exit events lost" },
+	{ "bpf", "thread_state_unavailable", "samples of threads without their state yet" },
+	{ "memory", "records_lost", "memory records lost" },
+	{ "memory", "table_overflows", "allocations not tracked: the sampler's table was full" },
+};
+
+struct model {
+	struct json_object *root;
+	struct json_object *frames;	 /* [[kind, name, file, line], ...] */
+	struct json_object *frame_index; /* key -> index into frames */
+	int memory, gpu;
+};
+
+/* Numbers with six significant digits: the page shows at most three. */
+static struct json_object *num(double d)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.6g", d);
+	return json_object_new_double_s(d, buf);
+}
+
+static struct json_object *integer(double d)
+{
+	return json_object_new_int64((int64_t)d);
+}
+
+/* A copy of s (len bytes) that is valid UTF-8 with no control character:
+ * invalid bytes, C0 (but tab), DEL and C1 become U+FFFD.  At most max bytes
+ * of s, cut at a character; a trailing line break is dropped. */
+static char *clean_text(const char *s, size_t len, size_t max)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char *out, *o;
+	size_t i = 0, n;
+
+	if (len > max)
+		len = max;
+	while (len && (u[len - 1] == '\n' || u[len - 1] == '\r'))
+		len--;
+	out = malloc(len * 3 + 1);
+	if (!out)
+		return NULL;
+	o = out;
+	while (i < len) {
+		n = utf8_seq_len(u + i, len - i);
+		if (n == 1 && (u[i] >= 0x20 || u[i] == '\t') && u[i] != 0x7f) {
+			*o++ = (char)u[i++];
+			continue;
+		}
+		/* U+0080..U+009F: C1 controls. */
+		if (n == 0 || n == 1 || (n == 2 && u[i] == 0xc2 && u[i + 1] <= 0x9f)) {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i += n ? n : 1;
+			continue;
+		}
+		memcpy(o, u + i, n);
+		o += n;
+		i += n;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* A JSON string of the cleaned text; "" for NULL. */
+static struct json_object *text(const char *s, size_t max)
+{
+	struct json_object *j;
+	char *c;
+
+	if (!s)
+		return json_object_new_string("");
+	c = clean_text(s, strlen(s), max);
+	if (!c)
+		return NULL;
+	j = json_object_new_string(c);
+	free(c);
+	return j;
+}
+
+/* A source line: Scalene's \u0026, \u003c, \u003e given back as &, <, >. */
+static struct json_object *source_text(const char *s)
+{
+	struct json_object *j;
+	size_t n;
+	char *u;
+
+	if (!s)
+		return json_object_new_string("");
+	n = strnlen(s, MAX_SOURCE_BYTES * 6) + 1;
+	u = malloc(n);
+	if (!u)
+		return NULL;
+	vj_unescape_line(s, u, n);
+	j = text(u, MAX_SOURCE_BYTES);
+	free(u);
+	return j;
+}
+
+static void add(struct json_object *o, const char *key, struct json_object *v)
+{
+	json_object_object_add(o, key, v);
+}
+
+/* A JSON value as a number: 0 when it is none or not finite, bounded like
+ * vj_num. */
+static double jnum(struct json_object *v)
+{
+	double d;
+
+	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
+		return 0;
+	d = json_object_get_double(v);
+	if (d != d || d > 1e15)
+		return d != d ? 0 : 1e15;
+	return d < -1e15 ? -1e15 : d;
+}
+
+static int is_num(struct json_object *v)
+{
+	return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+}
+
+/* [[t_s, MB], ...] from [[t_ns, MB, ...], ...], every k-th pair when there
+ * are more than max. */
+static struct json_object *time_series(struct json_object *a, size_t max)
+{
+	struct json_object *out = json_object_new_array();
+	size_t n, i, step;
+
+	if (!a || !out)
+		return out;
+	n = json_object_array_length(a);
+	step = n > max ? (n + max - 1) / max : 1;
+	for (i = 0; i < n; i += step) {
+		struct json_object *p = json_object_array_get_idx(a, i), *pt;
+		struct json_object *t, *v;
+
+		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) < 2)
+			continue;
+		t = json_object_array_get_idx(p, 0);
+		v = json_object_array_get_idx(p, 1);
+		if (!is_num(t) || !is_num(v))
+			continue;
+		pt = json_object_new_array();
+		json_object_array_add(pt, num(jnum(t) / 1e9));
+		json_object_array_add(pt, num(jnum(v)));
+		json_object_array_add(out, pt);
+	}
+	return out;
+}
+
+static double line_time(struct json_object *l)
+{
+	return vj_num(l, "n_cpu_percent_python") + vj_num(l, "n_cpu_percent_c") +
+	       vj_num(l, "n_sys_percent");
+}
+
+/* Whether a line goes into the page, and its weight when there are too many. */
+static int is_hot(const struct model *m, struct json_object *l, double *score)
+{
+	double t = line_time(l), usage = 0, mem = 0, gpu = 0;
+
+	if (m->memory) {
+		usage = vj_num(l, "n_usage_fraction");
+		mem = vj_num(l, "n_malloc_mb") + vj_num(l, "n_copy_mb_s") + usage;
+	}
+	if (m->gpu)
+		gpu = vj_num(l, "n_gpu_percent") + vj_num(l, "n_gpu_peak_memory_mb");
+	*score = t + 100 * usage;
+	return t >= HOT_PERCENT || mem > 0 || gpu > 0;
+}
+
+/* One line or function of the page; lineno as the profile gives it. */
+static struct json_object *row_model(const struct model *m, struct json_object *l, int is_line,
+				     double lineno, struct json_object *leaks)
+{
+	struct json_object *r = json_object_new_object(), *leak;
+	char key[32];
+
+	if (!r)
+		return NULL;
+	add(r, "n", integer(lineno));
+	if (is_line)
+		add(r, "src", source_text(vj_str(l, "line")));
+	else
+		add(r, "name", text(vj_str(l, "line"), MAX_NAME_BYTES));
+	add(r, "py", num(vj_num(l, "n_cpu_percent_python")));
+	add(r, "c", num(vj_num(l, "n_cpu_percent_c")));
+	add(r, "sys", num(vj_num(l, "n_sys_percent")));
+	if (vj_num(l, "n_async_await_percent") > 0)
+		add(r, "await", num(vj_num(l, "n_async_await_percent")));
+	if (m->memory) {
+		add(r, "avg", num(vj_num(l, "n_avg_mb")));
+		add(r, "peak", num(vj_num(l, "n_peak_mb")));
+		add(r, "malloc", num(vj_num(l, "n_malloc_mb")));
+		add(r, "usage", num(vj_num(l, "n_usage_fraction")));
+		add(r, "copy", num(vj_num(l, "n_copy_mb_s")));
+		add(r, "pyfrac", num(vj_num(l, "n_python_fraction")));
+		add(r, "mem", time_series(vj_array(l, "memory_samples"), MAX_LINE_SAMPLES));
+		snprintf(key, sizeof(key), "%lld", (long long)lineno);
+		leak = leaks ? vj_object(leaks, key) : NULL;
+		if (leak)
+			add(r, "leak", num(vj_num(leak, "velocity_mb_s")));
+	}
+	if (m->gpu) {
+		add(r, "gpu", num(vj_num(l, "n_gpu_percent")));
+		add(r, "gavg", num(vj_num(l, "n_gpu_avg_memory_mb")));
+		add(r, "gpeak", num(vj_num(l, "n_gpu_peak_memory_mb")));
+	}
+	return r;
+}
+
+struct pick {
+	size_t idx;
+	double w;
+};
+
+/* Heaviest first; equal weights in their order. */
+static int by_weight(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+
+	if (x->w != y->w)
+		return (x->w < y->w) - (x->w > y->w);
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int by_index(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+
+	return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static struct json_object *lines_model(const struct model *m, struct json_object *fd,
+				       struct json_object *fo)
+{
+	struct json_object *lines = vj_array(fd, "lines"), *leaks = vj_object(fd, "leaks");
+	struct json_object *out = json_object_new_array();
+	size_t n = lines ? json_object_array_length(lines) : 0, k = 0, i;
+	struct pick *p;
+
+	p = calloc(n ? n : 1, sizeof(*p));
+	if (!p || !out) {
+		free(p);
+		return out;
+	}
+	for (i = 0; i < n; i++) {
+		struct json_object *l = json_object_array_get_idx(lines, i);
+
+		if (json_object_is_type(l, json_type_object) && is_hot(m, l, &p[k].w))
+			p[k++].idx = i;
+	}
+	if (k > MAX_LINES_PER_FILE) {
+		qsort(p, k, sizeof(*p), by_weight);
+		k = MAX_LINES_PER_FILE;
+		qsort(p, k, sizeof(*p), by_index);
+	}
+	for (i = 0; i < k; i++) {
+		struct json_object *l = json_object_array_get_idx(lines, p[i].idx);
+		double lineno = vj_num(l, "lineno");
+
+		/* Scalene's lines are dense: the row's place is its number. */
+		if (lineno == 0)
+			lineno = (double)p[i].idx + 1;
+		json_object_array_add(out, row_model(m, l, 1, lineno, leaks));
+	}
+	add(fo, "nlines", json_object_new_int64((int64_t)n));
+	add(fo, "hidden", json_object_new_int64((int64_t)(n - k)));
+	free(p);
+	return out;
+}
+
+static struct json_object *file_model(const struct model *m, const char *name,
+				      struct json_object *fd)
+{
+	struct json_object *fo = json_object_new_object(), *funcs, *out;
+	size_t i, n;
+
+	if (!fo)
+		return NULL;
+	add(fo, "name", text(name, MAX_NAME_BYTES * 4));
+	add(fo, "pct", num(vj_num(fd, "percent_cpu_time")));
+	add(fo, "lines", lines_model(m, fd, fo));
+	out = json_object_new_array();
+	funcs = vj_array(fd, "functions");
+	n = funcs ? json_object_array_length(funcs) : 0;
+	for (i = 0; i < n && i < MAX_FUNCS_PER_FILE; i++) {
+		struct json_object *fn = json_object_array_get_idx(funcs, i);
+
+		if (json_object_is_type(fn, json_type_object))
+			json_object_array_add(out, row_model(m, fn, 0, vj_num(fn, "lineno"), NULL));
+	}
+	add(fo, "funcs", out);
+	return fo;
+}
+
+/* Files by their share of the time, the busiest first. */
+static struct json_object *files_model(const struct model *m, struct json_object *files)
+{
+	struct json_object *out = json_object_new_array();
+	size_t n = (size_t)json_object_object_length(files), k = 0, i;
+	const char **names = calloc(n ? n : 1, sizeof(*names));
+	struct pick *p = calloc(n ? n : 1, sizeof(*p));
+
+	if (!out || !names || !p)
+		goto cleanup;
+	json_object_object_foreach (files, name, fd) {
+		names[k] = name;
+		p[k].idx = k;
+		p[k].w = vj_num(fd, "percent_cpu_time");
+		k++;
+	}
+	qsort(p, k, sizeof(*p), by_weight);
+	for (i = 0; i < k && i < MAX_FILES; i++) {
+		struct json_object *fd = NULL;
+
+		json_object_object_get_ex(files, names[p[i].idx], &fd);
+		json_object_array_add(out, file_model(m, names[p[i].idx], fd));
+	}
+	add(m->root, "files_omitted", json_object_new_int64((int64_t)(k - i)));
+cleanup:
+	free(names);
+	free(p);
+	return out;
+}
+
+/* The index of a frame in the model's frame table, added when new. */
+static int intern_frame(struct model *m, const char *kind, const char *name, const char *file,
+			double line)
+{
+	struct json_object *v, *fr;
+	char *cn, *cf, *key = NULL;
+	int idx = -1;
+
+	if (!name)
+		name = "";
+	if (!file)
+		file = "";
+	kind = kind && !strcmp(kind, "native") ? "native" : "py";
+	cn = clean_text(name, strlen(name), MAX_NAME_BYTES);
+	cf = clean_text(file, strlen(file), MAX_NAME_BYTES * 4);
+	if (!cn || !cf ||
+	    asprintf(&key, "%s\x1f%s\x1f%s\x1f%lld", kind, cn, cf, (long long)line) < 0) {
+		key = NULL;
+		goto cleanup;
+	}
+	if (json_object_object_get_ex(m->frame_index, key, &v)) {
+		idx = json_object_get_int(v);
+		goto cleanup;
+	}
+	fr = json_object_new_array();
+	if (!fr)
+		goto cleanup;
+	json_object_array_add(fr, json_object_new_string(kind));
+	json_object_array_add(fr, json_object_new_string(cn));
+	json_object_array_add(fr, json_object_new_string(cf));
+	json_object_array_add(fr, integer(line));
+	idx = (int)json_object_array_length(m->frames);
+	json_object_array_add(m->frames, fr);
+	json_object_object_add(m->frame_index, key, json_object_new_int(idx));
+cleanup:
+	free(key);
+	free(cn);
+	free(cf);
+	return idx;
+}
+
+/* Scalene's `stacks` frame: "<filename> <qualname>:<line>;". */
+static int legacy_frame(struct model *m, const char *s)
+{
+	char *c = strdup(s), *colon, *sp;
+	const char *file = "", *name;
+	size_t len, digits;
+	int line = 0;
+	int idx;
+
+	if (!c)
+		return -1;
+	len = strlen(c);
+	while (len && c[len - 1] == ';')
+		c[--len] = '\0';
+	/* The line: up to nine digits after the last colon, else none. */
+	colon = strrchr(c, ':');
+	digits = colon ? strlen(colon + 1) : 0;
+	if (digits && digits <= 9 && strspn(colon + 1, "0123456789") == digits) {
+		line = atoi(colon + 1);
+		*colon = '\0';
+	}
+	name = c;
+	sp = strrchr(c, ' ');
+	if (sp) {
+		*sp = '\0';
+		file = c;
+		name = sp + 1;
+	}
+	idx = intern_frame(m, "py", name, file, line);
+	free(c);
+	return idx;
+}
+
+/* A stack's frames as indices into the frame table, root first. */
+static struct json_object *stack_frames(struct model *m, struct json_object *fr, int legacy)
+{
+	struct json_object *out = json_object_new_array();
+	size_t n = json_object_array_length(fr), i, kept = 0;
+
+	for (i = 0; out && i < n && kept < MAX_DEPTH; i++) {
+		struct json_object *f = json_object_array_get_idx(fr, i);
+		int idx = -1;
+
+		if (legacy && json_object_is_type(f, json_type_string))
+			idx = legacy_frame(m, json_object_get_string(f));
+		else if (!legacy && json_object_is_type(f, json_type_object))
+			idx = intern_frame(m, vj_str(f, "kind"), vj_str(f, "display_name"),
+					   vj_str(f, "filename_or_module"), vj_num(f, "line"));
+		if (idx < 0)
+			continue;
+		json_object_array_add(out, json_object_new_int(idx));
+		kept++;
+	}
+	return out;
+}
+
+/* The heaviest MAX_STACKS stacks of a [[frames, weight], ...] section (legacy:
+ * Scalene's `stacks`, weighted by their count), with the rest counted.  remap,
+ * when given, gets for each entry of a its index in the result or -1.  NULL
+ * when the section has no stack of positive weight. */
+static struct json_object *stack_set(struct model *m, struct json_object *a, int legacy,
+				     const char *from, const char *unit, int **remap)
+{
+	struct json_object *out = NULL, *stacks;
+	size_t n = a ? json_object_array_length(a) : 0, k = 0, i, keep;
+	double total = 0, omitted = 0;
+	struct pick *p;
+
+	if (!n)
+		return NULL;
+	p = calloc(n, sizeof(*p));
+	if (!p)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(a, i), *w;
+
+		if (!json_object_is_type(e, json_type_array) || json_object_array_length(e) < 2 ||
+		    !json_object_is_type(json_object_array_get_idx(e, 0), json_type_array))
+			continue;
+		w = json_object_array_get_idx(e, 1);
+		p[k].w = legacy ? vj_num(w, "count") : jnum(w);
+		if (!(p[k].w > 0))
+			continue;
+		total += p[k].w;
+		p[k++].idx = i;
+	}
+	if (!k)
+		goto cleanup;
+	qsort(p, k, sizeof(*p), by_weight);
+	keep = k < MAX_STACKS ? k : MAX_STACKS;
+	if (remap) {
+		*remap = malloc(n * sizeof(**remap));
+		for (i = 0; *remap && i < n; i++)
+			(*remap)[i] = -1;
+	}
+	out = json_object_new_object();
+	stacks = json_object_new_array();
+	for (i = 0; out && stacks && i < k; i++) {
+		struct json_object *e = json_object_array_get_idx(a, p[i].idx), *s;
+
+		if (i >= keep) {
+			omitted += p[i].w;
+			continue;
+		}
+		s = json_object_new_array();
+		json_object_array_add(s, stack_frames(m, json_object_array_get_idx(e, 0), legacy));
+		json_object_array_add(s, num(p[i].w));
+		json_object_array_add(stacks, s);
+		if (remap && *remap)
+			(*remap)[p[i].idx] = (int)i;
+	}
+	add(out, "from", json_object_new_string(from));
+	add(out, "unit", json_object_new_string(unit));
+	add(out, "stacks", stacks);
+	add(out, "count", json_object_new_int64((int64_t)k));
+	add(out, "total", num(total));
+	add(out, "omitted", json_object_new_int64((int64_t)(k - keep)));
+	add(out, "omitted_w", num(omitted));
+cleanup:
+	free(p);
+	return out;
+}
+
+/* combined_stacks_timeline as [[t_s, stack, count, thread], ...], stack being
+ * the index in the CPU flame graph's stacks or -1 (a stack left out). */
+static struct json_object *timeline_model(struct model *m, struct json_object *ev, const int *remap,
+					  size_t nremap)
+{
+	struct json_object *out = json_object_new_array();
+	size_t n = ev ? json_object_array_length(ev) : 0, i, kept = 0;
+
+	for (i = 0; out && i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(ev, i), *r;
+		double si = vj_num(e, "stack_index");
+		int idx = -1;
+
+		if (!json_object_is_type(e, json_type_object))
+			continue;
+		if (kept == MAX_TIMELINE)
+			break;
+		if (remap && si >= 0 && si < (double)nremap)
+			idx = remap[(size_t)si];
+		r = json_object_new_array();
+		json_object_array_add(r, num(vj_num(e, "t_sec")));
+		json_object_array_add(r, json_object_new_int(idx));
+		json_object_array_add(r, integer(vj_num(e, "count")));
+		json_object_array_add(r, integer(vj_num(e, "thread_id")));
+		json_object_array_add(out, r);
+		kept++;
+	}
+	add(m->root, "timeline_omitted", json_object_new_int64((int64_t)(n - i)));
+	return out;
+}
+
+/* Our loss counters that are not zero: [[name, value, meaning], ...]. */
+static struct json_object *quality_model(struct json_object *facts)
+{
+	struct json_object *out = json_object_new_array();
+	size_t i;
+
+	for (i = 0; out && facts && i < sizeof(quality_counters) / sizeof(quality_counters[0]);
+	     i++) {
+		struct json_object *g = vj_object(facts, quality_counters[i].group), *q;
+		double v = g ? vj_num(g, quality_counters[i].key) : 0;
+
+		if (!(v > 0))
+			continue;
+		q = json_object_new_array();
+		json_object_array_add(q, json_object_new_string(quality_counters[i].key));
+		json_object_array_add(q, integer(v));
+		json_object_array_add(q, json_object_new_string(quality_counters[i].text));
+		json_object_array_add(out, q);
+	}
+	return out;
+}
+
+static int flag(struct json_object *doc, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(doc, key, &v) &&
+	       json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+static void header_model(struct model *m, struct json_object *doc, const char *name)
+{
+	struct json_object *r = m->root, *facts = vj_object(doc, "scalene_bpf");
+
+	add(r, "name", text(name, MAX_NAME_BYTES * 4));
+	add(r, "program", text(vj_str(doc, "program"), MAX_NAME_BYTES * 4));
+	add(r, "producer", json_object_new_string(facts ? "scalene-bpf" : "Scalene"));
+	add(r, "elapsed", num(vj_num(doc, "elapsed_time_sec")));
+	add(r, "memory", json_object_new_boolean(m->memory));
+	add(r, "gpu", json_object_new_boolean(m->gpu));
+	add(r, "gpu_device", text(vj_str(doc, "gpu_device"), 40));
+	add(r, "async", json_object_new_boolean(flag(doc, "async_profile")));
+	add(r, "threshold", num(HOT_PERCENT));
+	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
+	add(r, "growth_rate", num(vj_num(doc, "growth_rate")));
+	add(r, "alloc_samples", integer(vj_num(doc, "alloc_samples")));
+	add(r, "native_mb", num(vj_num(doc, "native_allocations_mb")));
+	add(r, "footprint", time_series(vj_array(doc, "samples"), MAX_FOOTPRINT));
+	if (facts) {
+		if (vj_num(vj_object(facts, "bpf"), "samples") > 0)
+			add(r, "samples", integer(vj_num(vj_object(facts, "bpf"), "samples")));
+		add(r, "sampled_s", num(vj_num(facts, "total_sampled_s")));
+		add(r, "quality", quality_model(facts));
+	}
+}
+
+static void stacks_model(struct model *m, struct json_object *doc)
+{
+	struct json_object *cpu, *mem;
+	int *remap = NULL;
+	size_t n = 0;
+
+	cpu = stack_set(m, vj_array(doc, "combined_stacks"), 0, "combined_stacks", "samples",
+			&remap);
+	if (cpu) {
+		n = json_object_array_length(vj_array(doc, "combined_stacks"));
+	} else {
+		free(remap);
+		remap = NULL;
+		cpu = stack_set(m, vj_array(doc, "stacks"), 1, "stacks", "samples", NULL);
+	}
+	add(m->root, "cpu", cpu);
+	/* Scalene's own count of samples: what its stacks add up to. */
+	if (cpu && !json_object_object_get_ex(m->root, "samples", NULL))
+		add(m->root, "samples", integer(vj_num(cpu, "total")));
+	mem = stack_set(m, vj_array(doc, "memory_stacks"), 0, "memory_stacks", "MB", NULL);
+	add(m->root, "mem", mem);
+	add(m->root, "timeline",
+	    timeline_model(m, vj_array(doc, "combined_stacks_timeline"), remap, n));
+	free(remap);
+}
+
+/* The model as JSON that cannot end the script element it sits in. */
+static void put_model(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (; *p; p++) {
+		if (*p == '<' || *p == '>' || *p == '&') {
+			fprintf(f, "\\u%04x", *p);
+		} else if (p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9)) {
+			fprintf(f, "\\u%04x", p[2] == 0xa8 ? 0x2028 : 0x2029);
+			p += 2;
+		} else {
+			fputc(*p, f);
+		}
+	}
+}
+
+/* The template with its @@NAME@@ marks filled in. */
+static void put_page(FILE *f, const char *model, const char *nonce)
+{
+	static const char *const marks[] = { "@@CSS@@", "@@JS@@", "@@DATA@@", "@@NONCE@@" };
+	const char *p = html_page, *mark;
+	size_t i;
+
+	while ((mark = strstr(p, "@@"))) {
+		fwrite(p, 1, (size_t)(mark - p), f);
+		for (i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+			if (!strncmp(mark, marks[i], strlen(marks[i])))
+				break;
+		switch (i) {
+		case 0:
+			fputs(html_css, f);
+			break;
+		case 1:
+			fputs(html_js, f);
+			break;
+		case 2:
+			put_model(f, model);
+			break;
+		case 3:
+			fputs(nonce, f);
+			break;
+		default:
+			fputs("@@", f);
+		}
+		p = mark + (i < sizeof(marks) / sizeof(marks[0]) ? strlen(marks[i]) : 2);
+	}
+	fputs(p, f);
+}
+
+/* A fresh CSP nonce: only the page's own script and style may run, whatever
+ * the profile's text might make of the page. */
+static int make_nonce(char *buf, size_t n)
+{
+	unsigned char r[16];
+	size_t i;
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return -errno;
+	for (i = 0; i < sizeof(r) && 2 * i + 2 < n; i++)
+		snprintf(buf + 2 * i, 3, "%02x", r[i]);
+	return 0;
+}
+
+int view_write_html(struct json_object *doc, const char *name, FILE *f, FILE *err)
+{
+	struct model m = { 0 };
+	struct json_object *files;
+	const char *model;
+	char nonce[40];
+	int ret = 0;
+
+	files = json_object_is_type(doc, json_type_object) ? vj_object(doc, "files") : NULL;
+	if (!files) {
+		fprintf(err, "scalene-bpf: not a profile: no \"files\" object\n");
+		return -EINVAL;
+	}
+	json_object_object_foreach (files, fname, fd) {
+		if (!json_object_is_type(fd, json_type_object)) {
+			fprintf(err, "scalene-bpf: not a profile: file entry ");
+			vj_put_safe(err, fname, 200);
+			fprintf(err, " is malformed\n");
+			return -EINVAL;
+		}
+	}
+	ret = make_nonce(nonce, sizeof(nonce));
+	if (ret) {
+		fprintf(err, "scalene-bpf: failed to get random bytes for the page: %s\n",
+			strerror(-ret));
+		return ret;
+	}
+	m.memory = flag(doc, "memory");
+	m.gpu = flag(doc, "gpu");
+	m.root = json_object_new_object();
+	m.frames = json_object_new_array();
+	m.frame_index = json_object_new_object();
+	if (!m.root || !m.frames || !m.frame_index) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	header_model(&m, doc, name);
+	add(m.root, "files", files_model(&m, files));
+	stacks_model(&m, doc);
+	add(m.root, "frames", json_object_get(m.frames));
+	model = json_object_to_json_string_ext(m.root, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!model) {
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	put_page(f, model, nonce);
+	if (ferror(f))
+		ret = -EIO;
+cleanup:
+	if (ret == -ENOMEM)
+		fprintf(err, "scalene-bpf: out of memory writing the HTML view\n");
+	json_object_put(m.frame_index);
+	json_object_put(m.frames);
+	json_object_put(m.root);
+	return ret;
+}
