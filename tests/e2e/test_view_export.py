@@ -49,6 +49,11 @@ MB = 1024 * 1024
 
 
 def _reference_dir():
+    """Scalene 2.3's profiles: $SCALENE_REFERENCE_DIR, else shared/ beside
+    the repository (or above a worktree)."""
+    env = os.environ.get("SCALENE_REFERENCE_DIR")
+    if env:
+        return Path(env)
     for base in (REPO, *REPO.parents):
         d = base / "shared" / "reference" / "scalene-2.3"
         if d.is_dir():
