@@ -6,6 +6,7 @@ PREFIX		?= /usr/local
 CC		?= gcc
 CLANG		?= clang
 BPFTOOL		?= bpftool
+PROTOC_C	?= protoc-c
 ARCH		:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 PYTHON_TEST	?= $(shell pyenv prefix 3.11.7 2>/dev/null || echo /usr)/bin/python3
 
@@ -13,7 +14,7 @@ WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -D_GNU_SOURCE
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
-LDLIBS		+= -lbpf -lelf -lz -ljson-c -lm
+LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm
 BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ipyoffsets -Iuser/sampler \
 		   -idirafter /usr/include/$(shell $(CC) -dumpmachine) \
 		   -Wall -Wno-unused-function -MMD -MP
@@ -27,7 +28,12 @@ BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 BPF_OBJS	:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 USER_SRCS	:= $(wildcard user/*.c)
-USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS)) $(OUT)/user/html_assets.o
+# pprof's profile.proto (the part the export writes), compiled by protoc-c.
+PROTO_SRCS	:= $(wildcard user/proto/*.proto)
+PROTO_GEN	:= $(patsubst user/proto/%.proto,$(OUT)/proto/%.pb-c.c,$(PROTO_SRCS))
+PROTO_OBJS	:= $(PROTO_GEN:.c=.o)
+USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS)) $(PROTO_OBJS) \
+		   $(OUT)/user/html_assets.o
 # The HTML view's page, style and script, embedded with .incbin.
 HTML_ASSETS	:= $(wildcard user/html/*.html user/html/*.css user/html/*.js)
 CORE_OBJS	:= $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
@@ -55,6 +61,15 @@ $(OUT)/user/%.o: user/%.c | $(OUT)/user $(SKELS)
 $(OUT)/user/html_assets.o: user/html/assets.S $(HTML_ASSETS) | $(OUT)/user
 	$(CC) -c $< -o $@
 
+# Generated C and header together; user code includes "proto/X.pb-c.h".
+$(OUT)/proto/%.pb-c.c $(OUT)/proto/%.pb-c.h: user/proto/%.proto | $(OUT)/proto
+	$(PROTOC_C) --proto_path=user/proto --c_out=$(OUT)/proto $<
+
+$(OUT)/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUT)/user/export.o: $(PROTO_GEN:.c=.h)
+
 $(BPF_OBJS): $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUT)/bpf
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $(@:.o=.tmp.o)
 	$(BPFTOOL) gen object $@ $(@:.o=.tmp.o)
@@ -69,7 +84,7 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libcore.a | $(OUT)/tests
 $(OUT)/tests/bpf_test_%: tests/bpf/test_%.c $(OUT)/libcore.a | $(OUT)/tests
 	$(CC) $(CPPFLAGS) -Itests/unit -Itests/bpf $(CFLAGS) $(LDFLAGS) -o $@ $< $(OUT)/libcore.a $(LDLIBS)
 
-$(OUT)/user $(OUT)/bpf $(OUT)/tests:
+$(OUT)/user $(OUT)/bpf $(OUT)/tests $(OUT)/proto:
 	mkdir -p $@
 
 .PHONY: unit-tests
@@ -114,7 +129,7 @@ bench-smoke: scalene-bpf
 
 # Debian packages needed to build and test.
 DEB_DEPS := clang llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
-	    python3 python3-venv
+	    protobuf-c-compiler libprotobuf-c-dev python3 python3-venv
 .PHONY: deps
 deps:
 	apt-get update -qq
