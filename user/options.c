@@ -133,9 +133,12 @@ void options_usage(FILE *f)
 	      "                                 a display and neither option, the page is\n"
 	      "                                 written and opened in the user's browser\n"
 	      "      --format FMT -o FILE       export the stacks: folded (flamegraph.pl,\n"
-	      "                                 inferno), speedscope (speedscope.app JSON) or\n"
-	      "                                 pprof (gzipped profile.proto: go tool pprof,\n"
-	      "                                 Pyroscope, Parca); without -o, to stdout\n"
+	      "                                 inferno; CPU samples only), speedscope\n"
+	      "                                 (speedscope.app JSON) or pprof (gzipped\n"
+	      "                                 profile.proto: go tool pprof, Pyroscope,\n"
+	      "                                 Parca); speedscope and pprof carry the memory\n"
+	      "                                 stacks too, and each stack's time when the\n"
+	      "                                 profile is scalene-bpf's; without -o, to stdout\n"
 	      "      --all-lines                show every sampled line, however small\n"
 	      "      --cpu-percent-threshold P  hide lines under P% of the time [1]\n"
 	      "  Colour only on a terminal, never when NO_COLOR is set.\n",
@@ -348,8 +351,9 @@ static int view_operands(struct options *o, char **args, int n, FILE *err)
 	if (!o->view_file)
 		o->view_file = DEFAULT_OUTFILE;
 	if (o->view_format && (o->view_html || o->view_cli)) {
-		fprintf(err, "scalene-bpf: --format writes an export; it cannot be combined "
-			     "with --%s\n",
+		fprintf(err,
+			"scalene-bpf: --format writes an export; it cannot be combined "
+			"with --%s\n",
 			o->view_html ? "html" : "cli");
 		return -EINVAL;
 	}

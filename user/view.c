@@ -67,8 +67,9 @@ struct json_object *view_parse(const char *data, size_t len, const char *name, F
 		}
 	}
 	if (jerr == json_tokener_continue)
-		fprintf(err, "scalene-bpf: %s: truncated JSON (is the profile still being "
-			     "written?)\n",
+		fprintf(err,
+			"scalene-bpf: %s: truncated JSON (is the profile still being "
+			"written?)\n",
 			name);
 	else if (jerr == json_tokener_error_depth)
 		fprintf(err, "scalene-bpf: %s: JSON nested deeper than a profile (%d levels)\n",
@@ -279,8 +280,7 @@ static int emit(struct json_object *doc, const struct options *o, const char *pa
 	} else if (!err) {
 		err = outfile_write(path, buf, len, c);
 		if (err)
-			fprintf(stderr, "scalene-bpf: cannot write %s: %s\n", path,
-				strerror(-err));
+			fprintf(stderr, "scalene-bpf: cannot write %s: %s\n", path, strerror(-err));
 	}
 	free(buf);
 	return err;
