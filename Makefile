@@ -20,7 +20,7 @@ BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf
 		   -Wall -Wno-unused-function -MMD -MP
 
 ifeq ($(SANITIZE),1)
-CFLAGS		+= -fsanitize=address,undefined -fno-omit-frame-pointer
+CFLAGS		+= -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS		+= -fsanitize=address,undefined
 endif
 
