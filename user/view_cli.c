@@ -84,23 +84,24 @@ static int row_room(const struct ctx *c, const struct row *r)
 	return c->width - r->cols;
 }
 
+/* An SGR escape ("0": back to normal, only when something is set). */
 static void row_style(const struct ctx *c, struct row *r, const char *sgr)
 {
+	bool reset = !strcmp(sgr, "0");
 	int n;
 
-	if (!c->color || r->len + 16 > sizeof(r->buf))
+	if (!c->color || (reset && !r->styled) || r->len + 16 > sizeof(r->buf))
 		return;
 	n = snprintf(r->buf + r->len, sizeof(r->buf) - r->len, "\033[%sm", sgr);
 	if (n > 0 && (size_t)n < sizeof(r->buf) - r->len) {
 		r->len += n;
-		r->styled = true;
+		r->styled = !reset;
 	}
 }
 
 static void row_unstyle(const struct ctx *c, struct row *r)
 {
-	if (r->styled)
-		row_style(c, r, "0");
+	row_style(c, r, "0");
 }
 
 /* Text from the profile (or our own), at most max columns and never past
@@ -389,7 +390,8 @@ static void cell_spark(const struct ctx *c, struct row *r, int w, struct json_ob
 		if (mb > cell[k])
 			cell[k] = mb < 0 ? 0 : mb;
 	}
-	row_style(c, r, SGR_MEMORY);
+	if (any)
+		row_style(c, r, SGR_MEMORY);
 	for (k = 0; any && k < w; k++) {
 		int level;
 
