@@ -56,30 +56,21 @@ struct json_object *vj_object(struct json_object *o, const char *key)
 
 void vj_put_safe(FILE *f, const char *s, int max)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t left = strlen(s);
+	size_t left = strlen(s), n;
 	int cols = 0;
 
-	while (*p && cols < max) {
-		size_t n;
+	while (left && *s != '\n' && *s != '\r') {
+		int w = vj_char_cols(s, left, &n);
 
-		if (*p == '\n' || *p == '\r')
+		if (cols + (w > 1 ? w : 1) > max)
 			break;
-		n = utf8_seq_len(p, left);
-		/* C1 controls, U+0080..U+009F, act as escapes on some terminals. */
-		if (n == 2 && p[0] == 0xc2 && p[1] <= 0x9f)
-			n = 0;
-		if (*p == '\t') {
-			fputc(' ', f);
-		} else if (n == 0 || *p < 0x20 || *p == 0x7f) {
-			fputc('?', f);
-			n = n ? n : 1;
-		} else {
-			fwrite(p, 1, n, f);
-		}
-		left -= n ? n : 1;
-		p += n ? n : 1;
-		cols++;
+		if (*s == '\t' || w < 0)
+			fputc(*s == '\t' ? ' ' : '?', f);
+		else
+			fwrite(s, 1, n, f);
+		cols += w > 1 ? w : 1;
+		s += n;
+		left -= n;
 	}
 }
 

@@ -21,9 +21,10 @@ const char *vj_str(struct json_object *o, const char *key);
 struct json_object *vj_array(struct json_object *o, const char *key);
 struct json_object *vj_object(struct json_object *o, const char *key);
 
-/* Writes s to f with control characters (C0, DEL, C1) and invalid UTF-8
- * shown as '?', tabs as spaces, up to the first line break, whole characters
- * only, at most max columns. */
+/* Writes s to f with what must not reach a terminal (see vj_char_cols:
+ * C0, DEL, C1, invalid UTF-8, bidi controls, line separators) shown as '?',
+ * tabs as spaces, up to the first line break, whole characters only, at
+ * most max columns (wide characters count two). */
 void vj_put_safe(FILE *f, const char *s, int max);
 /* Scalene stores &, <, > in line text as the six characters \u0026 etc.;
  * this gives them back. */

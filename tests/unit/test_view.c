@@ -143,6 +143,7 @@ static void test_not_a_profile(void)
 		"{\"files\": {\"a.py\": {\"lines\": [1, 2]}}}",
 		"{\"files\": {\"a.py\": {\"lines\": [{\"lineno\": 1}, null]}}}",
 		"{\"files\": {\"\\u001b[2Ja.py\": {\"lines\": [[]]}}}",
+		"{\"files\": {\"a\\u2028b\\u202e.py\": {\"lines\": [7]}}}",
 	};
 	size_t i;
 
@@ -155,6 +156,8 @@ static void test_not_a_profile(void)
 		CHECK_EQ_INT(ret, -EINVAL);
 		CHECK(errlen > 0 && strstr(err, "not a profile"));
 		check_outputs_safe();
+		/* Nor the characters that break or reorder a line. */
+		CHECK(!strstr(err, "\xe2\x80\xa8") && !strstr(err, "\xe2\x80\xae"));
 		json_object_put(doc);
 	}
 	/* No document at all. */
