@@ -87,6 +87,40 @@ $(OUT)/tests/bpf_test_%: tests/bpf/test_%.c $(OUT)/libcore.a | $(OUT)/tests
 $(OUT)/user $(OUT)/bpf $(OUT)/tests $(OUT)/proto:
 	mkdir -p $@
 
+# Fuzzing (libFuzzer, clang): the harnesses of tests/fuzz/ linked against
+# the project's objects built again with the sanitizers, in $(OUT)/fuzz/.
+# `make fuzz` runs each for FUZZ_SECONDS (new inputs go to $(OUT)/fuzz/,
+# crashes to $(OUT)/fuzz/artifacts/); `make test` runs a short round.
+FUZZ_CC		?= $(CLANG)
+FUZZ_SECONDS	?= 180
+FUZZ_CFLAGS	:= -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+		   -fno-sanitize-recover=undefined $(WARNINGS)
+FUZZ_SRCS	:= $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS	:= $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
+# The project's C again with the sanitizers; the embedded page and the
+# generated protobuf code as they are.
+FUZZ_OBJS	:= $(patsubst $(OUT)/user/%.o,$(OUT)/fuzz/user/%.o,\
+		     $(filter-out $(OUT)/user/html_assets.o,$(CORE_OBJS))) $(OUT)/user/html_assets.o
+
+$(OUT)/fuzz/user/%.o: user/%.c | $(SKELS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(OUT)/fuzz/user/export.o: $(PROTO_GEN:.c=.h)
+
+$(OUT)/fuzz/libcore.a: $(FUZZ_OBJS)
+	$(AR) rcs $@ $^
+
+$(OUT)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(OUT)/fuzz/libcore.a
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< \
+		$(OUT)/fuzz/libcore.a $(LDLIBS)
+
+.PHONY: fuzz-build fuzz
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	tools/fuzz-run $(OUT) $(FUZZ_SECONDS) keep
+
 .PHONY: unit-tests
 unit-tests: $(UNIT_BINS) $(BPFHOST_BINS)
 
@@ -96,7 +130,7 @@ unit-tests: $(UNIT_BINS) $(BPFHOST_BINS)
 .PHONY: test
 test: deps-if-missing
 	@if [ "$$(id -u)" -eq 0 ]; then tools/ci-deps; fi
-	$(MAKE) scalene-bpf unit-tests test-venv
+	$(MAKE) scalene-bpf unit-tests fuzz-build test-venv
 	@tools/run-tests $(OUT) $(PYTHON_TEST)
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and
@@ -127,8 +161,14 @@ bench: scalene-bpf
 bench-smoke: scalene-bpf
 	tools/bench/run --smoke
 
+# Render speed of `view --cli` on a generated ~100 MB profile (target < 2 s):
+# bench/view-speed-<date>.json.
+.PHONY: bench-view
+bench-view: scalene-bpf
+	tools/bench/view-speed
+
 # Debian packages needed to build and test.
-DEB_DEPS := clang llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
+DEB_DEPS := clang libclang-rt-dev llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
 	    protobuf-c-compiler libprotobuf-c-dev python3 python3-venv
 .PHONY: deps
 deps:
@@ -173,6 +213,8 @@ help:
 	@echo "make test       run every test (root for the end-to-end part)"
 	@echo "make demo       profile examples/demo.py and show the result"
 	@echo "make bench      CPU-profiling overhead benchmark (root); results in bench/"
+	@echo "make bench-view render speed of view --cli on a ~100 MB profile"
+	@echo "make fuzz       fuzz the profile reader and views (FUZZ_SECONDS each)"
 	@echo "make pyoffsets  regenerate pyoffsets/ from each CPython's headers"
 	@echo "make vmlinux    regenerate vmlinux/\$$(ARCH)/vmlinux.h from this kernel's BTF"
 	@echo "make install    install into \$$(PREFIX) (default /usr/local)"
@@ -180,4 +222,5 @@ help:
 # The allocation sampler preloaded into profiled programs (memory profiling).
 include user/sampler/sampler.mk
 
--include $(USER_OBJS:.o=.d) $(BPF_OBJS:.o=.d) $(UNIT_BINS:=.d) $(BPFHOST_BINS:=.d)
+-include $(USER_OBJS:.o=.d) $(BPF_OBJS:.o=.d) $(UNIT_BINS:=.d) $(BPFHOST_BINS:=.d) \
+	 $(FUZZ_OBJS:.o=.d) $(FUZZ_BINS:=.d)

@@ -1,128 +1,901 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The terminal view of a profile (ours or Scalene's): per file, the lines
- * that matter with their Python / native / system time, then the functions.
- * The profile is untrusted input: types are checked before use and source
- * text never sends control characters to the terminal.
+ * The terminal view of a profile (ours or Scalene's): a short header, then
+ * per file the lines that matter with their Python / native / system time
+ * (and memory and GPU columns when the profile has them), the file's
+ * functions, and a footer naming the data the profiler lost.
+ *
+ * The profile is untrusted input: types are checked before use, numbers are
+ * made to fit their columns, and text from the profile never sends a control
+ * character to the terminal.  Every output row is built in memory and cut to
+ * the terminal's width, so no row is ever wider than vo->width.
  */
 #include <errno.h>
+#include <langinfo.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include <json-c/json.h>
 
 #include "view.h"
 #include "viewutil.h"
 
-static void bar(FILE *f, double pct, int width)
-{
-	int n = (int)(pct / 100.0 * width + 0.5), i;
+#define MAX_WIDTH 1000
+#define DEFAULT_WIDTH 100
+/* Bytes of one row: four per column plus the colour escapes. */
+#define ROW_BYTES (4 * MAX_WIDTH + 256)
+#define LINE_TEXT 4096
+/* Source text keeps at least this many columns (a quarter of the width,
+ * at least 10) before the other columns go... */
+#define MIN_SOURCE 20
+/* ... and the graphics go before it is cut under this many. */
+#define SOURCE_WANTED 48
 
-	for (i = 0; i < width; i++)
-		fputc(i < n ? '#' : ' ', f);
+/* SGR colours; used only when the caller asked for colour. */
+#define SGR_BOLD "1"
+#define SGR_DIM "2"
+#define SGR_HOT "1;31"
+#define SGR_PYTHON "34"
+#define SGR_NATIVE "36"
+#define SGR_SYSTEM "33"
+#define SGR_MEMORY "32"
+#define SGR_GPU "35"
+#define SGR_WARN "1;33"
+
+struct ctx {
+	FILE *f;
+	int width;
+	bool color;
+	bool utf8;
+	double threshold;
+	bool all_lines;
+	bool memory;
+	bool gpu;
+	double elapsed_ns;
+	double footprint_mb; /* the sparklines' top */
+	char text[LINE_TEXT];
+};
+
+/* One output row. */
+struct row {
+	char buf[ROW_BYTES];
+	size_t len;
+	int cols;
+	bool styled;
+};
+
+/* ------------------------------------------------------------------ rows */
+
+static void row_reset(struct row *r)
+{
+	r->len = 0;
+	r->cols = 0;
+	r->styled = false;
 }
 
-static int print_file(FILE *f, const char *name, struct json_object *fd, double threshold,
-		      int all_lines, int width, int memory)
+static int row_room(const struct ctx *c, const struct row *r)
 {
-	struct json_object *lines, *funcs;
-	size_t i, n;
-	int src_cols = width - (memory ? 52 : 34);
-	char text[4096];
+	return c->width - r->cols;
+}
 
-	if (!json_object_object_get_ex(fd, "lines", &lines) ||
-	    !json_object_is_type(lines, json_type_array))
-		return -EINVAL;
-	if (src_cols < 10)
-		src_cols = 10;
-	fputs("\n", f);
-	vj_put_safe(f, name, width - 20);
-	fprintf(f, ": %.1f%% of the time\n", vj_num(fd, "percent_cpu_time"));
-	fprintf(f, "  line  python  native  system %s  source\n",
-		memory ? "  avg MB  peak MB  mem%" : "");
+/* An SGR escape ("0": back to normal, only when something is set). */
+static void row_style(const struct ctx *c, struct row *r, const char *sgr)
+{
+	bool reset = !strcmp(sgr, "0");
+	int n;
+
+	if (!c->color || (reset && !r->styled) || r->len + 16 > sizeof(r->buf))
+		return;
+	n = snprintf(r->buf + r->len, sizeof(r->buf) - r->len, "\033[%sm", sgr);
+	if (n > 0 && (size_t)n < sizeof(r->buf) - r->len) {
+		r->len += n;
+		r->styled = !reset;
+	}
+}
+
+static void row_unstyle(const struct ctx *c, struct row *r)
+{
+	row_style(c, r, "0");
+}
+
+/* Text from the profile (or our own), at most max columns and never past
+ * the row's width; characters that must not reach a terminal become '?',
+ * a tab becomes the spaces up to the next multiple of 8. */
+static void row_text(const struct ctx *c, struct row *r, const char *s, int max)
+{
+	int start = r->cols, room = row_room(c, r);
+	size_t left = strlen(s);
+
+	if (max > room)
+		max = room;
+	while (left && r->cols - start < max && r->len + 8 < sizeof(r->buf)) {
+		size_t n;
+		int w;
+
+		if (*s == '\n' || *s == '\r')
+			break;
+		w = vj_char_cols(s, left, &n);
+		if (*s == '\t') {
+			do
+				r->buf[r->len++] = ' ';
+			while (++r->cols - start < max && (r->cols - start) % 8);
+		} else if (w < 0) {
+			r->buf[r->len++] = '?';
+			r->cols++;
+		} else if (r->cols - start + w <= max) {
+			memcpy(r->buf + r->len, s, n);
+			r->len += n;
+			r->cols += w;
+		} else {
+			break;
+		}
+		s += n;
+		left -= n;
+	}
+}
+
+static void row_printf(const struct ctx *c, struct row *r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void row_printf(const struct ctx *c, struct row *r, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	row_text(c, r, tmp, MAX_WIDTH);
+}
+
+static void row_pad_to(const struct ctx *c, struct row *r, int col)
+{
+	if (col > c->width)
+		col = c->width;
+	while (r->cols < col && r->len + 1 < sizeof(r->buf)) {
+		r->buf[r->len++] = ' ';
+		r->cols++;
+	}
+}
+
+/* Writes the row without trailing blanks, then starts a new one. */
+static void row_emit(const struct ctx *c, struct row *r)
+{
+	while (r->len && r->buf[r->len - 1] == ' ')
+		r->len--;
+	row_unstyle(c, r);
+	fwrite(r->buf, 1, r->len, c->f);
+	fputc('\n', c->f);
+	row_reset(r);
+}
+
+/* ---------------------------------------------------------- numbers */
+
+/* v in at most w columns: with dec decimals, fewer if it does not fit, an
+ * exponent if that does not either; stars as the last resort. */
+static void fit_num(char *out, size_t n, int w, double v, int dec, const char *suffix)
+{
+	int d, len = 0;
+
+	for (d = dec; d >= 0; d--) {
+		len = snprintf(out, n, "%.*f%s", d, v, suffix);
+		if (len <= w)
+			return;
+	}
+	len = snprintf(out, n, "%.0e%s", v, suffix);
+	if (len <= w)
+		return;
+	if (w < 0)
+		w = 0;
+	if ((size_t)w >= n)
+		w = (int)n - 1;
+	memset(out, '*', w);
+	out[w] = '\0';
+}
+
+/* A right-aligned cell of width w: blank for zero. */
+static void cell_num(const struct ctx *c, struct row *r, int w, double v, int dec,
+		     const char *suffix, const char *sgr)
+{
+	char s[64];
+
+	if (v == 0) {
+		row_pad_to(c, r, r->cols + w);
+		return;
+	}
+	fit_num(s, sizeof(s), w, v, dec, suffix);
+	row_pad_to(c, r, r->cols + w - (int)strlen(s));
+	if (sgr)
+		row_style(c, r, sgr);
+	row_text(c, r, s, w);
+	if (sgr)
+		row_style(c, r, "0");
+}
+
+/* ----------------------------------------------------------- layout */
+
+enum col {
+	COL_LINE,
+	COL_PYTHON,
+	COL_NATIVE,
+	COL_SYSTEM,
+	COL_BAR,
+	COL_AVG_MB,
+	COL_PEAK_MB,
+	COL_SPARK,
+	COL_MEM_PCT,
+	COL_COPY,
+	COL_GPU_PCT,
+	COL_GPU_MB,
+	COL_MAX,
+};
+
+static const struct {
+	const char *title;
+	int width, min; /* min < width: the column can be narrowed */
+} columns[COL_MAX] = {
+	[COL_LINE] = { "line", 5, 5 },	     [COL_PYTHON] = { "python", 6, 6 },
+	[COL_NATIVE] = { "native", 6, 6 },   [COL_SYSTEM] = { "system", 6, 6 },
+	[COL_BAR] = { "time", 10, 4 },	     [COL_AVG_MB] = { "avg MB", 6, 6 },
+	[COL_PEAK_MB] = { "peak MB", 7, 7 }, [COL_SPARK] = { "timeline", 12, 5 },
+	[COL_MEM_PCT] = { "mem%", 4, 4 },    [COL_COPY] = { "MB/s", 5, 5 },
+	[COL_GPU_PCT] = { "gpu%", 4, 4 },    [COL_GPU_MB] = { "gpu MB", 6, 6 },
+};
+
+/* The order in which columns go when the terminal is narrow: the graphics
+ * first (while the source would be cut), then, once the source is down to
+ * MIN_SOURCE columns, the others. */
+static const enum col drop_order[] = {
+	COL_COPY,    COL_GPU_MB,  COL_AVG_MB, COL_GPU_PCT,
+	COL_MEM_PCT, COL_PEAK_MB, COL_SYSTEM, COL_NATIVE,
+};
+
+struct layout {
+	int w[COL_MAX]; /* 0: not shown */
+};
+
+static int layout_used(const struct layout *l)
+{
+	int i, used = 0;
+
+	for (i = 0; i < COL_MAX; i++)
+		used += l->w[i] ? l->w[i] + 1 : 0;
+	return used + 1;
+}
+
+/* The columns of a file's table, given the widest text it shows (capped at
+ * SOURCE_WANTED: a long line is cut rather than lose the graphics). */
+static void layout_make(const struct ctx *c, struct layout *l, int text)
+{
+	int k, min, want = text < SOURCE_WANTED ? text : SOURCE_WANTED;
+	size_t i;
+
+	for (k = 0; k < COL_MAX; k++) {
+		bool mem = k >= COL_AVG_MB && k <= COL_COPY, gpu = k >= COL_GPU_PCT;
+
+		l->w[k] = (mem && !c->memory) || (gpu && !c->gpu) ? 0 : columns[k].width;
+	}
+	if (want < MIN_SOURCE)
+		want = MIN_SOURCE;
+	while (layout_used(l) + want > c->width &&
+	       (l->w[COL_SPARK] > columns[COL_SPARK].min || l->w[COL_BAR] > columns[COL_BAR].min)) {
+		if (l->w[COL_SPARK] > columns[COL_SPARK].min)
+			l->w[COL_SPARK]--;
+		else
+			l->w[COL_BAR]--;
+	}
+	if (layout_used(l) + want > c->width)
+		l->w[COL_BAR] = 0;
+	if (layout_used(l) + want > c->width)
+		l->w[COL_SPARK] = 0;
+	min = c->width / 4 < MIN_SOURCE ? c->width / 4 : MIN_SOURCE;
+	min = min < 10 ? 10 : min;
+	for (i = 0; i < sizeof(drop_order) / sizeof(drop_order[0]); i++) {
+		if (layout_used(l) + min <= c->width)
+			break;
+		l->w[drop_order[i]] = 0;
+	}
+}
+
+/* Columns text takes as row_text writes it. */
+static int text_cols(const char *s)
+{
+	size_t left = strlen(s), n;
+	int cols = 0, w;
+
+	while (left && *s != '\n' && *s != '\r' && cols < MAX_WIDTH) {
+		w = vj_char_cols(s, left, &n);
+		cols = *s == '\t' ? (cols / 8 + 1) * 8 : cols + (w < 0 ? 1 : w);
+		s += n;
+		left -= n;
+	}
+	return cols;
+}
+
+/* ------------------------------------------------------------ cells */
+
+/* The stacked time bar: Python, native, system, 100% = the whole width. */
+static void cell_bar(const struct ctx *c, struct row *r, int w, double py, double nat, double sys)
+{
+	const double parts[3] = { py, nat, sys };
+	static const char *const sgr[3] = { SGR_PYTHON, SGR_NATIVE, SGR_SYSTEM };
+	static const char *const glyph_utf8[3] = { "\u2588", "\u2593", "\u2591" };
+	static const char glyph_ascii[3][2] = { "#", "+", "." };
+	int start = r->cols, i, k;
+	double acc = 0;
+
+	for (i = 0; i < 3; i++) {
+		int upto;
+
+		acc += parts[i] > 0 ? parts[i] : 0;
+		upto = acc >= 100 ? w : (int)(acc / 100.0 * w + 0.5);
+		if (upto <= r->cols - start)
+			continue;
+		row_style(c, r, sgr[i]);
+		for (k = r->cols - start; k < upto; k++)
+			row_text(c, r, c->utf8 ? glyph_utf8[i] : glyph_ascii[i], 1);
+		row_style(c, r, "0");
+	}
+	row_pad_to(c, r, start + w);
+}
+
+/* The line's memory_samples ([t_ns, footprint MB] pairs) over the run's
+ * time, one cell per slice of it: the highest footprint sampled in the
+ * slice, as a block of eight heights (ASCII without a UTF-8 locale). */
+static void cell_spark(const struct ctx *c, struct row *r, int w, struct json_object *samples)
+{
+	static const char *const utf8[8] = { "\u2581", "\u2582", "\u2583", "\u2584",
+					     "\u2585", "\u2586", "\u2587", "\u2588" };
+	static const char ascii[] = "_.-:=+*#";
+	double cell[MAX_WIDTH], t0 = 0, t1 = c->elapsed_ns, top = c->footprint_mb;
+	size_t i, n = samples ? json_object_array_length(samples) : 0;
+	int start = r->cols, k;
+	bool any = false;
+
+	if (w > MAX_WIDTH)
+		w = MAX_WIDTH;
+	for (k = 0; k < w; k++)
+		cell[k] = -1;
+	/* The run's span, widened to samples outside it (a profile of
+	 * Scalene's or a hand-made one); the top is the peak footprint. */
+	for (i = 0; i < n; i++) {
+		struct json_object *p = json_object_array_get_idx(samples, i);
+		double t, mb;
+
+		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) < 2)
+			continue;
+		t = vj_num_at(p, 0);
+		mb = vj_num_at(p, 1);
+		t0 = t < t0 ? t : t0;
+		t1 = t > t1 ? t : t1;
+		top = mb > top ? mb : top;
+		any = true;
+	}
+	for (i = 0; any && i < n; i++) {
+		struct json_object *p = json_object_array_get_idx(samples, i);
+		double t, mb;
+
+		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) < 2)
+			continue;
+		t = vj_num_at(p, 0);
+		mb = vj_num_at(p, 1);
+		k = t1 > t0 ? (int)((t - t0) / (t1 - t0) * w) : 0;
+		k = k < 0 ? 0 : k >= w ? w - 1 : k;
+		if (mb > cell[k])
+			cell[k] = mb < 0 ? 0 : mb;
+	}
+	if (any)
+		row_style(c, r, SGR_MEMORY);
+	for (k = 0; any && k < w; k++) {
+		int level;
+
+		if (cell[k] < 0) {
+			row_text(c, r, " ", 1);
+			continue;
+		}
+		level = top > 0 ? (int)(cell[k] / top * 7.999) : 0;
+		level = level < 0 ? 0 : level > 7 ? 7 : level;
+		if (c->utf8)
+			row_text(c, r, utf8[level], 1);
+		else
+			row_text(c, r, (char[]){ ascii[level], '\0' }, 1);
+	}
+	row_style(c, r, "0");
+	row_pad_to(c, r, start + w);
+}
+
+/* ------------------------------------------------------------- lines */
+
+static double line_time(struct json_object *l)
+{
+	return vj_num(l, "n_cpu_percent_python") + vj_num(l, "n_cpu_percent_c") +
+	       vj_num(l, "n_sys_percent");
+}
+
+static bool line_memory_active(const struct ctx *c, struct json_object *l)
+{
+	return c->memory && (vj_num(l, "n_malloc_mb") > 0 || vj_num(l, "n_copy_mb_s") > 0);
+}
+
+static bool line_gpu_active(const struct ctx *c, struct json_object *l)
+{
+	return c->gpu && (vj_num(l, "n_gpu_percent") > 0 || vj_num(l, "n_gpu_peak_memory_mb") > 0);
+}
+
+/* Hot: its time reaches the threshold, or it allocated, copied or used the
+ * GPU.  With --all-lines: any line with a sample at all. */
+static bool line_shown(const struct ctx *c, struct json_object *l)
+{
+	double t = line_time(l);
+
+	if (line_memory_active(c, l) || line_gpu_active(c, l))
+		return true;
+	if (c->all_lines)
+		return t > 0 || vj_num(l, "n_peak_mb") > 0 || vj_num(l, "n_avg_mb") > 0;
+	return t > 0 && t >= c->threshold;
+}
+
+static const char *pct_style(double v, const char *normal)
+{
+	return v >= 20 ? SGR_HOT : normal;
+}
+
+static void print_header_row(struct ctx *c, const struct layout *l, const char *last)
+{
+	struct row r;
+	int k;
+
+	row_reset(&r);
+	row_style(c, &r, SGR_BOLD);
+	for (k = 0; k < COL_MAX; k++) {
+		const char *title = columns[k].title;
+		int len, w = l->w[k];
+
+		if (!w)
+			continue;
+		if (k == COL_SPARK && w < (int)strlen(title))
+			title = "trend";
+		len = (int)strlen(title);
+		if (k == COL_BAR || k == COL_SPARK) {
+			row_text(c, &r, title, w);
+			row_pad_to(c, &r, r.cols + w - (len < w ? len : w));
+		} else {
+			row_pad_to(c, &r, r.cols + w - len);
+			row_text(c, &r, title, w);
+		}
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	row_pad_to(c, &r, r.cols + 1);
+	row_text(c, &r, last, MAX_WIDTH);
+	row_emit(c, &r);
+}
+
+/* One table row: the numbers of l, then text (source or function name). */
+static void print_row(struct ctx *c, const struct layout *l, struct json_object *o,
+		      const char *text)
+{
+	double py = vj_num(o, "n_cpu_percent_python"), nat = vj_num(o, "n_cpu_percent_c");
+	double sys = vj_num(o, "n_sys_percent");
+	struct row r;
+
+	row_reset(&r);
+	if (l->w[COL_LINE]) {
+		cell_num(c, &r, l->w[COL_LINE], vj_num(o, "lineno"), 0, "", SGR_DIM);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_PYTHON]) {
+		cell_num(c, &r, l->w[COL_PYTHON], py, 1, "%", pct_style(py, SGR_PYTHON));
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_NATIVE]) {
+		cell_num(c, &r, l->w[COL_NATIVE], nat, 1, "%", pct_style(nat, SGR_NATIVE));
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_SYSTEM]) {
+		cell_num(c, &r, l->w[COL_SYSTEM], sys, 1, "%", pct_style(sys, SGR_SYSTEM));
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_BAR]) {
+		cell_bar(c, &r, l->w[COL_BAR], py, nat, sys);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_AVG_MB]) {
+		cell_num(c, &r, l->w[COL_AVG_MB], vj_num(o, "n_avg_mb"), 1, "", SGR_MEMORY);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_PEAK_MB]) {
+		cell_num(c, &r, l->w[COL_PEAK_MB], vj_num(o, "n_peak_mb"), 1, "", SGR_MEMORY);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_SPARK]) {
+		cell_spark(c, &r, l->w[COL_SPARK], vj_array(o, "memory_samples"));
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_MEM_PCT]) {
+		cell_num(c, &r, l->w[COL_MEM_PCT], 100 * vj_num(o, "n_usage_fraction"), 0, "%",
+			 SGR_MEMORY);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_COPY]) {
+		cell_num(c, &r, l->w[COL_COPY], vj_num(o, "n_copy_mb_s"), 1, "", SGR_MEMORY);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_GPU_PCT]) {
+		cell_num(c, &r, l->w[COL_GPU_PCT], vj_num(o, "n_gpu_percent"), 0, "%", SGR_GPU);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_GPU_MB]) {
+		cell_num(c, &r, l->w[COL_GPU_MB], vj_num(o, "n_gpu_peak_memory_mb"), 1, "",
+			 SGR_GPU);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	row_pad_to(c, &r, r.cols + 1);
+	if (py + nat + sys >= 20)
+		row_style(c, &r, SGR_BOLD);
+	row_text(c, &r, text, MAX_WIDTH);
+	row_emit(c, &r);
+}
+
+/* ---------------------------------------------------------- files */
+
+struct file {
+	const char *name;
+	struct json_object *fd;
+	double pct;
+};
+
+/* Checks a file entry's shape: an object whose "lines" is an array of
+ * objects.  Everything else in it is optional. */
+static bool file_valid(struct json_object *fd)
+{
+	struct json_object *lines = vj_array(fd, "lines");
+	size_t i, n;
+
+	if (!json_object_is_type(fd, json_type_object) || !lines)
+		return false;
 	n = json_object_array_length(lines);
 	for (i = 0; i < n; i++) {
-		struct json_object *l = json_object_array_get_idx(lines, i), *t;
-		double py, c, sys;
-
-		if (!json_object_is_type(l, json_type_object))
-			return -EINVAL;
-		py = vj_num(l, "n_cpu_percent_python");
-		c = vj_num(l, "n_cpu_percent_c");
-		sys = vj_num(l, "n_sys_percent");
-		if (py + c + sys < (all_lines ? 1e-9 : threshold) &&
-		    !(memory && vj_num(l, "n_malloc_mb") > 0))
-			continue;
-		fprintf(f, "%6d %6.1f%% %6.1f%% %6.1f%% ", (int)vj_num(l, "lineno"), py, c, sys);
-		if (memory)
-			fprintf(f, "%8.1f %8.1f %4.0f%% ", vj_num(l, "n_avg_mb"), vj_num(l, "n_peak_mb"),
-				100 * vj_num(l, "n_usage_fraction"));
-		fputs(" ", f);
-		text[0] = '\0';
-		if (json_object_object_get_ex(l, "line", &t) &&
-		    json_object_is_type(t, json_type_string))
-			vj_unescape_line(json_object_get_string(t), text, sizeof(text));
-		vj_put_safe(f, text, src_cols);
-		fputc('\n', f);
+		if (!json_object_is_type(json_object_array_get_idx(lines, i), json_type_object))
+			return false;
 	}
-	if (!json_object_object_get_ex(fd, "functions", &funcs) ||
-	    !json_object_is_type(funcs, json_type_array) || !json_object_array_length(funcs))
-		return 0;
-	fprintf(f, "  functions:\n");
-	n = json_object_array_length(funcs);
+	return true;
+}
+
+static const char *line_text(struct ctx *c, struct json_object *l)
+{
+	const char *s = vj_str(l, "line");
+
+	c->text[0] = '\0';
+	if (s)
+		vj_unescape_line(s, c->text, sizeof(c->text));
+	return c->text;
+}
+
+struct fn {
+	struct json_object *o;
+	double time, mem;
+};
+
+static int fn_cmp(const void *a, const void *b)
+{
+	const struct fn *x = a, *y = b;
+
+	if (x->time != y->time)
+		return (x->time < y->time) - (x->time > y->time);
+	return (x->mem < y->mem) - (x->mem > y->mem);
+}
+
+/* The file's functions that pass the same test as lines, the most time
+ * first; NULL when there is none (or no memory for them). */
+static struct fn *shown_functions(const struct ctx *c, struct json_object *fd, size_t *count)
+{
+	struct json_object *funcs = vj_array(fd, "functions");
+	size_t i, n = funcs ? json_object_array_length(funcs) : 0, k = 0;
+	struct fn *v;
+
+	*count = 0;
+	if (!n || !(v = calloc(n, sizeof(*v))))
+		return NULL;
 	for (i = 0; i < n; i++) {
-		struct json_object *fn = json_object_array_get_idx(funcs, i), *t;
-		double tot;
+		struct json_object *o = json_object_array_get_idx(funcs, i);
 
-		if (!json_object_is_type(fn, json_type_object))
+		if (!json_object_is_type(o, json_type_object) || !line_shown(c, o))
 			continue;
-		tot = vj_num(fn, "n_cpu_percent_python") + vj_num(fn, "n_cpu_percent_c") +
-		      vj_num(fn, "n_sys_percent");
-		fprintf(f, "%6d %6.1f%% %6.1f%% %6.1f%%  ", (int)vj_num(fn, "lineno"),
-			vj_num(fn, "n_cpu_percent_python"), vj_num(fn, "n_cpu_percent_c"),
-			vj_num(fn, "n_sys_percent"));
-		bar(f, tot, 10);
-		fputs(" ", f);
-		if (json_object_object_get_ex(fn, "line", &t) &&
-		    json_object_is_type(t, json_type_string))
-			vj_put_safe(f, json_object_get_string(t), src_cols - 11);
-		fputc('\n', f);
+		v[k].o = o;
+		v[k].time = line_time(o);
+		v[k].mem = vj_num(o, "n_malloc_mb");
+		k++;
 	}
-	return 0;
+	if (!k) {
+		free(v);
+		return NULL;
+	}
+	qsort(v, k, sizeof(*v), fn_cmp);
+	*count = k;
+	return v;
+}
+
+static const char *fn_name(const struct fn *f)
+{
+	const char *name = vj_str(f->o, "line");
+
+	return name ? name : "";
+}
+
+static const char *dedent(const char *s, int indent)
+{
+	while (indent-- > 0 && *s == ' ')
+		s++;
+	return s;
+}
+
+/* Prints the file when something in it is shown; false when nothing is. */
+static bool print_file(struct ctx *c, const struct file *fi)
+{
+	struct json_object *lines = vj_array(fi->fd, "lines");
+	size_t i, n = json_object_array_length(lines), first = n, nfn;
+	struct fn *fns = shown_functions(c, fi->fd, &nfn);
+	struct layout l;
+	int widest = 0, indent = INT_MAX;
+	struct row r;
+
+	/* The first line shown, the common indentation of those shown (left
+	 * out: it takes columns and says nothing), the widest. */
+	for (i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(lines, i);
+		const char *t;
+		int w, sp;
+
+		if (!line_shown(c, o))
+			continue;
+		first = first < i ? first : i;
+		t = line_text(c, o);
+		for (sp = 0; t[sp] == ' '; sp++)
+			;
+		if (t[sp] && t[sp] != '\n' && t[sp] != '\r')
+			indent = sp < indent ? sp : indent;
+		w = text_cols(t);
+		widest = w > widest ? w : widest;
+	}
+	if (indent == INT_MAX)
+		indent = 0;
+	widest -= indent;
+	if (first == n && !nfn && !c->all_lines && fi->pct < c->threshold)
+		return false;
+	for (i = 0; i < nfn; i++) {
+		int w = text_cols(fn_name(&fns[i]));
+
+		widest = w > widest ? w : widest;
+	}
+	layout_make(c, &l, widest);
+	row_reset(&r);
+	row_emit(c, &r);
+	row_style(c, &r, SGR_BOLD);
+	row_text(c, &r, fi->name, MAX_WIDTH);
+	row_style(c, &r, "0");
+	row_printf(c, &r, ": %.1f%% of the time", fi->pct);
+	row_emit(c, &r);
+	if (first < n)
+		print_header_row(c, &l, "source");
+	for (i = first; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(lines, i);
+
+		if (line_shown(c, o))
+			print_row(c, &l, o, dedent(line_text(c, o), indent));
+	}
+	if (nfn) {
+		row_emit(c, &r);
+		print_header_row(c, &l, "function");
+	}
+	for (i = 0; i < nfn; i++)
+		print_row(c, &l, fns[i].o, fn_name(&fns[i]));
+	free(fns);
+	return true;
+}
+
+static int file_cmp(const void *a, const void *b)
+{
+	const struct file *x = a, *y = b;
+
+	if (x->pct != y->pct)
+		return (x->pct < y->pct) - (x->pct > y->pct);
+	return strcmp(x->name, y->name);
+}
+
+/* ------------------------------------------------- header and footer */
+
+static void print_header(struct ctx *c, struct json_object *doc)
+{
+	struct json_object *bpf = vj_object(vj_object(doc, "scalene_bpf"), "bpf");
+	const char *prog = vj_str(doc, "program"), *fname;
+	struct row r;
+
+	row_reset(&r);
+	row_style(c, &r, SGR_BOLD);
+	row_text(c, &r, "program: ", MAX_WIDTH);
+	row_style(c, &r, "0");
+	row_text(c, &r, prog ? prog : "(unknown)", MAX_WIDTH);
+	row_emit(c, &r);
+	row_printf(c, &r, "elapsed: %.2f s", vj_num(doc, "elapsed_time_sec"));
+	if (bpf)
+		row_printf(c, &r, ", %.0f CPU samples", vj_num(bpf, "samples"));
+	if (c->memory)
+		row_printf(c, &r, ", %.0f allocation samples", vj_num(doc, "alloc_samples"));
+	row_emit(c, &r);
+	if (c->memory) {
+		row_printf(c, &r, "memory: max footprint %.1f MB, growth rate %.1f%%",
+			   vj_num(doc, "max_footprint_mb"), vj_num(doc, "growth_rate"));
+		fname = vj_str(doc, "max_footprint_fname");
+		if (fname) {
+			row_text(c, &r, ", at ", MAX_WIDTH);
+			row_text(c, &r, fname, MAX_WIDTH);
+			row_printf(c, &r, ":%.0f", vj_num(doc, "max_footprint_lineno"));
+		}
+		row_emit(c, &r);
+	}
+	if (c->gpu) {
+		const char *dev = vj_str(doc, "gpu_device");
+
+		row_text(c, &r, "gpu: ", MAX_WIDTH);
+		row_text(c, &r, dev && *dev ? dev : "yes", MAX_WIDTH);
+		row_emit(c, &r);
+	}
+}
+
+/* The counters of scalene_bpf that mean data was lost or is incomplete. */
+static const struct {
+	const char *object, *key, *what;
+} losses[] = {
+	{ "bpf", "lost_ringbuf_full", "CPU samples lost: ring buffer full" },
+	{ "bpf", "memory_lost_ringbuf_full", "memory records lost: ring buffer full" },
+	{ "bpf", "process_events_lost", "fork/exec/exit events lost" },
+	{ "bpf", "process_table_full", "processes not followed: process table full" },
+	{ "bpf", "walk_read_failed", "stack walks that could not read memory" },
+	{ "bpf", "walk_truncated", "stacks cut at the walker's depth limit" },
+	{ "bpf", "frames_unreadable", "frames whose code object could not be read" },
+	{ "bpf", "bad_records", "malformed records" },
+	{ "bpf", "stacks_dropped", "stacks not kept: stack table full" },
+	{ "bpf", "truncated_stacks", "stacks kept truncated" },
+	{ "memory", "sampler_not_loaded", "processes without the allocation sampler" },
+	{ "memory", "table_overflows", "allocation sampler table overflows" },
+	{ "memory", "untracked_blocks", "allocated blocks not tracked" },
+};
+
+static void print_footer(struct ctx *c, struct json_object *doc)
+{
+	struct json_object *facts = vj_object(doc, "scalene_bpf");
+	bool title = false;
+	struct row r;
+	size_t i;
+
+	row_reset(&r);
+	for (i = 0; facts && i < sizeof(losses) / sizeof(losses[0]); i++) {
+		double v = vj_num(vj_object(facts, losses[i].object), losses[i].key);
+
+		if (v <= 0)
+			continue;
+		if (!title) {
+			row_emit(c, &r);
+			row_style(c, &r, SGR_WARN);
+			row_text(c, &r,
+				 "data lost or incomplete (scalene_bpf counters):", MAX_WIDTH);
+			row_emit(c, &r);
+			title = true;
+		}
+		row_printf(c, &r, "  %s.%s = %.0f: %s", losses[i].object, losses[i].key, v,
+			   losses[i].what);
+		row_emit(c, &r);
+	}
+}
+
+/* ------------------------------------------------------------- entry */
+
+/* Whether the user's locale (LC_ALL / LC_CTYPE / LANG) is UTF-8, without
+ * touching the process's own locale. */
+static bool locale_is_utf8(void)
+{
+	locale_t loc = newlocale(LC_CTYPE_MASK, "", (locale_t)0);
+	const char *cs;
+	bool utf8;
+
+	if (loc) {
+		cs = nl_langinfo_l(CODESET, loc);
+		utf8 = cs && (!strcasecmp(cs, "UTF-8") || !strcasecmp(cs, "UTF8"));
+		freelocale(loc);
+		return utf8;
+	}
+	/* A locale that is named but not installed: go by its name. */
+	cs = getenv("LC_ALL");
+	if (!cs || !*cs)
+		cs = getenv("LC_CTYPE");
+	if (!cs || !*cs)
+		cs = getenv("LANG");
+	return cs && (strcasestr(cs, "utf-8") || strcasestr(cs, "utf8"));
+}
+
+static bool doc_flag(struct json_object *doc, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(doc, key, &v) &&
+	       json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+static void ctx_init(struct ctx *c, struct json_object *doc, FILE *f, const struct view_opts *vo)
+{
+	memset(c, 0, sizeof(*c));
+	c->f = f;
+	c->width = vo->width <= 0 ? DEFAULT_WIDTH : vo->width > MAX_WIDTH ? MAX_WIDTH : vo->width;
+	c->color = vo->color;
+	c->utf8 = locale_is_utf8();
+	c->threshold = vo->threshold;
+	c->all_lines = vo->all_lines;
+	c->memory = doc_flag(doc, "memory");
+	c->gpu = doc_flag(doc, "gpu");
+	c->elapsed_ns = vj_num(doc, "elapsed_time_sec") * 1e9;
+	c->footprint_mb = vj_num(doc, "max_footprint_mb");
 }
 
 int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct view_opts *vo)
 {
-	double threshold = vo->threshold;
-	int all_lines = vo->all_lines, width = vo->width;
+	struct json_object *files = vj_object(doc, "files");
+	size_t i, n, hidden = 0;
+	struct file *v;
+	struct ctx *c;
+	struct row r;
 
-	struct json_object *files, *mem, *prog;
-	int memory = 0;
-
-	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "files", &files) ||
-	    !json_object_is_type(files, json_type_object)) {
+	if (!json_object_is_type(doc, json_type_object) || !files) {
 		fprintf(err, "scalene-bpf: not a profile: no \"files\" object\n");
 		return -EINVAL;
 	}
-	if (json_object_object_get_ex(doc, "memory", &mem))
-		memory =
-			json_object_is_type(mem, json_type_boolean) && json_object_get_boolean(mem);
-	fputs("program: ", f);
-	if (json_object_object_get_ex(doc, "program", &prog) &&
-	    json_object_is_type(prog, json_type_string))
-		vj_put_safe(f, json_object_get_string(prog), width);
-	fprintf(f, "\nelapsed: %.2f s\n", vj_num(doc, "elapsed_time_sec"));
-	if (!json_object_object_length(files))
-		fprintf(f, "(no file reached the reporting threshold)\n");
+	n = json_object_object_length(files);
+	v = calloc(n ? n : 1, sizeof(*v));
+	c = malloc(sizeof(*c));
+	if (!v || !c) {
+		fprintf(err, "scalene-bpf: out of memory\n");
+		free(v);
+		free(c);
+		return -ENOMEM;
+	}
+	i = 0;
 	json_object_object_foreach (files, name, fd) {
-		if (!json_object_is_type(fd, json_type_object) ||
-		    print_file(f, name, fd, threshold, all_lines, width, memory)) {
+		if (!file_valid(fd)) {
 			fprintf(err, "scalene-bpf: not a profile: file entry ");
 			vj_put_safe(err, name, 200);
 			fprintf(err, " is malformed\n");
+			free(v);
+			free(c);
 			return -EINVAL;
 		}
+		v[i].name = name;
+		v[i].fd = fd;
+		v[i].pct = vj_num(fd, "percent_cpu_time");
+		i++;
 	}
+	qsort(v, n, sizeof(*v), file_cmp);
+	ctx_init(c, doc, f, vo);
+	print_header(c, doc);
+	for (i = 0; i < n; i++)
+		hidden += !print_file(c, &v[i]);
+	row_reset(&r);
+	if (!n) {
+		row_text(c, &r, "(no file reached the reporting threshold)", MAX_WIDTH);
+		row_emit(c, &r);
+	} else if (hidden) {
+		row_emit(c, &r);
+		row_printf(c, &r,
+			   "%zu more file%s under %.1f%% of the time (--all-lines shows them)",
+			   hidden, hidden == 1 ? "" : "s", c->threshold);
+		row_emit(c, &r);
+	}
+	print_footer(c, doc);
+	free(v);
+	free(c);
 	return 0;
 }
-

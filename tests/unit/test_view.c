@@ -17,6 +17,7 @@
 #include "testlib.h"
 #include "utf8check.h"
 #include "view.h"
+#include "viewutil.h"
 
 #define FIXTURES "tests/fixtures/view/"
 #define WIDTH 100
@@ -24,8 +25,17 @@
 static char *out, *err;
 static size_t outlen, errlen;
 
+static int view_c(struct json_object *doc, double threshold, int all_lines, int width,
+		  bool color);
+
 /* Runs the view; its output and messages land in out / err. */
 static int view(struct json_object *doc, double threshold, int all_lines, int width)
+{
+	return view_c(doc, threshold, all_lines, width, false);
+}
+
+static int view_c(struct json_object *doc, double threshold, int all_lines, int width,
+		  bool color)
 {
 	FILE *fo, *fe;
 	int ret;
@@ -36,7 +46,7 @@ static int view(struct json_object *doc, double threshold, int all_lines, int wi
 	fo = open_memstream(&out, &outlen);
 	fe = open_memstream(&err, &errlen);
 	{
-		struct view_opts vo = { threshold, all_lines != 0, width, false };
+		struct view_opts vo = { threshold, all_lines != 0, width, color };
 
 		ret = view_print_cli(doc, fo, fe, &vo);
 	}
@@ -133,6 +143,7 @@ static void test_not_a_profile(void)
 		"{\"files\": {\"a.py\": {\"lines\": [1, 2]}}}",
 		"{\"files\": {\"a.py\": {\"lines\": [{\"lineno\": 1}, null]}}}",
 		"{\"files\": {\"\\u001b[2Ja.py\": {\"lines\": [[]]}}}",
+		"{\"files\": {\"a\\u2028b\\u202e.py\": {\"lines\": [7]}}}",
 	};
 	size_t i;
 
@@ -145,6 +156,8 @@ static void test_not_a_profile(void)
 		CHECK_EQ_INT(ret, -EINVAL);
 		CHECK(errlen > 0 && strstr(err, "not a profile"));
 		check_outputs_safe();
+		/* Nor the characters that break or reorder a line. */
+		CHECK(!strstr(err, "\xe2\x80\xa8") && !strstr(err, "\xe2\x80\xae"));
 		json_object_put(doc);
 	}
 	/* No document at all. */
@@ -396,6 +409,254 @@ static void test_reference_async_and_minimal(void)
 	}
 }
 
+
+/* ------------------------------------------------------------ layout */
+
+/* The widest row of out, in terminal columns, SGR escapes skipped; -1 when
+ * something else than SGR, text and newlines is there. */
+static int widest_row(void)
+{
+	size_t i = 0, n;
+	int cols = 0, widest = 0, w;
+
+	while (out && i < outlen) {
+		if (out[i] == '\033' && i + 1 < outlen && out[i + 1] == '[') {
+			i += 2;
+			while (i < outlen && ((out[i] >= '0' && out[i] <= '9') || out[i] == ';'))
+				i++;
+			if (i >= outlen || out[i] != 'm')
+				return -1;
+			i++;
+			continue;
+		}
+		if (out[i] == '\n') {
+			cols = 0;
+			i++;
+			continue;
+		}
+		w = vj_char_cols(out + i, outlen - i, &n);
+		if (w < 0)
+			return -1;
+		cols += w;
+		widest = cols > widest ? cols : widest;
+		i += n;
+	}
+	return widest;
+}
+
+static const char mem_doc[] =
+	"{\"program\": \"/app/m.py\", \"memory\": true, \"elapsed_time_sec\": 2,"
+	"\"max_footprint_mb\": 80, \"max_footprint_fname\": \"/app/m.py\","
+	"\"max_footprint_lineno\": 3, \"alloc_samples\": 42, \"growth_rate\": 1.5,"
+	"\"files\": {\"/app/m.py\": {\"percent_cpu_time\": 60, \"lines\": ["
+	"{\"lineno\": 1, \"line\": \"def f():\\n\", \"memory_samples\": []},"
+	"{\"lineno\": 2, \"line\": \"    x = 1\\n\", \"n_cpu_percent_python\": 0.2,"
+	" \"memory_samples\": []},"
+	"{\"lineno\": 3, \"line\": \"    a = bytearray(80 \\u003c\\u003c 20)\\n\","
+	" \"n_cpu_percent_python\": 10, \"n_cpu_percent_c\": 20, \"n_sys_percent\": 5,"
+	" \"n_malloc_mb\": 80, \"n_avg_mb\": 40.25, \"n_peak_mb\": 80,"
+	" \"n_usage_fraction\": 0.75, \"n_copy_mb_s\": 12.5,"
+	" \"memory_samples\": [[0, 10], [1000000000, 40], [1999999999, 80]]},"
+	"{\"lineno\": 4, \"line\": \"    b = a[:]\\n\", \"n_malloc_mb\": 20,"
+	" \"n_peak_mb\": 20, \"n_usage_fraction\": 0.25, \"memory_samples\": [[5, 1]]},"
+	"{\"lineno\": 5, \"line\": \"    return len(a)\\n\", \"n_cpu_percent_python\": 25,"
+	" \"memory_samples\": []}],"
+	"\"functions\": [{\"line\": \"small\", \"lineno\": 9, \"n_cpu_percent_python\": 2},"
+	"{\"line\": \"f\", \"lineno\": 1, \"n_cpu_percent_python\": 35, \"n_malloc_mb\": 100},"
+	"{\"line\": \"g\", \"lineno\": 7, \"n_cpu_percent_python\": 0.5}]}},"
+	"\"scalene_bpf\": {\"bpf\": {\"samples\": 1234, \"lost_ringbuf_full\": 7,"
+	" \"walk_truncated\": 0, \"frames_unreadable\": \"many\", \"bad_records\": -3},"
+	" \"memory\": {\"table_overflows\": 2}}}";
+
+/* No row is wider than the width asked for, whatever it is, with colour or
+ * without; the text itself stays safe. */
+static void test_every_width(void)
+{
+	static const char *const refs[] = { "scalene_ref_cpu.json", "scalene_ref_mem.json",
+					    "scalene_ref_async.json" };
+	struct json_object *docs[8];
+	int nd = 0, w, d, bad = 0;
+	size_t i;
+
+	docs[nd++] = parse(mem_doc);
+	docs[nd++] = load(FIXTURES "hostile.json");
+	docs[nd++] = load(FIXTURES "huge-numbers.json");
+	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+		struct json_object *r = load_ref(refs[i]);
+
+		if (r)
+			docs[nd++] = r;
+	}
+	setenv("LC_ALL", "C.UTF-8", 1);
+	for (d = 0; d < nd; d++) {
+		for (w = 1; w <= 300 && docs[d]; w++) {
+			int got;
+
+			view_c(docs[d], w % 3 ? 1 : 0, w % 2, w, w % 5 == 0);
+			got = widest_row();
+			if (got < 0 || got > w) {
+				if (!bad++)
+					fprintf(stderr, "  doc %d width %d: a row of %d\n", d, w,
+						got);
+			}
+		}
+		json_object_put(docs[d]);
+	}
+	unsetenv("LC_ALL");
+	CHECK_EQ_INT(bad, 0);
+}
+
+static void test_memory_columns(void)
+{
+	struct json_object *doc = parse(mem_doc);
+	const char *row;
+
+	setenv("LC_ALL", "C.UTF-8", 1);
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	check_outputs_safe();
+	CHECK_HAS("avg MB");
+	CHECK_HAS("peak MB");
+	CHECK_HAS("timeline");
+	CHECK_HAS("mem%");
+	CHECK_HAS("MB/s");
+	/* The header: samples and the footprint. */
+	CHECK_HAS("1234 CPU samples, 42 allocation samples");
+	CHECK_HAS("max footprint 80.0 MB, growth rate 1.5%, at /app/m.py:3");
+	/* Line 3: every number, its sparkline, its text unescaped and
+	 * without the indentation all the shown lines share. */
+	row = out ? strstr(out, "    3  10.0%  20.0%   5.0%") : NULL;
+	CHECK(row != NULL);
+	if (row) {
+		const char *end = strchr(row, '\n');
+		char line[1024];
+
+		snprintf(line, sizeof(line), "%.*s", (int)(end - row), row);
+		CHECK(strstr(line, "  40.2 ") || strstr(line, "  40.3 "));
+		CHECK(strstr(line, "   80.0 "));
+		CHECK(strstr(line, " 75% "));
+		CHECK(strstr(line, " 12.5 "));
+		/* 10, 40 and 80 MB at the start, middle and end of the run. */
+		CHECK(strstr(line, "80.0 \xe2\x96\x81     \xe2\x96\x84    \xe2\x96\x88  75%"));
+		CHECK(strstr(line, "  a = bytearray(80 << 20)"));
+		CHECK(!strstr(line, "    a = bytearray"));
+	}
+	/* Line 4 has no time but allocates: shown.  Line 2 is cold. */
+	CHECK_HAS("b = a[:]");
+	CHECK(!has("x = 1"));
+	/* Without a UTF-8 locale: the sparkline in ASCII. */
+	setenv("LC_ALL", "C", 1);
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK(out && !strstr(out, "\xe2\x96"));
+	CHECK_HAS("80.0 _     :    #  75%");
+	unsetenv("LC_ALL");
+	/* Narrow: the graphics go first, the numbers stay. */
+	CHECK_EQ_INT(view(doc, 1, 0, 70), 0);
+	CHECK(!has("timeline") && !has("time "));
+	CHECK_HAS("10.0%");
+	json_object_put(doc);
+}
+
+static void test_functions_by_time(void)
+{
+	struct json_object *doc = parse(mem_doc);
+	const char *f, *small;
+
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	f = out ? strstr(out, "  f\n") : NULL;
+	small = out ? strstr(out, "  small\n") : NULL;
+	CHECK(f && small && f < small);
+	CHECK(!has("  g\n")); /* under the threshold */
+	CHECK_EQ_INT(view(doc, 1, 1, 160), 0);
+	CHECK_HAS("  g\n");
+	CHECK_HAS("x = 1");
+	json_object_put(doc);
+}
+
+static void test_loss_footer(void)
+{
+	struct json_object *doc = parse(mem_doc);
+
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK_HAS("data lost or incomplete");
+	CHECK_HAS("bpf.lost_ringbuf_full = 7: CPU samples lost");
+	CHECK_HAS("memory.table_overflows = 2");
+	CHECK(!has("walk_truncated"));	  /* zero */
+	CHECK(!has("frames_unreadable")); /* not a number */
+	CHECK(!has("bad_records"));	  /* negative */
+	json_object_put(doc);
+	/* Scalene's profiles have no scalene_bpf: no footer. */
+	doc = parse("{\"files\": {}}");
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK(!has("data lost"));
+	json_object_put(doc);
+}
+
+static void test_gpu_columns(void)
+{
+	struct json_object *doc = parse(
+		"{\"gpu\": true, \"gpu_device\": \"GPU\", \"files\": {\"/app/g.py\": {"
+		"\"percent_cpu_time\": 30, \"lines\": [{\"lineno\": 7, \"line\": \"y = m(x)\\n\","
+		"\"n_cpu_percent_c\": 30, \"n_gpu_percent\": 88, \"n_gpu_peak_memory_mb\": 1200.5,"
+		"\"memory_samples\": []}, {\"lineno\": 8, \"line\": \"z = m(y)\\n\","
+		"\"n_gpu_percent\": 12, \"memory_samples\": []}]}}}");
+
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK_HAS("gpu: GPU");
+	CHECK_HAS("gpu%");
+	CHECK_HAS("gpu MB");
+	CHECK_HAS(" 88% ");
+	CHECK_HAS("1200.5");
+	CHECK_HAS("z = m(y)"); /* GPU use without CPU time: shown */
+	CHECK(!has("avg MB"));
+	json_object_put(doc);
+}
+
+static void test_color(void)
+{
+	struct json_object *doc = parse(mem_doc);
+
+	CHECK_EQ_INT(view_c(doc, 1, 0, 120, true), 0);
+	CHECK(out && strstr(out, "\033[1m"));
+	CHECK(widest_row() > 0); /* only SGR escapes */
+	CHECK_EQ_INT(view_c(doc, 1, 0, 120, false), 0);
+	CHECK(out && !memchr(out, '\033', outlen));
+	json_object_put(doc);
+}
+
+static void test_char_cols(void)
+{
+	static const struct {
+		const char *s;
+		int cols;
+		size_t len;
+	} cases[] = {
+		{ "a", 1, 1 },
+		{ "\xc3\xa9", 1, 2 },		/* é */
+		{ "\xe6\xbc\xa2", 2, 3 },	/* 漢 */
+		{ "\xf0\x9f\x98\x80", 2, 4 },	/* emoji */
+		{ "\xef\xbc\xa1", 2, 3 },	/* full-width A */
+		{ "\x1b", -1, 1 },
+		{ "\x7f", -1, 1 },
+		{ "\xc2\x9b", -1, 2 },		/* CSI, C1 */
+		{ "\xe2\x80\xae", -1, 3 },	/* RLO */
+		{ "\xe2\x81\xa6", -1, 3 },	/* LRI */
+		{ "\xe2\x80\xa8", -1, 3 },	/* line separator */
+		{ "\xff", -1, 1 },
+		{ "\xed\xa0\x80", -1, 1 },	/* surrogate */
+		{ "\xe2\x82", -1, 1 },		/* cut short */
+	};
+	size_t i, len;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int c = vj_char_cols(cases[i].s, strlen(cases[i].s), &len);
+
+		if (c != cases[i].cols || len != cases[i].len)
+			fprintf(stderr, "  case %zu: %d columns, %zu bytes\n", i, c, len);
+		CHECK_EQ_INT(c, cases[i].cols);
+		CHECK_EQ_INT(len, cases[i].len);
+	}
+}
+
 int main(void)
 {
 	RUN_TEST(test_not_a_profile);
@@ -409,6 +670,13 @@ int main(void)
 	RUN_TEST(test_reference_cpu);
 	RUN_TEST(test_reference_mem);
 	RUN_TEST(test_reference_async_and_minimal);
+	RUN_TEST(test_every_width);
+	RUN_TEST(test_memory_columns);
+	RUN_TEST(test_functions_by_time);
+	RUN_TEST(test_loss_footer);
+	RUN_TEST(test_gpu_columns);
+	RUN_TEST(test_color);
+	RUN_TEST(test_char_cols);
 	free(out);
 	free(err);
 	if (refs_skipped)

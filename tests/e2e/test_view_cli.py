@@ -1,0 +1,482 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""`scalene-bpf view --cli` end to end: the binary on real files.
+
+Bad input gets a clear message and a non-zero exit (never a crash, a hang
+or a traceback-like signal death); hostile text in a valid profile never
+reaches the terminal as a control character; colour follows the terminal,
+NO_COLOR and TERM=dumb; rows fit COLUMNS or the pty's width; the reference
+profiles written by Scalene show their hot lines with the numbers of the
+JSON; one of our memory profiles shows its memory columns and sparkline;
+the footer names the loss counters that are not zero.
+
+Every subprocess has a timeout.  Only the last test profiles (root, BPF);
+the others only read files.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import termios
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from e2e_helpers import BIN, REPO, default_interpreter, profile_run, program
+
+TIMEOUT = 30
+REFS = Path(os.environ.get("SCALENE_REFERENCE_DIR")
+            or REPO.parent / "shared" / "reference" / "scalene-2.3")
+FIXTURES = REPO / "tests" / "fixtures" / "view"
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+BLOCKS = set("\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588")
+
+
+def env_for(**extra):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "TERM": "xterm-256color"}
+    env.update({k: v for k, v in extra.items() if v is not None})
+    return env
+
+
+def view(path, *opts, **env):
+    """view --cli on a pipe: (exit status, stdout, stderr) as text."""
+    p = subprocess.run([str(BIN), "view", "--cli", *opts, str(path)],
+                       capture_output=True, timeout=TIMEOUT,
+                       stdin=subprocess.DEVNULL, env=env_for(**env))
+    assert p.returncode >= 0, f"killed by signal {-p.returncode}"
+    return (p.returncode, p.stdout.decode("utf-8", "strict"),
+            p.stderr.decode("utf-8", "strict"))
+
+
+def view_pty(path, cols=100, rows=40, *opts, **env):
+    """view --cli with stdout on a pty of cols x rows: (status, output)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    proc = subprocess.Popen([str(BIN), "view", "--cli", *opts, str(path)],
+                            stdin=subprocess.DEVNULL, stdout=slave,
+                            stderr=subprocess.PIPE, env=env_for(**env))
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([master], [], [], 0.5)
+            if not r:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError as e:  # EIO: the child closed the pty
+                if e.errno != errno.EIO:
+                    raise
+                break
+            if not chunk:
+                break
+            out += chunk
+        else:
+            proc.kill()
+            pytest.fail(f"view --cli on a pty did not finish in {TIMEOUT} s")
+        rc = proc.wait(timeout=TIMEOUT)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+        proc.stderr.close()
+    # The pty's line discipline turns \n into \r\n.
+    return rc, out.decode("utf-8", "strict").replace("\r\n", "\n")
+
+
+def cols(s):
+    """Display columns of one row as a terminal draws it."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in SGR.sub("", s))
+
+
+def assert_terminal_safe(text):
+    bad = [(i, hex(ord(ch))) for i, ch in enumerate(text)
+           if (ord(ch) < 0x20 and ch != "\n") or 0x7f <= ord(ch) <= 0x9f
+           or ch in "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067"
+                    "\u2068\u2069\u2028\u2029"]
+    assert not bad, f"control characters in the output: {bad[:10]}"
+
+
+def assert_width(text, width):
+    wide = [(n, cols(r), r) for n, r in enumerate(text.split("\n"))
+            if cols(r) > width]
+    assert not wide, f"rows wider than {width}: {wide[:3]}"
+
+
+def row_of(out, lineno, text):
+    """The table row of line lineno that shows text."""
+    rows = [r for r in out.split("\n")
+            if re.match(rf"\s*{lineno}\s", r) and text in r]
+    assert rows, f"no row for line {lineno} ({text!r}) in:\n{out}"
+    return rows[0]
+
+
+def spark_of(out, row):
+    """The row's cells under the "timeline" title of the table above it."""
+    rows = out.split("\n")
+    head = next(r for r in reversed(rows[:rows.index(row)]) if "timeline" in r)
+    at = head.index("timeline")
+    end = head.index("mem%")
+    return row[at:end - 1]
+
+
+def pct(v):
+    return f"{v:.1f}%"
+
+
+def ref(name):
+    path = REFS / name
+    if not path.is_file():
+        pytest.skip(f"no reference profile {path} (set SCALENE_REFERENCE_DIR)")
+    return path
+
+
+def write(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return p
+
+
+# --------------------------------------------------------------------------
+# Bad input: a clear message, a non-zero exit
+# --------------------------------------------------------------------------
+
+def check_refused(path, message):
+    rc, out, err = view(path)
+    assert rc == 1, f"exit {rc}, stderr {err!r}"
+    assert message in err, f"{message!r} not in {err!r}"
+    assert len(err.strip().split("\n")) <= 2, err
+    assert_terminal_safe(err)
+    return out, err
+
+
+def test_missing_file(tmp_path):
+    _, err = check_refused(tmp_path / "nope.json", "cannot open")
+    assert "nope.json" in err and "No such file" in err
+
+
+def test_empty_file(tmp_path):
+    check_refused(write(tmp_path, "e.json", ""), "is empty")
+
+
+def test_directory(tmp_path):
+    check_refused(tmp_path, "is a directory")
+
+
+@pytest.mark.parametrize("text", ['{"a" 1}', '{"a": tru}', "\x00"])
+def test_not_json(tmp_path, text):
+    check_refused(write(tmp_path, "t.json", text), "not valid JSON")
+
+
+# user/view.c's view_parse() prints nothing when json-c itself reports
+# json_tokener_error_parse_unexpected (a stray character, a trailing comma):
+# it takes that code for its own trailing-garbage case, already reported.
+# Reproducers: tests/fuzz/repro/view-parse-silent-*.
+@pytest.mark.xfail(strict=True, reason="view_parse: no message for "
+                   "json_tokener_error_parse_unexpected (user/view.c)")
+@pytest.mark.parametrize("text", ["profile: yes\n", "[1,]", '{"a": 1,}'])
+def test_not_json_unexpected_character(tmp_path, text):
+    check_refused(write(tmp_path, "t.json", text), "not valid JSON")
+
+
+@pytest.mark.xfail(strict=True, reason="view_parse: no message for "
+                   "json_tokener_error_parse_unexpected (user/view.c)")
+def test_trailing_garbage(tmp_path):
+    check_refused(write(tmp_path, "two.json", '{"files": {}} {"files": {}}'),
+                  "more after the JSON document")
+
+
+def test_truncated_json(tmp_path):
+    text = ref("scalene_ref_cpu.json").read_bytes()
+    check_refused(write(tmp_path, "cut.json", text[:len(text) // 2]), "truncated")
+
+
+@pytest.mark.parametrize("doc", ['{"program": "x"}', "[]", "42\n", '"files"',
+                                 '{"files": [1]}', '{"files": {"a.py": 5}}',
+                                 '{"files": {"a.py": {"lines": [1]}}}'])
+def test_not_a_profile(tmp_path, doc):
+    out, _ = check_refused(write(tmp_path, "np.json", doc), "not a profile")
+    assert out == "", "a refused profile printed a partial table"
+
+
+def test_deep_nesting(tmp_path):
+    t0 = time.monotonic()
+    check_refused(write(tmp_path, "deep.json", "[" * 10000 + "]" * 10000),
+                  "nested deeper")
+    check_refused(write(tmp_path, "deepo.json",
+                        '{"files": ' + '{"a": ' * 10000 + "1" + "}" * 10001),
+                  "nested deeper")
+    assert time.monotonic() - t0 < 10
+
+
+def test_wrong_types_display(tmp_path):
+    """Fields of the wrong type read as absent: the rest shows."""
+    rc, out, err = view(FIXTURES / "wrong-types.json", "--all-lines")
+    assert rc == 0, err
+    assert "/app/types.py" in out and "no lineno at all" in out
+    assert "50.0%" not in out  # "50" as a string is not a number
+    assert_terminal_safe(out)
+
+
+def test_nan_and_huge_numbers(tmp_path):
+    """NaN (which the parser lets through) and numbers past any double read
+    as nothing and never print as nan / inf; huge ones fit their columns."""
+    doc = ('{"program": "/app/n.py", "elapsed_time_sec": NaN, "files": '
+           '{"/app/n.py": {"percent_cpu_time": Infinity, "lines": ['
+           '{"lineno": 1, "line": "a = 1\\n", "n_cpu_percent_python": NaN},'
+           '{"lineno": 2, "line": "b = 2\\n", "n_cpu_percent_python": 1e999},'
+           '{"lineno": 3, "line": "c = 3\\n", "n_cpu_percent_python": 1e300,'
+           ' "n_cpu_percent_c": 123456789}]}}}')
+    rc, out, err = view(write(tmp_path, "nan.json", doc), COLUMNS="80")
+    if rc != 0:  # a stricter parser may refuse NaN: then with a message
+        assert "not valid JSON" in err
+        return
+    assert "nan" not in out.lower() and "inf" not in out.lower()
+    assert "elapsed: 0.00 s" in out
+    assert "c = 3" in out and "a = 1" not in out
+    assert_width(out, 80)
+    rc, out, err = view(FIXTURES / "huge-numbers.json", "--all-lines",
+                        COLUMNS="40")
+    assert rc == 0, err
+    assert "big = 1" in out and "nan" not in out and "inf" not in out
+    assert_width(out, 40)
+
+
+def hostile_profile(tmp_path):
+    raw = (b'{"program": "/app/\x1b[2J\xc2\x9b.py", "files": {'
+           b'"/app/\x1b]0;pwned\x07\xff\xfeevil.py": {"percent_cpu_time": 90, '
+           b'"lines": [{"lineno": 1, "line": "print(\'\\u001b[31mred\\u001b[0m\')\\n", '
+           b'"n_cpu_percent_python": 50, "memory_samples": []}, '
+           b'{"lineno": 2, "line": "x = \'\x9b2J\xc2\x85\xe2\x80\xaeabc\xed\xa0\x80\' '
+           b'\\u0007 \\t tail\\n", "n_cpu_percent_python": 40, "memory_samples": []}], '
+           b'"functions": [{"line": "f\\u001b[5m", "lineno": 1, '
+           b'"n_cpu_percent_python": 90}]}}}')
+    return write(tmp_path, "hostile.json", raw)
+
+
+def test_control_characters_and_invalid_utf8(tmp_path):
+    path = hostile_profile(tmp_path)
+    rc, out, err = view(path, COLUMNS="120")
+    assert rc == 0, err
+    assert "\x1b" not in out
+    assert_terminal_safe(out)
+    assert "evil.py" in out and "red" in out and "tail" in out and "abc" in out
+    # Under a pty with colour on: only our own SGR escapes.
+    rc, out = view_pty(path, 120)
+    assert rc == 0
+    assert "\x1b[" in out
+    assert_terminal_safe(SGR.sub("", out))
+    assert "pwned" in out and "\x1b]" not in out
+
+
+# --------------------------------------------------------------------------
+# Colour and width
+# --------------------------------------------------------------------------
+
+def test_color_on_a_terminal_only():
+    path = ref("scalene_ref_cpu.json")
+    rc, out = view_pty(path, 120)
+    assert rc == 0 and SGR.search(out), "no colour on a terminal"
+    rc, out = view_pty(path, 120, NO_COLOR="1")
+    assert rc == 0 and "\x1b" not in out and "busy_python" in out
+    rc, out = view_pty(path, 120, TERM="dumb")
+    assert rc == 0 and "\x1b" not in out
+    # no-color.org: an empty NO_COLOR does not count.
+    rc, out = view_pty(path, 120, NO_COLOR="")
+    assert rc == 0 and SGR.search(out)
+    rc, out, _ = view(path)
+    assert rc == 0 and "\x1b" not in out and "busy_python" in out
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_columns_respected(width):
+    for name in ("scalene_ref_cpu.json", "scalene_ref_mem.json",
+                 "scalene_ref_async.json"):
+        rc, out, err = view(ref(name), "--all-lines", COLUMNS=str(width))
+        assert rc == 0, err
+        assert_width(out, width)
+        assert max(cols(r) for r in out.split("\n")) >= min(width, 80) * 0.75, \
+            f"{name} at {width}: the width is not used"
+
+
+def test_wide_characters_fit(tmp_path):
+    line = "s = '" + "\u6f22\u5b57\U0001f600" * 40 + "'\n"
+    doc = {"program": "/app/w.py", "files": {"/app/\u6f22\u5b57.py": {
+        "percent_cpu_time": 80, "functions": [], "lines": [
+            {"lineno": 1, "line": line, "n_cpu_percent_python": 80,
+             "memory_samples": []}]}}}
+    path = write(tmp_path, "w.json", json.dumps(doc, ensure_ascii=False))
+    for width in (40, 41, 57, 80, 133):
+        rc, out, err = view(path, COLUMNS=str(width))
+        assert rc == 0, err
+        assert_width(out, width)
+        assert "\u6f22\u5b57" in out
+
+
+@pytest.mark.parametrize("width", [40, 60, 132, 300])
+def test_pty_width_respected(width):
+    # The pty's size wins over COLUMNS.
+    rc, out = view_pty(ref("scalene_ref_mem.json"), width, 40, "--all-lines",
+                       COLUMNS="1000")
+    assert rc == 0
+    assert_width(out, width)
+    assert "mem_bound.py" in out
+
+
+def test_long_lines_whole_when_wide():
+    rc, out, _ = view(ref("scalene_ref_mem.json"), COLUMNS="200")
+    assert rc == 0
+    assert "bufs.append(bytearray(10 * 1024 * 1024))" in out
+    assert "timeline" in out  # room for the sparkline too
+    rc, out, _ = view(ref("scalene_ref_mem.json"), COLUMNS="60")
+    assert "bufs.append(bytearray(10 * 1024 * 1024))" not in out
+    assert "bufs.append(" in out
+
+
+# --------------------------------------------------------------------------
+# The reference profiles: hot lines with the numbers of the JSON
+# --------------------------------------------------------------------------
+
+def hot(line, threshold=1.0):
+    return (line["n_cpu_percent_python"] + line["n_cpu_percent_c"]
+            + line["n_sys_percent"]) >= threshold
+
+
+def check_numbers(out, entry, text):
+    row = row_of(out, entry["lineno"], text)
+    for key in ("n_cpu_percent_python", "n_cpu_percent_c", "n_sys_percent"):
+        if entry[key] >= 0.05:
+            assert pct(entry[key]) in row, f"{key} {entry[key]} not in {row!r}"
+    return row
+
+
+@pytest.mark.parametrize("name", ["scalene_ref_cpu.json", "scalene_ref_async.json",
+                                  "minimal_valid.json"])
+def test_reference_hot_lines(name):
+    path = ref(name)
+    prof = json.loads(path.read_text())
+    rc, out, err = view(path, COLUMNS="200")
+    assert rc == 0, err
+    assert out.startswith(f"program: {prof['program']}\n")
+    assert f"elapsed: {prof['elapsed_time_sec']:.2f} s" in out
+    assert "scalene_bpf" not in out  # no footer for Scalene's profiles
+    shown = 0
+    for fname, fd in prof["files"].items():
+        assert f"{fname}: {fd['percent_cpu_time']:.1f}% of the time" in out
+        for line in fd["lines"]:
+            text = line["line"].strip()
+            if hot(line) and text:
+                check_numbers(out, line, text)
+                shown += 1
+            elif text and not hot(line, 1e-9) and len(text) > 12:
+                assert not any(r.rstrip().endswith(text)
+                               for r in out.split("\n")), f"cold {text!r} shown"
+        for fn in fd["functions"]:
+            if hot(fn):
+                check_numbers(out, fn, fn["line"])
+    assert shown > 0
+
+
+def test_threshold_and_all_lines():
+    path = ref("scalene_ref_cpu.json")
+    prof = json.loads(path.read_text())
+    lines = next(iter(prof["files"].values()))["lines"]
+    big = [l for l in lines if hot(l, 30)]
+    small = [l for l in lines if hot(l, 1e-9) and not hot(l, 30)]
+    assert big and small
+    rc, out, _ = view(path, "--cpu-percent-threshold", "30", COLUMNS="200")
+    assert rc == 0
+    for l in big:
+        check_numbers(out, l, l["line"].strip())
+    for l in small:
+        assert l["line"].strip() not in out
+    rc, out, _ = view(path, "--all-lines", COLUMNS="200")
+    for l in big + small:
+        check_numbers(out, l, l["line"].strip())
+
+
+def test_reference_memory_columns():
+    path = ref("scalene_ref_mem.json")
+    prof = json.loads(path.read_text())
+    rc, out, err = view(path, COLUMNS="200")
+    assert rc == 0, err
+    assert f"max footprint {prof['max_footprint_mb']:.1f} MB" in out
+    assert re.search(r"avg MB +peak MB +timeline +mem%", out), out
+    fd = prof["files"]["/home/user/demo/mem_bound.py"]
+    checked = 0
+    for line in fd["lines"]:
+        if line["n_malloc_mb"] > 0:
+            row = check_numbers(out, line, line["line"].strip())
+            assert f"{line['n_avg_mb']:.1f}" in row
+            assert f"{line['n_peak_mb']:.1f}" in row
+            assert f"{100 * line['n_usage_fraction']:.0f}%" in row
+            assert set(spark_of(out, row).strip()) <= BLOCKS | {" "}
+            assert spark_of(out, row).strip(), f"no sparkline in {row!r}"
+            checked += 1
+    assert checked == 2
+
+
+# --------------------------------------------------------------------------
+# Our own profiles
+# --------------------------------------------------------------------------
+
+def test_loss_footer(tmp_path):
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    bpf = doc["scalene_bpf"]["bpf"]
+    for k in bpf:
+        if isinstance(bpf[k], int):
+            bpf[k] = 0
+    bpf["samples"] = 473
+    path = write(tmp_path, "z.json", json.dumps(doc))
+    rc, out, _ = view(path, COLUMNS="120")
+    assert rc == 0 and "data lost" not in out
+    assert "473 CPU samples" in out
+    bpf["memory_lost_ringbuf_full"] = 12
+    bpf["walk_truncated"] = 5
+    path = write(tmp_path, "l.json", json.dumps(doc))
+    rc, out, _ = view(path, COLUMNS="120")
+    assert rc == 0
+    assert "data lost or incomplete" in out
+    assert "bpf.memory_lost_ringbuf_full = 12" in out
+    assert "bpf.walk_truncated = 5" in out
+    assert "lost_ringbuf_full = 0" not in out
+
+
+def test_our_memory_profile(tmp_path):
+    """Profiles mem_lines.py (memory is on by default) and checks the memory
+    columns and the sparkline against the profile's own numbers."""
+    res = profile_run(default_interpreter(), program("mem_lines.py"), ["20"],
+                      tmp=tmp_path)
+    prof = res.profile
+    assert prof["memory"] is True
+    rc, out, err = view(res.path, COLUMNS="200")
+    assert rc == 0, err
+    assert re.search(r"avg MB +peak MB +timeline +mem%", out), out
+    assert f"max footprint {prof['max_footprint_mb']:.1f} MB" in out
+    fd = next(f for n, f in prof["files"].items() if n.endswith("mem_lines.py"))
+    top = max(fd["lines"], key=lambda l: l["n_malloc_mb"])
+    row = row_of(out, top["lineno"], top["line"].strip())
+    assert f"{top['n_peak_mb']:.1f}" in row
+    assert f"{100 * top['n_usage_fraction']:.0f}%" in row
+    spark = spark_of(out, row).strip()
+    assert spark and set(spark) <= BLOCKS | {" "}, f"no sparkline in {row!r}"
+    # No UTF-8 locale: the sparkline (and the bars) in ASCII.
+    rc, out, err = view(res.path, COLUMNS="200", LANG="C", LC_ALL="C")
+    assert rc == 0, err
+    assert out.isascii()
+    row = row_of(out, top["lineno"], top["line"].strip())
+    spark = spark_of(out, row).strip()
+    assert spark and set(spark) <= set("_.-:=+*# "), f"{spark!r} in {row!r}"
