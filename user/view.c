@@ -30,6 +30,7 @@ struct json_object *view_parse(const char *data, size_t len, const char *name, F
 	enum json_tokener_error jerr = json_tokener_continue;
 	struct json_object *doc = NULL;
 	struct json_tokener *tok;
+	bool trailing = false;
 	size_t off = 0;
 
 	if (len == 0) {
@@ -55,18 +56,25 @@ struct json_object *view_parse(const char *data, size_t len, const char *name, F
 			break;
 		off += n;
 	}
-	if (jerr == json_tokener_success && off + json_tokener_get_parse_end(tok) < len) {
+	/* A document that is a bare number ends only where the input does:
+	 * the terminating NUL tells the tokener so. */
+	if (jerr == json_tokener_continue) {
+		doc = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		if (jerr != json_tokener_success)
+			jerr = json_tokener_continue;
+	} else if (jerr == json_tokener_success) {
 		/* Anything after the document but white space is an error. */
 		const char *p = data + off + json_tokener_get_parse_end(tok);
 
 		while (p < data + len && strchr(" \t\r\n", *p))
 			p++;
-		if (p < data + len) {
-			fprintf(err, "scalene-bpf: %s has more after the JSON document\n", name);
-			jerr = json_tokener_error_parse_unexpected;
-		}
+		if (p < data + len)
+			trailing = true;
 	}
-	if (jerr == json_tokener_continue)
+	if (trailing)
+		fprintf(err, "scalene-bpf: %s has more after the JSON document\n", name);
+	else if (jerr == json_tokener_continue)
 		fprintf(err,
 			"scalene-bpf: %s: truncated JSON (is the profile still being "
 			"written?)\n",
@@ -74,10 +82,10 @@ struct json_object *view_parse(const char *data, size_t len, const char *name, F
 	else if (jerr == json_tokener_error_depth)
 		fprintf(err, "scalene-bpf: %s: JSON nested deeper than a profile (%d levels)\n",
 			name, JSON_DEPTH);
-	else if (jerr != json_tokener_success && jerr != json_tokener_error_parse_unexpected)
-		fprintf(err, "scalene-bpf: %s is not valid JSON: %s\n", name,
-			json_tokener_error_desc(jerr));
-	if (jerr != json_tokener_success) {
+	else if (jerr != json_tokener_success)
+		fprintf(err, "scalene-bpf: %s is not valid JSON: %s (at byte %zu)\n", name,
+			json_tokener_error_desc(jerr), off + json_tokener_get_parse_end(tok));
+	if (trailing || jerr != json_tokener_success) {
 		json_object_put(doc);
 		doc = NULL;
 	}
