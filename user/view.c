@@ -247,8 +247,8 @@ manual:
 
 /* Renders into memory, then writes the file as the user (or to stdout when
  * path is NULL). */
-static int emit(struct json_object *doc, const struct options *o, const char *path,
-		const struct user_creds *c)
+static int emit(struct json_object *doc, const struct options *o, const struct view_opts *vo,
+		const char *path, const struct user_creds *c)
 {
 	enum export_format fmt = EXPORT_FOLDED;
 	char *buf = NULL;
@@ -276,7 +276,7 @@ static int emit(struct json_object *doc, const struct options *o, const char *pa
 	if (o->view_format)
 		err = export_write(doc, fmt, o->view_file, f, stderr);
 	else
-		err = view_write_html(doc, o->view_file, f, stderr);
+		err = view_write_html(doc, o->view_file, vo, f, stderr);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (!err && !path) {
@@ -320,7 +320,7 @@ int view_main(const struct options *o)
 	if (!doc)
 		return 1;
 	if (o->view_format) {
-		err = emit(doc, o, o->outfile, &creds);
+		err = emit(doc, o, &vo, o->outfile, &creds);
 		if (!err && o->outfile)
 			fprintf(stderr, "scalene-bpf: %s export written to %s\n", o->view_format,
 				o->outfile);
@@ -329,7 +329,7 @@ int view_main(const struct options *o)
 			snprintf(html, sizeof(html), "%s", o->view_html_out);
 		else
 			html_path_for(o->view_file, html, sizeof(html));
-		err = emit(doc, o, html, &creds);
+		err = emit(doc, o, &vo, html, &creds);
 		if (!err) {
 			fprintf(stderr, "scalene-bpf: HTML view written to %s\n", html);
 			if (!o->view_html)

@@ -32,8 +32,10 @@ struct view_opts {
 int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct view_opts *vo);
 
 /* Writes the self-contained HTML page of a parsed profile to f (title: name,
- * the profile's file name); 0 or -EINVAL as above. */
-int view_write_html(struct json_object *doc, const char *name, FILE *f, FILE *err);
+ * the profile's file name), with the lines vo's threshold or all_lines
+ * selects (vo NULL: the default threshold); 0 or -EINVAL as above. */
+int view_write_html(struct json_object *doc, const char *name, const struct view_opts *vo, FILE *f,
+		    FILE *err);
 
 enum export_format {
 	EXPORT_FOLDED,	   /* "a;b;c N" lines */

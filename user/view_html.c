@@ -70,6 +70,8 @@ struct model {
 	struct json_object *frames;	 /* [[kind, name, file, line], ...] */
 	struct json_object *frame_index; /* key -> index into frames */
 	int memory, gpu;
+	double threshold; /* lines under this percent of the time are left out */
+	bool all_lines;	  /* every sampled line instead */
 };
 
 /* Numbers with six significant digits: the page shows at most three. */
@@ -230,7 +232,7 @@ static int is_hot(const struct model *m, struct json_object *l, double *score)
 	if (m->gpu)
 		gpu = vj_num(l, "n_gpu_percent") + vj_num(l, "n_gpu_peak_memory_mb");
 	*score = t + 100 * usage;
-	return t >= HOT_PERCENT || mem > 0 || gpu > 0;
+	return (m->all_lines ? t > 0 : t >= m->threshold) || mem > 0 || gpu > 0;
 }
 
 /* One line or function of the page; lineno as the profile gives it. */
@@ -625,7 +627,7 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "gpu", json_object_new_boolean(m->gpu));
 	add(r, "gpu_device", text(vj_str(doc, "gpu_device"), 40));
 	add(r, "async", json_object_new_boolean(flag(doc, "async_profile")));
-	add(r, "threshold", num(HOT_PERCENT));
+	add(r, "threshold", num(m->all_lines ? 0 : m->threshold));
 	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
 	add(r, "growth_rate", num(vj_num(doc, "growth_rate")));
 	add(r, "alloc_samples", integer(vj_num(doc, "alloc_samples")));
@@ -729,9 +731,11 @@ static int make_nonce(char *buf, size_t n)
 	return 0;
 }
 
-int view_write_html(struct json_object *doc, const char *name, FILE *f, FILE *err)
+int view_write_html(struct json_object *doc, const char *name, const struct view_opts *vo, FILE *f,
+		    FILE *err)
 {
-	struct model m = { 0 };
+	struct model m = { .threshold = vo ? vo->threshold : HOT_PERCENT,
+			   .all_lines = vo && vo->all_lines };
 	struct json_object *files;
 	const char *model;
 	char nonce[40];

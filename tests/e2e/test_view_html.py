@@ -887,3 +887,23 @@ def test_flame_graph_zoom(tmp_path):
     # Zoomed in: only the target at its depth; out again: its siblings.
     assert done["level"] == 1 and done["back"] == len(siblings), (
         done, siblings)
+
+
+def test_threshold_and_all_lines(tmp_path):
+    """--cpu-percent-threshold and --all-lines choose the page's lines as
+    they choose the terminal's."""
+    src = tmp_path / "s.json"
+    doc = synthetic(10, 20)  # 10 lines of 9 %, 20 of 0.0001 %
+    doc["files"]["/s.py"]["lines"][0]["n_cpu_percent_python"] = 30.0
+    src.write_text(json.dumps(doc))
+    counts = {}
+    for opts in ((), ("--cpu-percent-threshold", "20"), ("--all-lines",)):
+        out = tmp_path / ("p%d.html" % len(counts))
+        p = subprocess.run([str(BIN), "view", "--html", str(out), *opts, str(src)],
+                           capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stderr
+        counts[opts] = len(embedded_model(out)["files"][0]["lines"])
+    assert counts[()] == 10, counts
+    assert counts[("--cpu-percent-threshold", "20")] == 1, counts
+    assert counts[("--all-lines",)] == 30, counts

@@ -102,7 +102,7 @@ static void run_other(struct json_object *doc, int which)
 	if (!fo || !fe)
 		abort();
 	if (which == 0)
-		view_write_html(doc, "fuzz.json", fo, fe);
+		view_write_html(doc, "fuzz.json", NULL, fo, fe);
 	else
 		export_write(doc, (enum export_format)(which - 1), "fuzz.json", fo, fe);
 	fclose(fo);

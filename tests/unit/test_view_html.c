@@ -29,7 +29,7 @@ static int page(struct json_object *doc)
 	out = err = NULL;
 	fo = open_memstream(&out, &outlen);
 	fe = open_memstream(&err, &errlen);
-	ret = view_write_html(doc, "t.json", fo, fe);
+	ret = view_write_html(doc, "t.json", NULL, fo, fe);
 	fclose(fo);
 	fclose(fe);
 	return ret;
