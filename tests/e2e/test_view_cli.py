@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import BIN, REPO, default_interpreter, profile_run, program
+from e2e_helpers import (BIN, REPO, default_interpreter,
+                         ensure_test_user, profile_run, program, sudo_env)
 
 TIMEOUT = 30
 REFS = Path(os.environ.get("SCALENE_REFERENCE_DIR")
@@ -477,3 +478,53 @@ def test_our_memory_profile(tmp_path):
     row = row_of(out, top["lineno"], top["line"].strip())
     spark = spark_of(out, row).strip()
     assert spark and set(spark) <= set("_.-:=+*# "), f"{spark!r} in {row!r}"
+
+
+def test_display_opens_the_page_as_the_user(tmp_path):
+    """With a display and neither --cli nor --html, `view` writes the page
+    next to the profile and starts the browser through xdg-open, as the
+    invoking user under sudo (never as root), with the page's file URL."""
+    import shutil
+    import tempfile
+    user = ensure_test_user()
+    d = tempfile.mkdtemp(prefix="sbpf-view-")
+    try:
+        os.chmod(d, 0o755)
+        os.chown(d, user.pw_uid, user.pw_gid)
+        prof = Path(d) / "prof.json"
+        shutil.copy(ref("scalene_ref_cpu.json"), prof)
+        os.chmod(prof, 0o644)
+        seen = Path(d) / "seen"
+        fake = Path(d) / "bin"
+        fake.mkdir()
+        (fake / "xdg-open").write_text(
+            "#!/bin/sh\n"
+            f'echo "$(id -u) $(id -g) $1" > {seen}\n')
+        os.chmod(fake / "xdg-open", 0o755)
+        os.chown(fake, user.pw_uid, user.pw_gid)
+        env = sudo_env(user)
+        env["DISPLAY"] = ":99"
+        env["PATH"] = f"{fake}:{env.get('PATH', '/usr/bin:/bin')}"
+        p = subprocess.run([str(BIN), "view", str(prof)], capture_output=True,
+                           text=True, timeout=60, env=env, cwd=d,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stderr
+        page = Path(d) / "prof.html"
+        assert f"HTML view written to {page}" in p.stderr, p.stderr
+        assert "opened" in p.stderr, p.stderr
+        st = page.stat()
+        assert (st.st_uid, st.st_gid) == (user.pw_uid, user.pw_gid)
+        uid, gid, url = seen.read_text().split()
+        assert (int(uid), int(gid)) == (user.pw_uid, user.pw_gid)
+        assert url == f"file://{page}", url
+        # Without a display: the terminal table, no page, no browser.
+        page.unlink()
+        seen.unlink()
+        env.pop("DISPLAY")
+        p = subprocess.run([str(BIN), "view", str(prof)], capture_output=True,
+                           text=True, timeout=60, env=env, cwd=d,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and "program:" in p.stdout, p.stderr
+        assert not page.exists() and not seen.exists()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
