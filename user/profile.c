@@ -10,6 +10,9 @@
 /* Distinct stacks kept; beyond it stacks are counted as dropped (their time
  * still reaches the lines). */
 #define MAX_STACKS 20000
+/* Threads with statistics of their own; the threads after them share one
+ * entry, so that a service starting threads all day keeps a bounded model. */
+#define MAX_THREAD_STATS 2048
 /* Line numbers beyond this are not real source lines. */
 #define MAX_LINENO 10000000
 /* Sampled blocks followed until their free, all processes together: the
@@ -55,6 +58,8 @@ struct profile {
 	int nstacks;
 	uint64_t stacks_dropped;
 	struct hmap *threads_by_key;
+	struct thread_stats *other_threads; /* past MAX_THREAD_STATS */
+	uint64_t threads_folded;	    /* threads counted in it */
 	struct thread_stats **threads;
 	int nthreads;
 	double total_ns, idle_ns, not_python_ns;
@@ -496,6 +501,19 @@ static struct thread_stats *thread_get(struct profile *p, int tgid, int tid)
 
 	if (t)
 		return t;
+	if (p->nthreads >= MAX_THREAD_STATS) {
+		t = p->other_threads;
+		if (!t)
+			return NULL;
+		if (t->tgid != tgid || t->tid != tid) {
+			/* Another thread now: its allocation executions are its own. */
+			memset(&t->exec, 0, sizeof(t->exec));
+			t->tgid = tgid;
+			t->tid = tid;
+			p->threads_folded++;
+		}
+		return t;
+	}
 	t = calloc(1, sizeof(*t));
 	threads = grow(p->threads, p->nthreads, sizeof(*threads));
 	if (!t || !threads) {
@@ -511,7 +529,20 @@ static struct thread_stats *thread_get(struct profile *p, int tgid, int tid)
 		return NULL;
 	}
 	p->threads[p->nthreads++] = t;
+	if (p->nthreads == MAX_THREAD_STATS) {
+		/* The last slot is the shared one, known by its name. */
+		t->name = "(further threads)";
+		t->folded = true;
+		t->main_thread = false;
+		p->other_threads = t;
+		p->threads_folded = 1;
+	}
 	return t;
+}
+
+uint64_t profile__threads_folded(const struct profile *p)
+{
+	return p->threads_folded;
 }
 
 /* The innermost frame in a profiled file, or -1. */
@@ -541,7 +572,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	if (t) {
 		t->samples++;
 		t->cpu_ns += cpu;
-		if (s->thread_name)
+		if (s->thread_name && !t->folded)
 			t->name = s->thread_name;
 		if (s->offcpu_idle && !p->filter.idle)
 			t->idle_ns += blocked;

@@ -167,6 +167,7 @@ struct thread_stats {
 	int tgid, tid;
 	const char *name;
 	bool main_thread;
+	bool folded; /* shared by every thread past the limit (see profile.c) */
 	uint64_t samples;
 	double cpu_ns, blocked_ns, idle_ns;
 	double malloc_bytes;
@@ -239,6 +240,8 @@ double profile__not_python_ns(const struct profile *p);
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r);
 uint64_t profile__samples(const struct profile *p);
 uint64_t profile__truncated(const struct profile *p);
+/* Threads whose statistics went to the shared entry (0: none did). */
+uint64_t profile__threads_folded(const struct profile *p);
 uint64_t profile__stacks_dropped(const struct profile *p);
 
 /* Iteration over files (in first-seen order), stacks and threads. */

@@ -24,7 +24,13 @@
 #include "session.h"
 #include "usyms.h"
 
-#define CODE_CACHE_ENTRIES 65536
+/* About 600 bytes an entry: bounds the cache near 10 MB.  Past it the cache
+ * starts over (evictions are counted). */
+#define CODE_CACHE_ENTRIES 16384
+/* Exited processes kept in the table before they are retired. */
+#define MAX_EXITED_PROCS 256
+/* Thread names cached before the cache starts over. */
+#define MAX_THREAD_NAMES 16384
 /* How often and how long a starting process is re-examined. */
 #define DETECT_RETRY_NS (5 * 1000000ULL)
 #define DETECT_RETRY_MAX_NS (1000000000ULL)
@@ -62,6 +68,14 @@ struct tproc {
 	struct scalene_bpf_sampler_state sampler;
 };
 
+struct mem_summary {
+	int python_procs, with_sampler, with_state, not_loaded, shadowed, not_wrapped, foreign;
+	int not_loaded_pid, shadowed_pid, not_wrapped_pid;
+	double alloc, python, copy, sampled, sampled_python, sampled_copy;
+	uint64_t overflows, stale, restores;
+	uint64_t sample_bytes, copy_sample_bytes;
+};
+
 struct thread_name_key {
 	int tgid, tid;
 };
@@ -74,8 +88,11 @@ struct session {
 	int ncpus;
 	int root_pid;
 	bool root_exited;
-	struct hmap *procs;  /* pid -> struct tproc */
-	struct hmap *tnames; /* (tgid, tid) -> interned name */
+	struct hmap *procs; /* pid -> struct tproc */
+	int nexited;	    /* exited processes still in procs */
+	uint64_t procs_retired;
+	struct mem_summary retired; /* what the memory summary keeps of them */
+	struct hmap *tnames;	    /* (tgid, tid) -> interned name */
 	struct pycode_cache *codes;
 	struct elf_cache *elves;
 	uint64_t next_space;
@@ -320,17 +337,25 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	try_detect(s, tp, now_ns());
 }
 
+static void retire_exited(struct session *s);
+
 static void handle_exit(struct session *s, const struct proc_record *r)
 {
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
 
 	pr_debug("process %d exited\n", (int)r->tgid);
-	if (tp)
+	if (tp && !tp->exited) {
 		tp->exited = true;
+		/* Its symbols are not needed any more. */
+		usyms__free(tp->usyms);
+		tp->usyms = NULL;
+	}
 	profile__proc_exit(s->profile, r->tgid, r->ts);
 	loader__untrack(s->loader, r->tgid);
 	if ((int)r->tgid == s->root_pid)
 		s->root_exited = true;
+	else if (tp)
+		retire_exited(s);
 }
 
 static const char *thread_name(struct session *s, int tgid, int tid)
@@ -342,6 +367,14 @@ static const char *thread_name(struct session *s, int tgid, int tid)
 
 	if (name)
 		return name;
+	if (hmap__count(s->tnames) >= MAX_THREAD_NAMES) {
+		struct hmap *fresh = hmap__new(sizeof(k));
+
+		if (fresh) {
+			hmap__free(s->tnames);
+			s->tnames = fresh;
+		}
+	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", tgid, tid);
 	f = fopen(path, "re");
 	if (f) {
@@ -708,59 +741,84 @@ static bool sampler_state(struct tproc *tp, struct scalene_bpf_sampler_state *st
 	return true;
 }
 
-struct mem_summary {
-	int python_procs, with_sampler, with_state, not_loaded, shadowed, not_wrapped, foreign;
-	int not_loaded_pid, shadowed_pid, not_wrapped_pid;
-	double alloc, python, copy, sampled, sampled_python, sampled_copy;
-	uint64_t overflows, stale, restores;
-	uint64_t sample_bytes, copy_sample_bytes;
-};
-
-static void summarise_memory(struct session *s, struct mem_summary *m)
+/* Adds one process to a summary. */
+static void summarise_proc(struct tproc *tp, struct mem_summary *m)
 {
 	struct scalene_bpf_sampler_state st;
+
+	if (tp->state != TP_PYTHON)
+		return;
+	m->python_procs++;
+	if (!tp->sampler_loaded) {
+		m->not_loaded++;
+		m->not_loaded_pid = tp->pid;
+		return;
+	}
+	m->with_sampler++;
+	if (!sampler_state(tp, &st))
+		return;
+	m->with_state++;
+	m->sample_bytes = st.sample_bytes;
+	m->copy_sample_bytes = st.copy_sample_bytes;
+	m->alloc += st.alloc_bytes;
+	m->python += st.python_bytes;
+	m->copy += st.copy_bytes;
+	m->sampled += st.sampled_bytes;
+	m->sampled_python += st.sampled_python_bytes;
+	m->sampled_copy += st.copy_sampled_bytes;
+	m->overflows += st.table_overflows;
+	m->stale += st.table_stale;
+	m->restores += st.realloc_restores;
+	if (st.hooks & SBS_H_FOREIGN_ALLOC)
+		m->foreign++;
+	if (st.hooks & SBS_H_MALLOC_SHADOWED ||
+	    (tp->sampler_final && !(st.hooks & SBS_H_MALLOC_SEEN))) {
+		m->shadowed++;
+		m->shadowed_pid = tp->pid;
+	}
+	if (!(st.python & (SBS_PY_CTOR | SBS_PY_REWRAPPED))) {
+		m->not_wrapped++;
+		m->not_wrapped_pid = tp->pid;
+	}
+}
+
+/* The live processes' summaries added to those of processes retired. */
+static void summarise_memory(struct session *s, struct mem_summary *m)
+{
 	size_t it = 0;
 	void *v;
 
-	memset(m, 0, sizeof(*m));
-	while (hmap__next(s->procs, &it, NULL, &v)) {
+	*m = s->retired;
+	while (hmap__next(s->procs, &it, NULL, &v))
+		summarise_proc(v, m);
+}
+
+/*
+ * Past MAX_EXITED_PROCS exited processes (a service forking all day), their
+ * entries go: what the memory summary needs of them is kept in s->retired,
+ * the rest (symbols, recognition state) is not needed once they are gone.
+ */
+static void retire_exited(struct session *s)
+{
+	size_t it = 0;
+	const void *k;
+	void *v;
+
+	if (++s->nexited <= MAX_EXITED_PROCS)
+		return;
+	while (hmap__next(s->procs, &it, &k, &v)) {
 		struct tproc *tp = v;
 
-		if (tp->state != TP_PYTHON)
+		if (!tp->exited || tp->pid == s->root_pid)
 			continue;
-		m->python_procs++;
-		if (!tp->sampler_loaded) {
-			m->not_loaded++;
-			m->not_loaded_pid = tp->pid;
-			continue;
-		}
-		m->with_sampler++;
-		if (!sampler_state(tp, &st))
-			continue;
-		m->with_state++;
-		m->sample_bytes = st.sample_bytes;
-		m->copy_sample_bytes = st.copy_sample_bytes;
-		m->alloc += st.alloc_bytes;
-		m->python += st.python_bytes;
-		m->copy += st.copy_bytes;
-		m->sampled += st.sampled_bytes;
-		m->sampled_python += st.sampled_python_bytes;
-		m->sampled_copy += st.copy_sampled_bytes;
-		m->overflows += st.table_overflows;
-		m->stale += st.table_stale;
-		m->restores += st.realloc_restores;
-		if (st.hooks & SBS_H_FOREIGN_ALLOC)
-			m->foreign++;
-		if (st.hooks & SBS_H_MALLOC_SHADOWED ||
-		    (tp->sampler_final && !(st.hooks & SBS_H_MALLOC_SEEN))) {
-			m->shadowed++;
-			m->shadowed_pid = tp->pid;
-		}
-		if (!(st.python & (SBS_PY_CTOR | SBS_PY_REWRAPPED))) {
-			m->not_wrapped++;
-			m->not_wrapped_pid = tp->pid;
-		}
+		summarise_proc(tp, &s->retired);
+		usyms__free(tp->usyms);
+		/* Deleting leaves a tombstone: the iteration goes on. */
+		hmap__del(s->procs, k);
+		free(tp);
+		s->procs_retired++;
 	}
+	s->nexited = 0;
 }
 
 char *session__memory_warnings(struct session *s)
@@ -942,6 +1000,11 @@ struct json_object *session__facts(struct session *s)
 		json_object_array_add(threads, to);
 	}
 	json_object_object_add(o, "threads", threads);
+	/* Threads past the per-thread limit, counted together in the last
+	 * entry ("(further threads)"). */
+	json_object_object_add(o, "processes_retired", json_object_new_int64(s->procs_retired));
+	json_object_object_add(o, "threads_folded",
+			       json_object_new_int64(profile__threads_folded(p)));
 	json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
 	return o;
 }

@@ -72,6 +72,10 @@ def test_thousand_forks(any_python, tmp_path):
     assert 0.7 * made["after_cpu_s"] <= after.seconds <= 1.3 * made["after_cpu_s"], \
         (made, hot_lines(res.profile))
     assert not _bpf(res.profile).get("process_table_full"), _bpf(res.profile)
+    # The exited children do not pile up in the loader: past 256 they are
+    # retired (bounded memory for a service that forks all day).
+    assert res.profile["scalene_bpf"]["processes_retired"] >= 500, \
+        res.profile["scalene_bpf"]["processes_retired"]
 
 
 def test_recursion_ten_thousand_deep(python, tmp_path):

@@ -817,6 +817,40 @@ static void test_threads(void)
 	profile__free(p);
 }
 
+/* A service starting threads all day: past the limit threads share one
+ * entry, and no time is lost on the way. */
+static void test_thread_limit(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	struct sample_in s = sample(a, 1, 1 * MS);
+	const struct thread_stats *last;
+	double sum = 0;
+	int i, n = 5000;
+
+	s.main_thread = false;
+	s.thread_name = profile__intern(p, "worker");
+	for (i = 0; i < n; i++) {
+		s.tid = 1000 + i;
+		profile__add(p, &s);
+		profile__add(p, &s);
+	}
+	CHECK(profile__nthreads(p) < 4096);
+	last = profile__thread(p, profile__nthreads(p) - 1);
+	CHECK(last != NULL);
+	if (last) {
+		CHECK(last->folded);
+		CHECK_EQ_STR(last->name, "(further threads)");
+		CHECK(!last->main_thread);
+	}
+	/* Every thread past the ones with entries of their own. */
+	CHECK_EQ_INT(profile__threads_folded(p), n - profile__nthreads(p) + 1);
+	for (i = 0; i < profile__nthreads(p); i++)
+		sum += profile__thread(p, i)->cpu_ns;
+	CHECK(sum == 2.0 * n * MS);
+	profile__free(p);
+}
+
 /* Many distinct files, lines and stacks: tables grow, nothing is lost. */
 static void test_many(void)
 {
@@ -883,6 +917,7 @@ int main(void)
 	RUN_TEST(test_nested_functions_are_functions);
 	RUN_TEST(test_stacks);
 	RUN_TEST(test_threads);
+	RUN_TEST(test_thread_limit);
 	RUN_TEST(test_many);
 	return test_summary("profile");
 }
