@@ -150,15 +150,29 @@ demo: deps-if-missing
 	./scalene-bpf run -o demo-profile.json examples/demo.py
 	./scalene-bpf view --cli demo-profile.json
 
-# CPU-profiling overhead against no profiler, Scalene and py-spy (root; about
-# 25 minutes on 2 CPUs): bench/results-<date>.json and bench/RESULTS.md.
-.PHONY: bench bench-smoke
-bench: scalene-bpf
-	tools/bench/run
+# The benchmark (root; long: about 4 hours on 2 CPUs for both interpreters):
+# overhead of every profiler cell on every workload, 10 interleaved rounds,
+# Python 3.11 and 3.12 (bench/results-<date>.json, bench/RESULTS.md), then the
+# accuracy against known truths (bench/accuracy-<date>.json, ACCURACY.md),
+# then the plot docs/bench.png.  Separate from `make test`, which runs only
+# the smoke (tools/bench/run --smoke, which includes the accuracy smoke).
+BENCH_PYTHONS ?= 3.11.7 3.12.1
+.PHONY: bench bench-overhead bench-accuracy bench-plot bench-smoke
+bench: bench-overhead bench-accuracy bench-plot
 
-# One short round of one workload with every installed profiler (< 60 s);
-# exits 1 when the harness or a profiler run breaks.
-bench-smoke: scalene-bpf
+bench-overhead: scalene-bpf sampler
+	tools/bench/run --rounds 10 $(foreach v,$(BENCH_PYTHONS),--python $(v))
+
+bench-accuracy: scalene-bpf sampler
+	tools/bench/accuracy --reps 10 $(foreach v,$(BENCH_PYTHONS),--python $(v))
+
+bench-plot:
+	tools/bench/plot
+
+# One short round of one workload with every installed profiler, and the
+# accuracy programs once at a small scale (< 60 s); exits 1 when the harness
+# or a profiler run breaks.
+bench-smoke: scalene-bpf sampler
 	tools/bench/run --smoke
 
 # Render speed of `view --cli` on a generated ~100 MB profile (target < 2 s):
@@ -166,6 +180,13 @@ bench-smoke: scalene-bpf
 .PHONY: bench-view
 bench-view: scalene-bpf
 	tools/bench/view-speed
+
+# The loader's RSS over a long --pid run of a service that keeps making code
+# objects, threads and processes: growth per hour, extrapolated to 24 h.
+SOAK_MINUTES	?= 30
+.PHONY: soak
+soak: scalene-bpf
+	tools/soak/run --minutes $(SOAK_MINUTES)
 
 # Debian packages needed to build and test.
 DEB_DEPS := clang libclang-rt-dev llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
@@ -212,9 +233,10 @@ help:
 	@echo "make deps       install the Debian build dependencies"
 	@echo "make test       run every test (root for the end-to-end part)"
 	@echo "make demo       profile examples/demo.py and show the result"
-	@echo "make bench      CPU-profiling overhead benchmark (root); results in bench/"
+	@echo "make bench      overhead + accuracy benchmark and plot (root, ~4 h); results in bench/, docs/bench.png"
 	@echo "make bench-view render speed of view --cli on a ~100 MB profile"
-	@echo "make fuzz       fuzz the profile reader and views (FUZZ_SECONDS each)"
+	@echo "make fuzz       fuzz every parser of untrusted input (FUZZ_SECONDS each)"
+	@echo "make soak       the loader's memory over a long --pid run (SOAK_MINUTES)"
 	@echo "make pyoffsets  regenerate pyoffsets/ from each CPython's headers"
 	@echo "make vmlinux    regenerate vmlinux/\$$(ARCH)/vmlinux.h from this kernel's BTF"
 	@echo "make install    install into \$$(PREFIX) (default /usr/local)"
