@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
@@ -171,6 +172,9 @@ static int write_profile(struct run_state *rs, bool final)
 			rs->opts->outfile, rs->opts->outfile);
 	}
 	free(text);
+	/* The document and its text were several times the profile's size:
+	 * give that memory back rather than keep it for the next write. */
+	malloc_trim(0);
 	return err;
 }
 

@@ -142,6 +142,32 @@ def test_non_utf8_file_name(any_python, tmp_path):
     assert row and row[0]["n_cpu_percent_python"] + row[0]["n_cpu_percent_c"] >= 50
 
 
+def test_function_name_not_utf8(python, tmp_path):
+    """A function whose name holds a lone surrogate (no UTF-8 for it; code
+    objects can be given any str as their name): the stacks and function
+    rows show it with a replacement character, and the JSON stays valid."""
+    prog = tmp_path / "names.py"
+    prog.write_text(
+        "import sys, time\n"
+        "def work():\n"
+        "    end = time.monotonic() + 0.6\n"
+        "    x = 0\n"
+        "    while time.monotonic() < end:\n"
+        "        x += sum(range(200))\n"
+        "bad = 'bad_\\udcff_name'\n"
+        "code = work.__code__.replace(co_name=bad)\n"
+        "if sys.version_info >= (3, 11):\n"
+        "    code = code.replace(co_qualname=bad)\n"
+        "work.__code__ = code\n"
+        "work()\n")
+    res = profile_run(python, str(prog), tmp=tmp_path)
+    names = {f["display_name"] for frames, _ in res.profile["combined_stacks"]
+             for f in frames}
+    assert "bad_\ufffd_name" in names, sorted(names)[:20]
+    funcs = [f["line"] for f in res.profile["files"][str(prog)]["functions"]]
+    assert "bad_\ufffd_name" in funcs, funcs
+
+
 def _attach_target(python, tmp_path):
     proc = subprocess.Popen([python, program("attach_target.py"),
                              str(tmp_path / "stop")], cwd=str(tmp_path),
