@@ -294,7 +294,7 @@ static int emit(struct json_object *doc, const struct options *o, const struct v
 	return err;
 }
 
-static struct json_object *kept_doc;
+static struct json_object *volatile kept_doc;
 
 int view_main(const struct options *o)
 {
