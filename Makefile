@@ -150,21 +150,26 @@ demo: deps-if-missing
 	./scalene-bpf run -o demo-profile.json examples/demo.py
 	./scalene-bpf view --cli demo-profile.json
 
-# The benchmark (root; long: about 4 hours on 2 CPUs for both interpreters):
-# overhead of every profiler cell on every workload, 10 interleaved rounds,
-# Python 3.11 and 3.12 (bench/results-<date>.json, bench/RESULTS.md), then the
-# accuracy against known truths (bench/accuracy-<date>.json, ACCURACY.md),
-# then the plot docs/bench.png.  Separate from `make test`, which runs only
-# the smoke (tools/bench/run --smoke, which includes the accuracy smoke).
+# The benchmark (root; long: about 2 h 45 min on 2 CPUs for both interpreters):
+# overhead of every profiler cell on every workload, 10 interleaved rounds
+# (3 for the two extra cells, scalene-bpf+stats and py-spy at 997 Hz), Python
+# 3.11 and 3.12 (bench/results-<date>.json, bench/RESULTS.md), then the
+# accuracy against known truths, 4 repetitions (bench/accuracy-<date>.json,
+# ACCURACY.md), then the plot docs/bench.png.  Separate from `make test`,
+# which runs only the smoke (tools/bench/run --smoke, which includes the
+# accuracy smoke).  BENCH_ROUNDS / BENCH_REPS change the counts.
 BENCH_PYTHONS ?= 3.11.7 3.12.1
+BENCH_ROUNDS ?= 10
+BENCH_REPS ?= 4
 .PHONY: bench bench-overhead bench-accuracy bench-plot bench-smoke
 bench: bench-overhead bench-accuracy bench-plot
 
 bench-overhead: scalene-bpf sampler
-	tools/bench/run --rounds 10 $(foreach v,$(BENCH_PYTHONS),--python $(v))
+	tools/bench/run --rounds $(BENCH_ROUNDS) --rounds-for scalene-bpf+stats=3 \
+		--rounds-for py-spy-997=3 $(foreach v,$(BENCH_PYTHONS),--python $(v))
 
 bench-accuracy: scalene-bpf sampler
-	tools/bench/accuracy --reps 10 $(foreach v,$(BENCH_PYTHONS),--python $(v))
+	tools/bench/accuracy --reps $(BENCH_REPS) $(foreach v,$(BENCH_PYTHONS),--python $(v))
 
 bench-plot:
 	tools/bench/plot
@@ -233,7 +238,7 @@ help:
 	@echo "make deps       install the Debian build dependencies"
 	@echo "make test       run every test (root for the end-to-end part)"
 	@echo "make demo       profile examples/demo.py and show the result"
-	@echo "make bench      overhead + accuracy benchmark and plot (root, ~4 h); results in bench/, docs/bench.png"
+	@echo "make bench      overhead + accuracy benchmark and plot (root, ~3 h); results in bench/, docs/bench.png"
 	@echo "make bench-view render speed of view --cli on a ~100 MB profile"
 	@echo "make fuzz       fuzz every parser of untrusted input (FUZZ_SECONDS each)"
 	@echo "make soak       the loader's memory over a long --pid run (SOAK_MINUTES)"
