@@ -150,7 +150,7 @@ demo: deps-if-missing
 	./scalene-bpf run -o demo-profile.json examples/demo.py
 	./scalene-bpf view --cli demo-profile.json
 
-# The benchmark (root; long: about 2 h 45 min on 2 CPUs for both interpreters):
+# The benchmark (root; long: about 3 hours on 2 CPUs for both interpreters):
 # overhead of every profiler cell on every workload, 10 interleaved rounds
 # (3 for the two extra cells, scalene-bpf+stats and py-spy at 997 Hz), Python
 # 3.11 and 3.12 (bench/results-<date>.json, bench/RESULTS.md), then the
