@@ -30,11 +30,11 @@ from pathlib import Path
 import pytest
 
 from e2e_helpers import (BIN, REPO, default_interpreter,
-                         ensure_test_user, profile_run, program, sudo_env)
+                         ensure_test_user, profile_run, program,
+                         reference_dir, sudo_env)
 
 TIMEOUT = 30
-REFS = Path(os.environ.get("SCALENE_REFERENCE_DIR")
-            or REPO.parent / "shared" / "reference" / "scalene-2.3")
+REFS = reference_dir()
 FIXTURES = REPO / "tests" / "fixtures" / "view"
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 BLOCKS = set("\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588")

@@ -36,7 +36,8 @@ from pathlib import Path
 import pytest
 
 from e2e_helpers import (BIN, REPO, clean_env, default_interpreter,
-                         ensure_test_user, profile_run, sudo_env)
+                         ensure_test_user, profile_run, reference_dir,
+                         sudo_env)
 
 REFERENCE_PROFILES = ("scalene_ref_cpu.json", "scalene_ref_mem.json",
                       "scalene_ref_async.json")
@@ -49,15 +50,10 @@ MB = 1024 * 1024
 
 
 def _reference_dir():
-    """Scalene 2.3's profiles: $SCALENE_REFERENCE_DIR, else shared/ beside
-    the repository (or above a worktree)."""
-    env = os.environ.get("SCALENE_REFERENCE_DIR")
-    if env:
-        return Path(env)
-    for base in (REPO, *REPO.parents):
-        d = base / "shared" / "reference" / "scalene-2.3"
-        if d.is_dir():
-            return d
+    """Scalene 2.3's profiles (e2e_helpers.reference_dir), required here."""
+    d = reference_dir()
+    if d.is_dir():
+        return d
     pytest.fail("Scalene's reference profiles (shared/reference/scalene-2.3) "
                 "not found beside the repository", pytrace=False)
 

@@ -28,12 +28,9 @@ from pathlib import Path
 import pytest
 
 from e2e_helpers import (BIN, REPO, compat, ensure_test_user, profile_run,
-                         sudo_env)
+                         reference_dir, sudo_env)
 
-# Scalene's own profiles: $SCALENE_REFERENCE_DIR, else shared/ beside the
-# repository (as tests/compat and the other view tests find them).
-REFERENCE = Path(os.environ.get("SCALENE_REFERENCE_DIR")
-                 or REPO.parent / "shared" / "reference" / "scalene-2.3")
+REFERENCE = reference_dir()
 REFERENCE_FILES = sorted(REFERENCE.glob("*.json")) if REFERENCE.is_dir() \
     else []
 FIXTURES = REPO / "tests" / "fixtures" / "view"
