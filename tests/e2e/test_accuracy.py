@@ -44,8 +44,10 @@ def test_split_20_30_50(python, tmp_path, accuracy):
     spent = json.loads(side.read_text())
     real = shares([spent[n] for n in names])
     ctx = (f"profile {[round(g, 2) for g in got]}, measured by the program "
-           f"{[round(r, 2) for r in real]}; hot lines: "
-           f"{hot_lines(res.profile)}")
+           f"{[round(r, 2) for r in real]}; an iteration took "
+           f"{spent['work_s_per_iter'] * 1e9:.1f} ns in the work, "
+           f"{spent['calibrated_s_per_iter'] * 1e9:.1f} ns when calibrated; "
+           f"hot lines: {hot_lines(res.profile)}")
     for name, g, r, nominal in zip(names, got, real, (20, 30, 50)):
         accuracy(f"{name} share of the 3 lines, %", nominal, g, "2.5")
         accuracy(f"{name} share vs program's thread_time, %", r, g, "2.5")

@@ -3,14 +3,20 @@
 Each of the three lines runs the same loop (spin_helper.spin, left out of
 the profile so that its time lands on the calling line), so every iteration
 costs the same; only the iteration counts differ, 2:3:5.  The lines take
-turns in short rounds (about 10 ms), so that a slower or faster stretch of a
-busy machine falls on all three alike.  The work is calibrated at start-up to
-take about argv[1] CPU seconds in all, whatever the interpreter's speed.  The
-CPU time each line really took (time.thread_time around it) goes to argv[2]
-(JSON), so the test can compare the profile with both the design and what
+turns in short rounds, so that a slower or faster stretch of a busy machine
+falls on all three alike.  The rounds last 5 to 15 ms, drawn from a seeded
+generator: rounds of one fixed length near a multiple of the sampling period
+(1.003 ms at 997 Hz) would put the samples at the same place in every round,
+and the test would measure that phase rather than the attribution.  A
+calibration at start-up sizes the rounds, whatever the interpreter's speed;
+the work goes on until the three lines have had argv[1] CPU seconds in all.
+The CPU time each line really took (time.thread_time around it) goes to
+argv[2] (JSON), with the cost of an iteration when calibrated and during the
+work, so the test can compare the profile with both the design and what
 happened.
 """
 import json
+import random
 import sys
 import time
 
@@ -18,33 +24,48 @@ from spin_helper import spin
 
 
 def calibrate():
-    n = 300_000
-    t = time.thread_time()
-    spin(n)  # LINE: calibrate
-    return (time.thread_time() - t) / n
+    """Seconds per iteration: the fastest of three timings after a warm-up,
+    so that a slow start (the profiler attaching, a cold cache) does not
+    make the rounds shorter than designed."""
+    spin(50_000)
+    best = None
+    for _ in range(3):
+        t = time.thread_time()
+        spin(100_000)  # LINE: calibrate
+        took = (time.thread_time() - t) / 100_000
+        best = took if best is None else min(best, took)
+    return best
 
 
-def work(unit, rounds):
+def work(unit, seconds):
     clock = time.thread_time
+    rng = random.Random(20)
     twenty = thirty = fifty = 0.0
-    for _ in range(rounds):
+    iters = 0
+    # Until the lines have had `seconds` of CPU, as measured: a calibration
+    # that came out slow (or fast) changes the rounds' length, not how many
+    # samples the test gets.
+    while twenty + thirty + fifty < seconds:
+        n = int(unit * rng.uniform(0.5, 1.5))
         t0 = clock()
-        spin(2 * unit)  # LINE: twenty
+        spin(2 * n)  # LINE: twenty
         t1 = clock()
-        spin(3 * unit)  # LINE: thirty
+        spin(3 * n)  # LINE: thirty
         t2 = clock()
-        spin(5 * unit)  # LINE: fifty
+        spin(5 * n)  # LINE: fifty
         t3 = clock()
         twenty += t1 - t0
         thirty += t2 - t1
         fifty += t3 - t2
-    return {"twenty": twenty, "thirty": thirty, "fifty": fifty}
+        iters += 10 * n
+    return {"twenty": twenty, "thirty": thirty, "fifty": fifty,
+            "iterations": iters, "work_s_per_iter": (twenty + thirty + fifty) / iters}
 
 
 seconds = float(sys.argv[1])
 per_iter = calibrate()
-unit = max(1000, int(0.010 / per_iter / 10))  # a round: about 10 ms
-rounds = max(10, int(seconds / (10 * unit * per_iter)))
-spent = work(unit, rounds)
+unit = max(1000, int(0.010 / per_iter / 10))  # a round: about 10 ms on average
+spent = work(unit, seconds)
+spent["calibrated_s_per_iter"] = per_iter
 with open(sys.argv[2], "w") as f:
     json.dump(spent, f)

@@ -4,9 +4,11 @@ Each thread runs its own line: the same loop (spin_helper.spin, left out of
 the profile so that its time lands on the calling line), three times as
 many iterations on the `heavy` one.  Both work at once and compete for the
 GIL: only one runs at a time, so the wall time is about the sum of both, but
-each line's time is its own thread's work.  They go in rounds of about
-10 ms, meeting at a barrier after each, so that a slower or faster stretch
-of a busy machine falls on both alike.
+each line's time is its own thread's work.  They go in rounds of 5 to 15 ms
+(10 on average, drawn from a seeded generator: a fixed length near a
+multiple of the sampling period would put the samples at the same place in
+every round), meeting at a barrier after each, so that a slower or faster
+stretch of a busy machine falls on both alike.
 
 The process keeps to one CPU: the CPUs of a virtual machine need not run at
 the same speed (the host's load), and each thread would keep to its own, so
@@ -19,6 +21,7 @@ and each one's whole CPU time.
 """
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -30,16 +33,22 @@ info = {}
 
 
 def calibrate():
-    t = time.thread_time()
-    spin(300_000)  # LINE: calibrate
-    return (time.thread_time() - t) / 300_000
+    """Seconds per iteration: the fastest of three timings after a warm-up."""
+    spin(50_000)
+    best = None
+    for _ in range(3):
+        t = time.thread_time()
+        spin(100_000)  # LINE: calibrate
+        took = (time.thread_time() - t) / 100_000
+        best = took if best is None else min(best, took)
+    return best
 
 
-def light(n, rounds, barrier):
+def light(sizes, barrier):
     info["light_tid"] = threading.get_native_id()
     clock = time.thread_time
     spent = 0.0
-    for _ in range(rounds):
+    for n in sizes:
         t = clock()
         spin(n)  # LINE: light
         spent += clock() - t
@@ -48,11 +57,11 @@ def light(n, rounds, barrier):
     info["light_thread_cpu_s"] = clock()  # since the thread started
 
 
-def heavy(n, rounds, barrier):
+def heavy(sizes, barrier):
     info["heavy_tid"] = threading.get_native_id()
     clock = time.thread_time
     spent = 0.0
-    for _ in range(rounds):
+    for n in sizes:
         t = clock()
         spin(3 * n)  # LINE: heavy
         spent += clock() - t
@@ -65,10 +74,12 @@ os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 per_iter = calibrate()
 n = max(1000, int(0.0025 / per_iter))  # a round: 2.5 ms + 7.5 ms of work
 rounds = max(10, int(seconds / 0.0025))
+rng = random.Random(13)
+sizes = [int(n * rng.uniform(0.5, 1.5)) for _ in range(rounds)]
 barrier = threading.Barrier(2)
-threads = [threading.Thread(target=light, args=(n, rounds, barrier),
+threads = [threading.Thread(target=light, args=(sizes, barrier),
                             name="light"),
-           threading.Thread(target=heavy, args=(n, rounds, barrier),
+           threading.Thread(target=heavy, args=(sizes, barrier),
                             name="heavy")]
 for t in threads:
     t.start()
