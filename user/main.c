@@ -187,7 +187,6 @@ static int setup(struct run_state *rs)
 		.nonly = rs->opts->nprofile_only,
 		.exclude = rs->opts->profile_exclude,
 		.nexclude = rs->opts->nprofile_exclude,
-		.idle = rs->opts->idle,
 	};
 	struct loader_opts lo = {
 		.rate_hz = rs->opts->rate_hz,

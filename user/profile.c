@@ -62,7 +62,7 @@ struct profile {
 	uint64_t threads_folded;	    /* threads counted in it */
 	struct thread_stats **threads;
 	int nthreads;
-	double total_ns, idle_ns, not_python_ns;
+	double total_ns, not_python_ns;
 	double unattributed_ns[UNATTR_MAX];
 	uint64_t samples, truncated;
 	uint64_t rng;
@@ -574,20 +574,11 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		t->cpu_ns += cpu;
 		if (s->thread_name && !t->folded)
 			t->name = s->thread_name;
-		if (s->offcpu_idle && !p->filter.idle)
-			t->idle_ns += blocked;
-		else
-			t->blocked_ns += blocked;
+		t->blocked_ns += blocked;
 	}
 	if (s->not_python) {
 		p->not_python_ns += cpu + blocked;
 		return;
-	}
-	/* A parked worker's waiting is not the program's time (unless asked):
-	 * kept apart so that thirty idle threads do not bury the profile. */
-	if (s->offcpu_idle && !p->filter.idle) {
-		p->idle_ns += blocked;
-		blocked = 0;
 	}
 	p->total_ns += cpu + blocked;
 	if (cpu + blocked <= 0)
@@ -981,11 +972,6 @@ const struct profile_memory *profile__memory(const struct profile *p)
 double profile__total_ns(const struct profile *p)
 {
 	return p->total_ns;
-}
-
-double profile__idle_ns(const struct profile *p)
-{
-	return p->idle_ns;
 }
 
 double profile__not_python_ns(const struct profile *p)

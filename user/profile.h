@@ -51,7 +51,6 @@ struct sample_in {
 	uint64_t cpu_ns; /* on-CPU time */
 	enum sample_where where;
 	uint64_t offcpu_ns;	/* blocked time */
-	bool offcpu_idle;	/* blocked time of a parked worker: kept apart */
 	bool not_python;	/* a process that is not (yet) Python: kept apart */
 	double core_util;	/* program's CPU use / cores around this sample, 0..1 */
 	const char *native_sym; /* leaf symbol of a native sample, interned, or NULL */
@@ -169,7 +168,7 @@ struct thread_stats {
 	bool main_thread;
 	bool folded; /* shared by every thread past the limit (see profile.c) */
 	uint64_t samples;
-	double cpu_ns, blocked_ns, idle_ns;
+	double cpu_ns, blocked_ns;
 	double malloc_bytes;
 	/* The thread's open allocation execution. */
 	struct {
@@ -209,7 +208,6 @@ struct profile_filter {
 	int nonly;
 	const char *const *exclude; /* substrings: never profile matching files */
 	int nexclude;
-	bool idle; /* count parked threads' blocked time too */
 };
 
 struct profile;
@@ -231,9 +229,9 @@ int mem_series__points(const struct mem_series *s, double *t, double *y);
 double mem_stats__avg(const struct mem_stats *m);
 
 /* Totals.  total_ns is the denominator of every percentage: all on-CPU time
- * plus the blocked time that counts (not the idle workers'). */
+ * plus the blocked time that counts (parked workers' waiting is left out in
+ * BPF, see profile.bpf.c). */
 double profile__total_ns(const struct profile *p);
-double profile__idle_ns(const struct profile *p);
 /* Time of tracked processes that are not Python (launchers, shells, the
  * interpreter before it is recognised): not part of the percentages. */
 double profile__not_python_ns(const struct profile *p);

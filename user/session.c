@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -493,17 +492,6 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 	return k;
 }
 
-/* futex waits of threads other than the main one: parked workers (queues,
- * pools, condition variables, waiting for the GIL). */
-static bool idle_wait(const struct sample_event *ev)
-{
-	return ev->tid != ev->tgid && (ev->syscall_nr == SYS_futex
-#ifdef SYS_futex_waitv
-				       || ev->syscall_nr == SYS_futex_waitv
-#endif
-				      );
-}
-
 /* A process not (yet) recognised as Python: its samples are kept apart. */
 static bool not_python(const struct tproc *tp, const struct sample_event *ev)
 {
@@ -604,7 +592,6 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
-	in.offcpu_idle = ev->offcpu_ns && idle_wait(ev);
 	/* Shells, launchers (pyenv's shims), the interpreter before it is
 	 * recognised: their time is reported apart, not in the percentages. */
 	in.not_python = not_python(tp, ev);
@@ -952,11 +939,9 @@ struct json_object *session__facts(struct session *s)
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
 	json_object_object_add(o, "total_sampled_s", seconds(profile__total_ns(p)));
-	/* Blocked time left out of the percentages: parked worker threads
-	 * (unless --idle; most of it never leaves BPF) and processes that are
-	 * not Python. */
-	json_object_object_add(o, "uncounted_blocked_s",
-			       seconds(profile__idle_ns(p) + (double)stats[STAT_IDLE_NS]));
+	/* Blocked time left out of the percentages: parked worker threads'
+	 * (unless --idle), added up in BPF. */
+	json_object_object_add(o, "uncounted_blocked_s", seconds((double)stats[STAT_IDLE_NS]));
 	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
 	for (i = 0; i < UNATTR_MAX; i++)
 		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));

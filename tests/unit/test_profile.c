@@ -262,7 +262,7 @@ static void test_offcpu_counted(void)
 	struct sample_in s = sample(frames, 1, 0);
 	const struct line_stats *st;
 
-	s.offcpu_ns = 40 * MS; /* a sleep: blocked, not idle */
+	s.offcpu_ns = 40 * MS; /* a sleep */
 	profile__add(p, &s);
 	st = line_of(p, "/app/main.py", 7);
 	CHECK(st != NULL);
@@ -275,63 +275,8 @@ static void test_offcpu_counted(void)
 		CHECK_EQ_INT(st->ncpu_times, 0);
 	}
 	CHECK(profile__total_ns(p) == 40 * MS);
-	CHECK(profile__idle_ns(p) == 0);
 	CHECK_EQ_INT(profile__nthreads(p), 1);
 	CHECK(profile__thread(p, 0)->blocked_ns == 40 * MS);
-	profile__free(p);
-}
-
-static void test_offcpu_idle(void)
-{
-	struct profile_filter filt = { .program_dir = "/app" };
-	struct profile *p = profile__new(&filt);
-	struct frame_ref frames[] = { fr(p, "/app/worker.py", "Worker.run", 3, 9) };
-	struct sample_in s = sample(frames, 1, 0);
-	const struct thread_stats *t;
-
-	s.tid = 101;
-	s.main_thread = false;
-	s.offcpu_ns = 500 * MS;
-	s.offcpu_idle = true; /* a parked pool worker */
-	profile__add(p, &s);
-	/* Kept apart: in no line, not in the total. */
-	CHECK(profile__total_ns(p) == 0);
-	CHECK(profile__idle_ns(p) == 500 * MS);
-	CHECK(line_of(p, "/app/worker.py", 9) == NULL);
-	/* Its CPU time still counts. */
-	s.cpu_ns = 5 * MS;
-	profile__add(p, &s);
-	CHECK(profile__total_ns(p) == 5 * MS);
-	CHECK(profile__idle_ns(p) == 1000 * MS);
-	CHECK(line_of(p, "/app/worker.py", 9) != NULL);
-	if (line_of(p, "/app/worker.py", 9)) {
-		CHECK(line_of(p, "/app/worker.py", 9)->python_ns == 5 * MS);
-		CHECK(line_of(p, "/app/worker.py", 9)->system_ns == 0);
-	}
-	t = profile__thread(p, 0);
-	CHECK(t && t->tid == 101 && !t->main_thread);
-	if (t) {
-		CHECK(t->idle_ns == 1000 * MS);
-		CHECK(t->blocked_ns == 0);
-		CHECK(t->cpu_ns == 5 * MS);
-		CHECK_EQ_INT(t->samples, 2);
-	}
-	profile__free(p);
-
-	/* --idle: the same waiting is counted like any other. */
-	filt.idle = true;
-	p = profile__new(&filt);
-	frames[0] = fr(p, "/app/worker.py", "Worker.run", 3, 9);
-	s.frames = frames;
-	s.cpu_ns = 0;
-	profile__add(p, &s);
-	CHECK(profile__total_ns(p) == 500 * MS);
-	CHECK(profile__idle_ns(p) == 0);
-	CHECK(line_of(p, "/app/worker.py", 9) != NULL);
-	if (line_of(p, "/app/worker.py", 9))
-		CHECK(line_of(p, "/app/worker.py", 9)->blocked_ns == 500 * MS);
-	CHECK(profile__thread(p, 0)->blocked_ns == 500 * MS);
-	CHECK(profile__thread(p, 0)->idle_ns == 0);
 	profile__free(p);
 }
 
@@ -904,7 +849,6 @@ int main(void)
 	RUN_TEST(test_where_split);
 	RUN_TEST(test_line_zero_and_huge);
 	RUN_TEST(test_offcpu_counted);
-	RUN_TEST(test_offcpu_idle);
 	RUN_TEST(test_not_python_kept_apart);
 	RUN_TEST(test_unattributed_reasons);
 	RUN_TEST(test_zero_time_sample);
