@@ -20,21 +20,7 @@ import random
 import sys
 import time
 
-from spin_helper import spin
-
-
-def calibrate():
-    """Seconds per iteration: the fastest of three timings after a warm-up,
-    so that a slow start (the profiler attaching, a cold cache) does not
-    make the rounds shorter than designed."""
-    spin(50_000)
-    best = None
-    for _ in range(3):
-        t = time.thread_time()
-        spin(100_000)  # LINE: calibrate
-        took = (time.thread_time() - t) / 100_000
-        best = took if best is None else min(best, took)
-    return best
+from spin_helper import calibrate, spin
 
 
 def work(unit, seconds):

@@ -26,22 +26,10 @@ import sys
 import threading
 import time
 
-from spin_helper import spin
+from spin_helper import calibrate, spin
 
 seconds = float(sys.argv[1])
 info = {}
-
-
-def calibrate():
-    """Seconds per iteration: the fastest of three timings after a warm-up."""
-    spin(50_000)
-    best = None
-    for _ in range(3):
-        t = time.thread_time()
-        spin(100_000)  # LINE: calibrate
-        took = (time.thread_time() - t) / 100_000
-        best = took if best is None else min(best, took)
-    return best
 
 
 def light(sizes, barrier):
