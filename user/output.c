@@ -387,8 +387,10 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	json_object_object_add(o, "imports", json_object_new_array());
 	json_object_object_add(o, "leaks", build_leaks(f, c));
 	json_object_object_add(o, "lines", lines);
+	/* Scalene's meaning: the file's sampled time before the split into
+	 * Python, native and system, i.e. the sum of its lines' three shares. */
 	json_object_object_add(o, "percent_cpu_time",
-			       jdouble(total > 0 ? 100.0 * f->cpu_ns / total : 0));
+			       jdouble(total > 0 ? 100.0 * f->total_ns / total : 0));
 	if (!src)
 		json_object_object_add(o, "source_unavailable", json_object_new_boolean(1));
 	/* Written to while the program ran: the text may not be what ran. */

@@ -604,8 +604,6 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		return;
 	add_to_stats(p, st, s, cpu, blocked, true);
 	f->total_ns += cpu + blocked;
-	if (s->where != WHERE_SYSTEM)
-		f->cpu_ns += cpu;
 	fs = func_get(p, f, s->frames, s->nframes, at);
 	if (fs)
 		add_to_stats(p, &fs->st, s, cpu, blocked, false);

@@ -147,8 +147,7 @@ struct file_stats {
 	int nlines;		   /* highest line number + 1 */
 	struct func_stats **funcs;
 	int nfuncs;
-	double cpu_ns; /* python + native of all lines */
-	double total_ns;
+	double total_ns; /* python + native + system of all lines */
 };
 
 struct stack_stats {

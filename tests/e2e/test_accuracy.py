@@ -194,6 +194,21 @@ def test_function_time_is_the_sum_of_its_lines(sleep_run, accuracy):
     assert main.percent >= 80, hot_lines(res.profile)
 
 
+def test_file_percent_is_the_sum_of_its_lines(sleep_run):
+    """A file's percent_cpu_time is its sampled time before the split into
+    Python, native and system (Scalene's meaning): here half of it is the
+    sleep, which is system time."""
+    prog = program("sleep_half.py")
+    res, _ = sleep_run
+    fe = file_entry(res.profile, prog)
+    summed = sum(r["n_cpu_percent_python"] + r["n_cpu_percent_c"]
+                 + r["n_sys_percent"] for r in fe["lines"])
+    assert abs(fe["percent_cpu_time"] - summed) <= 0.5, \
+        (fe["percent_cpu_time"], summed)
+    system = sum(r["n_sys_percent"] for r in fe["lines"])
+    assert system >= 40, hot_lines(res.profile)
+
+
 def test_interpreter_facts(sleep_run, request):
     """scalene_bpf.interpreters names the interpreter that ran: its full
     version, its path, whether it is statically linked."""

@@ -669,8 +669,8 @@ static void test_lines_and_percentages(void)
 	for (i = 0; i < json_object_array_length(lines); i++)
 		sum += line_total(json_object_array_get_idx(lines, i));
 	CHECK_NEAR(sum, 100 * 130 / total);
-	/* The file's share: its python + native time. */
-	CHECK_NEAR(dbl(get(get(doc, "files"), PROG), "percent_cpu_time"), 100 * 110 / total);
+	/* The file's share: the sum of its lines' python + native + system. */
+	CHECK_NEAR(dbl(get(get(doc, "files"), PROG), "percent_cpu_time"), 100 * 130 / total);
 
 	/* The main thread's sample times on line 5, sorted; not the other
 	 * thread's, and not the blocked-only sample's. */
