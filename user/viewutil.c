@@ -236,7 +236,7 @@ const struct vj_loss vj_losses[] = {
 	{ "bpf", "process_events_lost", "fork/exec/exit events lost" },
 	{ "bpf", "process_table_full", "processes not followed: process table full" },
 	{ "bpf", "thread_state_unavailable",
-	  "threads without their per-thread state: blocked time not counted" },
+	  "threads without per-thread state: blocked time not counted" },
 	{ "bpf", "walk_read_failed", "stack walks that could not read memory" },
 	{ "bpf", "walk_truncated", "stacks cut at the walker's depth limit" },
 	{ "bpf", "frames_unreadable", "frames whose code object could not be read" },
