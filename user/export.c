@@ -71,55 +71,13 @@ struct model {
 	int64_t time_nanos, duration_nanos;
 };
 
-/* Length of the character at p (at most left bytes) when it may be written
- * as is; 0 for invalid UTF-8, C0 and C1 controls and DEL. */
-static size_t safe_len(const unsigned char *p, size_t left)
-{
-	size_t n = utf8_seq_len(p, left);
+/* What every string written is made of: valid UTF-8, each control
+ * character (tab included) and invalid byte as '?'. */
+#define CLEAN_FLAGS (UTF8_CLEAN_CONTROLS | UTF8_CLEAN_ASCII)
 
-	if (*p < 0x20 || *p == 0x7f || (n == 2 && p[0] == 0xc2 && p[1] <= 0x9f))
-		return 0;
-	return n;
-}
-
-/* A copy of s with each character that safe_len refuses as '?'. */
 static char *clean(const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t left = strlen(s), o = 0;
-	char *out = malloc(left + 1);
-
-	if (!out)
-		return NULL;
-	while (left) {
-		size_t n = safe_len(p, left);
-
-		if (n) {
-			memcpy(out + o, p, n);
-			o += n;
-		} else {
-			out[o++] = '?';
-			/* A C1 control is one character of two bytes. */
-			n = utf8_seq_len(p, left) ? utf8_seq_len(p, left) : 1;
-		}
-		p += n;
-		left -= n;
-	}
-	out[o] = '\0';
-	return out;
-}
-
-static bool is_clean(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t left = strlen(s), n;
-
-	for (; left; p += n, left -= n) {
-		n = safe_len(p, left);
-		if (!n)
-			return false;
-	}
-	return true;
+	return utf8_clean(s, strlen(s), CLEAN_FLAGS);
 }
 
 /* The interned, cleaned copy of s (most strings are clean already). */
@@ -129,7 +87,7 @@ static const char *intern_clean(struct model *m, const char *s)
 	char *c;
 
 	s = s ? s : "";
-	if (is_clean(s))
+	if (utf8_is_clean(s, CLEAN_FLAGS))
 		return strtab__intern(m->strs, s);
 	c = clean(s);
 	if (!c)
@@ -240,29 +198,13 @@ static int frame_from_json(struct model *m, struct json_object *fo)
 /* A frame of `stacks`: "<file> <qualname>:<line>;". */
 static int frame_from_string(struct model *m, const char *s)
 {
-	size_t n = strlen(s);
-	char *c = strdup(s), *colon, *sp, *func;
-	int line = 0, idx;
+	struct vj_legacy_frame f;
+	int idx;
 
-	if (!c)
+	if (vj_legacy_frame_parse(s, &f))
 		return -ENOMEM;
-	if (n && c[n - 1] == ';')
-		c[--n] = '\0';
-	colon = strrchr(c, ':');
-	if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
-	    strlen(colon + 1) <= 9) {
-		line = atoi(colon + 1);
-		*colon = '\0';
-	}
-	sp = strrchr(c, ' ');
-	if (sp) {
-		*sp = '\0';
-		func = sp + 1;
-	} else {
-		func = c;
-	}
-	idx = frame_add(m, *func ? func : "[unknown]", sp ? c : "", line, false);
-	free(c);
+	idx = frame_add(m, *f.func ? f.func : "[unknown]", f.file, f.line, false);
+	vj_legacy_frame_free(&f);
 	return idx;
 }
 
@@ -970,6 +912,21 @@ cleanup:
 
 /* --- entry points --- */
 
+/* The exports have no place for them: the counters of lost data go to err,
+ * as the terminal view's footer and the page's note give them. */
+static void note_losses(struct json_object *doc, FILE *err)
+{
+	size_t i;
+
+	for (i = 0; i < vj_nlosses; i++) {
+		double v = vj_loss_value(doc, &vj_losses[i]);
+
+		if (v > 0)
+			fprintf(err, "scalene-bpf: data lost or incomplete: %s.%s = %.0f: %s\n",
+				vj_losses[i].group, vj_losses[i].key, v, vj_losses[i].label);
+	}
+}
+
 int export_parse_format(const char *s, enum export_format *fmt)
 {
 	if (!strcmp(s, "folded"))
@@ -1014,6 +971,8 @@ int export_write(struct json_object *doc, enum export_format fmt, const char *na
 		ret = write_speedscope(&m, name, f);
 	else
 		ret = write_pprof(&m, doc, f);
+	if (!ret)
+		note_losses(doc, err);
 cleanup:
 	if (ret == -ENOMEM)
 		fprintf(err, "scalene-bpf: out of memory writing the export\n");

@@ -29,6 +29,7 @@
 #include "profile.h"
 #include "python.h"
 #include "runner.h"
+#include "safefile.h"
 #include "sampler.h"
 #include "session.h"
 #include "target.h"

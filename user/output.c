@@ -45,26 +45,7 @@ static struct json_object *jdouble(double x)
 
 char *utf8_sanitize(const char *s, size_t len)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	char *out = malloc(len * 3 + 1), *o = out;
-	size_t i = 0, n;
-
-	if (!out)
-		return NULL;
-	while (i < len) {
-		n = utf8_seq_len(u + i, len - i);
-		if (n == 0 || (n == 1 && u[i] == 0)) {
-			memcpy(o, "\xef\xbf\xbd", 3); /* U+FFFD */
-			o += 3;
-			i++;
-			continue;
-		}
-		memcpy(o, u + i, n);
-		o += n;
-		i += n;
-	}
-	*o = '\0';
-	return out;
+	return utf8_clean(s, len, 0);
 }
 
 char *scalene_line_text(const char *s, size_t len)

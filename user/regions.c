@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include "regions.h"
+#include "utf8.h"
 
 /* CPython's tokenizer: indentation levels (MAXINDENT) and brackets (MAXLEVEL). */
 #define MAX_INDENT 100
@@ -223,43 +224,6 @@ static int newline_at(const struct scan *sc, size_t off)
 	if (c == '\r')
 		return at(sc, off + 1) == '\n' ? 2 : 1;
 	return 0;
-}
-
-/* Decodes one UTF-8 sequence at p; returns its length, or 0 when it is not valid UTF-8. */
-static int utf8_decode(const unsigned char *s, size_t len, size_t p, unsigned int *cp)
-{
-	unsigned int c = s[p], n, min, i;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		min = 0x80;
-		c &= 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		min = 0x800;
-		c &= 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		min = 0x10000;
-		c &= 0x07;
-	} else {
-		return 0;
-	}
-	if (len - p < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[p + i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[p + i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return (int)n;
 }
 
 /* Python's str.isspace() (what str.strip() removes), beyond ASCII. */
@@ -600,9 +564,9 @@ static int string_prefix(const unsigned char *w, size_t n, int *fstr, int *raw)
 /* An identifier, keyword, or string prefix followed by its string. */
 static void scan_word(struct scan *sc, struct lline *ll)
 {
-	size_t start = sc->pos;
-	unsigned int cp;
-	int c, n, fstr, raw;
+	size_t start = sc->pos, n;
+	int c, fstr, raw;
+	uint32_t cp;
 
 	while ((c = at(sc, 0)) >= 0) {
 		if (is_ident_ascii(c)) {
@@ -611,12 +575,12 @@ static void scan_word(struct scan *sc, struct lline *ll)
 		}
 		if (c < 0x80)
 			break;
-		n = utf8_decode(sc->s, sc->len, sc->pos, &cp);
+		n = utf8_decode(sc->s + sc->pos, sc->len - sc->pos, &cp);
 		if (n && (is_unicode_space(cp) || cp == 0x200b || cp == 0xfeff)) {
 			sc->err = 1; /* "invalid non-printable character" */
 			return;
 		}
-		sc->pos += n ? (size_t)n : 1;
+		sc->pos += n ? n : 1;
 	}
 	c = at(sc, 0);
 	if ((c == '\'' || c == '"') && string_prefix(sc->s + start, sc->pos - start, &fstr, &raw)) {
@@ -1367,9 +1331,9 @@ static int count_lines(const unsigned char *s, size_t len, int *nlines)
 /* Marks the lines that str.strip() leaves empty. */
 static void mark_blank(const unsigned char *s, size_t len, unsigned char *blank, int nlines)
 {
-	size_t i = 0;
-	unsigned int cp;
-	int l = 0, is_blank = 1, n;
+	size_t i = 0, n;
+	int l = 0, is_blank = 1;
+	uint32_t cp;
 
 	if (len >= 3 && s[0] == 0xef && s[1] == 0xbb && s[2] == 0xbf)
 		i = 3;
@@ -1380,10 +1344,10 @@ static void mark_blank(const unsigned char *s, size_t len, unsigned char *blank,
 			i += (s[i] == '\r' && i + 1 < len && s[i + 1] == '\n') ? 2 : 1;
 			continue;
 		}
-		n = utf8_decode(s, len, i, &cp);
+		n = utf8_decode(s + i, len - i, &cp);
 		if (!n || !(cp < 0x80 ? is_ascii_space((int)cp) : is_unicode_space(cp)))
 			is_blank = 0;
-		i += n ? (size_t)n : 1;
+		i += n ? n : 1;
 	}
 	if (l < nlines)
 		blank[l] = (unsigned char)is_blank;

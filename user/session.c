@@ -1012,11 +1012,11 @@ char *session__read_source(void *ctx, const char *filename, size_t *len, double 
 		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename);
 	/* The file name comes from the program's memory: open it as the user
 	 * who asked, so that a profile never shows a file they cannot read. */
-	runner_fs_user(s->creds, &saved);
+	creds_fs_user(s->creds, &saved);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		fd = open(filename, O_RDONLY | O_CLOEXEC);
-	runner_fs_self(&saved);
+	creds_fs_self(&saved);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_SOURCE_BYTES)

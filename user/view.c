@@ -2,7 +2,9 @@
 /*
  * `scalene-bpf view`: reads a profile and hands it to the terminal view, the
  * HTML page or an export.  Files are written as the invoking user (see
- * runner.h); the browser is started as that user too, never as root.
+ * creds.h, safefile.h); the browser is started as that user too, never as
+ * root.  Diagnostics go through the logger; stdout carries only the view or
+ * export asked for.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +19,10 @@
 
 #include <json-c/json.h>
 
+#include "creds.h"
+#include "log.h"
 #include "options.h"
-#include "runner.h"
+#include "safefile.h"
 #include "view.h"
 
 #define MAX_PROFILE_BYTES (1ULL << 31)
@@ -104,18 +108,18 @@ static char *read_file(const char *path, size_t *len)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fprintf(stderr, "scalene-bpf: cannot open %s: %s\n", path, strerror(errno));
+		pr_warn("cannot open %s: %s\n", path, strerror(errno));
 		if (errno == ENOENT)
-			fprintf(stderr, "  write one with: scalene-bpf run -o %s prog.py\n", path);
+			pr_warn("write one with: scalene-bpf run -o %s prog.py\n", path);
 		return NULL;
 	}
 	if (fstat(fd, &st) || S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "scalene-bpf: %s is a directory, not a profile\n", path);
+		pr_warn("%s is a directory, not a profile\n", path);
 		close(fd);
 		return NULL;
 	}
 	if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > MAX_PROFILE_BYTES) {
-		fprintf(stderr, "scalene-bpf: %s is too large to be a profile\n", path);
+		pr_warn("%s is too large to be a profile\n", path);
 		close(fd);
 		return NULL;
 	}
@@ -125,8 +129,7 @@ static char *read_file(const char *path, size_t *len)
 			char *nb;
 
 			if (cap > MAX_PROFILE_BYTES) {
-				fprintf(stderr, "scalene-bpf: %s is too large to be a profile\n",
-					path);
+				pr_warn("%s is too large to be a profile\n", path);
 				goto fail;
 			}
 			nb = realloc(buf, cap * 2);
@@ -144,7 +147,7 @@ static char *read_file(const char *path, size_t *len)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			fprintf(stderr, "scalene-bpf: cannot read %s: %s\n", path, strerror(errno));
+			pr_warn("cannot read %s: %s\n", path, strerror(errno));
 			goto fail;
 		}
 		if (r == 0)
@@ -155,7 +158,7 @@ static char *read_file(const char *path, size_t *len)
 	*len = n;
 	return buf;
 oom:
-	fprintf(stderr, "scalene-bpf: out of memory reading %s\n", path);
+	pr_warn("out of memory reading %s\n", path);
 fail:
 	free(buf);
 	close(fd);
@@ -224,7 +227,7 @@ static void open_browser(const char *path, const struct user_creds *c)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
-		if (runner_become_user(c))
+		if (creds_become_user(c))
 			_exit(126);
 		if (null >= 0) {
 			dup2(null, STDIN_FILENO);
@@ -237,12 +240,11 @@ static void open_browser(const char *path, const struct user_creds *c)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-		fprintf(stderr, "scalene-bpf: opened %s in the browser\n", path);
+		pr_warn("opened %s in the browser\n", path);
 		return;
 	}
 manual:
-	fprintf(stderr, "scalene-bpf: could not start a browser (xdg-open); open %s in one\n",
-		path);
+	pr_warn("could not start a browser (xdg-open); open %s in one\n", path);
 }
 
 /* Renders into memory, then writes the file as the user (or to stdout when
@@ -257,20 +259,19 @@ static int emit(struct json_object *doc, const struct options *o, const struct v
 	int err;
 
 	if (o->view_format && export_parse_format(o->view_format, &fmt)) {
-		fprintf(stderr,
-			"scalene-bpf: unknown export format '%s'; use folded, speedscope or "
+		pr_warn("unknown export format '%s'; use folded, speedscope or "
 			"pprof\n",
 			o->view_format);
 		return -EINVAL;
 	}
 	if (o->view_format && fmt == EXPORT_PPROF && !path && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "scalene-bpf: pprof is binary; give -o FILE (or redirect "
-				"the output)\n");
+		pr_warn("pprof is binary; give -o FILE (or redirect "
+			"the output)\n");
 		return -EINVAL;
 	}
 	f = open_memstream(&buf, &len);
 	if (!f) {
-		fprintf(stderr, "scalene-bpf: out of memory\n");
+		pr_warn("out of memory\n");
 		return -ENOMEM;
 	}
 	if (o->view_format)
@@ -281,14 +282,13 @@ static int emit(struct json_object *doc, const struct options *o, const struct v
 		err = -ENOMEM;
 	if (!err && !path) {
 		if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
-			fprintf(stderr, "scalene-bpf: writing to the standard output: %s\n",
-				strerror(errno));
+			pr_warn("writing to the standard output: %s\n", strerror(errno));
 			err = -EIO;
 		}
 	} else if (!err) {
 		err = outfile_write(path, buf, len, c);
 		if (err)
-			fprintf(stderr, "scalene-bpf: cannot write %s: %s\n", path, strerror(-err));
+			pr_warn("cannot write %s: %s\n", path, strerror(-err));
 	}
 	free(buf);
 	return err;
@@ -324,8 +324,7 @@ int view_main(const struct options *o)
 	if (o->view_format) {
 		err = emit(doc, o, &vo, o->outfile, &creds);
 		if (!err && o->outfile)
-			fprintf(stderr, "scalene-bpf: %s export written to %s\n", o->view_format,
-				o->outfile);
+			pr_warn("%s export written to %s\n", o->view_format, o->outfile);
 	} else if (html_mode) {
 		if (o->view_html_out)
 			snprintf(html, sizeof(html), "%s", o->view_html_out);
@@ -333,7 +332,7 @@ int view_main(const struct options *o)
 			html_path_for(o->view_file, html, sizeof(html));
 		err = emit(doc, o, &vo, html, &creds);
 		if (!err) {
-			fprintf(stderr, "scalene-bpf: HTML view written to %s\n", html);
+			pr_warn("HTML view written to %s\n", html);
 			if (!o->view_html)
 				open_browser(html, &creds);
 		}

@@ -53,10 +53,7 @@ struct ctx {
 	int width;
 	bool color;
 	bool utf8;
-	double threshold;
-	bool all_lines;
-	bool memory;
-	bool gpu;
+	struct vj_select sel; /* the lines shown, and whether memory and GPU are */
 	double elapsed_ns;
 	double footprint_mb; /* the sparklines' top */
 	char text[LINE_TEXT];
@@ -279,7 +276,7 @@ static void layout_make(const struct ctx *c, struct layout *l, int text)
 	for (k = 0; k < COL_MAX; k++) {
 		bool mem = k >= COL_AVG_MB && k <= COL_COPY, gpu = k >= COL_GPU_PCT;
 
-		l->w[k] = (mem && !c->memory) || (gpu && !c->gpu) ? 0 : columns[k].width;
+		l->w[k] = (mem && !c->sel.memory) || (gpu && !c->sel.gpu) ? 0 : columns[k].width;
 	}
 	if (want < MIN_SOURCE)
 		want = MIN_SOURCE;
@@ -412,35 +409,6 @@ static void cell_spark(const struct ctx *c, struct row *r, int w, struct json_ob
 
 /* ------------------------------------------------------------- lines */
 
-static double line_time(struct json_object *l)
-{
-	return vj_num(l, "n_cpu_percent_python") + vj_num(l, "n_cpu_percent_c") +
-	       vj_num(l, "n_sys_percent");
-}
-
-static bool line_memory_active(const struct ctx *c, struct json_object *l)
-{
-	return c->memory && (vj_num(l, "n_malloc_mb") > 0 || vj_num(l, "n_copy_mb_s") > 0);
-}
-
-static bool line_gpu_active(const struct ctx *c, struct json_object *l)
-{
-	return c->gpu && (vj_num(l, "n_gpu_percent") > 0 || vj_num(l, "n_gpu_peak_memory_mb") > 0);
-}
-
-/* Hot: its time reaches the threshold, or it allocated, copied or used the
- * GPU.  With --all-lines: any line with a sample at all. */
-static bool line_shown(const struct ctx *c, struct json_object *l)
-{
-	double t = line_time(l);
-
-	if (line_memory_active(c, l) || line_gpu_active(c, l))
-		return true;
-	if (c->all_lines)
-		return t > 0 || vj_num(l, "n_peak_mb") > 0 || vj_num(l, "n_avg_mb") > 0;
-	return t > 0 && t >= c->threshold;
-}
-
 static const char *pct_style(double v, const char *normal)
 {
 	return v >= 20 ? SGR_HOT : normal;
@@ -550,23 +518,6 @@ struct file {
 	double pct;
 };
 
-/* Checks a file entry's shape: an object whose "lines" is an array of
- * objects.  Everything else in it is optional. */
-static bool file_valid(struct json_object *fd)
-{
-	struct json_object *lines = vj_array(fd, "lines");
-	size_t i, n;
-
-	if (!json_object_is_type(fd, json_type_object) || !lines)
-		return false;
-	n = json_object_array_length(lines);
-	for (i = 0; i < n; i++) {
-		if (!json_object_is_type(json_object_array_get_idx(lines, i), json_type_object))
-			return false;
-	}
-	return true;
-}
-
 static const char *line_text(struct ctx *c, struct json_object *l)
 {
 	const char *s = vj_str(l, "line");
@@ -605,10 +556,10 @@ static struct fn *shown_functions(const struct ctx *c, struct json_object *fd, s
 	for (i = 0; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(funcs, i);
 
-		if (!json_object_is_type(o, json_type_object) || !line_shown(c, o))
+		if (!json_object_is_type(o, json_type_object) || !vj_row_shown(&c->sel, o))
 			continue;
 		v[k].o = o;
-		v[k].time = line_time(o);
+		v[k].time = vj_line_time(o);
 		v[k].mem = vj_num(o, "n_malloc_mb");
 		k++;
 	}
@@ -652,7 +603,7 @@ static bool print_file(struct ctx *c, const struct file *fi)
 		const char *t;
 		int w, sp;
 
-		if (!line_shown(c, o))
+		if (!vj_row_shown(&c->sel, o))
 			continue;
 		first = first < i ? first : i;
 		t = line_text(c, o);
@@ -666,8 +617,10 @@ static bool print_file(struct ctx *c, const struct file *fi)
 	if (indent == INT_MAX)
 		indent = 0;
 	widest -= indent;
-	if (first == n && !nfn && !c->all_lines && fi->pct < c->threshold)
+	if (!vj_file_shown(&c->sel, fi->fd)) {
+		free(fns);
 		return false;
+	}
 	for (i = 0; i < nfn; i++) {
 		int w = text_cols(fn_name(&fns[i]));
 
@@ -686,7 +639,7 @@ static bool print_file(struct ctx *c, const struct file *fi)
 	for (i = first; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(lines, i);
 
-		if (line_shown(c, o))
+		if (vj_row_shown(&c->sel, o))
 			print_row(c, &l, o, dedent(line_text(c, o), indent));
 	}
 	if (nfn) {
@@ -725,10 +678,10 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	row_printf(c, &r, "elapsed: %.2f s", vj_num(doc, "elapsed_time_sec"));
 	if (bpf)
 		row_printf(c, &r, ", %.0f CPU samples", vj_num(bpf, "samples"));
-	if (c->memory)
+	if (c->sel.memory)
 		row_printf(c, &r, ", %.0f allocation samples", vj_num(doc, "alloc_samples"));
 	row_emit(c, &r);
-	if (c->memory) {
+	if (c->sel.memory) {
 		row_printf(c, &r, "memory: max footprint %.1f MB, growth rate %.1f%%",
 			   vj_num(doc, "max_footprint_mb"), vj_num(doc, "growth_rate"));
 		fname = vj_str(doc, "max_footprint_fname");
@@ -739,7 +692,7 @@ static void print_header(struct ctx *c, struct json_object *doc)
 		}
 		row_emit(c, &r);
 	}
-	if (c->gpu) {
+	if (c->sel.gpu) {
 		const char *dev = vj_str(doc, "gpu_device");
 
 		row_text(c, &r, "gpu: ", MAX_WIDTH);
@@ -748,35 +701,15 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	}
 }
 
-/* The counters of scalene_bpf that mean data was lost or is incomplete. */
-static const struct {
-	const char *object, *key, *what;
-} losses[] = {
-	{ "bpf", "lost_ringbuf_full", "CPU samples lost: ring buffer full" },
-	{ "bpf", "memory_lost_ringbuf_full", "memory records lost: ring buffer full" },
-	{ "bpf", "process_events_lost", "fork/exec/exit events lost" },
-	{ "bpf", "process_table_full", "processes not followed: process table full" },
-	{ "bpf", "walk_read_failed", "stack walks that could not read memory" },
-	{ "bpf", "walk_truncated", "stacks cut at the walker's depth limit" },
-	{ "bpf", "frames_unreadable", "frames whose code object could not be read" },
-	{ "bpf", "bad_records", "malformed records" },
-	{ "bpf", "stacks_dropped", "stacks not kept: stack table full" },
-	{ "bpf", "truncated_stacks", "stacks kept truncated" },
-	{ "memory", "sampler_not_loaded", "processes without the allocation sampler" },
-	{ "memory", "table_overflows", "allocation sampler table overflows" },
-	{ "memory", "untracked_blocks", "allocated blocks not tracked" },
-};
-
 static void print_footer(struct ctx *c, struct json_object *doc)
 {
-	struct json_object *facts = vj_object(doc, "scalene_bpf");
 	bool title = false;
 	struct row r;
 	size_t i;
 
 	row_reset(&r);
-	for (i = 0; facts && i < sizeof(losses) / sizeof(losses[0]); i++) {
-		double v = vj_num(vj_object(facts, losses[i].object), losses[i].key);
+	for (i = 0; i < vj_nlosses; i++) {
+		double v = vj_loss_value(doc, &vj_losses[i]);
 
 		if (v <= 0)
 			continue;
@@ -788,8 +721,8 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 			row_emit(c, &r);
 			title = true;
 		}
-		row_printf(c, &r, "  %s.%s = %.0f: %s", losses[i].object, losses[i].key, v,
-			   losses[i].what);
+		row_printf(c, &r, "  %s.%s = %.0f: %s", vj_losses[i].group, vj_losses[i].key, v,
+			   vj_losses[i].label);
 		row_emit(c, &r);
 	}
 }
@@ -819,14 +752,6 @@ static bool locale_is_utf8(void)
 	return cs && (strcasestr(cs, "utf-8") || strcasestr(cs, "utf8"));
 }
 
-static bool doc_flag(struct json_object *doc, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(doc, key, &v) &&
-	       json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
-
 static void ctx_init(struct ctx *c, struct json_object *doc, FILE *f, const struct view_opts *vo)
 {
 	memset(c, 0, sizeof(*c));
@@ -834,10 +759,7 @@ static void ctx_init(struct ctx *c, struct json_object *doc, FILE *f, const stru
 	c->width = vo->width <= 0 ? DEFAULT_WIDTH : vo->width > MAX_WIDTH ? MAX_WIDTH : vo->width;
 	c->color = vo->color;
 	c->utf8 = locale_is_utf8();
-	c->threshold = vo->threshold;
-	c->all_lines = vo->all_lines;
-	c->memory = doc_flag(doc, "memory");
-	c->gpu = doc_flag(doc, "gpu");
+	vj_select_init(&c->sel, doc, vo->threshold, vo->all_lines);
 	c->elapsed_ns = vj_num(doc, "elapsed_time_sec") * 1e9;
 	c->footprint_mb = vj_num(doc, "max_footprint_mb");
 }
@@ -850,10 +772,8 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct vie
 	struct ctx *c;
 	struct row r;
 
-	if (!json_object_is_type(doc, json_type_object) || !files) {
-		fprintf(err, "scalene-bpf: not a profile: no \"files\" object\n");
+	if (vj_check_profile(doc, err))
 		return -EINVAL;
-	}
 	n = json_object_object_length(files);
 	v = calloc(n ? n : 1, sizeof(*v));
 	c = malloc(sizeof(*c));
@@ -865,14 +785,6 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct vie
 	}
 	i = 0;
 	json_object_object_foreach (files, name, fd) {
-		if (!file_valid(fd)) {
-			fprintf(err, "scalene-bpf: not a profile: file entry ");
-			vj_put_safe(err, name, 200);
-			fprintf(err, " is malformed\n");
-			free(v);
-			free(c);
-			return -EINVAL;
-		}
 		v[i].name = name;
 		v[i].fd = fd;
 		v[i].pct = vj_num(fd, "percent_cpu_time");
@@ -891,7 +803,7 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct vie
 		row_emit(c, &r);
 		row_printf(c, &r,
 			   "%zu more file%s under %.1f%% of the time (--all-lines shows them)",
-			   hidden, hidden == 1 ? "" : "s", c->threshold);
+			   hidden, hidden == 1 ? "" : "s", c->sel.threshold);
 		row_emit(c, &r);
 	}
 	print_footer(c, doc);

@@ -45,33 +45,11 @@
 /* The page's parts (user/html/assets.S). */
 extern const char html_page[], html_css[], html_js[];
 
-/* The BPF and memory counters that mean lost or incomplete data, with what
- * they mean for the reader. */
-static const struct {
-	const char *group, *key, *text;
-} quality_counters[] = {
-	{ "bpf", "lost_ringbuf_full", "CPU samples lost: the ring buffer was full" },
-	{ "bpf", "memory_lost_ringbuf_full", "memory records lost: the ring buffer was full" },
-	{ "bpf", "frames_unreadable", "stack frames that could not be read" },
-	{ "bpf", "walk_read_failed", "stack walks cut short by a failed read" },
-	{ "bpf", "walk_truncated", "stacks deeper than the walker follows" },
-	{ "bpf", "truncated_stacks", "stacks cut at the depth limit" },
-	{ "bpf", "stacks_dropped", "stacks left out of the stack tables (full)" },
-	{ "bpf", "bad_records", "malformed records" },
-	{ "bpf", "process_table_full", "processes not followed: the process table was full" },
-	{ "bpf", "process_events_lost", "process start/exit events lost" },
-	{ "bpf", "thread_state_unavailable", "samples of threads without their state yet" },
-	{ "memory", "records_lost", "memory records lost" },
-	{ "memory", "table_overflows", "allocations not tracked: the sampler's table was full" },
-};
-
 struct model {
 	struct json_object *root;
 	struct json_object *frames;	 /* [[kind, name, file, line], ...] */
 	struct json_object *frame_index; /* key -> index into frames */
-	int memory, gpu;
-	double threshold; /* lines under this percent of the time are left out */
-	bool all_lines;	  /* every sampled line instead */
+	struct vj_select sel;		 /* the lines shown, and whether memory and GPU are */
 };
 
 /* Numbers with six significant digits: the page shows at most three. */
@@ -89,41 +67,18 @@ static struct json_object *integer(double d)
 }
 
 /* A copy of s (len bytes) that is valid UTF-8 with no control character:
- * invalid bytes, C0 (but tab), DEL and C1 become U+FFFD.  At most max bytes
- * of s, cut at a character; a trailing line break is dropped. */
+ * invalid bytes, C0 (but tab), DEL and C1 become U+FFFD (so do the bytes of
+ * a character cut at max).  At most max bytes of s; a trailing line break
+ * is dropped. */
 static char *clean_text(const char *s, size_t len, size_t max)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	char *out, *o;
-	size_t i = 0, n;
 
 	if (len > max)
 		len = max;
 	while (len && (u[len - 1] == '\n' || u[len - 1] == '\r'))
 		len--;
-	out = malloc(len * 3 + 1);
-	if (!out)
-		return NULL;
-	o = out;
-	while (i < len) {
-		n = utf8_seq_len(u + i, len - i);
-		if (n == 1 && (u[i] >= 0x20 || u[i] == '\t') && u[i] != 0x7f) {
-			*o++ = (char)u[i++];
-			continue;
-		}
-		/* U+0080..U+009F: C1 controls. */
-		if (n == 0 || n == 1 || (n == 2 && u[i] == 0xc2 && u[i + 1] <= 0x9f)) {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i += n ? n : 1;
-			continue;
-		}
-		memcpy(o, u + i, n);
-		o += n;
-		i += n;
-	}
-	*o = '\0';
-	return out;
+	return utf8_clean(s, len, UTF8_CLEAN_CONTROLS | UTF8_CLEAN_KEEP_TAB);
 }
 
 /* A JSON string of the cleaned text; "" for NULL. */
@@ -166,20 +121,6 @@ static void add(struct json_object *o, const char *key, struct json_object *v)
 	json_object_object_add(o, key, v);
 }
 
-/* A JSON value as a number: 0 when it is none or not finite, bounded like
- * vj_num. */
-static double jnum(struct json_object *v)
-{
-	double d;
-
-	if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_double))
-		return 0;
-	d = json_object_get_double(v);
-	if (d != d || d > 1e15)
-		return d != d ? 0 : 1e15;
-	return d < -1e15 ? -1e15 : d;
-}
-
 static int is_num(struct json_object *v)
 {
 	return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
@@ -207,32 +148,17 @@ static struct json_object *time_series(struct json_object *a, size_t max)
 		if (!is_num(t) || !is_num(v))
 			continue;
 		pt = json_object_new_array();
-		json_object_array_add(pt, num(jnum(t) / 1e9));
-		json_object_array_add(pt, num(jnum(v)));
+		json_object_array_add(pt, num(vj_num_of(t) / 1e9));
+		json_object_array_add(pt, num(vj_num_of(v)));
 		json_object_array_add(out, pt);
 	}
 	return out;
 }
 
-static double line_time(struct json_object *l)
+/* A shown line's weight when a file has too many for the page. */
+static double line_weight(const struct model *m, struct json_object *l)
 {
-	return vj_num(l, "n_cpu_percent_python") + vj_num(l, "n_cpu_percent_c") +
-	       vj_num(l, "n_sys_percent");
-}
-
-/* Whether a line goes into the page, and its weight when there are too many. */
-static int is_hot(const struct model *m, struct json_object *l, double *score)
-{
-	double t = line_time(l), usage = 0, mem = 0, gpu = 0;
-
-	if (m->memory) {
-		usage = vj_num(l, "n_usage_fraction");
-		mem = vj_num(l, "n_malloc_mb") + vj_num(l, "n_copy_mb_s") + usage;
-	}
-	if (m->gpu)
-		gpu = vj_num(l, "n_gpu_percent") + vj_num(l, "n_gpu_peak_memory_mb");
-	*score = t + 100 * usage;
-	return (m->all_lines ? t > 0 : t >= m->threshold) || mem > 0 || gpu > 0;
+	return vj_line_time(l) + (m->sel.memory ? 100 * vj_num(l, "n_usage_fraction") : 0);
 }
 
 /* One line or function of the page; lineno as the profile gives it. */
@@ -254,7 +180,7 @@ static struct json_object *row_model(const struct model *m, struct json_object *
 	add(r, "sys", num(vj_num(l, "n_sys_percent")));
 	if (vj_num(l, "n_async_await_percent") > 0)
 		add(r, "await", num(vj_num(l, "n_async_await_percent")));
-	if (m->memory) {
+	if (m->sel.memory) {
 		add(r, "avg", num(vj_num(l, "n_avg_mb")));
 		add(r, "peak", num(vj_num(l, "n_peak_mb")));
 		add(r, "malloc", num(vj_num(l, "n_malloc_mb")));
@@ -267,7 +193,7 @@ static struct json_object *row_model(const struct model *m, struct json_object *
 		if (leak)
 			add(r, "leak", num(vj_num(leak, "velocity_mb_s")));
 	}
-	if (m->gpu) {
+	if (m->sel.gpu) {
 		add(r, "gpu", num(vj_num(l, "n_gpu_percent")));
 		add(r, "gavg", num(vj_num(l, "n_gpu_avg_memory_mb")));
 		add(r, "gpeak", num(vj_num(l, "n_gpu_peak_memory_mb")));
@@ -313,8 +239,10 @@ static struct json_object *lines_model(const struct model *m, struct json_object
 	for (i = 0; i < n; i++) {
 		struct json_object *l = json_object_array_get_idx(lines, i);
 
-		if (json_object_is_type(l, json_type_object) && is_hot(m, l, &p[k].w))
+		if (vj_row_shown(&m->sel, l)) {
+			p[k].w = line_weight(m, l);
 			p[k++].idx = i;
+		}
 	}
 	if (k > MAX_LINES_PER_FILE) {
 		qsort(p, k, sizeof(*p), by_weight);
@@ -350,10 +278,10 @@ static struct json_object *file_model(const struct model *m, const char *name,
 	out = json_object_new_array();
 	funcs = vj_array(fd, "functions");
 	n = funcs ? json_object_array_length(funcs) : 0;
-	for (i = 0; i < n && i < MAX_FUNCS_PER_FILE; i++) {
+	for (i = 0; i < n && json_object_array_length(out) < MAX_FUNCS_PER_FILE; i++) {
 		struct json_object *fn = json_object_array_get_idx(funcs, i);
 
-		if (json_object_is_type(fn, json_type_object))
+		if (vj_row_shown(&m->sel, fn))
 			json_object_array_add(out, row_model(m, fn, 0, vj_num(fn, "lineno"), NULL));
 	}
 	add(fo, "funcs", out);
@@ -371,6 +299,8 @@ static struct json_object *files_model(const struct model *m, struct json_object
 	if (!out || !names || !p)
 		goto cleanup;
 	json_object_object_foreach (files, name, fd) {
+		if (!vj_file_shown(&m->sel, fd))
+			continue;
 		names[k] = name;
 		p[k].idx = k;
 		p[k].w = vj_num(fd, "percent_cpu_time");
@@ -383,7 +313,9 @@ static struct json_object *files_model(const struct model *m, struct json_object
 		json_object_object_get_ex(files, names[p[i].idx], &fd);
 		json_object_array_add(out, file_model(m, names[p[i].idx], fd));
 	}
-	add(m->root, "files_omitted", json_object_new_int64((int64_t)(k - i)));
+	/* Those under the threshold with nothing shown, and those past
+	 * MAX_FILES. */
+	add(m->root, "files_omitted", json_object_new_int64((int64_t)(n - i)));
 cleanup:
 	free(names);
 	free(p);
@@ -434,33 +366,13 @@ cleanup:
 /* Scalene's `stacks` frame: "<filename> <qualname>:<line>;". */
 static int legacy_frame(struct model *m, const char *s)
 {
-	char *c = strdup(s), *colon, *sp;
-	const char *file = "", *name;
-	size_t len, digits;
-	int line = 0;
+	struct vj_legacy_frame f;
 	int idx;
 
-	if (!c)
+	if (vj_legacy_frame_parse(s, &f))
 		return -1;
-	len = strlen(c);
-	while (len && c[len - 1] == ';')
-		c[--len] = '\0';
-	/* The line: up to nine digits after the last colon, else none. */
-	colon = strrchr(c, ':');
-	digits = colon ? strlen(colon + 1) : 0;
-	if (digits && digits <= 9 && strspn(colon + 1, "0123456789") == digits) {
-		line = atoi(colon + 1);
-		*colon = '\0';
-	}
-	name = c;
-	sp = strrchr(c, ' ');
-	if (sp) {
-		*sp = '\0';
-		file = c;
-		name = sp + 1;
-	}
-	idx = intern_frame(m, "py", name, file, line);
-	free(c);
+	idx = intern_frame(m, "py", f.func, f.file, f.line);
+	vj_legacy_frame_free(&f);
 	return idx;
 }
 
@@ -511,7 +423,7 @@ static struct json_object *stack_set(struct model *m, struct json_object *a, int
 		    !json_object_is_type(json_object_array_get_idx(e, 0), json_type_array))
 			continue;
 		w = json_object_array_get_idx(e, 1);
-		p[k].w = legacy ? vj_num(w, "count") : jnum(w);
+		p[k].w = legacy ? vj_num(w, "count") : vj_num_of(w);
 		if (!(p[k].w > 0))
 			continue;
 		total += p[k].w;
@@ -585,34 +497,27 @@ static struct json_object *timeline_model(struct model *m, struct json_object *e
 	return out;
 }
 
-/* Our loss counters that are not zero: [[name, value, meaning], ...]. */
-static struct json_object *quality_model(struct json_object *facts)
+/* The loss counters that are not zero: [["group.key", value, meaning], ...]. */
+static struct json_object *quality_model(struct json_object *doc)
 {
 	struct json_object *out = json_object_new_array();
+	char name[64];
 	size_t i;
 
-	for (i = 0; out && facts && i < sizeof(quality_counters) / sizeof(quality_counters[0]);
-	     i++) {
-		struct json_object *g = vj_object(facts, quality_counters[i].group), *q;
-		double v = g ? vj_num(g, quality_counters[i].key) : 0;
+	for (i = 0; out && i < vj_nlosses; i++) {
+		double v = vj_loss_value(doc, &vj_losses[i]);
+		struct json_object *q;
 
 		if (!(v > 0))
 			continue;
+		snprintf(name, sizeof(name), "%s.%s", vj_losses[i].group, vj_losses[i].key);
 		q = json_object_new_array();
-		json_object_array_add(q, json_object_new_string(quality_counters[i].key));
+		json_object_array_add(q, json_object_new_string(name));
 		json_object_array_add(q, integer(v));
-		json_object_array_add(q, json_object_new_string(quality_counters[i].text));
+		json_object_array_add(q, json_object_new_string(vj_losses[i].label));
 		json_object_array_add(out, q);
 	}
 	return out;
-}
-
-static int flag(struct json_object *doc, const char *key)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(doc, key, &v) &&
-	       json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
 }
 
 static void header_model(struct model *m, struct json_object *doc, const char *name)
@@ -623,11 +528,11 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "program", text(vj_str(doc, "program"), MAX_NAME_BYTES * 4));
 	add(r, "producer", json_object_new_string(facts ? "scalene-bpf" : "Scalene"));
 	add(r, "elapsed", num(vj_num(doc, "elapsed_time_sec")));
-	add(r, "memory", json_object_new_boolean(m->memory));
-	add(r, "gpu", json_object_new_boolean(m->gpu));
+	add(r, "memory", json_object_new_boolean(m->sel.memory));
+	add(r, "gpu", json_object_new_boolean(m->sel.gpu));
 	add(r, "gpu_device", text(vj_str(doc, "gpu_device"), 40));
-	add(r, "async", json_object_new_boolean(flag(doc, "async_profile")));
-	add(r, "threshold", num(m->all_lines ? 0 : m->threshold));
+	add(r, "async", json_object_new_boolean(vj_flag(doc, "async_profile")));
+	add(r, "threshold", num(m->sel.all_lines ? 0 : m->sel.threshold));
 	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
 	add(r, "growth_rate", num(vj_num(doc, "growth_rate")));
 	add(r, "alloc_samples", integer(vj_num(doc, "alloc_samples")));
@@ -637,7 +542,7 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 		if (vj_num(vj_object(facts, "bpf"), "samples") > 0)
 			add(r, "samples", integer(vj_num(vj_object(facts, "bpf"), "samples")));
 		add(r, "sampled_s", num(vj_num(facts, "total_sampled_s")));
-		add(r, "quality", quality_model(facts));
+		add(r, "quality", quality_model(doc));
 	}
 }
 
@@ -734,34 +639,22 @@ static int make_nonce(char *buf, size_t n)
 int view_write_html(struct json_object *doc, const char *name, const struct view_opts *vo, FILE *f,
 		    FILE *err)
 {
-	struct model m = { .threshold = vo ? vo->threshold : HOT_PERCENT,
-			   .all_lines = vo && vo->all_lines };
+	struct model m = { 0 };
 	struct json_object *files;
 	const char *model;
 	char nonce[40];
 	int ret = 0;
 
-	files = json_object_is_type(doc, json_type_object) ? vj_object(doc, "files") : NULL;
-	if (!files) {
-		fprintf(err, "scalene-bpf: not a profile: no \"files\" object\n");
+	if (vj_check_profile(doc, err))
 		return -EINVAL;
-	}
-	json_object_object_foreach (files, fname, fd) {
-		if (!json_object_is_type(fd, json_type_object)) {
-			fprintf(err, "scalene-bpf: not a profile: file entry ");
-			vj_put_safe(err, fname, 200);
-			fprintf(err, " is malformed\n");
-			return -EINVAL;
-		}
-	}
+	files = vj_object(doc, "files");
 	ret = make_nonce(nonce, sizeof(nonce));
 	if (ret) {
 		fprintf(err, "scalene-bpf: failed to get random bytes for the page: %s\n",
 			strerror(-ret));
 		return ret;
 	}
-	m.memory = flag(doc, "memory");
-	m.gpu = flag(doc, "gpu");
+	vj_select_init(&m.sel, doc, vo ? vo->threshold : HOT_PERCENT, vo && vo->all_lines);
 	m.root = json_object_new_object();
 	m.frames = json_object_new_array();
 	m.frame_index = json_object_new_object();

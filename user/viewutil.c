@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -11,19 +13,33 @@
 
 #define NUM_LIMIT 1e15
 
-double vj_num(struct json_object *o, const char *key)
+double vj_num_of(struct json_object *v)
 {
-	struct json_object *v;
 	double d;
 
-	if (!json_object_object_get_ex(o, key, &v))
-		return 0;
 	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
 		return 0;
 	d = json_object_get_double(v);
 	if (!isfinite(d))
 		return 0;
 	return d > NUM_LIMIT ? NUM_LIMIT : d < -NUM_LIMIT ? -NUM_LIMIT : d;
+}
+
+double vj_num(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	return vj_num_of(v);
+}
+
+bool vj_flag(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+	       json_object_get_boolean(v);
 }
 
 const char *vj_str(struct json_object *o, const char *key)
@@ -94,26 +110,7 @@ void vj_unescape_line(const char *s, char *out, size_t n)
 
 double vj_num_at(struct json_object *a, size_t i)
 {
-	struct json_object *v = json_object_array_get_idx(a, i);
-	double d;
-
-	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-		return 0;
-	d = json_object_get_double(v);
-	if (!isfinite(d))
-		return 0;
-	return d > NUM_LIMIT ? NUM_LIMIT : d < -NUM_LIMIT ? -NUM_LIMIT : d;
-}
-
-static uint32_t decode(const unsigned char *p, size_t n)
-{
-	static const unsigned char mask[] = { 0, 0x7f, 0x1f, 0x0f, 0x07 };
-	uint32_t cp = p[0] & mask[n];
-	size_t i;
-
-	for (i = 1; i < n; i++)
-		cp = cp << 6 | (p[i] & 0x3f);
-	return cp;
+	return vj_num_of(json_object_array_get_idx(a, i));
 }
 
 /* Ranges a terminal draws two columns wide: East Asian wide and full-width
@@ -144,19 +141,151 @@ static bool wide(uint32_t cp)
 
 int vj_char_cols(const char *s, size_t left, size_t *len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = utf8_seq_len(p, left);
 	uint32_t cp;
+	size_t n = utf8_decode((const unsigned char *)s, left, &cp);
 
 	*len = n ? n : 1;
-	if (!n || *p < 0x20 || *p == 0x7f)
-		return -1;
-	if (n == 1)
-		return 1;
-	cp = decode(p, n);
-	/* C1; LRM, RLM; line and paragraph separators; LRE..RLO; LRI..PDI. */
-	if (cp <= 0x9f || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069))
+	/* Controls; LRM, RLM; line and paragraph separators; LRE..RLO;
+	 * LRI..PDI. */
+	if (!n || utf8_is_control(cp) || cp == 0x200e || cp == 0x200f ||
+	    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
 		return -1;
 	return wide(cp) ? 2 : 1;
+}
+
+int vj_check_profile(struct json_object *doc, FILE *err)
+{
+	struct json_object *files =
+		json_object_is_type(doc, json_type_object) ? vj_object(doc, "files") : NULL;
+
+	if (!files) {
+		fprintf(err, "scalene-bpf: not a profile: no \"files\" object\n");
+		return -EINVAL;
+	}
+	json_object_object_foreach (files, name, fd) {
+		struct json_object *lines = vj_array(fd, "lines");
+		size_t i, n = lines ? json_object_array_length(lines) : 0;
+		bool ok = json_object_is_type(fd, json_type_object) && lines;
+
+		for (i = 0; ok && i < n; i++)
+			ok = json_object_is_type(json_object_array_get_idx(lines, i),
+						 json_type_object);
+		if (!ok) {
+			fprintf(err, "scalene-bpf: not a profile: file entry ");
+			vj_put_safe(err, name, 200);
+			fprintf(err, " is malformed\n");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void vj_select_init(struct vj_select *sel, struct json_object *doc, double threshold,
+		    bool all_lines)
+{
+	sel->threshold = threshold;
+	sel->all_lines = all_lines;
+	sel->memory = vj_flag(doc, "memory");
+	sel->gpu = vj_flag(doc, "gpu");
+}
+
+double vj_line_time(struct json_object *row)
+{
+	return vj_num(row, "n_cpu_percent_python") + vj_num(row, "n_cpu_percent_c") +
+	       vj_num(row, "n_sys_percent");
+}
+
+bool vj_row_shown(const struct vj_select *sel, struct json_object *row)
+{
+	double t = vj_line_time(row);
+
+	if (!json_object_is_type(row, json_type_object))
+		return false;
+	if (sel->memory && (vj_num(row, "n_malloc_mb") > 0 || vj_num(row, "n_copy_mb_s") > 0 ||
+			    vj_num(row, "n_usage_fraction") > 0))
+		return true;
+	if (sel->gpu &&
+	    (vj_num(row, "n_gpu_percent") > 0 || vj_num(row, "n_gpu_peak_memory_mb") > 0))
+		return true;
+	if (sel->all_lines)
+		return t > 0 || (sel->memory &&
+				 (vj_num(row, "n_peak_mb") > 0 || vj_num(row, "n_avg_mb") > 0));
+	return t > 0 && t >= sel->threshold;
+}
+
+static bool any_shown(const struct vj_select *sel, struct json_object *rows)
+{
+	size_t i, n = rows ? json_object_array_length(rows) : 0;
+
+	for (i = 0; i < n; i++) {
+		if (vj_row_shown(sel, json_object_array_get_idx(rows, i)))
+			return true;
+	}
+	return false;
+}
+
+bool vj_file_shown(const struct vj_select *sel, struct json_object *fd)
+{
+	return sel->all_lines || vj_num(fd, "percent_cpu_time") >= sel->threshold ||
+	       any_shown(sel, vj_array(fd, "lines")) || any_shown(sel, vj_array(fd, "functions"));
+}
+
+const struct vj_loss vj_losses[] = {
+	{ "bpf", "lost_ringbuf_full", "CPU samples lost: ring buffer full" },
+	{ "bpf", "memory_lost_ringbuf_full", "memory records lost: ring buffer full" },
+	{ "bpf", "process_events_lost", "fork/exec/exit events lost" },
+	{ "bpf", "process_table_full", "processes not followed: process table full" },
+	{ "bpf", "thread_state_unavailable",
+	  "threads without per-thread state: blocked time not counted" },
+	{ "bpf", "walk_read_failed", "stack walks that could not read memory" },
+	{ "bpf", "walk_truncated", "stacks cut at the walker's depth limit" },
+	{ "bpf", "frames_unreadable", "frames whose code object could not be read" },
+	{ "bpf", "bad_records", "malformed records" },
+	{ "bpf", "stacks_dropped", "stacks not kept: stack table full" },
+	{ "bpf", "truncated_stacks", "stacks kept truncated" },
+	{ "memory", "records_lost", "memory records lost (as bpf.memory_lost_ringbuf_full)" },
+	{ "memory", "sampler_not_loaded", "processes without the allocation sampler" },
+	{ "memory", "table_overflows", "allocations not tracked: sampler table full" },
+	{ "memory", "untracked_blocks", "allocated blocks not tracked" },
+};
+
+const size_t vj_nlosses = sizeof(vj_losses) / sizeof(vj_losses[0]);
+
+double vj_loss_value(struct json_object *doc, const struct vj_loss *loss)
+{
+	return vj_num(vj_object(vj_object(doc, "scalene_bpf"), loss->group), loss->key);
+}
+
+int vj_legacy_frame_parse(const char *s, struct vj_legacy_frame *f)
+{
+	size_t len = strlen(s), digits;
+	char *colon, *sp;
+
+	memset(f, 0, sizeof(*f));
+	f->buf = strdup(s);
+	if (!f->buf)
+		return -ENOMEM;
+	if (len && f->buf[len - 1] == ';')
+		f->buf[--len] = '\0';
+	colon = strrchr(f->buf, ':');
+	digits = colon ? strlen(colon + 1) : 0;
+	if (digits && digits <= 9 && strspn(colon + 1, "0123456789") == digits) {
+		f->line = atoi(colon + 1);
+		*colon = '\0';
+	}
+	sp = strrchr(f->buf, ' ');
+	f->file = "";
+	f->func = f->buf;
+	if (sp) {
+		*sp = '\0';
+		f->file = f->buf;
+		f->func = sp + 1;
+	}
+	return 0;
+}
+
+void vj_legacy_frame_free(struct vj_legacy_frame *f)
+{
+	free(f->buf);
+	f->buf = NULL;
 }

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Typed access to an untrusted profile document, shared by the terminal
- * view, the HTML page and the exports: a field of the wrong type reads as
- * absent, numbers are finite and bounded.
+ * The one reading of a profile document (ours or Scalene's) that the
+ * terminal view, the HTML page and the exports share: typed access to the
+ * untrusted document (a field of the wrong type reads as absent, numbers are
+ * finite and bounded), the check that it is a profile at all, which lines,
+ * functions and files are shown, the counters that mean lost data, and
+ * Scalene's frame strings.  What one view shows, the others show too.
  */
 #ifndef VIEWUTIL_H
 #define VIEWUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -15,6 +19,10 @@ struct json_object;
 /* A number field, 0 when absent, not a number or not finite; clamped to
  * +-1e15 so that casts and printing stay defined for any input. */
 double vj_num(struct json_object *o, const char *key);
+/* A value as a number, with vj_num's rules. */
+double vj_num_of(struct json_object *v);
+/* A boolean field that is true; false for anything else. */
+bool vj_flag(struct json_object *o, const char *key);
 /* A string field or NULL. */
 const char *vj_str(struct json_object *o, const char *key);
 /* An array / object field or NULL. */
@@ -39,5 +47,65 @@ double vj_num_at(struct json_object *a, size_t i);
  * invisible characters that reorder or break text (bidi controls, line and
  * paragraph separators). */
 int vj_char_cols(const char *s, size_t left, size_t *len);
+
+/* Checks the shape every view relies on: an object whose "files" is an
+ * object of file entries, each an object whose "lines" is an array of
+ * objects (everything else in them is optional).  0, or -EINVAL with the
+ * reason as one line to err. */
+int vj_check_profile(struct json_object *doc, FILE *err);
+
+/* ---- which rows are shown ---- */
+
+struct vj_select {
+	double threshold; /* percent of the time */
+	bool all_lines;	  /* every line with something sampled */
+	bool memory;	  /* the profile has memory data ("memory": true) */
+	bool gpu;	  /* and GPU data ("gpu": true) */
+};
+
+void vj_select_init(struct vj_select *sel, struct json_object *doc, double threshold,
+		    bool all_lines);
+/* A line's (or function's) time: Python + native + system percent. */
+double vj_line_time(struct json_object *row);
+/* Whether a line or function is shown: it allocated, copied or used the GPU
+ * (in a profile with that data), or its time is above zero and reaches the
+ * threshold; with all_lines, any time above zero or any memory footprint
+ * does.  A row with nothing sampled is never shown. */
+bool vj_row_shown(const struct vj_select *sel, struct json_object *row);
+/* Whether a file entry is shown: with all_lines, or when its share of the
+ * time reaches the threshold, or when one of its lines or functions is. */
+bool vj_file_shown(const struct vj_select *sel, struct json_object *fd);
+
+/* ---- lost data ---- */
+
+/* A counter of scalene_bpf.<group> whose value above zero means data was
+ * lost or is incomplete, with what it means for the reader. */
+struct vj_loss {
+	const char *group, *key, *label;
+};
+
+extern const struct vj_loss vj_losses[];
+extern const size_t vj_nlosses;
+
+/* The counter's value in the profile: 0 when absent (Scalene's profiles have
+ * none of them). */
+double vj_loss_value(struct json_object *doc, const struct vj_loss *loss);
+
+/* ---- Scalene's frame strings ---- */
+
+/* A frame of `stacks` as Scalene writes it, "<file> <function>:<line>;":
+ * the file up to the last space, the function after it, the line (up to
+ * nine digits) after the last colon when there is one, and the one ';' that
+ * ends every frame dropped.  Without a space the whole is the function;
+ * without a line, line is 0. */
+struct vj_legacy_frame {
+	const char *file, *func; /* into buf */
+	int line;
+	char *buf;
+};
+
+/* 0 or -ENOMEM; vj_legacy_frame_free releases f->buf. */
+int vj_legacy_frame_parse(const char *s, struct vj_legacy_frame *f);
+void vj_legacy_frame_free(struct vj_legacy_frame *f);
 
 #endif /* VIEWUTIL_H */

@@ -369,27 +369,50 @@ def check_hottest_line(profile, probe):
     return name, row
 
 
+def row_shown(profile, row):
+    """The views' rule (user/viewutil.c vj_row_shown) at the default
+    threshold: time reaching it, or memory activity."""
+    hot = total(row) > 0 and total(row) >= HOT_PERCENT
+    active = profile.get("memory") is True and (
+        row.get("n_malloc_mb", 0) > 0 or
+        row.get("n_usage_fraction", 0) > 0 or
+        row.get("n_copy_mb_s", 0) > 0)
+    return hot or active
+
+
+def file_shown(profile, fd):
+    """The views' rule for a file (vj_file_shown): its share of the time
+    reaches the threshold, or one of its rows is shown."""
+    return (fd.get("percent_cpu_time", 0) >= HOT_PERCENT or
+            any(row_shown(profile, r)
+                for r in fd["lines"] + fd.get("functions", [])))
+
+
 def check_lines_shown(profile, probe):
     """Every line at or above the threshold is in its table, and none
-    under it without memory activity."""
+    under it without memory activity; a file with none of either and
+    under the threshold is left out."""
     for name, fd in profile["files"].items():
+        if not file_shown(profile, fd):
+            assert name not in [f["name"] for f in probe["files"]], name
+            continue
         shown = {r["n"] for r in file_block(probe, name)["lines"]}
         for row in fd["lines"]:
-            hot = total(row) >= HOT_PERCENT
-            active = profile.get("memory") is True and (
-                row.get("n_malloc_mb", 0) > 0 or
-                row.get("n_usage_fraction", 0) > 0 or
-                row.get("n_copy_mb_s", 0) > 0)
-            assert (str(row["lineno"]) in shown) == (hot or active), (
-                f"{name}:{row['lineno']} ({total(row):.2f}%, memory "
-                f"{active}) shown: {str(row['lineno']) in shown}")
+            want = row_shown(profile, row)
+            assert (str(row["lineno"]) in shown) == want, (
+                f"{name}:{row['lineno']} ({total(row):.2f}%) shown: "
+                f"{str(row['lineno']) in shown}")
 
 
 def check_functions(profile, probe):
+    """The functions shown are those the same rule keeps, in their order."""
     for name, fd in profile["files"].items():
+        if not file_shown(profile, fd):
+            continue
         funcs = file_block(probe, name)["funcs"]
-        assert len(funcs) == len(fd["functions"])
-        for fn, r in zip(fd["functions"], funcs):
+        kept = [fn for fn in fd["functions"] if row_shown(profile, fn)]
+        assert len(funcs) == len(kept)
+        for fn, r in zip(kept, funcs):
             assert r["cells"]["name"] == fn["line"]
             assert abs(shown_number(r["cells"]["time"]) - total(fn)) <= 0.051
 

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "creds.h"
+#include "safefile.h"
+
+static void dir_of(const char *path, char *dir, size_t n)
+{
+	char tmp[PATH_MAX];
+
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	snprintf(dir, n, "%s", dirname(tmp));
+}
+
+static int make_temp(const char *path, char *tmp, size_t n)
+{
+	char dir[PATH_MAX];
+	int fd;
+
+	dir_of(path, dir, sizeof(dir));
+	if ((size_t)snprintf(tmp, n, "%s/.scalene-bpf-XXXXXX", dir) >= n)
+		return -ENAMETOOLONG;
+	/* mkstemp: O_CREAT|O_EXCL, never follows a planted name. */
+	fd = mkstemp(tmp);
+	return fd < 0 ? -errno : fd;
+}
+
+int outfile_check(const char *path, const struct user_creds *c)
+{
+	struct fs_creds saved;
+	char tmp[PATH_MAX];
+	struct stat st;
+	int fd, err = 0;
+
+	creds_fs_user(c, &saved);
+	if (!stat(path, &st) && S_ISDIR(st.st_mode)) {
+		err = -EISDIR;
+		goto out;
+	}
+	fd = make_temp(path, tmp, sizeof(tmp));
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	close(fd);
+	unlink(tmp);
+out:
+	creds_fs_self(&saved);
+	return err;
+}
+
+int outfile_write(const char *path, const char *data, size_t len, const struct user_creds *c)
+{
+	struct fs_creds saved;
+	char tmp[PATH_MAX];
+	size_t off = 0;
+	ssize_t n;
+	int fd, err = 0;
+
+	creds_fs_user(c, &saved);
+	fd = make_temp(path, tmp, sizeof(tmp));
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	while (off < len) {
+		n = write(fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		off += n;
+	}
+	if (!err && fchmod(fd, 0644))
+		err = -errno;
+	if (!err && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	/* rename replaces a symlink at path, never writes through it. */
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+out:
+	creds_fs_self(&saved);
+	return err;
+}
