@@ -26,6 +26,20 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 
+/* Open-coded iterators (Linux 6.4+): the walker's loop is verified until
+ * its states converge instead of once per iteration, which took ~0.13 s of
+ * verifier time per program that walks. */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+#define PYWALK_ITER struct bpf_iter_num
+#define PYWALK_LOOP_BEGIN(it, start, end) bpf_iter_num_new(&(it), (start), (end))
+#define PYWALK_LOOP_NEXT(it, i)                       \
+	({                                            \
+		int *___t = bpf_iter_num_next(&(it)); \
+		___t ? ((i) = *___t, 1) : 0;          \
+	})
+#define PYWALK_LOOP_END(it) bpf_iter_num_destroy(&(it))
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
 #include "pywalk.h"
 #include "sampler.h"

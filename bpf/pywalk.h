@@ -22,6 +22,18 @@
 
 #define PYOFF_UNSET 0xffff
 
+/* The walk's loop: BPF uses the kernel's numeric iterator (the includer
+ * defines these); host C a plain counter over [from, to). */
+#ifndef PYWALK_ITER
+#define PYWALK_ITER             \
+	struct {                \
+		int next, stop; \
+	}
+#define PYWALK_LOOP_BEGIN(it, from, to) ((it).next = (from), (it).stop = (to))
+#define PYWALK_LOOP_NEXT(it, i) ((it).next < (it).stop ? ((i) = (it).next++, 1) : 0)
+#define PYWALK_LOOP_END(it) ((void)0)
+#endif
+
 /* x86_64 user space ends below this; anything else is garbage. */
 #define USER_ADDR_MAX 0x0000800000000000ULL
 
@@ -127,7 +139,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	__u32 co_len = co_nm + 8;
 	int has_owner = f_owner != PYOFF_UNSET;
 	int status = WALK_OK;
-	__u32 i, n = 0;
+	__u32 i = 0, n = 0;
+	PYWALK_ITER it;
 
 	/* verifier: offsets come from a map; bound them to the buffer. */
 	if (!has_owner)
@@ -146,7 +159,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	    (co_fn | co_nm) & 7 || co_fl & 3)
 		return WALK_NO_CONFIG;
 
-	for (i = 0; i < MAX_FRAMES; i++) {
+	PYWALK_LOOP_BEGIN(it, 0, MAX_FRAMES);
+	while (PYWALK_LOOP_NEXT(it, i)) {
 		__u64 code, prev;
 		__s32 off;
 		__u32 tag = 0, ident = 0;
@@ -196,7 +210,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		n = i + 1;
 		f = prev;
 	}
-	if (status == WALK_OK && i == MAX_FRAMES && f)
+	PYWALK_LOOP_END(it);
+	if (status == WALK_OK && n == MAX_FRAMES && f)
 		status = WALK_TRUNCATED;
 	*nframes = n;
 	return status;
