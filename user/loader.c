@@ -10,6 +10,7 @@
 #include <time.h>
 #include <limits.h>
 #include <math.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -68,6 +69,19 @@ static const char *privilege_hint(int err)
 {
 	if ((err == EPERM || err == EACCES) && geteuid() != 0)
 		return " (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)";
+	return "";
+}
+
+/* The walker's loop needs the kernel's numeric iterators (Linux 6.4). */
+static const char *kernel_hint(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return "";
+	if (major < 6 || (major == 6 && minor < 4))
+		return " (this kernel is older than Linux 6.4, which the frame walker needs)";
 	return "";
 }
 
@@ -314,8 +328,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
-		pr_warn("failed to load the BPF programs: %s%s\n", strerror(-err),
-			privilege_hint(-err));
+		pr_warn("failed to load the BPF programs: %s%s%s\n", strerror(-err),
+			privilege_hint(-err), kernel_hint());
 		goto fail;
 	}
 	err = profile_bpf__attach(l->skel);
