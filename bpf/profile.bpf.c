@@ -123,7 +123,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 {
 	struct pywalk_cache none = {};
 	struct pywalk_scratch walk;
-	__u32 n = 0;
+	__u32 n = 0, elided = 0;
 	int status;
 
 	if (!p->has_cfg) {
@@ -131,7 +131,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		stat_inc(STAT_NO_CONFIG);
 	} else {
 		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none,
-				       ev->frames, &n, &walk);
+				       ev->frames, &n, &elided, &walk);
 		if (status == WALK_READ_FAILED)
 			stat_inc(STAT_WALK_READ_FAILED);
 		else if (status == WALK_TRUNCATED)
@@ -141,6 +141,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 	}
 	ev->status = status;
 	ev->nframes = n;
+	ev->elided = elided;
 }
 
 /* A wait of a thread other than the main one in futex: a parked worker
@@ -189,7 +190,7 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	ev->mem_addr = 0;
 	ev->mem_size = 0;
 	ev->mem_flags = 0;
-	ev->pad = 0;
+	ev->elided = 0;
 	return ev;
 }
 
