@@ -8,8 +8,14 @@
 #define SCALENE_BPF_ABI_H
 
 /* Frames kept per sample, innermost first.  A power of two: the walker masks
- * the slot index with it.  Deeper stacks are truncated and flagged. */
+ * the slot index with it.  A deeper stack keeps its innermost INNER_FRAMES
+ * and its outermost OUTER_FRAMES (the frames between are counted as elided);
+ * one deeper than WALK_DEPTH_MAX also loses its outermost frames and is
+ * flagged truncated. */
 #define MAX_FRAMES 128
+#define INNER_FRAMES 64
+#define OUTER_FRAMES (MAX_FRAMES - INNER_FRAMES) /* a power of two too */
+#define WALK_DEPTH_MAX 1024
 
 /* Room for the bytes of a frame read in one go (py_walk_cfg.frame_read):
  * f_lasti of a 3.9/3.10 PyFrameObject is at +104, owner of a 3.11+
@@ -49,7 +55,7 @@ enum walk_status {
 	WALK_NO_TSTATE = 2,    /* this thread has no Python thread state (native thread) */
 	WALK_BAD_KEY = 3,      /* TSD key not initialised or beyond the direct block */
 	WALK_READ_FAILED = 4,  /* a user-memory read failed mid-walk (stack kept so far) */
-	WALK_TRUNCATED = 5,    /* more than MAX_FRAMES frames: innermost kept */
+	WALK_TRUNCATED = 5,    /* more than WALK_DEPTH_MAX frames: the outermost not seen */
 	WALK_TID_MISMATCH = 6, /* TSD slot held another thread's state */
 };
 
@@ -162,7 +168,7 @@ struct sample_event {
 	__u64 mem_addr;
 	__u64 mem_size;
 	__u32 mem_flags;
-	__u32 pad;
+	__u32 elided; /* frames left out between the innermost and outermost kept */
 	struct py_frame frames[MAX_FRAMES];
 };
 

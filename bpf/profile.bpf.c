@@ -26,6 +26,20 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 
+/* Open-coded iterators (Linux 6.4+): the walker's loop is verified until
+ * its states converge instead of once per iteration, which took ~0.13 s of
+ * verifier time per program that walks. */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+#define PYWALK_ITER struct bpf_iter_num
+#define PYWALK_LOOP_BEGIN(it, start, end) bpf_iter_num_new(&(it), (start), (end))
+#define PYWALK_LOOP_NEXT(it, i)                       \
+	({                                            \
+		int *___t = bpf_iter_num_next(&(it)); \
+		___t ? ((i) = *___t, 1) : 0;          \
+	})
+#define PYWALK_LOOP_END(it) bpf_iter_num_destroy(&(it))
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
 #include "pywalk.h"
 #include "sampler.h"
@@ -109,7 +123,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 {
 	struct pywalk_cache none = {};
 	struct pywalk_scratch walk;
-	__u32 n = 0;
+	__u32 n = 0, elided = 0;
 	int status;
 
 	if (!p->has_cfg) {
@@ -117,7 +131,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		stat_inc(STAT_NO_CONFIG);
 	} else {
 		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none,
-				       ev->frames, &n, &walk);
+				       ev->frames, &n, &elided, &walk);
 		if (status == WALK_READ_FAILED)
 			stat_inc(STAT_WALK_READ_FAILED);
 		else if (status == WALK_TRUNCATED)
@@ -127,6 +141,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 	}
 	ev->status = status;
 	ev->nframes = n;
+	ev->elided = elided;
 }
 
 /* A wait of a thread other than the main one in futex: a parked worker
@@ -175,7 +190,7 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	ev->mem_addr = 0;
 	ev->mem_size = 0;
 	ev->mem_flags = 0;
-	ev->pad = 0;
+	ev->elided = 0;
 	return ev;
 }
 

@@ -22,6 +22,18 @@
 
 #define PYOFF_UNSET 0xffff
 
+/* The walk's loop: BPF uses the kernel's numeric iterator (the includer
+ * defines these); host C a plain counter over [from, to). */
+#ifndef PYWALK_ITER
+#define PYWALK_ITER             \
+	struct {                \
+		int next, stop; \
+	}
+#define PYWALK_LOOP_BEGIN(it, from, to) ((it).next = (from), (it).stop = (to))
+#define PYWALK_LOOP_NEXT(it, i) ((it).next < (it).stop ? ((i) = (it).next++, 1) : 0)
+#define PYWALK_LOOP_END(it) ((void)0)
+#endif
+
 /* x86_64 user space ends below this; anything else is garbage. */
 #define USER_ADDR_MAX 0x0000800000000000ULL
 
@@ -106,99 +118,197 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
 	return WALK_OK;
 }
 
-/*
- * Walks at most MAX_FRAMES frames starting at `f`, innermost first, into
- * frames[]; returns the status and stores the count in *nframes.
- *
- * verifier: every frame goes to slot i (the loop counter) and shim frames are
- * only marked (code = 0).  Advancing the slot only for kept frames stops the
- * verifier from merging loop states, and the walk no longer verifies beyond
- * a few dozen frames.
- */
-static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
-					 struct py_frame *frames, __u32 *nframes,
-					 struct pywalk_scratch *s)
-{
-	__u32 f_code = c->f_code, f_prev = c->f_prev, f_instr = c->f_instr;
-	__u32 f_owner = c->f_owner, rd = c->frame_read;
-	/* The code object's span: base, then offsets inside it. */
-	__u32 co_base = c->co_firstlineno & ~7u, co_fl = c->co_firstlineno & 7u;
-	__u32 co_fn = c->co_filename - co_base, co_nm = c->co_name - co_base;
-	__u32 co_len = co_nm + 8;
-	int has_owner = f_owner != PYOFF_UNSET;
-	int status = WALK_OK;
-	__u32 i, n = 0;
+/* The frame and code-object offsets of one walk, checked against the
+ * buffers once. */
+struct pywalk_layout {
+	__u32 f_code, f_prev, f_instr, f_owner, rd;
+	__u32 co_base, co_fl, co_fn, co_nm, co_len;
+	int has_owner;
+};
 
+static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pywalk_layout *l)
+{
+	l->f_code = c->f_code;
+	l->f_prev = c->f_prev;
+	l->f_instr = c->f_instr;
+	l->f_owner = c->f_owner;
+	l->rd = c->frame_read;
+	/* The code object's span: base, then offsets inside it. */
+	l->co_base = c->co_firstlineno & ~7u;
+	l->co_fl = c->co_firstlineno & 7u;
+	l->co_fn = c->co_filename - l->co_base;
+	l->co_nm = c->co_name - l->co_base;
+	l->co_len = l->co_nm + 8;
+	l->has_owner = l->f_owner != PYOFF_UNSET;
 	/* verifier: offsets come from a map; bound them to the buffer. */
-	if (!has_owner)
-		f_owner = 0;
-	if (f_code > FRAME_BUF - 8 || f_prev > FRAME_BUF - 8 || f_instr > FRAME_BUF - 8 ||
-	    f_owner > FRAME_BUF - 1 || (f_code | f_prev | f_instr) & 7)
+	if (!l->has_owner)
+		l->f_owner = 0;
+	if (l->f_code > FRAME_BUF - 8 || l->f_prev > FRAME_BUF - 8 || l->f_instr > FRAME_BUF - 8 ||
+	    l->f_owner > FRAME_BUF - 1 || (l->f_code | l->f_prev | l->f_instr) & 7)
 		return WALK_NO_CONFIG;
-	if (rd == 0 || rd > FRAME_BUF)
-		rd = FRAME_BUF;
+	if (l->rd == 0 || l->rd > FRAME_BUF)
+		l->rd = FRAME_BUF;
 	/* Every field read must come from this frame's bytes, not from what an
 	 * earlier walk left in the buffer. */
-	if (rd < f_code + 8 || rd < f_prev + 8 || rd < f_instr + (c->minor >= 11 ? 8 : 4) ||
-	    (has_owner && rd < f_owner + 1))
+	if (l->rd < l->f_code + 8 || l->rd < l->f_prev + 8 ||
+	    l->rd < l->f_instr + (c->minor >= 11 ? 8 : 4) ||
+	    (l->has_owner && l->rd < l->f_owner + 1))
 		return WALK_NO_CONFIG;
-	if (c->co_filename < co_base || c->co_name < co_base || co_len > CODE_BUF ||
-	    (co_fn | co_nm) & 7 || co_fl & 3)
+	if (c->co_filename < l->co_base || c->co_name < l->co_base || l->co_len > CODE_BUF ||
+	    (l->co_fn | l->co_nm) & 7 || l->co_fl & 3)
 		return WALK_NO_CONFIG;
+	return WALK_OK;
+}
 
-	for (i = 0; i < MAX_FRAMES; i++) {
-		__u64 code, prev;
-		__s32 off;
-		__u32 tag = 0, ident = 0;
-		int shim = 0;
+/*
+ * Reads the frame at `f` into *out and its caller's address into *prev.
+ * Shim frames are only marked (code = 0).
+ */
+static __always_inline int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_layout *l,
+				      __u64 f, struct py_frame *out, __u64 *prev,
+				      struct pywalk_scratch *s)
+{
+	/* verifier: the sizes were checked in pywalk_layout(), but the bound
+	 * does not survive the struct's trip through the stack: masked again
+	 * (no-ops for the checked values, 1..FRAME_BUF and 8..CODE_BUF). */
+	__u32 rd = pywalk_masked(l->rd - 1, FRAME_BUF - 1) + 1;
+	__u32 co_len = pywalk_masked(l->co_len - 1, CODE_BUF - 1) + 1;
+	__u64 code;
+	__s32 off;
+	int shim = 0;
 
+	if (!pywalk_user_ptr(f) || PYWALK_READ(s->buf, rd, f))
+		return WALK_READ_FAILED;
+	code = *(__u64 *)&s->buf[pywalk_masked(l->f_code, FRAME_BUF - 8)];
+	*prev = *(__u64 *)&s->buf[pywalk_masked(l->f_prev, FRAME_BUF - 8)];
+	if (c->minor >= 11) {
+		__u64 ip = *(__u64 *)&s->buf[pywalk_masked(l->f_instr, FRAME_BUF - 8)];
+
+		/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
+		 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
+		if (l->has_owner && s->buf[pywalk_masked(l->f_owner, FRAME_BUF - 1)] >= 3)
+			shim = 1;
+		/* A new 3.11/3.12 frame points one unit before the first
+		 * instruction, giving -2: reported as the first line. */
+		off = (__s32)(ip - code - c->co_adaptive);
+	} else {
+		__s32 lasti = *(__s32 *)&s->buf[pywalk_masked(l->f_instr, FRAME_BUF - 8)];
+
+		/* f_lasti counts bytes on 3.9 and code units on 3.10. */
+		/* Unsigned doubling: a garbage f_lasti must not overflow. */
+		off = lasti < 0 ? -1 : (c->minor == 10 ? (__s32)((__u32)lasti * 2) : lasti);
+	}
+	if (!shim && !pywalk_user_ptr(code))
+		shim = 1;
+	/* One read for the first line and the identity pointers.
+	 * verifier: no branch on its outcome (a failed read zeroes the
+	 * buffer) and no variable byte offset for the line (co_fl is 0
+	 * or 4: a shift picks it), or the walk stops verifying. */
+	PYWALK_READ(s->code, co_len, code + l->co_base);
+	out->tag = (__u32)(*(__u64 *)&s->code[0] >> (l->co_fl * 8));
+	out->ident = code_ident(*(__u64 *)&s->code[pywalk_masked(l->co_fn, CODE_BUF - 8)],
+				*(__u64 *)&s->code[pywalk_masked(l->co_nm, CODE_BUF - 8)]);
+	out->code = shim ? 0 : code;
+	out->offset = off;
+	out->pad = 0;
+	return WALK_OK;
+}
+
+/*
+ * Walks the stack starting at `f`, innermost first, into frames[]; returns
+ * the status and stores the count in *nframes.
+ *
+ * A stack of up to MAX_FRAMES frames is kept whole.  A deeper one keeps
+ * both ends, where the line being run and the program's own entry points
+ * are: the innermost INNER_FRAMES in slots [0, INNER_FRAMES), and the
+ * outermost ones (up to MAX_FRAMES - INNER_FRAMES, within WALK_DEPTH_MAX)
+ * in the ring [INNER_FRAMES, MAX_FRAMES); *elided counts the frames between
+ * them.  Past the innermost part only the caller pointers are followed (one
+ * 8-byte read a frame) into the ring, and the frames left in it are read
+ * whole at the end.  With frames elided, the ring is rotated: the innermost
+ * of its frames sits at slot INNER_FRAMES + (*elided % OUTER_FRAMES).
+ *
+ * verifier: every frame goes to a slot derived from the loop counter, masked;
+ * the loops are open-coded iterators, verified until their states converge.
+ */
+static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
+					 struct py_frame *frames, __u32 *nframes, __u32 *elided,
+					 struct pywalk_scratch *s)
+{
+	struct pywalk_layout l;
+	int status = WALK_OK, err;
+	__u32 i = 0, n = 0, j = 0, m;
+	__u64 prev = 0;
+	PYWALK_ITER it;
+
+	*elided = 0;
+	status = pywalk_layout(c, &l);
+	if (status != WALK_OK)
+		return status;
+
+	PYWALK_LOOP_BEGIN(it, 0, INNER_FRAMES);
+	while (PYWALK_LOOP_NEXT(it, i)) {
 		if (!f)
 			break;
-		if (!pywalk_user_ptr(f) || PYWALK_READ(s->buf, rd, f)) {
-			status = WALK_READ_FAILED;
+		err = pywalk_one(c, &l, f, &frames[i & (MAX_FRAMES - 1)], &prev, s);
+		if (err != WALK_OK) {
+			status = err;
 			break;
 		}
-		code = *(__u64 *)&s->buf[pywalk_masked(f_code, FRAME_BUF - 8)];
-		prev = *(__u64 *)&s->buf[pywalk_masked(f_prev, FRAME_BUF - 8)];
-		if (c->minor >= 11) {
-			__u64 ip = *(__u64 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
-
-			/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
-			 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
-			if (has_owner && s->buf[pywalk_masked(f_owner, FRAME_BUF - 1)] >= 3)
-				shim = 1;
-			/* A new 3.11/3.12 frame points one unit before the first
-			 * instruction, giving -2: reported as the first line. */
-			off = (__s32)(ip - code - c->co_adaptive);
-		} else {
-			__s32 lasti = *(__s32 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
-
-			/* f_lasti counts bytes on 3.9 and code units on 3.10. */
-			/* Unsigned doubling: a garbage f_lasti must not overflow. */
-			off = lasti < 0 ? -1 : (c->minor == 10 ? (__s32)((__u32)lasti * 2) : lasti);
-		}
-		if (!shim && !pywalk_user_ptr(code))
-			shim = 1;
-		/* One read for the first line and the identity pointers.
-		 * verifier: no branch on its outcome (a failed read zeroes the
-		 * buffer) and no variable byte offset for the line (co_fl is 0
-		 * or 4: a shift picks it), or the walk stops verifying. */
-		PYWALK_READ(s->code, co_len, code + co_base);
-		tag = (__u32)(*(__u64 *)&s->code[0] >> (co_fl * 8));
-		ident = code_ident(*(__u64 *)&s->code[pywalk_masked(co_fn, CODE_BUF - 8)],
-				   *(__u64 *)&s->code[pywalk_masked(co_nm, CODE_BUF - 8)]);
-
-		frames[i & (MAX_FRAMES - 1)].code = shim ? 0 : code;
-		frames[i & (MAX_FRAMES - 1)].offset = off;
-		frames[i & (MAX_FRAMES - 1)].tag = tag;
-		frames[i & (MAX_FRAMES - 1)].ident = ident;
-		frames[i & (MAX_FRAMES - 1)].pad = 0;
 		n = i + 1;
 		f = prev;
 	}
-	if (status == WALK_OK && i == MAX_FRAMES && f)
+	PYWALK_LOOP_END(it);
+	if (status != WALK_OK || !f) {
+		*nframes = n;
+		return status;
+	}
+
+	/* Beyond the innermost part: the callers' addresses only, into the
+	 * ring (the code field holds the frame's address until it is read). */
+	PYWALK_LOOP_BEGIN(it, 0, WALK_DEPTH_MAX - INNER_FRAMES);
+	while (PYWALK_LOOP_NEXT(it, i)) {
+		if (!f)
+			break;
+		frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))].code = f;
+		j = i + 1;
+		if (!pywalk_user_ptr(f) || PYWALK_READ(&prev, sizeof(prev), f + l.f_prev)) {
+			status = WALK_READ_FAILED;
+			break;
+		}
+		f = prev;
+	}
+	PYWALK_LOOP_END(it);
+	if (status == WALK_OK && f)
 		status = WALK_TRUNCATED;
-	*nframes = n;
+	/* A failed read keeps the frames before the one that failed. */
+	if (status == WALK_READ_FAILED)
+		j--;
+	m = j < OUTER_FRAMES ? j : OUTER_FRAMES;
+	PYWALK_LOOP_BEGIN(it, 0, OUTER_FRAMES);
+	while (PYWALK_LOOP_NEXT(it, i)) {
+		struct py_frame *slot = &frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))];
+
+		if (i >= m)
+			break;
+		err = pywalk_one(c, &l, slot->code, slot, &prev, s);
+		if (err != WALK_OK) {
+			/* Freed since its address was taken: the stack changed
+			 * under the walk; keep what was read whole. */
+			m = i;
+			status = err;
+			break;
+		}
+	}
+	PYWALK_LOOP_END(it);
+	/* A frame that failed in the ring's middle would leave a hole:
+	 * keep only a ring read whole, else the innermost part alone. */
+	if (m < (j < OUTER_FRAMES ? j : OUTER_FRAMES)) {
+		*nframes = INNER_FRAMES;
+		return WALK_READ_FAILED;
+	}
+	*nframes = INNER_FRAMES + m;
+	*elided = j - m;
 	return status;
 }
 
@@ -211,12 +321,13 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
  */
 static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsbase,
 					 struct pywalk_cache *cache, struct py_frame *frames,
-					 __u32 *nframes, struct pywalk_scratch *s)
+					 __u32 *nframes, __u32 *elided, struct pywalk_scratch *s)
 {
 	__u64 tstate = 0, f = 0, cur = 0, tid = 0, slot = 0;
 	int status;
 
 	*nframes = 0;
+	*elided = 0;
 	/* The slot still names the cached state, and that state still belongs
 	 * to this thread (a freed one could have been reused). */
 	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) && cur == cache->tstate &&
@@ -233,24 +344,26 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 	status = pywalk_first_frame(c, tstate, &f);
 	if (status != WALK_OK)
 		return status;
-	return pywalk_frames(c, f, frames, nframes, s);
+	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 
 /* The whole walk for the thread whose TLS base is `fsbase`. */
 static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
-				  struct py_frame *frames, __u32 *nframes, struct pywalk_scratch *s)
+				  struct py_frame *frames, __u32 *nframes, __u32 *elided,
+				  struct pywalk_scratch *s)
 {
 	__u64 tstate = 0, f = 0, slot = 0;
 	int status;
 
 	*nframes = 0;
+	*elided = 0;
 	status = pywalk_tstate(c, fsbase, &tstate, &slot);
 	if (status != WALK_OK)
 		return status;
 	status = pywalk_first_frame(c, tstate, &f);
 	if (status != WALK_OK)
 		return status;
-	return pywalk_frames(c, f, frames, nframes, s);
+	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 
 #endif /* SCALENE_BPF_PYWALK_H */

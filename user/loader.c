@@ -3,13 +3,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <limits.h>
 #include <math.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -68,6 +71,19 @@ static const char *privilege_hint(int err)
 {
 	if ((err == EPERM || err == EACCES) && geteuid() != 0)
 		return " (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)";
+	return "";
+}
+
+/* The walker's loop needs the kernel's numeric iterators (Linux 6.4). */
+static const char *kernel_hint(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return "";
+	if (major < 6 || (major == 6 && minor < 4))
+		return " (this kernel is older than Linux 6.4, which the frame walker needs)";
 	return "";
 }
 
@@ -314,8 +330,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
-		pr_warn("failed to load the BPF programs: %s%s\n", strerror(-err),
-			privilege_hint(-err));
+		pr_warn("failed to load the BPF programs: %s%s%s\n", strerror(-err),
+			privilege_hint(-err), kernel_hint());
 		goto fail;
 	}
 	err = profile_bpf__attach(l->skel);
@@ -371,6 +387,90 @@ void loader__free(struct loader *l)
 	free(l->pfds);
 	profile_bpf__destroy(l->skel);
 	free(l);
+}
+
+static void close_link(struct bpf_link *link)
+{
+	int fd = link ? bpf_link__fd(link) : -1;
+
+	if (fd >= 0)
+		close(fd);
+}
+
+/* In the releasing child: let go at once of everything that samples or
+ * traces (CPU sampling, the scheduler and process tracepoints), so that
+ * only the uprobes, disabled, outlive the run. */
+static void close_all_but_uprobes(struct loader *l)
+{
+	int cpu, i;
+
+	for (cpu = 0; l->links && cpu < l->ncpus; cpu++)
+		close_link(l->links[cpu]);
+	for (cpu = 0; l->pfds && cpu < l->ncpus; cpu++) {
+		if (l->pfds[cpu] >= 0)
+			close(l->pfds[cpu]);
+	}
+	/* The skeleton's own links: every attached program but the uprobes'
+	 * (kprobe-type) ones. */
+	for (i = 0; i < l->skel->skeleton->prog_cnt; i++) {
+		const struct bpf_prog_skeleton *ps = &l->skel->skeleton->progs[i];
+
+		if (bpf_program__type(*ps->prog) != BPF_PROG_TYPE_KPROBE)
+			close_link(*ps->link);
+	}
+}
+
+/*
+ * Hands the last references to the uprobes to a child process, which holds
+ * them until this process has exited and then lets them go.  The kernel
+ * removes a uprobe only when its last reference goes, waiting ~0.1 s for each
+ * one, one after the other; the profile is written by now, so nobody need
+ * wait for that.  Their programs stay disabled meanwhile (the caller detaches
+ * them from this side), and the child has no terminal and no stdio.  Returns
+ * whether the child took them.
+ */
+static bool hand_off_uprobes(struct loader *l)
+{
+	int fds[2], devnull;
+	pid_t pid;
+	char c;
+
+	if (!l->nalloc_links && !l->usdt_links[0])
+		return false;
+	if (pipe2(fds, O_CLOEXEC))
+		return false;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	}
+	if (pid == 0) {
+		close_all_but_uprobes(l);
+		setsid();
+		prctl(PR_SET_NAME, "scalene-bpf-rel");
+		devnull = open("/dev/null", O_RDWR);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		close(fds[1]);
+		/* EOF when the parent has exited. */
+		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	/* The write end stays open until this process exits. */
+	close(fds[0]);
+	return true;
+}
+
+void loader__free_detached(struct loader *l)
+{
+	if (l && hand_off_uprobes(l))
+		pr_debug("uprobes handed to a child to release after exit\n");
+	loader__free(l);
 }
 
 int loader__track(struct loader *l, int tgid, uint64_t start_time)

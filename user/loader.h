@@ -37,6 +37,9 @@ struct loader;
 /* NULL with errno set; the reason has been printed. */
 struct loader *loader__open(const struct loader_opts *opts);
 void loader__free(struct loader *l);
+/* loader__free(), leaving the kernel's slow removal of uprobes (~0.1 s each)
+ * to a child process after this one exits: for the end of a run. */
+void loader__free_detached(struct loader *l);
 
 /* Starts recording tgid (its threads, and its children when following). */
 int loader__track(struct loader *l, int tgid, uint64_t start_time);

@@ -234,6 +234,15 @@ static void teardown(struct run_state *rs)
 	target_free(&rs->target);
 }
 
+/* The end of a run whose profile is written: the kernel's slow part of the
+ * clean-up is left to a child (loader__free_detached). */
+static void teardown_written(struct run_state *rs)
+{
+	loader__free_detached(rs->loader);
+	rs->loader = NULL;
+	teardown(rs);
+}
+
 static bool interval_due(struct run_state *rs, double *next)
 {
 	double now = mono_s();
@@ -390,7 +399,7 @@ static int cmd_run(const struct options *o)
 		if (!err)
 			err = 1;
 	}
-	teardown(&rs);
+	teardown_written(&rs);
 	return err;
 out_noprofile:
 	teardown(&rs);
@@ -523,7 +532,7 @@ static int cmd_attach(const struct options *o)
 	err = write_profile(&rs, true);
 	if (pidfd >= 0)
 		close(pidfd);
-	teardown(&rs);
+	teardown_written(&rs);
 	return err ? 1 : 0;
 }
 

@@ -458,6 +458,24 @@ static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64
 	return pc;
 }
 
+/* Room for a sample's frames and the marker of the frames elided. */
+#define SAMPLE_FRAMES (MAX_FRAMES + 1)
+
+/* The record's slot of the i-th kept frame, innermost first: with frames
+ * elided, the outer part is a ring whose innermost frame sits at
+ * INNER_FRAMES + elided % OUTER_FRAMES (see bpf/pywalk.h). */
+static uint32_t frame_slot(const struct sample_event *ev, uint32_t i)
+{
+	if (!ev->elided || i < INNER_FRAMES)
+		return i;
+	return INNER_FRAMES + (i - INNER_FRAMES + ev->elided) % OUTER_FRAMES;
+}
+
+/* Stands where the walker left frames out: no file, so never attributed. */
+static const struct frame_ref elided_frame = { .filename = "",
+					       .qualname = "[frames elided]",
+					       .line = 1 };
+
 static int resolve_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
 			  struct frame_ref *out, int *offsets)
 {
@@ -465,10 +483,16 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 	int k = 0;
 
 	for (i = 0; i < n; i++) {
-		const struct py_frame *f = &ev->frames[i];
+		const struct py_frame *f = &ev->frames[frame_slot(ev, i)];
 		const struct pycode *pc;
 		int line;
 
+		if (ev->elided && i == INNER_FRAMES) {
+			out[k] = elided_frame;
+			if (offsets)
+				offsets[k] = -1;
+			k++;
+		}
 		if (!f->code)
 			continue; /* interpreter shim */
 		pc = code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
@@ -518,8 +542,8 @@ static int sample_frames(struct session *s, struct tproc *tp, const struct sampl
 
 static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev)
 {
-	struct frame_ref frames[MAX_FRAMES];
-	int offsets[MAX_FRAMES];
+	struct frame_ref frames[SAMPLE_FRAMES];
+	int offsets[SAMPLE_FRAMES];
 	struct mem_in m = {
 		.tgid = ev->tgid,
 		.tid = ev->tid,
@@ -563,12 +587,13 @@ static void on_sampler(struct session *s, const struct sampler_record *r)
 
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
 {
-	struct frame_ref frames[MAX_FRAMES];
+	struct frame_ref frames[SAMPLE_FRAMES];
 	struct sample_in in = { .unattributed = -1 };
 	struct tproc *tp;
 
 	if (size < SAMPLE_HDR_SIZE || ev->nframes > MAX_FRAMES ||
-	    size < SAMPLE_HDR_SIZE + ev->nframes * sizeof(struct py_frame)) {
+	    size < SAMPLE_HDR_SIZE + ev->nframes * sizeof(struct py_frame) ||
+	    (ev->elided && ev->nframes != MAX_FRAMES)) {
 		s->bad_records++;
 		return;
 	}

@@ -37,7 +37,7 @@
 #define TSTATE_SIZE 512 /* covers every version's fields */
 #define CODE_BYTES 512	/* bytecode per fake code object */
 #define NONE_SIZE 16	/* PyObject header */
-#define MAX_PUSHES (2 * MAX_FRAMES + 8)
+#define MAX_PUSHES (WALK_DEPTH_MAX + 16)
 
 struct pyimg {
 	struct memimg *m;

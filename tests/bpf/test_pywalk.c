@@ -47,14 +47,14 @@ const char *__ubsan_default_options(void)
  * per-CPU map it lives in under BPF. */
 static struct py_frame *out;
 static struct pywalk_scratch *scratch;
-static __u32 nout;
+static __u32 nout, nelided;
 
 static int walk_fs(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase)
 {
 	memset(out, SENTINEL, MAX_FRAMES * sizeof(*out));
 	cur_img = p->m;
 	nout = 0xdeadbeef;
-	return pywalk(c, fsbase, out, &nout, scratch);
+	return pywalk(c, fsbase, out, &nout, &nelided, scratch);
 }
 
 static int walk(struct pyimg *p, const struct py_walk_cfg *c)
@@ -77,7 +77,7 @@ static int walk_cached(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbas
 	memset(out, SENTINEL, MAX_FRAMES * sizeof(*out));
 	cur_img = p->m;
 	nout = 0xdeadbeef;
-	return pywalk_cached(c, fsbase, cache, out, &nout, scratch);
+	return pywalk_cached(c, fsbase, cache, out, &nout, &nelided, scratch);
 }
 
 /* Slots from `n` on must be as the walker found them. */
@@ -359,20 +359,53 @@ static void test_exactly_max_frames(void)
 	}
 }
 
-/* Deeper than MAX_FRAMES: the innermost MAX_FRAMES are kept. */
-static void test_truncated(void)
+/* Deeper than MAX_FRAMES: the innermost INNER_FRAMES and the outermost
+ * OUTER_FRAMES are kept, the frames between counted as elided, the outer
+ * part as a ring rotated by the count; deeper than WALK_DEPTH_MAX, the
+ * outermost frames seen are those at that depth, and the walk says so. */
+static void test_deep_keeps_both_ends(void)
 {
-	unsigned int minor, extra[] = { 1, 50 }, k;
+	unsigned int minor, depth[] = { MAX_FRAMES + 1, MAX_FRAMES + 50, 300, WALK_DEPTH_MAX,
+					WALK_DEPTH_MAX + 5 };
+	unsigned int k, q;
 
 	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
-		for (k = 0; k < 2; k++) {
+		for (k = 0; k < sizeof(depth) / sizeof(depth[0]); k++) {
 			struct pyimg *p = pyimg__new(minor);
+			unsigned int walked = depth[k] < WALK_DEPTH_MAX ? depth[k] : WALK_DEPTH_MAX;
+			int bad = 0;
 
-			push_many(p, MAX_FRAMES + extra[k]);
-			CHECK_EQ_INT(walk_default(p), WALK_TRUNCATED);
-			check_frames(p, MAX_FRAMES);
-			CHECK_EQ_INT(out[0].tag, 1000 + MAX_FRAMES + extra[k] - 1);
-			CHECK_EQ_INT(out[MAX_FRAMES - 1].tag, 1000 + extra[k]);
+			push_many(p, depth[k]);
+			CHECK_EQ_INT(walk_default(p),
+				     depth[k] > WALK_DEPTH_MAX ? WALK_TRUNCATED : WALK_OK);
+			CHECK_EQ_INT(nout, MAX_FRAMES);
+			CHECK_EQ_INT(nelided, walked - MAX_FRAMES);
+			for (q = 0; q < MAX_FRAMES && nout == MAX_FRAMES; q++) {
+				unsigned int slot =
+					q < INNER_FRAMES
+						? q
+						: INNER_FRAMES + (q - INNER_FRAMES + nelided) %
+									 OUTER_FRAMES;
+				unsigned int want = q < INNER_FRAMES ? q : walked - MAX_FRAMES + q;
+				const struct py_frame *w = pyimg__want(p, want);
+
+				if (out[slot].code != w->code || out[slot].tag != w->tag ||
+				    out[slot].offset != w->offset) {
+					if (!bad++)
+						fprintf(stderr,
+							"3.%u depth %u: frame %u (slot %u) tag %u, "
+							"want %u\n",
+							minor, depth[k], q, slot, out[slot].tag,
+							w->tag);
+				}
+			}
+			CHECK(!bad);
+			/* The outermost frame is the program's, when not truncated. */
+			if (depth[k] <= WALK_DEPTH_MAX)
+				CHECK_EQ_INT(out[INNER_FRAMES +
+						 (OUTER_FRAMES - 1 + nelided) % OUTER_FRAMES]
+						     .tag,
+					     1000);
 			pyimg__free(p);
 		}
 	}
@@ -1102,7 +1135,7 @@ int main(void)
 	RUN_TEST(test_312_shim_frames);
 	RUN_TEST(test_313_shim_frames);
 	RUN_TEST(test_exactly_max_frames);
-	RUN_TEST(test_truncated);
+	RUN_TEST(test_deep_keeps_both_ends);
 	RUN_TEST(test_cycles_terminate);
 	RUN_TEST(test_read_failed_mid_chain);
 	RUN_TEST(test_frame_at_end_of_mapping);

@@ -94,9 +94,37 @@ def test_recursion_ten_thousand_deep(python, tmp_path):
     marked = [frames for frames, hits in res.profile["combined_stacks"]
               if frames and frames[0]["display_name"] == "[truncated]"]
     assert marked, "no combined stack is marked as truncated"
-    # A truncated stack starts at the mark, then frames of the recursion.
-    assert all(f["display_name"] in ("down", "[truncated]")
+    # A truncated stack starts at the mark, then frames of the recursion
+    # (with the middle of the stack left out, marked too).
+    assert all(f["display_name"] in ("down", "[truncated]", "[frames elided]")
                for fr in marked for f in fr if f["kind"] == "py"), marked[0][:3]
+
+
+@pytest.mark.parametrize("depth", [100, 300, 900])
+def test_program_line_under_a_deep_library_stack(python, tmp_path, depth):
+    """A stack deeper than a record holds whole keeps both ends: the
+    innermost frames (the line running) and the outermost (the program's
+    own line that called into the library), with the middle marked as
+    elided; the program's line gets the library's time."""
+    prog = program("deep_caller.py")
+    res = profile_run(python, prog, [str(depth)], tmp=tmp_path)
+    made = json.loads(res.stdout)
+    call = line_time(res.profile, prog, markers(prog)["call"])
+    assert 0.7 * made["work_cpu_s"] <= call.seconds <= 1.3 * made["work_cpu_s"], \
+        (made, hot_lines(res.profile))
+    bpf = res.profile["scalene_bpf"]["bpf"]
+    assert bpf["truncated_stacks"] == 0, bpf
+    stacks = [fr for fr, _ in res.profile["combined_stacks"]
+              if any(f["display_name"] == "down" for f in fr)]
+    assert stacks, "no stack through the library"
+    for fr in stacks:
+        names = [f["display_name"] for f in fr if f["kind"] == "py"]
+        # Outermost first: the program's main() is there, above the
+        # library's frames.
+        assert "main" in names, names[:5]
+        assert names.index("main") < names.index("down"), names[:5]
+        if depth > 120:
+            assert names.count("[frames elided]") == 1, names
 
 
 @pytest.mark.parametrize("how", ["remove", "rewrite"])
