@@ -23,8 +23,10 @@
  * into it. */
 #define FRAME_BUF 128
 
-/* Threads of a process with a pthread key above this use glibc's second-level
- * TSD blocks, which the walker does not follow (see python-unwinding notes). */
+/* glibc keeps the values of pthread keys below this in the thread's own
+ * specific_1stblock; keys above it live in blocks reached through one more
+ * pointer, which the walker does not follow (the loader refuses such a
+ * process with a message). */
 #define TSD_DIRECT_KEYS 32
 
 enum event_type {

@@ -23,7 +23,6 @@
 #include "procmaps.h"
 
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
-#define BUILD_ID_MAX 64 /* bytes; SHA-1 IDs are 20 */
 
 enum {
 	TAB_SYMTAB,
@@ -53,7 +52,6 @@ struct elf_file {
 	struct symtab tabs[TAB_NR];
 	struct func *funcs;
 	size_t nfuncs;
-	char *build_id;
 };
 
 /* Whether [off, off + size) lies within the file. */
@@ -140,34 +138,9 @@ static int load_symtab(struct elf_file *e, Elf_Scn *scn, const GElf_Shdr *sh, st
 	return 0;
 }
 
-/* Finds NT_GNU_BUILD_ID among the notes in data. */
-static int scan_notes(struct elf_file *e, Elf_Data *data)
-{
-	size_t off = 0, next, name_off, desc_off, i;
-	const unsigned char *desc;
-	GElf_Nhdr nh;
-
-	while ((next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-		off = next;
-		if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || !nh.n_descsz ||
-		    nh.n_descsz > BUILD_ID_MAX ||
-		    memcmp((const char *)data->d_buf + name_off, "GNU", 4))
-			continue;
-		e->build_id = malloc(nh.n_descsz * 2 + 1);
-		if (!e->build_id)
-			return -ENOMEM;
-		desc = (const unsigned char *)data->d_buf + desc_off;
-		for (i = 0; i < nh.n_descsz; i++)
-			snprintf(e->build_id + 2 * i, 3, "%02x", desc[i]);
-		return 0;
-	}
-	return 0;
-}
-
 static int load_sections(struct elf_file *e)
 {
 	Elf_Scn *scn = NULL;
-	Elf_Data *data;
 	size_t n, seen = 0;
 	GElf_Shdr sh;
 	int err;
@@ -183,12 +156,6 @@ static int load_sections(struct elf_file *e)
 			err = load_symtab(e, scn, &sh, &e->tabs[TAB_SYMTAB]);
 		} else if (sh.sh_type == SHT_DYNSYM) {
 			err = load_symtab(e, scn, &sh, &e->tabs[TAB_DYNSYM]);
-		} else if (sh.sh_type == SHT_NOTE && !e->build_id) {
-			data = elf_getdata(scn, NULL);
-			if (!data)
-				return -EINVAL;
-			if (data->d_buf)
-				err = scan_notes(e, data);
 		}
 		if (err)
 			return err;
@@ -196,27 +163,6 @@ static int load_sections(struct elf_file *e)
 	/* elf_nextscn() also ends on an error; section 0 is not visited. */
 	if (n && seen != n - 1)
 		return -EINVAL;
-	return 0;
-}
-
-/* Files without section headers still carry the build ID in a PT_NOTE. */
-static int load_build_id_from_phdrs(struct elf_file *e)
-{
-	Elf_Data *data;
-	size_t i;
-	int err;
-
-	for (i = 0; i < e->nphdrs && !e->build_id; i++) {
-		if (e->phdrs[i].p_type != PT_NOTE)
-			continue;
-		data = elf_getdata_rawchunk(e->elf, e->phdrs[i].p_offset, e->phdrs[i].p_filesz,
-					    ELF_T_NHDR);
-		if (!data || !data->d_buf)
-			continue;
-		err = scan_notes(e, data);
-		if (err)
-			return err;
-	}
 	return 0;
 }
 
@@ -357,9 +303,6 @@ struct elf_file *elf_file__open(const char *path)
 	err = load_sections(e);
 	if (err)
 		goto cleanup;
-	err = load_build_id_from_phdrs(e);
-	if (err)
-		goto cleanup;
 	err = collect_funcs(e);
 cleanup:
 	if (err) {
@@ -374,7 +317,6 @@ void elf_file__free(struct elf_file *e)
 {
 	if (!e)
 		return;
-	free(e->build_id);
 	free(e->funcs);
 	free(e->phdrs);
 	if (e->elf)
@@ -572,11 +514,6 @@ int elf_file__symbolize(const struct elf_file *e, uint64_t vaddr, const char **n
 	if (offset)
 		*offset = vaddr - f->start;
 	return 0;
-}
-
-const char *elf_file__build_id(const struct elf_file *e)
-{
-	return e->build_id;
 }
 
 int procmaps_load_bias(const struct procmaps *m, const char *path, const struct elf_file *e,

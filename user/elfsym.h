@@ -59,9 +59,6 @@ int elf_file__offset_to_vaddr(const struct elf_file *e, uint64_t off, uint64_t *
 int elf_file__symbolize(const struct elf_file *e, uint64_t vaddr, const char **name,
 			uint64_t *offset);
 
-/* The GNU build ID as lower-case hex, or NULL if the file has none. */
-const char *elf_file__build_id(const struct elf_file *e);
-
 /*
  * The load bias of e as mapped at path in m: the start of the mapping of path
  * whose file offset is (first PT_LOAD p_offset & ~0xfff), minus

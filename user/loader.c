@@ -579,11 +579,6 @@ int loader__stats(struct loader *l, uint64_t *out)
 	return 0;
 }
 
-uint64_t loader__period_ns(const struct loader *l)
-{
-	return l->period_ns;
-}
-
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt)
 {
 	struct bpf_prog_info info = {};

@@ -55,7 +55,6 @@ int loader__poll(struct loader *l, int timeout_ms);
 int loader__drain(struct loader *l);
 /* Sums the per-CPU counters into out[STAT_MAX]. */
 int loader__stats(struct loader *l, uint64_t *out);
-uint64_t loader__period_ns(const struct loader *l);
 /* Kernel time spent in the sampling program, if kernel.bpf_stats_enabled. */
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt);
 

@@ -3,7 +3,8 @@
  * Scalene-compatible JSON (json-c): the profile model plus the run's facts
  * become the document Scalene's viewers open.  Strict about the format: every
  * number finite, integers written as integers, strings valid UTF-8, dense
- * `lines` per file (see the design notes on the format).
+ * `lines` per file (Scalene's viewer indexes a file's lines by position, so
+ * every line from 1 to the last sampled one is written).
  */
 #ifndef OUTPUT_H
 #define OUTPUT_H

@@ -293,8 +293,10 @@ static int main_tstate_from_list(const struct py_proc *pp, uint64_t *tstate)
 	return -EAGAIN;
 }
 
-/* The TSD recipe must give the main thread's own state (python-unwinding
- * notes, "validating the TSD recipe"). */
+/* The TSD recipe (autoTSSkey's slot in the main thread's TLS block, as the
+ * walker reads it) must give the main thread's own state, the one
+ * _PyRuntime's thread list names: otherwise a layout assumption is wrong and
+ * every stack would be garbage, so the process is refused with the reason. */
 static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 {
 	const struct py_offsets *o = pp->off;

@@ -67,7 +67,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			elf_file__symbolize(e, ranges[i][1] - 1, &name, &off);
 		}
 		elf_file__symbolize(e, 0, &name, &off);
-		elf_file__build_id(e);
 		elf_file__free(e);
 	}
 	close(fd);

@@ -3,7 +3,7 @@
  * A tiny test harness shared by every unit test program: each test is a
  * function; CHECK() records a failure with its location and keeps going so
  * that one run reports every broken expectation.  Each program prints one
- * "name: N passed, N failed" line; tools/testsum adds them up.
+ * "name: N passed, N failed" line; tools/run-tests adds them up.
  */
 #ifndef TESTLIB_H
 #define TESTLIB_H
