@@ -164,6 +164,10 @@ static int write_profile(struct run_state *rs, bool final)
 		if (warn)
 			fprintf(stderr, "scalene-bpf: %s", warn);
 		free(warn);
+		warn = profile__outside_warning(rs->profile);
+		if (warn)
+			fprintf(stderr, "scalene-bpf: warning: %s\n", warn);
+		free(warn);
 		fprintf(stderr,
 			"scalene-bpf: profile saved to %s (%llu samples)\n"
 			"  to view it in the terminal: scalene-bpf view --cli %s\n"

@@ -932,6 +932,8 @@ struct json_object *session__facts(struct session *s)
 	};
 	uint64_t stats[STAT_MAX] = { 0 }, run_ns = 0, run_cnt = 0;
 	const struct profile *p = s->profile;
+	struct json_object *warnings;
+	char *warn;
 	int i;
 
 	bool have_stats = !loader__stats(s->loader, stats);
@@ -991,6 +993,14 @@ struct json_object *session__facts(struct session *s)
 	json_object_object_add(o, "threads_folded",
 			       json_object_new_int64(profile__threads_folded(p)));
 	json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
+	/* What the reader should know before trusting the profile: the views
+	 * show these. */
+	warn = profile__outside_warning(p);
+	warnings = json_object_new_array();
+	if (warn)
+		json_object_array_add(warnings, json_object_new_string(warn));
+	free(warn);
+	json_object_object_add(o, "warnings", warnings);
 	return o;
 }
 
