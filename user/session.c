@@ -357,29 +357,25 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		retire_exited(s);
 }
 
-static const char *thread_name(struct session *s, int tgid, int tid)
+/* The thread's name as the record carries it, interned; the last name
+ * seen per thread is kept so that a thread's samples intern it once. */
+static const char *thread_name(struct session *s, const struct sample_event *ev)
 {
-	struct thread_name_key k = { tgid, tid };
+	struct thread_name_key k = { (int)ev->tgid, (int)ev->tid };
 	const char *name = hmap__get(s->tnames, &k);
-	char path[64], buf[64] = "";
-	FILE *f;
+	char buf[sizeof(ev->comm) + 1];
 
-	if (name)
+	memcpy(buf, ev->comm, sizeof(ev->comm));
+	buf[sizeof(ev->comm)] = '\0';
+	if (name && !strcmp(name, buf))
 		return name;
-	if (hmap__count(s->tnames) >= MAX_THREAD_NAMES) {
+	if (!name && hmap__count(s->tnames) >= MAX_THREAD_NAMES) {
 		struct hmap *fresh = hmap__new(sizeof(k));
 
 		if (fresh) {
 			hmap__free(s->tnames);
 			s->tnames = fresh;
 		}
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", tgid, tid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(buf, sizeof(buf), f))
-			buf[strcspn(buf, "\n")] = '\0';
-		fclose(f);
 	}
 	name = profile__intern(s->profile, buf[0] ? buf : "?");
 	if (name)
@@ -588,7 +584,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.tgid = ev->tgid;
 	in.tid = ev->tid;
 	in.main_thread = ev->tid == ev->tgid;
-	in.thread_name = thread_name(s, ev->tgid, ev->tid);
+	in.thread_name = thread_name(s, ev);
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;

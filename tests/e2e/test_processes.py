@@ -180,3 +180,31 @@ def test_own_program_does_not_warn(any_python, tmp_path):
                           cwd=work, env=env)
     assert res.profile["scalene_bpf"]["warnings"] == [], res.describe()
     assert "--profile-all" not in res.stderr, res.describe()
+
+
+def test_thread_names_after_exec_and_short_threads(python, tmp_path):
+    """A shell launcher that works a while, then execs Python: the main
+    thread is named after the interpreter, not the shell; threads that
+    name themselves and live a few milliseconds keep their names."""
+    side = tmp_path / "names.json"
+    res = profile_command(["sh", "busy_shim.sh", python,
+                           "named_threads.py", side], tmp=tmp_path,
+                          cwd=PROGRAMS, out=tmp_path / "profile.json")
+    info = json.loads(side.read_text())
+    threads = res.profile["scalene_bpf"]["threads"]
+    by_tid = {t["tid"]: t for t in threads}
+    ctx = f"expected {info}, profile's threads {threads}"
+    main_tid, main_name = info["main"]
+    assert by_tid[main_tid]["name"] == main_name, ctx
+    assert by_tid[main_tid]["main_thread"], ctx
+    # The 50 ms thread has samples for certain; the 3 ms ones may have
+    # none at 997 Hz, but those that were sampled are named.
+    seen = 0
+    for tid, name in info["threads"]:
+        if tid in by_tid:
+            assert by_tid[tid]["name"] == name, ctx
+            seen += 1
+        else:
+            assert name != "shortworker", ctx
+    assert seen >= 1, ctx
+    assert not any(t["name"] in ("?", "sh", "") for t in threads), ctx
