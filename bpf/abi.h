@@ -171,6 +171,10 @@ struct sample_event {
 	__u64 mem_size;
 	__u32 mem_flags;
 	__u32 elided; /* frames left out between the innermost and outermost kept */
+	/* The thread's name when the record was made: after an exec (a
+	 * launcher that execs the interpreter), and still there for a thread
+	 * gone by the time the loader reads the record. */
+	__u8 comm[16];
 	struct py_frame frames[MAX_FRAMES];
 };
 

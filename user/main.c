@@ -36,7 +36,6 @@
 #include "view.h"
 
 #define VERSION "0.1.0"
-#define POLL_MS 10
 #define MAX_PROCS 8192
 #define RINGBUF_BYTES (16 << 20)
 
@@ -165,6 +164,10 @@ static int write_profile(struct run_state *rs, bool final)
 		if (warn)
 			fprintf(stderr, "scalene-bpf: %s", warn);
 		free(warn);
+		warn = profile__outside_warning(rs->profile);
+		if (warn)
+			fprintf(stderr, "scalene-bpf: warning: %s\n", warn);
+		free(warn);
 		fprintf(stderr,
 			"scalene-bpf: profile saved to %s (%llu samples)\n"
 			"  to view it in the terminal: scalene-bpf view --cli %s\n"
@@ -261,7 +264,7 @@ static int run_loop(struct run_state *rs, pid_t child)
 	pid_t w;
 
 	for (;;) {
-		loader__poll(rs->loader, POLL_MS);
+		loader__poll(rs->loader, session__poll_ms(rs->session, (uint64_t)(mono_s() * 1e9)));
 		session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
 		if (got_signal) {
 			/* We keep running until the program ends, so that its
@@ -519,7 +522,7 @@ static int cmd_attach(const struct options *o)
 	next = rs.start_mono + o->profile_interval;
 	pr_info("attached to process %d; Ctrl-C to stop\n", o->pid);
 	while (!got_signal && !session__root_exited(rs.session)) {
-		loader__poll(rs.loader, POLL_MS);
+		loader__poll(rs.loader, session__poll_ms(rs.session, (uint64_t)(mono_s() * 1e9)));
 		session__tick(rs.session, (uint64_t)(mono_s() * 1e9));
 		if (deadline && mono_s() >= deadline)
 			break;

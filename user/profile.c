@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,8 @@
 /* Sampled blocks followed until their free, all processes together: the
  * sampler itself tracks at most 32768 per process. */
 #define MAX_LIVE_BLOCKS (1 << 20)
+/* Installed packages tallied for the outside-files warning. */
+#define MAX_OUTSIDE_PKGS 16
 
 struct func_key {
 	const char *file;
@@ -64,11 +67,25 @@ struct profile {
 	int nthreads;
 	double total_ns, not_python_ns;
 	double unattributed_ns[UNATTR_MAX];
+	/* Installed packages whose code ran in samples outside the profiled
+	 * files, for the warning that suggests --profile-only. */
+	struct outside_pkg {
+		const char *name; /* interned */
+		double ns;
+	} outside[MAX_OUTSIDE_PKGS];
 	uint64_t samples, truncated;
 	uint64_t rng;
 	struct hmap *blocks; /* struct block_key -> struct live_block */
 	struct profile_memory mem;
 };
+
+/* Most of the sampled Python time outside the profiled files: the profile
+ * says little of what the program did, which the user is told. */
+#define OUTSIDE_WARN_SHARE 0.5
+/* ... and at least this much of it: Python's own start-up runs outside
+ * every file of the program, and a program of a few milliseconds is mostly
+ * start-up. */
+#define OUTSIDE_WARN_MIN_NS 100e6
 
 static void *grow(void *arr, int n, size_t elem)
 {
@@ -545,6 +562,47 @@ uint64_t profile__threads_folded(const struct profile *p)
 	return p->threads_folded;
 }
 
+/* The package of an installed file: the name after site-packages/ or
+ * dist-packages/ up to the next '/' or '.', or 0 (len is its length). */
+static const char *package_of(const char *path, size_t *len)
+{
+	const char *at = strstr(path, "/site-packages/");
+
+	if (!at)
+		at = strstr(path, "/dist-packages/");
+	if (!at)
+		return NULL;
+	at += strlen("/site-packages/"); /* as long as "/dist-packages/" */
+	*len = strcspn(at, "/.");
+	return *len ? at : NULL;
+}
+
+/* Tallies the innermost installed package of a sample outside the
+ * profiled files; the table keeps the first MAX_OUTSIDE_PKGS packages. */
+static void outside_add(struct profile *p, const struct sample_in *s, double ns)
+{
+	char name[64];
+	const char *pkg = NULL, *key;
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < s->nframes && !pkg; i++)
+		pkg = package_of(s->frames[i].filename, &len);
+	if (!pkg || len >= sizeof(name))
+		return;
+	memcpy(name, pkg, len);
+	name[len] = '\0';
+	key = strtab__intern(p->strings, name);
+	for (i = 0; key && i < MAX_OUTSIDE_PKGS; i++) {
+		if (!p->outside[i].name)
+			p->outside[i].name = key;
+		if (p->outside[i].name == key) {
+			p->outside[i].ns += ns;
+			return;
+		}
+	}
+}
+
 /* The innermost frame in a profiled file, or -1. */
 static int attributed_frame(const struct profile *p, const struct frame_ref *frames, int n)
 {
@@ -594,6 +652,8 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		if (reason < 0 || reason >= UNATTR_MAX)
 			reason = UNATTR_UNREADABLE;
 		p->unattributed_ns[reason] += cpu + blocked;
+		if (reason == UNATTR_NOT_PROFILED)
+			outside_add(p, s, cpu + blocked);
 		return;
 	}
 	f = file_get(p, s->frames[at].filename);
@@ -980,6 +1040,46 @@ double profile__not_python_ns(const struct profile *p)
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r)
 {
 	return r < UNATTR_MAX ? p->unattributed_ns[r] : 0;
+}
+
+char *profile__outside_warning(const struct profile *p)
+{
+	const struct profile_filter *f = &p->filter;
+	double out = p->unattributed_ns[UNATTR_NOT_PROFILED];
+	double python = p->total_ns - p->unattributed_ns[UNATTR_NO_PYTHON_THREAD] -
+			p->unattributed_ns[UNATTR_UNREADABLE];
+	const struct outside_pkg *top = NULL;
+	char *msg = NULL;
+	int i, n;
+
+	if (!(python > 0) || out < OUTSIDE_WARN_SHARE * python || out < OUTSIDE_WARN_MIN_NS)
+		return NULL;
+	for (i = 0; i < MAX_OUTSIDE_PKGS && p->outside[i].name; i++) {
+		if (!top || p->outside[i].ns > top->ns)
+			top = &p->outside[i];
+	}
+	if (f->nonly || f->nexclude) {
+		n = asprintf(&msg,
+			     "%.1f%% of the sampled Python time was in files that "
+			     "--profile-only/--profile-exclude leave out: the profile shows little "
+			     "of it; widen the patterns or use --profile-all",
+			     100.0 * out / python);
+	} else if (top && top->ns >= 0.5 * out) {
+		n = asprintf(&msg,
+			     "%.1f%% of the sampled Python time was in files not profiled, most "
+			     "of it in the installed package '%s': by default only the "
+			     "program's own files are profiled (not site-packages); use "
+			     "--profile-only %s or --profile-all",
+			     100.0 * out / python, top->name, top->name);
+	} else {
+		n = asprintf(&msg,
+			     "%.1f%% of the sampled Python time was in files not profiled: by "
+			     "default only the program's own files are profiled (not the "
+			     "standard library or site-packages); use --profile-all to profile "
+			     "every file, or --profile-only to choose",
+			     100.0 * out / python);
+	}
+	return n < 0 ? NULL : msg;
 }
 
 uint64_t profile__samples(const struct profile *p)

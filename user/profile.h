@@ -235,6 +235,9 @@ double profile__total_ns(const struct profile *p);
  * interpreter before it is recognised): not part of the percentages. */
 double profile__not_python_ns(const struct profile *p);
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r);
+/* A warning (one line, no newline; malloc'd) when most of the sampled
+ * Python time fell outside the profiled files, else NULL. */
+char *profile__outside_warning(const struct profile *p);
 uint64_t profile__samples(const struct profile *p);
 uint64_t profile__truncated(const struct profile *p);
 /* Threads whose statistics went to the shared entry (0: none did). */

@@ -75,6 +75,21 @@ struct mem_summary {
 	uint64_t sample_bytes, copy_sample_bytes;
 };
 
+/*
+ * Code objects are read from the program's memory when a record first names
+ * them, and one that was freed in between (a module's code once its import
+ * is done, code of a finished exec()) cannot be read any more.  While code
+ * objects come and go (a Python process just started and importing, or a
+ * frame just found unreadable) the loader drains every FAST_POLL_MS instead
+ * of every SLOW_POLL_MS, for FAST_WINDOW_NS after the last such sign.  The
+ * program is never stopped or slowed for it: the cost is the loader's own
+ * wake-ups (about 1000 a second in those windows, each a poll and a drain of
+ * what came: a few microseconds of the loader's CPU each).
+ */
+#define FAST_POLL_MS 1
+#define SLOW_POLL_MS 10
+#define FAST_WINDOW_NS 1000000000ULL
+
 struct thread_name_key {
 	int tgid, tid;
 };
@@ -95,6 +110,7 @@ struct session {
 	struct pycode_cache *codes;
 	struct elf_cache *elves;
 	uint64_t next_space;
+	uint64_t fast_until_ns; /* drain every FAST_POLL_MS until then */
 	uint64_t util_bucket[UTIL_BUCKETS];
 	uint64_t util_count[UTIL_BUCKETS];
 	/* Counters for the profile. */
@@ -206,6 +222,8 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	tp->pp = *pp;
 	tp->state = TP_PYTHON;
 	tp->recognised_ns = now_ns();
+	/* Start-up: the imports' code objects are short-lived. */
+	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
 	err = loader__set_python(s->loader, tp->pid, &tp->pp.cfg);
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
@@ -265,6 +283,11 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	/* -EAGAIN past the give-up time: report why it never became ready. */
 	pr_warn("process %d is not profiled: %s\n", tp->pid, tp->why);
 	tp->state = TP_UNSUPPORTED;
+}
+
+int session__poll_ms(const struct session *s, uint64_t now)
+{
+	return now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
 }
 
 void session__tick(struct session *s, uint64_t now)
@@ -357,29 +380,25 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		retire_exited(s);
 }
 
-static const char *thread_name(struct session *s, int tgid, int tid)
+/* The thread's name as the record carries it, interned; the last name
+ * seen per thread is kept so that a thread's samples intern it once. */
+static const char *thread_name(struct session *s, const struct sample_event *ev)
 {
-	struct thread_name_key k = { tgid, tid };
+	struct thread_name_key k = { (int)ev->tgid, (int)ev->tid };
 	const char *name = hmap__get(s->tnames, &k);
-	char path[64], buf[64] = "";
-	FILE *f;
+	char buf[sizeof(ev->comm) + 1];
 
-	if (name)
+	memcpy(buf, ev->comm, sizeof(ev->comm));
+	buf[sizeof(ev->comm)] = '\0';
+	if (name && !strcmp(name, buf))
 		return name;
-	if (hmap__count(s->tnames) >= MAX_THREAD_NAMES) {
+	if (!name && hmap__count(s->tnames) >= MAX_THREAD_NAMES) {
 		struct hmap *fresh = hmap__new(sizeof(k));
 
 		if (fresh) {
 			hmap__free(s->tnames);
 			s->tnames = fresh;
 		}
-	}
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", tgid, tid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(buf, sizeof(buf), f))
-			buf[strcspn(buf, "\n")] = '\0';
-		fclose(f);
 	}
 	name = profile__intern(s->profile, buf[0] ? buf : "?");
 	if (name)
@@ -498,8 +517,11 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		pc = code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
-			pr_debug("process %d: code object 0x%llx unreadable: %s\n", tp->pid,
-				 (unsigned long long)f->code, strerror(errno));
+			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
+			pr_debug("process %d: code object 0x%llx (frame %u of %u) unreadable "
+				 "%.1f ms after the sample: %s\n",
+				 tp->pid, (unsigned long long)f->code, i + 1, n,
+				 (now_ns() - ev->ts) / 1e6, strerror(errno));
 			continue;
 		}
 		line = pycode__line(pc, f->offset);
@@ -527,6 +549,10 @@ static bool not_python(const struct tproc *tp, const struct sample_event *ev)
 static int sample_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
 			 struct frame_ref *frames, int *offsets, int *unattributed)
 {
+	/* A stack of interpreter shims only (3.12+ entry frames with no Python
+	 * frame above them yet: start-up, finalisation) has no Python frame,
+	 * rather than an unreadable one. */
+	uint64_t unread_before = s->frames_unreadable;
 	int n;
 
 	if (ev->status == WALK_NO_TSTATE || ev->status == WALK_TID_MISMATCH ||
@@ -536,7 +562,8 @@ static int sample_frames(struct session *s, struct tproc *tp, const struct sampl
 	}
 	n = resolve_frames(s, tp, ev, frames, offsets);
 	if (!n)
-		*unattributed = ev->nframes ? UNATTR_UNREADABLE : UNATTR_NO_PYTHON_THREAD;
+		*unattributed = unread_before < s->frames_unreadable ? UNATTR_UNREADABLE
+								     : UNATTR_NO_PYTHON_THREAD;
 	return n;
 }
 
@@ -613,7 +640,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.tgid = ev->tgid;
 	in.tid = ev->tid;
 	in.main_thread = ev->tid == ev->tgid;
-	in.thread_name = thread_name(s, ev->tgid, ev->tid);
+	in.thread_name = thread_name(s, ev);
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
@@ -957,6 +984,8 @@ struct json_object *session__facts(struct session *s)
 	};
 	uint64_t stats[STAT_MAX] = { 0 }, run_ns = 0, run_cnt = 0;
 	const struct profile *p = s->profile;
+	struct json_object *warnings;
+	char *warn;
 	int i;
 
 	bool have_stats = !loader__stats(s->loader, stats);
@@ -1016,6 +1045,14 @@ struct json_object *session__facts(struct session *s)
 	json_object_object_add(o, "threads_folded",
 			       json_object_new_int64(profile__threads_folded(p)));
 	json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
+	/* What the reader should know before trusting the profile: the views
+	 * show these. */
+	warn = profile__outside_warning(p);
+	warnings = json_object_new_array();
+	if (warn)
+		json_object_array_add(warnings, json_object_new_string(warn));
+	free(warn);
+	json_object_object_add(o, "warnings", warnings);
 	return o;
 }
 

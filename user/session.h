@@ -43,6 +43,9 @@ int session__handle(void *ctx, const void *data, size_t size);
 /* Periodic work: retries recognising processes that are starting up.
  * now_ns is CLOCK_MONOTONIC. */
 void session__tick(struct session *s, uint64_t now_ns);
+/* How long the loader may wait before it drains the ring buffer again, in
+ * milliseconds: shorter while code objects come and go. */
+int session__poll_ms(const struct session *s, uint64_t now_ns);
 /* True once the root process has exited. */
 bool session__root_exited(const struct session *s);
 /* The root's interpreter, if recognised. */

@@ -701,13 +701,54 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	}
 }
 
+/* text as rows no wider than the terminal, broken at spaces, the rows after
+ * the first indented by two. */
+static void print_wrapped(struct ctx *c, struct row *r, const char *text)
+{
+	const char *s = text;
+
+	while (*s) {
+		size_t n = strcspn(s, " ");
+		char word[MAX_WIDTH];
+
+		if (n >= sizeof(word))
+			n = sizeof(word) - 1;
+		if (r->cols > 2 && (int)n + 1 > row_room(c, r)) {
+			row_emit(c, r);
+			row_text(c, r, "  ", MAX_WIDTH);
+		} else if (r->cols > 2 && s != text) {
+			row_text(c, r, " ", MAX_WIDTH);
+		}
+		memcpy(word, s, n);
+		word[n] = '\0';
+		row_text(c, r, word, MAX_WIDTH);
+		s += n;
+		while (*s == ' ')
+			s++;
+	}
+	row_emit(c, r);
+}
+
 static void print_footer(struct ctx *c, struct json_object *doc)
 {
+	struct json_object *facts = vj_object(doc, "scalene_bpf");
+	struct json_object *warnings = vj_array(facts, "warnings");
 	bool title = false;
 	struct row r;
 	size_t i;
 
 	row_reset(&r);
+	for (i = 0; warnings && i < json_object_array_length(warnings); i++) {
+		struct json_object *w = json_object_array_get_idx(warnings, i);
+
+		if (!json_object_is_type(w, json_type_string))
+			continue;
+		row_emit(c, &r);
+		row_style(c, &r, SGR_WARN);
+		row_text(c, &r, "warning: ", MAX_WIDTH);
+		row_unstyle(c, &r);
+		print_wrapped(c, &r, json_object_get_string(w));
+	}
 	for (i = 0; i < vj_nlosses; i++) {
 		double v = vj_loss_value(doc, &vj_losses[i]);
 

@@ -520,6 +520,21 @@ static struct json_object *quality_model(struct json_object *doc)
 	return out;
 }
 
+/* The profile's warnings (scalene_bpf.warnings): [text, ...]. */
+static struct json_object *warnings_model(struct json_object *facts)
+{
+	struct json_object *in = vj_array(facts, "warnings"), *out = json_object_new_array();
+	size_t i;
+
+	for (i = 0; out && in && i < json_object_array_length(in); i++) {
+		struct json_object *w = json_object_array_get_idx(in, i);
+
+		if (json_object_is_type(w, json_type_string))
+			json_object_array_add(out, text(json_object_get_string(w), 2000));
+	}
+	return out;
+}
+
 static void header_model(struct model *m, struct json_object *doc, const char *name)
 {
 	struct json_object *r = m->root, *facts = vj_object(doc, "scalene_bpf");
@@ -543,6 +558,7 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 			add(r, "samples", integer(vj_num(vj_object(facts, "bpf"), "samples")));
 		add(r, "sampled_s", num(vj_num(facts, "total_sampled_s")));
 		add(r, "quality", quality_model(doc));
+		add(r, "warnings", warnings_model(facts));
 	}
 }
 

@@ -71,6 +71,10 @@ def test_attach_for_two_seconds(python, tmp_path, accuracy):
     # --duration 2: the profile covers about two seconds.
     assert 1.5 <= prof["elapsed_time_sec"] <= 3.0, prof["elapsed_time_sec"]
     assert prof["program"].endswith("attach_target.py"), prof["program"]
+    # Every code object the samples name is alive until the end of the run:
+    # each frame was read.
+    bpf = prof["scalene_bpf"]["bpf"]
+    assert bpf["frames_unreadable"] == 0, bpf
 
 
 def _reap_in_background(proc):

@@ -5,10 +5,12 @@ runs Python, `python -m module`."""
 
 import json
 import os
+import subprocess
 
 import pytest
 
-from e2e_helpers import (PROGRAMS, default_interpreter, hot_lines, line_time,
+from e2e_helpers import (BIN, PROGRAMS, clean_env, default_interpreter,
+                         hot_lines, line_time,
                          markers, profile_command, profile_run, program)
 
 
@@ -103,3 +105,106 @@ def test_dash_m_module(python, tmp_path, accuracy):
     _busy_ok(res, busy, accuracy, "-m busy")
     assert res.profile["args"][-1] == "0.3", res.profile["args"]
     assert os.path.realpath(res.profile["entrypoint_dir"]) == str(PROGRAMS)
+
+
+SPIN_PKG_MAIN = """\
+import time
+
+def spin(seconds):
+    t0 = time.thread_time()
+    n = 0
+    while time.thread_time() - t0 < seconds:
+        for i in range(20000):
+            n += i
+    return n
+
+spin(float(__import__("sys").argv[1]))
+"""
+
+
+def _installed_package(tmp_path):
+    """A package `spinpkg` in a site-packages directory (as pip would put
+    it), with the environment that puts it on sys.path."""
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "spinpkg").mkdir(parents=True)
+    (site / "spinpkg" / "__init__.py").write_text("")
+    (site / "spinpkg" / "__main__.py").write_text(SPIN_PKG_MAIN)
+    work = tmp_path / "work"
+    work.mkdir()
+    return work, clean_env({"PYTHONPATH": str(site)})
+
+
+def test_dash_m_installed_package_warns(any_python, tmp_path):
+    """`python -m pkg` with pkg in site-packages: its files are not the
+    program's own, so the profile is nearly empty; the run says why, on
+    stderr and in the profile, and names the options that fix it."""
+    work, env = _installed_package(tmp_path)
+    out = tmp_path / "profile.json"
+    res = profile_command([any_python, "-m", "spinpkg", "0.4"], tmp=tmp_path,
+                          cwd=work, env=env, out=out)
+    facts = res.profile["scalene_bpf"]
+    outside = facts["unattributed"]["outside_profiled_files_s"]
+    assert outside >= 0.3, (facts, res.describe())
+    warnings = facts.get("warnings")
+    assert isinstance(warnings, list) and len(warnings) == 1, facts
+    for text in (warnings[0], res.stderr):
+        assert "--profile-all" in text and "--profile-only spinpkg" in text, (
+            text, res.describe())
+    assert "warning:" in res.stderr, res.describe()
+    assert not any("spinpkg" in f for f in res.profile["files"]), \
+        res.profile["files"].keys()
+    # The terminal view shows it (the browser view's model carries it too).
+    p = subprocess.run([str(BIN), "view", "--cli", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "--profile-all" in p.stdout, p.stdout[-2000:]
+    # Following the advice: the package's line gets the time, no warning.
+    out2 = tmp_path / "only.json"
+    res2 = profile_command([any_python, "-m", "spinpkg", "0.4"], tmp=tmp_path,
+                           cwd=work, env=env, out=out2,
+                           opts=["--profile-only", "spinpkg"])
+    assert res2.profile["scalene_bpf"]["warnings"] == [], res2.describe()
+    assert "--profile-all" not in res2.stderr, res2.describe()
+    main = [f for f in res2.profile["files"] if f.endswith("__main__.py")]
+    assert main, res2.profile["files"].keys()
+    busy = sum(r["n_cpu_percent_python"] + r["n_cpu_percent_c"]
+               for r in res2.profile["files"][main[0]]["lines"])
+    assert busy >= 50, (busy, res2.describe())
+
+
+def test_own_program_does_not_warn(any_python, tmp_path):
+    """A program whose time is in its own file gets no such warning."""
+    work, env = _installed_package(tmp_path)
+    prog = work / "spin.py"
+    prog.write_text(SPIN_PKG_MAIN)
+    res = profile_command([any_python, str(prog), "0.3"], tmp=tmp_path,
+                          cwd=work, env=env)
+    assert res.profile["scalene_bpf"]["warnings"] == [], res.describe()
+    assert "--profile-all" not in res.stderr, res.describe()
+
+
+def test_thread_names_after_exec_and_short_threads(python, tmp_path):
+    """A shell launcher that works a while, then execs Python: the main
+    thread is named after the interpreter, not the shell; threads that
+    name themselves and live a few milliseconds keep their names."""
+    side = tmp_path / "names.json"
+    res = profile_command(["sh", "busy_shim.sh", python,
+                           "named_threads.py", side], tmp=tmp_path,
+                          cwd=PROGRAMS, out=tmp_path / "profile.json")
+    info = json.loads(side.read_text())
+    threads = res.profile["scalene_bpf"]["threads"]
+    by_tid = {t["tid"]: t for t in threads}
+    ctx = f"expected {info}, profile's threads {threads}"
+    main_tid, main_name = info["main"]
+    assert by_tid[main_tid]["name"] == main_name, ctx
+    assert by_tid[main_tid]["main_thread"], ctx
+    # The 50 ms thread has samples for certain; the 3 ms ones may have
+    # none at 997 Hz, but those that were sampled are named.
+    seen = 0
+    for tid, name in info["threads"]:
+        if tid in by_tid:
+            assert by_tid[tid]["name"] == name, ctx
+            seen += 1
+        else:
+            assert name != "shortworker", ctx
+    assert seen >= 1, ctx
+    assert not any(t["name"] in ("?", "sh", "") for t in threads), ctx

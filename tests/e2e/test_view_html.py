@@ -73,6 +73,7 @@ PROBE = r"""(() => {
     runs: [...document.querySelectorAll('#timeline rect.run')].map(r => r.getAttribute('data-name')),
     footprint: document.querySelectorAll('#timeline path.footprint').length,
     quality: (document.getElementById('quality') || {}).textContent || '',
+    warnings: (document.getElementById('warnings') || {}).textContent || '',
     notes: [...document.querySelectorAll('p.note')].map(p => p.textContent),
   };
 })()"""
@@ -638,7 +639,9 @@ def hostile_profile():
             {"t_sec": 0.0, "stack_index": 0, "count": 3, "thread_id": 1},
             {"t_sec": 1.0, "stack_index": 1, "count": 1, "thread_id": 1}],
         "scalene_bpf": {"bpf": {"samples": 40, "lost_ringbuf_full": 7,
-                                "frames_unreadable": 0}},
+                                "frames_unreadable": 0},
+                        "warnings": ["<img src=x onerror=window.__pwned=9> "
+                                     "use --profile-all", 3]},
     }
 
 
@@ -684,6 +687,9 @@ def test_hostile_profile(tmp_path):
     assert probe["runs"] == ["q\"uo'te\u2028", "<b>bold</b>"]
     assert "lost_ringbuf_full = 7" in probe["quality"]
     assert "frames_unreadable" not in probe["quality"]
+    # The profile's warnings, as text (the non-string one left out).
+    assert probe["warnings"] == ("Warning<img src=x onerror=window.__pwned=9> "
+                                 "use --profile-all"), probe["warnings"]
 
 
 @pytest.mark.parametrize("name", ["hostile", "wrong-types", "huge-numbers"])

@@ -336,6 +336,54 @@ static void test_unattributed_reasons(void)
 	profile__free(p);
 }
 
+/* The warning that most of the Python time fell outside the profiled
+ * files: over half of the readable Python time and at least 0.1 s, naming
+ * the installed package that took most of it. */
+static void test_outside_warning(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref pkg[] = {
+		fr(p, "/usr/lib/python3.11/re/_parser.py", "_parse", 500, 510),
+		fr(p, "/venv/lib/python3.11/site-packages/black/linegen.py", "visit", 40, 44),
+		fr(p, "/usr/lib/python3.11/runpy.py", "_run_code", 80, 88),
+	};
+	struct frame_ref std[] = { fr(p, "/usr/lib/python3.11/json/decoder.py", "decode", 1, 2) };
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in s = sample(app, 1, 60 * MS);
+	char *w;
+
+	profile__add(p, &s);
+	s = sample(pkg, 3, 50 * MS);
+	profile__add(p, &s);
+	/* 50 of 110 ms: not most. */
+	CHECK(!profile__outside_warning(p));
+	/* Time without readable frames does not count either way. */
+	s = sample(NULL, 0, 500 * MS);
+	s.unattributed = UNATTR_UNREADABLE;
+	profile__add(p, &s);
+	CHECK(!profile__outside_warning(p));
+	s = sample(pkg, 3, 60 * MS);
+	profile__add(p, &s);
+	w = profile__outside_warning(p);
+	CHECK(w && strstr(w, "64.7%") && strstr(w, "--profile-only black") &&
+	      strstr(w, "--profile-all"));
+	free(w);
+	/* More in the standard library than in any package: no package named. */
+	s = sample(std, 1, 200 * MS);
+	profile__add(p, &s);
+	w = profile__outside_warning(p);
+	CHECK(w && !strstr(w, "black") && strstr(w, "--profile-all"));
+	free(w);
+	profile__free(p);
+
+	/* A short program, mostly start-up: under 0.1 s, no warning. */
+	p = new_profile("/app");
+	s = sample(std, 1, 30 * MS);
+	profile__add(p, &s);
+	CHECK(!profile__outside_warning(p));
+	profile__free(p);
+}
+
 static void test_zero_time_sample(void)
 {
 	struct profile *p = new_profile("/app");
@@ -850,6 +898,7 @@ int main(void)
 	RUN_TEST(test_offcpu_counted);
 	RUN_TEST(test_not_python_kept_apart);
 	RUN_TEST(test_unattributed_reasons);
+	RUN_TEST(test_outside_warning);
 	RUN_TEST(test_zero_time_sample);
 	RUN_TEST(test_native_symbols_top_n);
 	RUN_TEST(test_cpu_times_reservoir);

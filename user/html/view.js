@@ -176,6 +176,18 @@ function header() {
 	app.appendChild(nav);
 }
 
+function warnings() {
+	var w = arr(D.warnings).filter(function (x) { return typeof x === 'string'; });
+	if (!w.length)
+		return;
+	var box = el('div', 'quality', el('b', null, 'Warning'));
+	box.id = 'warnings';
+	var ul = el('ul');
+	w.forEach(function (t) { ul.appendChild(el('li', null, t)); });
+	box.appendChild(ul);
+	app.appendChild(box);
+}
+
 function quality() {
 	var q = arr(D.quality).filter(Array.isArray);
 	if (!q.length)
@@ -594,6 +606,7 @@ function timeline() {
 }
 
 guarded('header', header);
+guarded('warnings', warnings);
 guarded('data quality note', quality);
 guarded('line tables', files);
 guarded('CPU flame graph', function () { flameGraph('cpu-flame', 'CPU flame graph', D.cpu, 'cpu'); });
