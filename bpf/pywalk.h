@@ -49,6 +49,10 @@ static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
 struct pywalk_scratch {
 	__u8 buf[FRAME_BUF] __attribute__((aligned(8))); /* read as __u64 */
 	__u8 code[CODE_BUF] __attribute__((aligned(8)));
+	/* Out: the address of the innermost frame's current instruction (its
+	 * code unit), 0 when there is none (no frame, a shim, a frame that has
+	 * not started).  See pywalk_at_call(). */
+	__u64 instr;
 };
 
 static __always_inline int pywalk_user_ptr(__u64 p)
@@ -125,10 +129,15 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	__u32 co_base = c->co_firstlineno & ~7u, co_fl = c->co_firstlineno & 7u;
 	__u32 co_fn = c->co_filename - co_base, co_nm = c->co_name - co_base;
 	__u32 co_len = co_nm + 8;
+	/* <= 3.10: the co_code pointer, read with the span. */
+	__u32 co_cc = c->co_code - co_base;
+	int has_cc = c->minor <= 10 && c->co_code != PYOFF_UNSET && c->co_code >= co_base &&
+		     co_cc + 8 <= co_len && !(co_cc & 7);
 	int has_owner = f_owner != PYOFF_UNSET;
 	int status = WALK_OK;
 	__u32 i, n = 0;
 
+	s->instr = 0;
 	/* verifier: offsets come from a map; bound them to the buffer. */
 	if (!has_owner)
 		f_owner = 0;
@@ -147,7 +156,7 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		return WALK_NO_CONFIG;
 
 	for (i = 0; i < MAX_FRAMES; i++) {
-		__u64 code, prev;
+		__u64 code, prev, ip = 0;
 		__s32 off;
 		__u32 tag = 0, ident = 0;
 		int shim = 0;
@@ -161,7 +170,7 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		code = *(__u64 *)&s->buf[pywalk_masked(f_code, FRAME_BUF - 8)];
 		prev = *(__u64 *)&s->buf[pywalk_masked(f_prev, FRAME_BUF - 8)];
 		if (c->minor >= 11) {
-			__u64 ip = *(__u64 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
+			ip = *(__u64 *)&s->buf[pywalk_masked(f_instr, FRAME_BUF - 8)];
 
 			/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
 			 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
@@ -187,6 +196,15 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		tag = (__u32)(*(__u64 *)&s->code[0] >> (co_fl * 8));
 		ident = code_ident(*(__u64 *)&s->code[pywalk_masked(co_fn, CODE_BUF - 8)],
 				   *(__u64 *)&s->code[pywalk_masked(co_nm, CODE_BUF - 8)]);
+		/* The innermost frame's current instruction: 3.11+ holds its
+		 * address, <= 3.10 its offset into the co_code bytes. */
+		if (i == 0 && !shim && off >= 0) {
+			if (c->minor >= 11)
+				s->instr = ip;
+			else if (has_cc)
+				s->instr = *(__u64 *)&s->code[pywalk_masked(co_cc, CODE_BUF - 8)] +
+					   c->bytes_sval + (__u32)off;
+		}
 
 		frames[i & (MAX_FRAMES - 1)].code = shim ? 0 : code;
 		frames[i & (MAX_FRAMES - 1)].offset = off;
@@ -200,6 +218,37 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		status = WALK_TRUNCATED;
 	*nframes = n;
 	return status;
+}
+
+/* True when ip lies in the interpreter's own code (the loader's ranges). */
+static __always_inline int pywalk_in_interpreter(const struct py_walk_cfg *c, __u64 ip)
+{
+	__u32 i;
+
+	for (i = 0; i < PY_TEXT_RANGES; i++) {
+		if (i < c->ntext && ip >= c->text[i][0] && ip < c->text[i][1])
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether the innermost frame's current instruction, as the walk found it
+ * (s->instr), is a CALL-family opcode of this version: 1 or 0, or -1 when
+ * its byte could not be read.  One byte read: the opcode is the first byte
+ * of the code unit (x86_64 is little-endian).  3.11+ reads the live,
+ * specialised bytecode, whose forms are all in call_ops.
+ */
+static __always_inline int pywalk_at_call(const struct py_walk_cfg *c,
+					  const struct pywalk_scratch *s)
+{
+	__u8 op = 0;
+
+	if (!pywalk_user_ptr(s->instr))
+		return 0;
+	if (PYWALK_READ(&op, sizeof(op), s->instr))
+		return -1;
+	return (c->call_ops[(op >> 6) & 3] >> (op & 63)) & 1;
 }
 
 /*
@@ -217,6 +266,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 	int status;
 
 	*nframes = 0;
+	s->instr = 0;
 	/* The slot still names the cached state, and that state still belongs
 	 * to this thread (a freed one could have been reused). */
 	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) && cur == cache->tstate &&
@@ -244,6 +294,7 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 	int status;
 
 	*nframes = 0;
+	s->instr = 0;
 	status = pywalk_tstate(c, fsbase, &tstate, &slot);
 	if (status != WALK_OK)
 		return status;

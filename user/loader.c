@@ -20,8 +20,8 @@
 #include "log.h"
 #include "profile.skel.h"
 
-_Static_assert(sizeof(struct py_walk_cfg) == 40, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 56, "proc_info layout");
+_Static_assert(sizeof(struct py_walk_cfg) == 176, "py_walk_cfg layout");
+_Static_assert(sizeof(struct proc_info) == 192, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
 _Static_assert(SAMPLE_HDR_SIZE == 88, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 40, "proc_record layout");

@@ -377,6 +377,9 @@ void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct 
 	c->co_firstlineno = o->code_firstlineno;
 	c->co_filename = o->code_filename;
 	c->co_name = o->code_name;
+	c->co_code = o->code_code;
+	c->bytes_sval = o->bytes_sval;
+	memcpy(c->call_ops, o->call_ops, sizeof(c->call_ops));
 }
 
 static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias, char *why,
@@ -502,6 +505,8 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		goto cleanup;
 	text_ranges(pp, m, path);
 	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, &pp->cfg);
+	memcpy(pp->cfg.text, pp->text, sizeof(pp->cfg.text));
+	pp->cfg.ntext = pp->ntext;
 	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
 		 (unsigned long long)pp->runtime);
 cleanup:

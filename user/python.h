@@ -18,7 +18,7 @@
 
 struct py_offsets;
 
-#define PY_MAX_TEXT 6
+#define PY_MAX_TEXT PY_TEXT_RANGES
 #define PY_MIN_MINOR 9
 #define PY_MAX_MINOR 13
 #define PY_SUPPORTED "3.9, 3.10, 3.11, 3.12 and 3.13"

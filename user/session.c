@@ -600,7 +600,9 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	if (ev->mode == MODE_KERNEL)
 		in.where = WHERE_SYSTEM;
 	else if (tp->state == TP_PYTHON && python__in_interpreter(&tp->pp, ev->user_ip))
-		in.where = WHERE_PYTHON;
+		/* In the interpreter: its own work, unless the current
+		 * instruction is a call and this is the called C function. */
+		in.where = ev->flags & SAMPLE_F_CALL ? WHERE_NATIVE : WHERE_PYTHON;
 	else
 		in.where = WHERE_NATIVE;
 	if (in.where == WHERE_NATIVE && ev->cpu_ns && ev->user_ip)
@@ -705,6 +707,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
 	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
 	[STAT_IDLE_NS] = "idle_wait_ns",
+	[STAT_OP_READ_FAILED] = "opcode_read_failed",
 };
 
 static double mb(double bytes)
