@@ -30,7 +30,7 @@ struct py_proc {
 	const struct py_offsets *off;
 	uint64_t runtime;	       /* &_PyRuntime */
 	uint64_t main_thread;	       /* pthread_t of the main thread */
-	uint64_t text[PY_MAX_TEXT][2]; /* interpreter code: user IPs here run Python */
+	uint64_t text[PY_MAX_TEXT][2]; /* interpreter code: Python time, but under a call */
 	int ntext;
 	bool static_build; /* interpreter linked into the executable */
 	struct py_walk_cfg cfg;
