@@ -3,7 +3,9 @@
 `sorted` of a million floats and `re.findall` over a long string run C code
 compiled into the interpreter itself (builtin_sorted and list_sort, the _sre
 module); the instruction running them is a call, so their time is native, as
-Scalene counts it.  The `arith` line only interprets bytecode.  Each line
+Scalene counts it.  The `arith` line only interprets bytecode, and the
+`pycall` line calls a small Python function: entering and leaving it is the
+interpreter's work (Python time), although a call instruction does it.  Each line
 gets about argv[1] CPU seconds (calibrated at start-up).  The pattern finds
 few matches in the text, so building and freeing the result list is a
 sliver of the scan.
@@ -27,6 +29,16 @@ def arith(n):
     return acc
 
 
+def small(x):
+    return x + 1
+
+
+def py_calls(n):
+    acc = 0
+    for i in range(n): acc = small(acc)  # LINE: pycall
+    return acc
+
+
 def sort_floats(k):
     for _ in range(k): sorted(floats)  # LINE: sorted
 
@@ -42,8 +54,10 @@ def timed(f, *args):
 
 
 per_arith = timed(arith, 200_000) / 200_000
+per_call = timed(py_calls, 200_000) / 200_000
 per_sort = timed(sort_floats, 1)
 per_find = timed(find_all, 1)
 arith(int(seconds / per_arith))
+py_calls(int(seconds / per_call))
 sort_floats(max(2, round(seconds / per_sort)))
 find_all(max(2, round(seconds / per_find)))
