@@ -29,6 +29,10 @@
  * process with a message). */
 #define TSD_DIRECT_KEYS 32
 
+/* Executable mappings that count as the interpreter's own code (libpython or
+ * the executable, the dynamic loader, the allocation sampler). */
+#define PY_TEXT_RANGES 6
+
 enum event_type {
 	EV_SAMPLE = 1,
 	EV_EXEC = 2,
@@ -79,6 +83,7 @@ enum stat_id {
 	STAT_MEM_LOST,		/* allocation sampler records lost: ring buffer full */
 	STAT_UPROBE_HITS,	/* allocation uprobe hits (attach mode) */
 	STAT_IDLE_NS,		/* parked threads' waiting, not counted (no --idle), ns */
+	STAT_OP_READ_FAILED,	/* the innermost frame's current opcode was unreadable */
 	STAT_MAX,
 };
 
@@ -102,6 +107,11 @@ struct py_walk_cfg {
 	__u16 co_firstlineno;
 	__u16 co_filename; /* with co_name: the code object's identity */
 	__u16 co_name;
+	__u16 co_code;		       /* co_code (<=3.10), else 0xffff */
+	__u16 bytes_sval;	       /* PyBytesObject.ob_sval (<=3.10) */
+	__u32 ntext;		       /* ranges used in text[] */
+	__u64 call_ops[4];	       /* CALL-family opcodes: bit n of word n / 64 (pyoffsets) */
+	__u64 text[PY_TEXT_RANGES][2]; /* the interpreter's code: [start, end) */
 };
 
 /* Per-process state in the `procs` map (key: tgid). */
@@ -171,12 +181,20 @@ struct sample_event {
 	__u64 mem_size;
 	__u32 mem_flags;
 	__u32 elided; /* frames left out between the innermost and outermost kept */
+	__u32 flags;  /* SAMPLE_F_* */
+	__u32 pad;
 	/* The thread's name when the record was made: after an exec (a
 	 * launcher that execs the interpreter), and still there for a thread
 	 * gone by the time the loader reads the record. */
 	__u8 comm[16];
 	struct py_frame frames[MAX_FRAMES];
 };
+
+/* sample_event.flags.  SAMPLE_F_CALL: a user-mode sample in the interpreter's
+ * code while the innermost frame's current instruction is a CALL-family
+ * opcode: the interpreter is running the C function that call invoked (a
+ * builtin, a method of a built-in type, a C module), which is native time. */
+#define SAMPLE_F_CALL (1u << 0)
 
 #define SAMPLE_HDR_SIZE (sizeof(struct sample_event) - MAX_FRAMES * sizeof(struct py_frame))
 

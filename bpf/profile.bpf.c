@@ -138,6 +138,16 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 			stat_inc(STAT_WALK_TRUNCATED);
 		else if (status == WALK_NO_TSTATE || status == WALK_TID_MISMATCH)
 			stat_inc(STAT_NO_TSTATE);
+		/* In the interpreter's code under a call: the called C
+		 * function's time (native), not the eval loop's. */
+		if (n && ev->mode == MODE_USER && pywalk_in_interpreter(&p->cfg, ev->user_ip)) {
+			int call = pywalk_at_call(&p->cfg, &walk);
+
+			if (call < 0)
+				stat_inc(STAT_OP_READ_FAILED);
+			else if (call)
+				ev->flags |= SAMPLE_F_CALL;
+		}
 	}
 	ev->status = status;
 	ev->nframes = n;
@@ -200,6 +210,8 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	ev->mem_size = 0;
 	ev->mem_flags = 0;
 	ev->elided = 0;
+	ev->flags = 0;
+	ev->pad = 0;
 	record_comm(ev);
 	return ev;
 }

@@ -16,6 +16,10 @@
 
 #include "abi.h"
 
+#ifndef PYWALK_NOINLINE
+#define PYWALK_NOINLINE __attribute__((noinline))
+#endif
+
 #ifndef PYWALK_READ
 #error "define PYWALK_READ before including pywalk.h"
 #endif
@@ -61,6 +65,10 @@ static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
 struct pywalk_scratch {
 	__u8 buf[FRAME_BUF] __attribute__((aligned(8))); /* read as __u64 */
 	__u8 code[CODE_BUF] __attribute__((aligned(8)));
+	/* Out: the address of the innermost frame's current instruction (its
+	 * code unit), 0 when there is none (no frame, a shim, a frame that has
+	 * not started).  See pywalk_at_call(). */
+	__u64 instr;
 };
 
 static __always_inline int pywalk_user_ptr(__u64 p)
@@ -121,13 +129,18 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
 /* The frame and code-object offsets of one walk, checked against the
  * buffers once. */
 struct pywalk_layout {
+	const struct py_walk_cfg *c;
+	int innermost; /* the next frame read is the innermost one */
 	__u32 f_code, f_prev, f_instr, f_owner, rd;
 	__u32 co_base, co_fl, co_fn, co_nm, co_len;
-	int has_owner;
+	__u32 co_cc; /* <= 3.10: the co_code pointer, read with the span */
+	int has_owner, has_cc;
 };
 
 static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pywalk_layout *l)
 {
+	l->c = c;
+	l->innermost = 0;
 	l->f_code = c->f_code;
 	l->f_prev = c->f_prev;
 	l->f_instr = c->f_instr;
@@ -140,6 +153,9 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 	l->co_nm = c->co_name - l->co_base;
 	l->co_len = l->co_nm + 8;
 	l->has_owner = l->f_owner != PYOFF_UNSET;
+	l->co_cc = c->co_code - l->co_base;
+	l->has_cc = c->minor <= 10 && c->co_code != PYOFF_UNSET && c->co_code >= l->co_base &&
+		    l->co_cc + 8 <= l->co_len && !(l->co_cc & 7);
 	/* verifier: offsets come from a map; bound them to the buffer. */
 	if (!l->has_owner)
 		l->f_owner = 0;
@@ -162,18 +178,23 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 
 /*
  * Reads the frame at `f` into *out and its caller's address into *prev.
- * Shim frames are only marked (code = 0).
+ * Shim frames are only marked (code = 0).  For the innermost frame
+ * (l->innermost), also notes its current instruction's address in s->instr.
+ *
+ * verifier: a function of its own (BPF-to-BPF call, at most five arguments),
+ * so that its locals take stack space once, not once per loop that reads
+ * frames.
  */
-static __always_inline int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_layout *l,
-				      __u64 f, struct py_frame *out, __u64 *prev,
-				      struct pywalk_scratch *s)
+static PYWALK_NOINLINE int pywalk_one(const struct pywalk_layout *l, __u64 f, struct py_frame *out,
+				      __u64 *prev, struct pywalk_scratch *s)
 {
+	const struct py_walk_cfg *c = l->c;
 	/* verifier: the sizes were checked in pywalk_layout(), but the bound
 	 * does not survive the struct's trip through the stack: masked again
 	 * (no-ops for the checked values, 1..FRAME_BUF and 8..CODE_BUF). */
 	__u32 rd = pywalk_masked(l->rd - 1, FRAME_BUF - 1) + 1;
 	__u32 co_len = pywalk_masked(l->co_len - 1, CODE_BUF - 1) + 1;
-	__u64 code;
+	__u64 code, ip = 0;
 	__s32 off;
 	int shim = 0;
 
@@ -182,7 +203,7 @@ static __always_inline int pywalk_one(const struct py_walk_cfg *c, const struct 
 	code = *(__u64 *)&s->buf[pywalk_masked(l->f_code, FRAME_BUF - 8)];
 	*prev = *(__u64 *)&s->buf[pywalk_masked(l->f_prev, FRAME_BUF - 8)];
 	if (c->minor >= 11) {
-		__u64 ip = *(__u64 *)&s->buf[pywalk_masked(l->f_instr, FRAME_BUF - 8)];
+		ip = *(__u64 *)&s->buf[pywalk_masked(l->f_instr, FRAME_BUF - 8)];
 
 		/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
 		 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
@@ -208,6 +229,15 @@ static __always_inline int pywalk_one(const struct py_walk_cfg *c, const struct 
 	out->tag = (__u32)(*(__u64 *)&s->code[0] >> (l->co_fl * 8));
 	out->ident = code_ident(*(__u64 *)&s->code[pywalk_masked(l->co_fn, CODE_BUF - 8)],
 				*(__u64 *)&s->code[pywalk_masked(l->co_nm, CODE_BUF - 8)]);
+	/* The innermost frame's current instruction: 3.11+ holds its
+	 * address, <= 3.10 its offset into the co_code bytes. */
+	if (l->innermost && !shim && off >= 0) {
+		if (c->minor >= 11)
+			s->instr = ip;
+		else if (l->has_cc)
+			s->instr = *(__u64 *)&s->code[pywalk_masked(l->co_cc, CODE_BUF - 8)] +
+				   c->bytes_sval + (__u32)off;
+	}
 	out->code = shim ? 0 : code;
 	out->offset = off;
 	out->pad = 0;
@@ -242,6 +272,7 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	PYWALK_ITER it;
 
 	*elided = 0;
+	s->instr = 0;
 	status = pywalk_layout(c, &l);
 	if (status != WALK_OK)
 		return status;
@@ -250,7 +281,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	while (PYWALK_LOOP_NEXT(it, i)) {
 		if (!f)
 			break;
-		err = pywalk_one(c, &l, f, &frames[i & (MAX_FRAMES - 1)], &prev, s);
+		l.innermost = i == 0;
+		err = pywalk_one(&l, f, &frames[i & (MAX_FRAMES - 1)], &prev, s);
 		if (err != WALK_OK) {
 			status = err;
 			break;
@@ -291,7 +323,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 
 		if (i >= m)
 			break;
-		err = pywalk_one(c, &l, slot->code, slot, &prev, s);
+		l.innermost = 0;
+		err = pywalk_one(&l, slot->code, slot, &prev, s);
 		if (err != WALK_OK) {
 			/* Freed since its address was taken: the stack changed
 			 * under the walk; keep what was read whole. */
@@ -312,6 +345,37 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	return status;
 }
 
+/* True when ip lies in the interpreter's own code (the loader's ranges). */
+static __always_inline int pywalk_in_interpreter(const struct py_walk_cfg *c, __u64 ip)
+{
+	__u32 i;
+
+	for (i = 0; i < PY_TEXT_RANGES; i++) {
+		if (i < c->ntext && ip >= c->text[i][0] && ip < c->text[i][1])
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether the innermost frame's current instruction, as the walk found it
+ * (s->instr), is a CALL-family opcode of this version: 1 or 0, or -1 when
+ * its byte could not be read.  One byte read: the opcode is the first byte
+ * of the code unit (x86_64 is little-endian).  3.11+ reads the live,
+ * specialised bytecode, whose forms are all in call_ops.
+ */
+static __always_inline int pywalk_at_call(const struct py_walk_cfg *c,
+					  const struct pywalk_scratch *s)
+{
+	__u8 op = 0;
+
+	if (!pywalk_user_ptr(s->instr))
+		return 0;
+	if (PYWALK_READ(&op, sizeof(op), s->instr))
+		return -1;
+	return (c->call_ops[(op >> 6) & 3] >> (op & 63)) & 1;
+}
+
 /*
  * The walk, remembering the thread state between samples of one thread: a
  * thread keeps its PyThreadState for life, so reading its TSD slot and the
@@ -328,6 +392,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 
 	*nframes = 0;
 	*elided = 0;
+	s->instr = 0;
 	/* The slot still names the cached state, and that state still belongs
 	 * to this thread (a freed one could have been reused). */
 	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) && cur == cache->tstate &&
@@ -357,6 +422,7 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 
 	*nframes = 0;
 	*elided = 0;
+	s->instr = 0;
 	status = pywalk_tstate(c, fsbase, &tstate, &slot);
 	if (status != WALK_OK)
 		return status;

@@ -4,6 +4,12 @@
  * CPython 3.10.13 (PY_VERSION_HEX 0x030a0df0), x86_64
  * headers: $(pyenv root)/versions/3.10.13/include/python3.10
  * generator: tools/pyoffsets/pyoffsets.c
+ *
+ * call_ops, from the opcode headers:
+ *   CALL_FUNCTION = 131
+ *   CALL_FUNCTION_EX = 142
+ *   CALL_FUNCTION_KW = 141
+ *   CALL_METHOD = 161
  */
 #ifndef PYOFFSETS_CPYTHON_3_10_H
 #define PYOFFSETS_CPYTHON_3_10_H
@@ -70,6 +76,7 @@ static const struct py_offsets py_offsets_3_10 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
+	.call_ops = { 0x0000000000000000, 0x0000000000000000, 0x0000000200006008, 0x0000000000000000 },
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_10_H */

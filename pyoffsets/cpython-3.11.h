@@ -4,6 +4,31 @@
  * CPython 3.11.7 (PY_VERSION_HEX 0x030b07f0), x86_64
  * headers: $(pyenv root)/versions/3.11.7/include/python3.11
  * generator: tools/pyoffsets/pyoffsets.c
+ *
+ * call_ops, from the opcode headers:
+ *   CALL = 171
+ *   CALL_ADAPTIVE = 22
+ *   CALL_FUNCTION_EX = 142
+ *   CALL_PY_EXACT_ARGS = 23
+ *   CALL_PY_WITH_DEFAULTS = 24
+ *   PRECALL = 166
+ *   PRECALL_ADAPTIVE = 64
+ *   PRECALL_BOUND_METHOD = 65
+ *   PRECALL_BUILTIN_CLASS = 66
+ *   PRECALL_BUILTIN_FAST_WITH_KEYWORDS = 67
+ *   PRECALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS = 72
+ *   PRECALL_NO_KW_BUILTIN_FAST = 73
+ *   PRECALL_NO_KW_BUILTIN_O = 76
+ *   PRECALL_NO_KW_ISINSTANCE = 77
+ *   PRECALL_NO_KW_LEN = 78
+ *   PRECALL_NO_KW_LIST_APPEND = 79
+ *   PRECALL_NO_KW_METHOD_DESCRIPTOR_FAST = 80
+ *   PRECALL_NO_KW_METHOD_DESCRIPTOR_NOARGS = 81
+ *   PRECALL_NO_KW_METHOD_DESCRIPTOR_O = 113
+ *   PRECALL_NO_KW_STR_1 = 121
+ *   PRECALL_NO_KW_TUPLE_1 = 127
+ *   PRECALL_NO_KW_TYPE_1 = 141
+ *   PRECALL_PYFUNC = 143
  */
 #ifndef PYOFFSETS_CPYTHON_3_11_H
 #define PYOFFSETS_CPYTHON_3_11_H
@@ -70,6 +95,7 @@ static const struct py_offsets py_offsets_3_11 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
+	.call_ops = { 0x0000000001c00000, 0x820200000003f30f, 0x000008400000e000, 0x0000000000000000 },
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_11_H */

@@ -4,6 +4,29 @@
  * CPython 3.12.1 (PY_VERSION_HEX 0x030c01f0), x86_64
  * headers: $(pyenv root)/versions/3.12.1/include/python3.12
  * generator: tools/pyoffsets/pyoffsets.c
+ *
+ * call_ops, from the opcode headers:
+ *   CALL = 171
+ *   CALL_BOUND_METHOD_EXACT_ARGS = 28
+ *   CALL_BUILTIN_CLASS = 29
+ *   CALL_BUILTIN_FAST_WITH_KEYWORDS = 34
+ *   CALL_FUNCTION_EX = 142
+ *   CALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS = 38
+ *   CALL_NO_KW_BUILTIN_FAST = 39
+ *   CALL_NO_KW_BUILTIN_O = 40
+ *   CALL_NO_KW_ISINSTANCE = 41
+ *   CALL_NO_KW_LEN = 42
+ *   CALL_NO_KW_LIST_APPEND = 43
+ *   CALL_NO_KW_METHOD_DESCRIPTOR_FAST = 44
+ *   CALL_NO_KW_METHOD_DESCRIPTOR_NOARGS = 45
+ *   CALL_NO_KW_METHOD_DESCRIPTOR_O = 46
+ *   CALL_NO_KW_STR_1 = 47
+ *   CALL_NO_KW_TUPLE_1 = 48
+ *   CALL_NO_KW_TYPE_1 = 56
+ *   CALL_PY_EXACT_ARGS = 23
+ *   CALL_PY_WITH_DEFAULTS = 24
+ *   INSTRUMENTED_CALL = 241
+ *   INSTRUMENTED_CALL_FUNCTION_EX = 244
  */
 #ifndef PYOFFSETS_CPYTHON_3_12_H
 #define PYOFFSETS_CPYTHON_3_12_H
@@ -70,6 +93,7 @@ static const struct py_offsets py_offsets_3_12 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
+	.call_ops = { 0x0101ffc431800000, 0x0000000000000000, 0x0000080000004000, 0x0012000000000000 },
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_12_H */

@@ -4,6 +4,34 @@
  * CPython 3.13.0 (PY_VERSION_HEX 0x030d00f0), x86_64
  * headers: $(pyenv root)/versions/3.13.0/include/python3.13
  * generator: tools/pyoffsets/pyoffsets.c
+ *
+ * call_ops, from the opcode headers:
+ *   CALL = 53
+ *   CALL_ALLOC_AND_ENTER_INIT = 162
+ *   CALL_BOUND_METHOD_EXACT_ARGS = 163
+ *   CALL_BOUND_METHOD_GENERAL = 164
+ *   CALL_BUILTIN_CLASS = 165
+ *   CALL_BUILTIN_FAST = 166
+ *   CALL_BUILTIN_FAST_WITH_KEYWORDS = 167
+ *   CALL_BUILTIN_O = 168
+ *   CALL_FUNCTION_EX = 54
+ *   CALL_ISINSTANCE = 169
+ *   CALL_KW = 57
+ *   CALL_LEN = 170
+ *   CALL_LIST_APPEND = 171
+ *   CALL_METHOD_DESCRIPTOR_FAST = 172
+ *   CALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS = 173
+ *   CALL_METHOD_DESCRIPTOR_NOARGS = 174
+ *   CALL_METHOD_DESCRIPTOR_O = 175
+ *   CALL_NON_PY_GENERAL = 176
+ *   CALL_PY_EXACT_ARGS = 177
+ *   CALL_PY_GENERAL = 178
+ *   CALL_STR_1 = 179
+ *   CALL_TUPLE_1 = 180
+ *   CALL_TYPE_1 = 181
+ *   INSTRUMENTED_CALL = 244
+ *   INSTRUMENTED_CALL_FUNCTION_EX = 246
+ *   INSTRUMENTED_CALL_KW = 245
  */
 #ifndef PYOFFSETS_CPYTHON_3_13_H
 #define PYOFFSETS_CPYTHON_3_13_H
@@ -70,6 +98,7 @@ static const struct py_offsets py_offsets_3_13 = {
 	.dbg_code_linetable = 304,
 	.dbg_code_firstlineno = 312,
 	.dbg_code_code_adaptive = 344,
+	.call_ops = { 0x0260000000000000, 0x0000000000000000, 0x003ffffc00000000, 0x0070000000000000 },
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_13_H */

@@ -4,6 +4,12 @@
  * CPython 3.9.18 (PY_VERSION_HEX 0x030912f0), x86_64
  * headers: $(pyenv root)/versions/3.9.18/include/python3.9
  * generator: tools/pyoffsets/pyoffsets.c
+ *
+ * call_ops, from the opcode headers:
+ *   CALL_FUNCTION = 131
+ *   CALL_FUNCTION_EX = 142
+ *   CALL_FUNCTION_KW = 141
+ *   CALL_METHOD = 161
  */
 #ifndef PYOFFSETS_CPYTHON_3_9_H
 #define PYOFFSETS_CPYTHON_3_9_H
@@ -70,6 +76,7 @@ static const struct py_offsets py_offsets_3_9 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
+	.call_ops = { 0x0000000000000000, 0x0000000000000000, 0x0000000200006008, 0x0000000000000000 },
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_9_H */

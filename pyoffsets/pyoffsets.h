@@ -94,6 +94,13 @@ struct py_offsets {
 	uint16_t dbg_code_linetable;
 	uint16_t dbg_code_firstlineno;
 	uint16_t dbg_code_code_adaptive;
+
+	/* Opcodes of the CALL family (bit n of word n / 64 set for opcode n):
+	 * every opcode the headers name (INSTRUMENTED_)?(PRE)?CALL*, with its
+	 * specialised and instrumented forms, except CALL_INTRINSIC_*.  While
+	 * the innermost frame's current instruction is one of them, C code run
+	 * from the interpreter is the called function's (native time). */
+	uint64_t call_ops[4];
 };
 
 #endif /* PYOFFSETS_H */

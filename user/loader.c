@@ -23,10 +23,10 @@
 #include "log.h"
 #include "profile.skel.h"
 
-_Static_assert(sizeof(struct py_walk_cfg) == 40, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 56, "proc_info layout");
+_Static_assert(sizeof(struct py_walk_cfg) == 176, "py_walk_cfg layout");
+_Static_assert(sizeof(struct proc_info) == 192, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
-_Static_assert(SAMPLE_HDR_SIZE == 104, "sample_event header layout");
+_Static_assert(SAMPLE_HDR_SIZE == 112, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 40, "proc_record layout");
 _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,

@@ -30,8 +30,8 @@ struct frame_ref {
 };
 
 enum sample_where {
-	WHERE_PYTHON = 0, /* user mode, in the interpreter */
-	WHERE_NATIVE,	  /* user mode, anywhere else */
+	WHERE_PYTHON = 0, /* user mode, in the interpreter, not under a call */
+	WHERE_NATIVE,	  /* user mode, anywhere else, or C code a call runs */
 	WHERE_SYSTEM,	  /* kernel mode */
 };
 

@@ -18,7 +18,8 @@
 
 struct py_offsets;
 
-#define PY_MAX_TEXT 6
+#define PY_MAX_TEXT PY_TEXT_RANGES
+#define PY_MAX_MACHINERY 24
 #define PY_MIN_MINOR 9
 #define PY_MAX_MINOR 13
 #define PY_SUPPORTED "3.9, 3.10, 3.11, 3.12 and 3.13"
@@ -30,8 +31,12 @@ struct py_proc {
 	const struct py_offsets *off;
 	uint64_t runtime;	       /* &_PyRuntime */
 	uint64_t main_thread;	       /* pthread_t of the main thread */
-	uint64_t text[PY_MAX_TEXT][2]; /* interpreter code: user IPs here run Python */
+	uint64_t text[PY_MAX_TEXT][2]; /* interpreter code: Python time, but under a call */
 	int ntext;
+	/* The interpreter's own call machinery (the eval loop, making and
+	 * freeing Python frames): Python time even under a call. */
+	uint64_t machinery[PY_MAX_MACHINERY][2];
+	int nmachinery;
 	bool static_build; /* interpreter linked into the executable */
 	struct py_walk_cfg cfg;
 	char path[PATH_MAX]; /* binary holding the interpreter, as mapped */
@@ -59,6 +64,12 @@ void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct 
 
 /* True when ip lies in the interpreter's own code. */
 bool python__in_interpreter(const struct py_proc *pp, uint64_t ip);
+
+/* True when ip lies in the interpreter's call machinery: the eval loop and
+ * the functions that make and free Python frames (those the symbol tables
+ * name).  A sample there under a call is the interpreter's work, not the
+ * called function's. */
+bool python__in_call_machinery(const struct py_proc *pp, uint64_t ip);
 
 /* Parses "3.12" / "python3.12" / "libpython3.12.so.1.0" style names: the
  * minor version, or -1. */

@@ -426,6 +426,17 @@ static double core_util(struct session *s, const struct sample_event *ev)
 	return s->util_count[j] / per_bucket > 1 ? 1 : s->util_count[j] / per_bucket;
 }
 
+/* A user-mode sample in the interpreter's code: its own work (Python), unless
+ * the innermost frame's current instruction is a call and this is the C
+ * function it called (native).  The eval loop and its making and freeing of
+ * Python frames stay Python. */
+static enum sample_where interpreter_where(const struct tproc *tp, const struct sample_event *ev)
+{
+	if (!(ev->flags & SAMPLE_F_CALL) || python__in_call_machinery(&tp->pp, ev->user_ip))
+		return WHERE_PYTHON;
+	return WHERE_NATIVE;
+}
+
 static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, struct sample_in *in)
 {
 	struct usym sym;
@@ -652,7 +663,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	if (ev->mode == MODE_KERNEL)
 		in.where = WHERE_SYSTEM;
 	else if (tp->state == TP_PYTHON && python__in_interpreter(&tp->pp, ev->user_ip))
-		in.where = WHERE_PYTHON;
+		in.where = interpreter_where(tp, ev);
 	else
 		in.where = WHERE_NATIVE;
 	if (in.where == WHERE_NATIVE && ev->cpu_ns && ev->user_ip)
@@ -757,6 +768,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
 	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
 	[STAT_IDLE_NS] = "idle_wait_ns",
+	[STAT_OP_READ_FAILED] = "opcode_read_failed",
 };
 
 static double mb(double bytes)

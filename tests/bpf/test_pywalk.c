@@ -1111,6 +1111,153 @@ static void seed_rng(void)
 	rng_state = rng_seed;
 }
 
+/* ---- the innermost frame's current opcode --------------------------- */
+
+static int op_in(const struct py_offsets *o, unsigned int op)
+{
+	return (o->call_ops[op / 64] >> (op % 64)) & 1;
+}
+
+/* The lowest opcode in (out of) the version's call set, above 0. */
+static unsigned int some_op(const struct py_offsets *o, int call)
+{
+	unsigned int op;
+
+	for (op = 1; op < 256; op++)
+		if (op_in(o, op) == call)
+			return op;
+	memimg__die("no such opcode", call);
+	return 0;
+}
+
+/*
+ * Puts opcode `op` at byte offset `off` of code object `code`'s bytecode:
+ * co_code_adaptive (3.11+), or the co_code bytes object (<= 3.10), made on
+ * first use.
+ */
+static void put_op(struct pyimg *p, uint64_t code, int32_t off, uint8_t op)
+{
+	const struct py_offsets *o = p->o;
+	uint64_t bytes;
+
+	if (p->minor >= 11) {
+		memimg__w8(p->m, code + o->code_code_adaptive + off, op);
+		return;
+	}
+	bytes = pyimg__u64(p, code + o->code_code);
+	if (!bytes) {
+		bytes = memimg__alloc(p->m, p->heap, o->bytes_sval + CODE_BYTES, 16);
+		memimg__w64(p->m, code + o->code_code, bytes);
+	}
+	memimg__w8(p->m, bytes + o->bytes_sval + off, op);
+}
+
+/* Walks, then tells whether the innermost instruction is a call. */
+static int walk_at_call(struct pyimg *p, int *status)
+{
+	struct py_walk_cfg c;
+
+	pyimg__cfg(p, &c);
+	*status = walk(p, &c);
+	return pywalk_at_call(&c, scratch);
+}
+
+/*
+ * Only the innermost frame's instruction counts: a Python function called
+ * from a CALL is its own frame, running its own bytecode.  A frame that has
+ * not started, or an unreadable instruction, is no call (the latter -1).
+ */
+static void check_at_call(unsigned int minor)
+{
+	struct pyimg *p = pyimg__new(minor);
+	const struct py_offsets *o = p->o;
+	unsigned int call = some_op(o, 1), other = some_op(o, 0);
+	uint64_t outer = pyimg__code(p, 1), inner = pyimg__code(p, 20), f;
+	int status;
+
+	/* Scratch left over from an earlier walk must not leak into this one. */
+	scratch->instr = 0x1234;
+	put_op(p, outer, 6, (uint8_t)call);
+	pyimg__push(p, outer, 6);
+	CHECK_EQ_INT(walk_at_call(p, &status), 1);
+	CHECK_EQ_INT(status, WALK_OK);
+	CHECK(scratch->instr != 0);
+
+	put_op(p, inner, 10, (uint8_t)other);
+	f = pyimg__push(p, inner, 10);
+	CHECK_EQ_INT(walk_at_call(p, &status), 0);
+	check_frames(p, 2);
+
+	/* The same frame, now at a call. */
+	put_op(p, inner, 12, (uint8_t)call);
+	pyimg__write_frame(p, f, inner, 12, pyimg__u64(p, f + o->frame_previous), 0, 0);
+	CHECK_EQ_INT(walk_at_call(p, &status), 1);
+
+	/* Not started yet: no current instruction. */
+	pyimg__write_frame(p, f, inner, fresh_off(minor), pyimg__u64(p, f + o->frame_previous), 0,
+			   0);
+	if (fresh_off(minor) < 0) {
+		CHECK_EQ_INT(walk_at_call(p, &status), 0);
+		CHECK_EQ_INT(scratch->instr, 0);
+	}
+
+	/* The bytecode cannot be read: the walk still stands. */
+	pyimg__write_frame(p, f, inner, 10, pyimg__u64(p, f + o->frame_previous), 0, 0);
+	if (minor >= 11)
+		memimg__w64(p->m, f + o->frame_instr, HOLE_ADDR);
+	else
+		memimg__w64(p->m, inner + o->code_code, HOLE_ADDR);
+	CHECK_EQ_INT(walk_at_call(p, &status), -1);
+	CHECK_EQ_INT(status, WALK_OK);
+	CHECK_EQ_INT(nout, 2);
+
+	/* 3.12+: a C-stack entry frame on top is no call. */
+	if (minor >= 12) {
+		pyimg__write_frame(p, f, inner, 12, pyimg__u64(p, f + o->frame_previous), 0, 0);
+		CHECK_EQ_INT(walk_at_call(p, &status), 1);
+		pyimg__push_shim(p, 3);
+		CHECK_EQ_INT(walk_at_call(p, &status), 0);
+		CHECK_EQ_INT(scratch->instr, 0);
+	}
+
+	/* No frame at all. */
+	pyimg__set_top(p, 0);
+	CHECK_EQ_INT(walk_at_call(p, &status), 0);
+	pyimg__free(p);
+}
+
+static void test_at_call(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++)
+		check_at_call(minor);
+}
+
+/* The loader's text ranges, [start, end), only as many as ntext says. */
+static void test_in_interpreter(void)
+{
+	struct py_walk_cfg c;
+
+	memset(&c, 0, sizeof(c));
+	CHECK(!pywalk_in_interpreter(&c, 0x1000));
+	c.ntext = 2;
+	c.text[0][0] = 0x400000;
+	c.text[0][1] = 0x500000;
+	c.text[1][0] = 0x7f0000000000ULL;
+	c.text[1][1] = 0x7f0000010000ULL;
+	c.text[2][0] = 0x600000; /* beyond ntext: ignored */
+	c.text[2][1] = 0x700000;
+	CHECK(pywalk_in_interpreter(&c, 0x400000));
+	CHECK(pywalk_in_interpreter(&c, 0x4fffff));
+	CHECK(!pywalk_in_interpreter(&c, 0x500000));
+	CHECK(pywalk_in_interpreter(&c, 0x7f0000000010ULL));
+	CHECK(!pywalk_in_interpreter(&c, 0x600010));
+	CHECK(!pywalk_in_interpreter(&c, 0));
+	c.ntext = PY_TEXT_RANGES + 5; /* garbage: bounded by the array */
+	CHECK(pywalk_in_interpreter(&c, 0x600010));
+}
+
 int main(void)
 {
 	out = malloc(MAX_FRAMES * sizeof(*out));
@@ -1154,6 +1301,8 @@ int main(void)
 	RUN_TEST(test_frame_read_short);
 	/* Last: under the sanitizer build undefined behaviour stops the run. */
 	RUN_TEST(test_310_lasti_overflow);
+	RUN_TEST(test_at_call);
+	RUN_TEST(test_in_interpreter);
 	RUN_TEST(test_fuzz_frames);
 	RUN_TEST(test_fuzz_everything);
 

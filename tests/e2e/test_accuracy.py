@@ -123,6 +123,61 @@ def test_python_line_vs_native_line(python, tmp_path, accuracy):
             f"{syms}")
 
 
+def test_calls_into_the_interpreter_are_native(python, tmp_path, accuracy):
+    """C code compiled into the interpreter (sorted, _sre), run by a call
+    instruction, is native time, as in Scalene; interpreting bytecode, and
+    entering and leaving a Python function, is Python time, also in a static
+    build where both live in one binary."""
+    prog = program("native_builtins.py")
+    res = profile_run(python, prog, ["0.4"], tmp=tmp_path)
+    m = markers(prog)
+    lines = {n: line_time(res.profile, prog, m[n])
+             for n in ("sorted", "findall", "arith", "pycall")}
+    ctx = f"hot lines: {hot_lines(res.profile)}"
+    for n, t in lines.items():
+        # ~0.4 s of CPU each: 100 samples at least.
+        assert t.seconds >= 0.1, f"{n}: {t.seconds:.2f} s; {ctx}"
+    frac = {n: (t.native if n in ("sorted", "findall") else t.python) / t.percent
+            for n, t in lines.items()}
+    accuracy("sorted() line: native fraction", 1.0, frac["sorted"], ">= 0.90")
+    accuracy("re.findall line: native fraction", 1.0, frac["findall"],
+             ">= 0.90")
+    accuracy("arithmetic line: python fraction", 1.0, frac["arith"], ">= 0.95")
+    # 0.90: freeing sorted()'s result list runs at the next instruction (no
+    # call: Python time), and a timer interrupt or page fault is system.
+    assert frac["sorted"] >= 0.90, f"sorted: {frac['sorted']:.1%} native; {ctx}"
+    assert frac["findall"] >= 0.90, (
+        f"findall: {frac['findall']:.1%} native; {ctx}")
+    assert frac["arith"] >= 0.95, f"arith: {frac['arith']:.1%} Python; {ctx}"
+    assert lines["arith"].native / lines["arith"].percent <= 0.03, ctx
+    # Calling a Python function runs C code under a call instruction too
+    # (making and freeing its frame): that is the interpreter's work.  0.85:
+    # a few small helpers (reference counting, the thread state) are shared
+    # with C calls and stay native, and a stripped static build cannot name
+    # its frame functions.
+    accuracy("Python-call line: python fraction", 1.0, frac["pycall"],
+             ">= 0.85")
+    assert frac["pycall"] >= 0.85, (
+        f"pycall: {frac['pycall']:.1%} Python; {ctx}")
+
+    # The native time is the interpreter's own C functions: named where the
+    # interpreter has a .symtab, addresses in it otherwise.
+    want = {"sorted": r"sort|float|merge|list|binarysort|count_run",
+            "findall": r"sre"}
+    for n, pat in want.items():
+        t = lines[n]
+        syms = t.extra.get("native_symbols") or []
+        interp = [s for s in syms if re.search(r"python3", s["module"])]
+        pct = sum(s["percent"] for s in interp)
+        accuracy(f"{n} line: % in the interpreter's symbols / native %", 100.0,
+                 100.0 * pct / t.native, ">= 70")
+        assert pct >= 0.7 * t.native, f"{n}: native symbols {syms}"
+        if all(_has_symtab(mod) for mod in {s["module"] for s in interp}):
+            named = sum(s["percent"] for s in interp
+                        if re.search(pat, s["symbol"], re.I))
+            assert named >= 0.5 * t.native, f"{n}: native symbols {syms}"
+
+
 def _has_symtab(lib):
     p = subprocess.run(["readelf", "-S", "-W", str(lib)], capture_output=True,
                        text=True)

@@ -267,6 +267,50 @@ static void test_spot_values(void)
 	CHECK_EQ_INT(o13->unicode_ascii_size, 40);
 }
 
+static int has_op(const struct py_offsets *o, unsigned int op)
+{
+	return (o->call_ops[op / 64] >> (op % 64)) & 1;
+}
+
+static int count_ops(const struct py_offsets *o)
+{
+	int i, n = 0;
+
+	for (i = 0; i < 4; i++)
+		n += __builtin_popcountll(o->call_ops[i]);
+	return n;
+}
+
+/* Values from each live interpreter's opcode module (dis.opmap, and the
+ * specialised names of 3.11+). */
+static void test_call_ops(void)
+{
+	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
+	const struct py_offsets *o12 = find(12), *o13 = find(13);
+
+	CHECK(o9 && o10 && o11 && o12 && o13);
+	if (!o9 || !o10 || !o11 || !o12 || !o13)
+		return;
+	/* CALL_FUNCTION, CALL_FUNCTION_KW, CALL_FUNCTION_EX, CALL_METHOD. */
+	CHECK_EQ_INT(count_ops(o9), 4);
+	CHECK(has_op(o9, 131) && has_op(o9, 141) && has_op(o9, 142) && has_op(o9, 161));
+	CHECK(!memcmp(o9->call_ops, o10->call_ops, sizeof(o9->call_ops)));
+	CHECK(!has_op(o9, 23) && !has_op(o9, 160)); /* BINARY_ADD, LOAD_METHOD */
+	/* 3.11: PRECALL and CALL with their specialised forms. */
+	CHECK_EQ_INT(count_ops(o11), 23);
+	CHECK(has_op(o11, 166) && has_op(o11, 171) && has_op(o11, 142));
+	CHECK(has_op(o11, 67) && has_op(o11, 80)); /* PRECALL_BUILTIN_FAST_WITH_KEYWORDS, ..._METHOD_DESCRIPTOR_FAST */
+	CHECK(!has_op(o11, 122) && !has_op(o11, 0)); /* BINARY_OP, CACHE */
+	/* 3.12: INSTRUMENTED_CALL (241) in, CALL_INTRINSIC_1/2 (173, 174) out. */
+	CHECK_EQ_INT(count_ops(o12), 21);
+	CHECK(has_op(o12, 171) && has_op(o12, 241) && has_op(o12, 244) && has_op(o12, 34));
+	CHECK(!has_op(o12, 173) && !has_op(o12, 174) && !has_op(o12, 122));
+	/* 3.13: CALL 53, CALL_KW 57, CALL_BUILTIN_FAST 166, INSTRUMENTED_CALL_KW 245. */
+	CHECK_EQ_INT(count_ops(o13), 26);
+	CHECK(has_op(o13, 53) && has_op(o13, 57) && has_op(o13, 166) && has_op(o13, 245));
+	CHECK(!has_op(o13, 55) && !has_op(o13, 56) && !has_op(o13, 45)); /* intrinsics, BINARY_OP */
+}
+
 int main(void)
 {
 	RUN_TEST(test_table_lists_every_minor_once);
@@ -276,5 +320,6 @@ int main(void)
 	RUN_TEST(test_unicode_masks);
 	RUN_TEST(test_debug_offsets_layout);
 	RUN_TEST(test_spot_values);
+	RUN_TEST(test_call_ops);
 	return test_summary("pyoffsets");
 }

@@ -6,12 +6,17 @@
  * from a hand-written number.  tools/pyoffsets/generate builds and runs it
  * once per interpreter; see pyoffsets/README.md.
  *
- *   gcc -I$INC -I$INC/internal -Ipyoffsets tools/pyoffsets/pyoffsets.c -o pyoffsets-3.N
+ *   gcc -I$INC -I$INC/internal -Ipyoffsets -DPYOFF_CALL_OPS='"callops.h"' \
+ *       tools/pyoffsets/pyoffsets.c -o pyoffsets-3.N
  *   ./pyoffsets-3.N HEADERS-LABEL > pyoffsets/cpython-3.N.h
  *
  * HEADERS-LABEL is the include directory as it should appear in the
  * provenance comment (the generator writes it relative to `pyenv root` so
  * that the output does not depend on where pyenv lives).
+ *
+ * PYOFF_CALL_OPS names a file of CALL_OP(NAME) lines, one per call-family
+ * opcode name the generator found in the version's opcode headers; the
+ * compiler gives each name's value from those same headers.
  */
 #ifndef Py_BUILD_CORE
 #define Py_BUILD_CORE 1
@@ -19,6 +24,7 @@
 
 #include <Python.h>
 #include <frameobject.h>
+#include <opcode.h>
 #include <internal/pycore_runtime.h>
 #include <internal/pycore_interp.h>
 #include <internal/pycore_pystate.h>
@@ -42,6 +48,10 @@
 
 #if PY_MAJOR_VERSION != 3 || PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030e0000
 #error "pyoffsets knows the layouts of CPython 3.9 to 3.13; teach it the new version first"
+#endif
+
+#ifndef PYOFF_CALL_OPS
+#error "define PYOFF_CALL_OPS as the file of CALL_OP(NAME) lines (tools/pyoffsets/generate does)"
 #endif
 
 /* Offsets that do not fit below PYOFF_NONE; reported, then main() fails. */
@@ -222,15 +232,48 @@ static void fill_debug_offsets(struct py_offsets *o)
 #endif
 }
 
+static const struct {
+	const char *name;
+	long value;
+} call_ops[] = {
+#define CALL_OP(name) { #name, name },
+#include PYOFF_CALL_OPS
+#undef CALL_OP
+};
+
+#define N_CALL_OPS (sizeof(call_ops) / sizeof(call_ops[0]))
+
+/* The call-family set; fails on a name that is not a real (< 256) opcode. */
+static int fill_call_ops(struct py_offsets *o)
+{
+	size_t i;
+
+	memset(o->call_ops, 0, sizeof(o->call_ops));
+	for (i = 0; i < N_CALL_OPS; i++) {
+		long v = call_ops[i].value;
+
+		if (v <= 0 || v > 255) {
+			fprintf(stderr, "pyoffsets: %s = %ld is not an opcode of the bytecode\n",
+				call_ops[i].name, v);
+			return -EINVAL;
+		}
+		o->call_ops[v / 64] |= 1ULL << (v % 64);
+	}
+	return 0;
+}
+
 /* Every field of struct py_offsets, in declaration order. */
 struct field {
 	const char *name;
 	size_t off;
 	size_t size;
+	size_t align;
 	bool hex;
 };
 
-#define FIELD(f, h) { #f, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f), h }
+#define FIELD(f, h)                                                                      \
+	{ #f, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f),        \
+	  __alignof__(((struct py_offsets *)0)->f), h }
 #define DEC(f) FIELD(f, false)
 #define HEX(f) FIELD(f, true)
 
@@ -294,6 +337,7 @@ static const struct field fields[] = {
 	DEC(dbg_code_linetable),
 	DEC(dbg_code_firstlineno),
 	DEC(dbg_code_code_adaptive),
+	HEX(call_ops),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -315,7 +359,7 @@ static int check_field_list(void)
 	size_t i;
 
 	for (i = 0; i < N_FIELDS; i++) {
-		if (fields[i].off != align_up(end, fields[i].size)) {
+		if (fields[i].off != align_up(end, fields[i].align)) {
 			fprintf(stderr,
 				"pyoffsets: a member of struct py_offsets before %s is missing "
 				"from the field list in %s\n",
@@ -339,6 +383,15 @@ static void print_field(const struct py_offsets *o, const struct field *f)
 	uint32_t v32;
 	uint16_t v16;
 
+	if (f->size == 4 * sizeof(uint64_t)) {
+		uint64_t w[4];
+
+		memcpy(w, p, sizeof(w));
+		printf("\t.%s = { 0x%016llx, 0x%016llx, 0x%016llx, 0x%016llx },\n", f->name,
+		       (unsigned long long)w[0], (unsigned long long)w[1], (unsigned long long)w[2],
+		       (unsigned long long)w[3]);
+		return;
+	}
 	if (f->size == sizeof(v32)) {
 		memcpy(&v32, p, sizeof(v32));
 		printf("\t.%s = %s%x,\n", f->name, f->hex ? "0x" : "", v32);
@@ -362,6 +415,10 @@ static void print_header(const struct py_offsets *o, const char *headers)
 	       (unsigned int)PY_VERSION_HEX);
 	printf(" * headers: %s\n", headers);
 	printf(" * generator: tools/pyoffsets/pyoffsets.c\n");
+	printf(" *\n");
+	printf(" * call_ops, from the opcode headers:\n");
+	for (i = 0; i < N_CALL_OPS; i++)
+		printf(" *   %s = %ld\n", call_ops[i].name, call_ops[i].value);
 	printf(" */\n");
 	printf("#ifndef PYOFFSETS_CPYTHON_3_%d_H\n", PY_MINOR_VERSION);
 	printf("#define PYOFFSETS_CPYTHON_3_%d_H\n\n", PY_MINOR_VERSION);
@@ -395,6 +452,8 @@ int main(int argc, char **argv)
 	fill_code(&o);
 	fill_objects(&o);
 	fill_debug_offsets(&o);
+	if (fill_call_ops(&o))
+		return 1;
 	if (n_too_big)
 		return 1;
 
