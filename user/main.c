@@ -256,6 +256,16 @@ static bool interval_due(struct run_state *rs, double *next)
 	return true;
 }
 
+/* One turn of a profiling loop, run or attach: take in what BPF has sent,
+ * let the session do its periodic work, write the interim profile when due. */
+static void loop_step(struct run_state *rs, double *next)
+{
+	loader__poll(rs->loader, session__poll_ms(rs->session, (uint64_t)(mono_s() * 1e9)));
+	session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
+	if (interval_due(rs, next))
+		write_profile(rs, false);
+}
+
 /* Polls until the child exits; returns its wait status. */
 static int run_loop(struct run_state *rs, pid_t child)
 {
@@ -264,8 +274,7 @@ static int run_loop(struct run_state *rs, pid_t child)
 	pid_t w;
 
 	for (;;) {
-		loader__poll(rs->loader, session__poll_ms(rs->session, (uint64_t)(mono_s() * 1e9)));
-		session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
+		loop_step(rs, &next);
 		if (got_signal) {
 			/* We keep running until the program ends, so that its
 			 * profile is written: a signal sent to us is passed on. */
@@ -273,8 +282,6 @@ static int run_loop(struct run_state *rs, pid_t child)
 				kill(child, got_signal);
 			got_signal = 0;
 		}
-		if (interval_due(rs, &next))
-			write_profile(rs, false);
 		w = waitpid(child, &status, WNOHANG);
 		if (w == child)
 			break;
@@ -522,12 +529,9 @@ static int cmd_attach(const struct options *o)
 	next = rs.start_mono + o->profile_interval;
 	pr_info("attached to process %d; Ctrl-C to stop\n", o->pid);
 	while (!got_signal && !session__root_exited(rs.session)) {
-		loader__poll(rs.loader, session__poll_ms(rs.session, (uint64_t)(mono_s() * 1e9)));
-		session__tick(rs.session, (uint64_t)(mono_s() * 1e9));
+		loop_step(&rs, &next);
 		if (deadline && mono_s() >= deadline)
 			break;
-		if (interval_due(&rs, &next))
-			write_profile(&rs, false);
 		if (target_gone(o->pid, pidfd))
 			break;
 	}
