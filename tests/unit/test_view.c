@@ -325,9 +325,7 @@ static const char *ref_dir(void)
 	const char *d = getenv("SCALENE_REFERENCE_DIR");
 	struct stat st;
 
-	if (!d)
-		d = "../shared/reference/scalene-2.3";
-	return stat(d, &st) == 0 && S_ISDIR(st.st_mode) ? d : NULL;
+	return d && stat(d, &st) == 0 && S_ISDIR(st.st_mode) ? d : NULL;
 }
 
 static int refs_skipped;
@@ -339,32 +337,155 @@ static struct json_object *load_ref(const char *name)
 
 	if (!d) {
 		refs_skipped++;
+		t_skip_current = 1;
 		return NULL;
 	}
 	snprintf(path, sizeof(path), "%s/%s", d, name);
 	return load(path);
 }
 
+/* Real Scalene's numbers differ from run to run: the checks take what each
+ * line is worth from the document, as the view does. */
+static double ref_time(struct json_object *l)
+{
+	return vj_num(l, "n_cpu_percent_python") + vj_num(l, "n_cpu_percent_c") +
+	       vj_num(l, "n_sys_percent");
+}
+
+static bool ref_mem_active(struct json_object *doc, struct json_object *l)
+{
+	struct json_object *m;
+
+	return json_object_object_get_ex(doc, "memory", &m) && json_object_get_boolean(m) &&
+	       (vj_num(l, "n_malloc_mb") > 0 || vj_num(l, "n_copy_mb_s") > 0);
+}
+
+/* A line's source text without its indentation and newline, at most n - 1
+ * bytes (a wide line is cut by the view). */
+static void ref_text(struct json_object *l, char *buf, size_t n)
+{
+	const char *s = vj_str(l, "line");
+	size_t len;
+
+	s = s ? s : "";
+	s += strspn(s, " \t");
+	snprintf(buf, n, "%s", s);
+	len = strlen(buf);
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		buf[--len] = '\0';
+}
+
+/* Every line of the first file: the shown ones (time >= threshold, or
+ * memory activity) are in the output, the others are not, unless their text
+ * is part of a shown one's.  Returns how many lines are shown. */
+static int check_ref_lines(struct json_object *doc, double threshold)
+{
+	struct json_object *files, *file = NULL, *lines;
+	char shown_text[256][41], text[41];
+	int nshown = 0;
+	size_t i, n, j;
+	bool part;
+
+	if (!json_object_object_get_ex(doc, "files", &files))
+		return 0;
+	json_object_object_foreach(files, name, f)
+	{
+		(void)name;
+		file = f;
+		break;
+	}
+	if (!file || !json_object_object_get_ex(file, "lines", &lines))
+		return 0;
+	n = json_object_array_length(lines);
+	for (i = 0; i < n; i++) {
+		struct json_object *l = json_object_array_get_idx(lines, i);
+		double t = ref_time(l);
+
+		ref_text(l, text, sizeof(text));
+		if (text[0] && ((t > 0 && t >= threshold) || ref_mem_active(doc, l))) {
+			CHECK_HAS(text);
+			if (nshown < 256)
+				strcpy(shown_text[nshown++], text);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		struct json_object *l = json_object_array_get_idx(lines, i);
+		double t = ref_time(l);
+
+		ref_text(l, text, sizeof(text));
+		if (strlen(text) < 12 || (t > 0 && t >= threshold) || ref_mem_active(doc, l))
+			continue;
+		for (part = false, j = 0; j < (size_t)nshown && !part; j++)
+			part = strstr(shown_text[j], text) != NULL;
+		if (!part && has(text)) {
+			fprintf(stderr, "%s:%d: cold line shown: %s (%.2f%%, threshold %.2f)\n",
+				__FILE__, __LINE__, text, t, threshold);
+			t_checks_failed++;
+		}
+	}
+	return nshown;
+}
+
+static void check_program_shown(struct json_object *doc)
+{
+	const char *prog = vj_str(doc, "program");
+
+	CHECK(prog != NULL);
+	if (prog)
+		CHECK_HAS(prog);
+}
+
+/* The time of the hottest line of the first file, and of the next one down. */
+static void ref_two_hottest(struct json_object *doc, double *first, double *second)
+{
+	struct json_object *files, *lines;
+	size_t i;
+
+	*first = *second = 0;
+	if (!json_object_object_get_ex(doc, "files", &files))
+		return;
+	json_object_object_foreach(files, name, f)
+	{
+		(void)name;
+		if (!json_object_object_get_ex(f, "lines", &lines))
+			return;
+		for (i = 0; i < json_object_array_length(lines); i++) {
+			double t = ref_time(json_object_array_get_idx(lines, i));
+
+			if (t > *first) {
+				*second = *first;
+				*first = t;
+			} else if (t < *first && t > *second) {
+				*second = t;
+			}
+		}
+		return;
+	}
+}
+
 static void test_reference_cpu(void)
 {
 	struct json_object *doc = load_ref("scalene_ref_cpu.json");
+	double first, second;
 
 	if (!doc)
 		return;
 	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
 	check_outputs_safe();
-	CHECK_HAS("/home/user/demo/cpu_bound.py");
-	CHECK_HAS("for i in range(n):");
+	check_program_shown(doc);
+	CHECK(check_ref_lines(doc, 1) >= 2);
+	/* cpu_bound.py's two loops: the Python one and the native one. */
 	CHECK_HAS("total += i * i % 7");
 	CHECK_HAS("s += math.fsum(sorted(data, reverse=True))");
 	CHECK_HAS("busy_python");
 	CHECK_HAS("busy_native");
-	CHECK(!has("import math"));	 /* 0% */
-	CHECK(!has("avg MB"));		 /* memory: false */
-	/* A high threshold keeps only the two 40% lines. */
-	CHECK_EQ_INT(view(doc, 30, 0, WIDTH), 0);
-	CHECK_HAS("total += i * i % 7");
-	CHECK(!has("math.fsum"));
+	CHECK(!has("avg MB")); /* memory: false */
+	/* A threshold between the hottest line and the next keeps only the
+	 * hottest. */
+	ref_two_hottest(doc, &first, &second);
+	CHECK(first > second && second > 0);
+	CHECK_EQ_INT(view(doc, (first + second) / 2, 0, WIDTH), 0);
+	CHECK(check_ref_lines(doc, (first + second) / 2) >= 1);
 	json_object_put(doc);
 }
 
@@ -376,13 +497,14 @@ static void test_reference_mem(void)
 		return;
 	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
 	check_outputs_safe();
-	CHECK_HAS("mem_bound.py");
+	check_program_shown(doc);
+	CHECK(check_ref_lines(doc, 1) >= 2);
 	CHECK_HAS("avg MB");
+	/* mem_bound.py's two allocating lines: Python objects, native buffers. */
 	CHECK_HAS("keep.append([j for j in range(1000)])");
 	CHECK_HAS("bufs.append(bytearray(10 * 1024 * 1024))");
 	CHECK_HAS("alloc_python");
 	CHECK_HAS("alloc_native");
-	CHECK(!has("def main():"));
 	json_object_put(doc);
 }
 
@@ -393,10 +515,10 @@ static void test_reference_async_and_minimal(void)
 	if (doc) {
 		CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
 		check_outputs_safe();
+		check_program_shown(doc);
+		CHECK(check_ref_lines(doc, 1) >= 1);
+		/* Coroutines' time goes to the line that runs the event loop. */
 		CHECK_HAS("asyncio.run(main())");
-		CHECK_HAS("total = sum(range(10_000_000))");
-		CHECK_HAS("mixed_work");
-		CHECK(!has("await asyncio.sleep(2.0)"));
 		json_object_put(doc);
 	}
 	doc = load_ref("minimal_valid.json");
@@ -680,8 +802,8 @@ int main(void)
 	free(out);
 	free(err);
 	if (refs_skipped)
-		printf("view: SKIPPED %d reference profile checks: no ../shared/reference/"
-		       "scalene-2.3 (set SCALENE_REFERENCE_DIR)\n",
+		printf("view: SKIPPED %d reference profile checks: SCALENE_REFERENCE_DIR names no "
+		       "folder (tools/run-tests makes one: tests/refprofiles/scalene_refs.py)\n",
 		       refs_skipped);
 	return test_summary("view");
 }
