@@ -327,7 +327,7 @@ def check_compat(path, gui=False):
         compat.render_gui(str(path))
     p = subprocess.run([str(BIN), "view", "--cli", str(path)],
                        capture_output=True, text=True, timeout=60,
-                       stdin=subprocess.DEVNULL)
+                       env=clean_env(), stdin=subprocess.DEVNULL)
     assert p.returncode == 0, (f"scalene-bpf view --cli {path} exited "
                                f"{p.returncode}: {p.stderr}")
     assert p.stdout.strip(), f"scalene-bpf view --cli {path} printed nothing"
