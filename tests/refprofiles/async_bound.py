@@ -17,8 +17,8 @@ async def compute_then_wait():
 
 
 async def main():
-    await asyncio.gather(short_waits(), long_wait(), compute_then_wait())
+    return await asyncio.gather(short_waits(), long_wait(), compute_then_wait())
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    print("the coroutines returned:", asyncio.run(main()))

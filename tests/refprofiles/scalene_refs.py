@@ -77,7 +77,8 @@ def make(dest):
     # Scalene leaves out of its memory profile the files whose path holds
     # "scalene" (its own): the programs run from a folder of the system's
     # temporary directory, not from the repository (scalene-bpf/...).
-    src = Path(tempfile.mkdtemp(prefix="sbpf-ref-programs-"))
+    # A short folder name: the narrowest views still show the file's name.
+    src = Path(tempfile.mkdtemp(prefix="sr"))
     try:
         for out, (prog, opts) in PROFILES.items():
             shutil.copy(HERE / prog, src / prog)
