@@ -166,7 +166,7 @@ static void test_not_a_profile(void)
 
 static void test_empty_files(void)
 {
-	struct json_object *doc = parse("{\"files\": {}, \"program\": \"/app/p.py\"}");
+	struct json_object *doc = parse("{\"elapsed_time_sec\": 1, \"files\": {}, \"program\": \"/app/p.py\"}");
 
 	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
 	CHECK_HAS("/app/p.py");
@@ -213,7 +213,7 @@ static void test_hostile_strings(void)
 static void test_raw_bytes_not_passed_through(void)
 {
 	static const char text[] =
-		"{\"program\": \"/app/\x9b" "2J.py\", \"files\": {"
+		"{\"elapsed_time_sec\": 1, \"program\": \"/app/\x9b" "2J.py\", \"files\": {"
 		"\"/app/x\x9b" "31m\xff.py\": {\"lines\": [{\"lineno\": 1, "
 		"\"line\": \"a = '\x9b" "2J\xc2' \xe2\x82\n\", \"n_cpu_percent_python\": 50}], "
 		"\"functions\": [{\"line\": \"f\x9d\", \"lineno\": 1, "
@@ -236,7 +236,7 @@ static void test_truncation_keeps_characters_whole(void)
 #define E3 "\xe2\x82\xac"	/* U+20AC: three */
 #define E4 "\xf0\x9f\x98\x80"	/* U+1F600: four */
 	static const char text[] =
-		"{\"files\": {\"/app/" E2 E2 E2 E3 E3 E4 E4 ".py\": {\"lines\": [{\"lineno\": 1, "
+		"{\"elapsed_time_sec\": 1, \"files\": {\"/app/" E2 E2 E2 E3 E3 E4 E4 ".py\": {\"lines\": [{\"lineno\": 1, "
 		"\"line\": \"s = '" E2 E2 E2 E2 E2 E3 E3 E3 E3 E4 E4 E4 E2 E2 "'\\n\", "
 		"\"n_cpu_percent_python\": 50}], \"functions\": [{\"line\": \""
 		E2 E2 E2 E2 E3 E3 E3 E4 E4 "\", \"lineno\": 1, \"n_cpu_percent_python\": 50}]}}}";
@@ -266,14 +266,68 @@ static void test_wrong_types(void)
 
 	if (!doc)
 		return;
+	/* elapsed_time_sec, required, is right here (test_elapsed_checked). */
 	CHECK_EQ_INT(view(doc, 0, 1, WIDTH), 0);
 	check_outputs_safe();
 	CHECK_HAS("/app/types.py");
 	CHECK_HAS("no lineno at all");
 	/* Numbers given as strings are not numbers: nothing pretends. */
 	CHECK(!has("50.0%"));
-	CHECK(!has("1.50 s"));
 	json_object_put(doc);
+}
+
+/* elapsed_time_sec: Scalene's schema requires it, a number >= 0.  Anything
+ * else is refused with what is wrong, never shown as 0.00 s. */
+static void test_elapsed_checked(void)
+{
+	static const struct {
+		const char *value; /* NULL: the field left out */
+		const char *why;
+	} cases[] = {
+		{ NULL, "is missing" },	       { "\"1.5\"", "is not a number" },
+		{ "null", "is not a number" }, { "[1]", "is not a number" },
+		{ "true", "is not a number" }, { "-0.5", "is negative" },
+		{ "NaN", "is NaN" },	       { "Infinity", "is infinite" },
+		{ "-Infinity", "is infinite" },
+	};
+	char text[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct json_object *doc;
+
+		if (cases[i].value)
+			snprintf(text, sizeof(text),
+				 "{\"elapsed_time_sec\": %s, \"files\": {\"/a.py\": "
+				 "{\"lines\": []}}}",
+				 cases[i].value);
+		else
+			snprintf(text, sizeof(text), "{\"files\": {\"/a.py\": {\"lines\": []}}}");
+		doc = parse(text);
+		if (!doc)
+			continue;
+		CHECK_EQ_INT(view(doc, 1, 0, WIDTH), -EINVAL);
+		CHECK(outlen == 0);
+		if (!err || !strstr(err, "elapsed_time_sec") || !strstr(err, cases[i].why)) {
+			fprintf(stderr, "  %s: message %s\n", text, err ? err : "(none)");
+			t_checks_failed++;
+		}
+		json_object_put(doc);
+	}
+	/* 0 and a whole number are fine. */
+	for (i = 0; i < 2; i++) {
+		struct json_object *doc;
+
+		snprintf(text, sizeof(text),
+			 "{\"elapsed_time_sec\": %s, \"files\": {\"/a.py\": {\"lines\": []}}}",
+			 i ? "3" : "0");
+		doc = parse(text);
+		if (!doc)
+			continue;
+		CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
+		CHECK_HAS(i ? "elapsed: 3.00 s" : "elapsed: 0.00 s");
+		json_object_put(doc);
+	}
 }
 
 static void test_huge_numbers(void)
@@ -296,7 +350,7 @@ static void test_huge_numbers(void)
  * but a caller can hand them over. */
 static void test_nonfinite_in_memory(void)
 {
-	static const char text[] = "{\"files\": {\"/app/n.py\": {\"percent_cpu_time\": 1,"
+	static const char text[] = "{\"elapsed_time_sec\": 1, \"files\": {\"/app/n.py\": {\"percent_cpu_time\": 1,"
 				   "\"lines\": [{\"lineno\": 1, \"line\": \"nan line\\n\"}]}}}";
 	struct json_object *doc = parse(text);
 	struct json_object *l, *lines, *fd;
@@ -311,10 +365,17 @@ static void test_nonfinite_in_memory(void)
 	json_object_object_add(l, "n_cpu_percent_python", json_object_new_double(INFINITY));
 	json_object_object_add(l, "n_cpu_percent_c", json_object_new_double(NAN));
 	json_object_object_add(l, "lineno", json_object_new_double(-INFINITY));
-	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(NAN));
 	CHECK_EQ_INT(view(doc, 0, 1, WIDTH), 0);
 	check_outputs_safe();
 	CHECK(!has("nan") && !has("inf"));
+	/* The elapsed time is the one number the header cannot do without. */
+	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(NAN));
+	CHECK_EQ_INT(view(doc, 0, 1, WIDTH), -EINVAL);
+	CHECK(outlen == 0);
+	CHECK(err && strstr(err, "elapsed_time_sec) is NaN"));
+	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(-INFINITY));
+	CHECK_EQ_INT(view(doc, 0, 1, WIDTH), -EINVAL);
+	CHECK(err && strstr(err, "elapsed_time_sec) is infinite"));
 	json_object_put(doc);
 }
 
@@ -707,7 +768,7 @@ static void test_loss_footer(void)
 	CHECK(!has("bad_records"));	  /* negative */
 	json_object_put(doc);
 	/* Scalene's profiles have no scalene_bpf: no footer. */
-	doc = parse("{\"files\": {}}");
+	doc = parse("{\"elapsed_time_sec\": 1, \"files\": {}}");
 	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
 	CHECK(!has("data lost"));
 	json_object_put(doc);
@@ -716,7 +777,7 @@ static void test_loss_footer(void)
 static void test_gpu_columns(void)
 {
 	struct json_object *doc = parse(
-		"{\"gpu\": true, \"gpu_device\": \"GPU\", \"files\": {\"/app/g.py\": {"
+		"{\"elapsed_time_sec\": 1, \"gpu\": true, \"gpu_device\": \"GPU\", \"files\": {\"/app/g.py\": {"
 		"\"percent_cpu_time\": 30, \"lines\": [{\"lineno\": 7, \"line\": \"y = m(x)\\n\","
 		"\"n_cpu_percent_c\": 30, \"n_gpu_percent\": 88, \"n_gpu_peak_memory_mb\": 1200.5,"
 		"\"memory_samples\": []}, {\"lineno\": 8, \"line\": \"z = m(y)\\n\","
@@ -787,6 +848,7 @@ int main(void)
 	RUN_TEST(test_raw_bytes_not_passed_through);
 	RUN_TEST(test_truncation_keeps_characters_whole);
 	RUN_TEST(test_wrong_types);
+	RUN_TEST(test_elapsed_checked);
 	RUN_TEST(test_huge_numbers);
 	RUN_TEST(test_nonfinite_in_memory);
 	RUN_TEST(test_reference_cpu);
