@@ -54,7 +54,7 @@ all: scalene-bpf sampler
 # Under sudo, the build outputs go back to the user who ran sudo, so that a
 # later plain `make` by that user can write them again.
 give-back	= if [ -n "$${SUDO_UID:-}" ] && [ "$$(id -u)" -eq 0 ] && [ "$$SUDO_UID" != 0 ]; then \
-		  chown -R "$$SUDO_UID:$${SUDO_GID:-$$SUDO_UID}" $(OUT) \
+		  chown -hR "$$SUDO_UID:$${SUDO_GID:-$$SUDO_UID}" $(OUT) \
 			$$(ls -d scalene-bpf demo-profile.json 2>/dev/null); fi
 
 # Renamed into place: a running copy (a test, a benchmark) keeps its inode.
@@ -252,7 +252,7 @@ clean:
 
 .PHONY: help
 help:
-	@echo "make            build ./scalene-bpf"
+	@echo "make            build ./scalene-bpf and the sampler library it preloads"
 	@echo "make deps       install the Debian build dependencies"
 	@echo "make test       run every test (root for the end-to-end part)"
 	@echo "make demo       profile examples/demo.py and show the result"
