@@ -15,8 +15,11 @@ CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -D_GNU_SOURCE
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
 LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm
-BPF_CFLAGS	:= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ipyoffsets -Iuser/sampler \
-		   -idirafter /usr/include/$(shell $(CC) -dumpmachine) \
+# The compiler's multiarch triplet, asked for on first use only: a machine
+# without a compiler gets to deps-if-missing before anything runs $(CC).
+MULTIARCH	= $(eval MULTIARCH := $$(shell $$(CC) -dumpmachine))$(MULTIARCH)
+BPF_CFLAGS	= -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Ibpf -Ipyoffsets -Iuser/sampler \
+		   -idirafter /usr/include/$(MULTIARCH) \
 		   -Wall -Wno-unused-function -MMD -MP
 
 ifeq ($(SANITIZE),1)
@@ -42,8 +45,17 @@ UNIT_BINS	:= $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 BPFHOST_SRCS	:= $(wildcard tests/bpf/test_*.c)
 BPFHOST_BINS	:= $(patsubst tests/bpf/%.c,$(OUT)/tests/bpf_%,$(BPFHOST_SRCS))
 
+# Everything `scalene-bpf run` needs by default: the program and the
+# allocation sampler it preloads for memory profiling (user/sampler/sampler.mk).
 .PHONY: all
-all: scalene-bpf
+all: scalene-bpf sampler
+	@$(give-back)
+
+# Under sudo, the build outputs go back to the user who ran sudo, so that a
+# later plain `make` by that user can write them again.
+give-back	= if [ -n "$${SUDO_UID:-}" ] && [ "$$(id -u)" -eq 0 ] && [ "$$SUDO_UID" != 0 ]; then \
+		  chown -hR "$$SUDO_UID:$${SUDO_GID:-$$SUDO_UID}" $(OUT) \
+			$$(ls -d scalene-bpf demo-profile.json 2>/dev/null); fi
 
 # Renamed into place: a running copy (a test, a benchmark) keeps its inode.
 scalene-bpf: $(OUT)/scalene-bpf
@@ -129,9 +141,14 @@ unit-tests: $(UNIT_BINS) $(BPFHOST_BINS)
 # the total over all suites.
 .PHONY: test
 test: deps-if-missing
-	@if [ "$$(id -u)" -eq 0 ]; then tools/ci-deps; fi
-	$(MAKE) scalene-bpf unit-tests fuzz-build test-venv
-	@tools/run-tests $(OUT) $(PYTHON_TEST)
+	@if [ "$$(id -u)" -eq 0 ]; then \
+		echo "make test (root) also installs, where missing: chromium, golang-go, protobuf-compiler"; \
+		echo "  (Scalene GUI and pprof checks: tools/ci-deps), the system user sbpftest (sudo"; \
+		echo "  tests), and pytest and Scalene from PyPI in $(OUT)/venv"; \
+		tools/ci-deps; \
+	fi
+	$(MAKE) all unit-tests fuzz-build test-venv
+	@tools/run-tests $(OUT) $(PYTHON_TEST); rc=$$?; $(give-back); exit $$rc
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and
 # viewers) and pytest, in a venv of their own.
@@ -146,9 +163,10 @@ $(OUT)/venv/.done: tests/requirements.txt
 # build dependencies first when they are missing (a fresh machine).
 .PHONY: demo
 demo: deps-if-missing
-	$(MAKE) scalene-bpf
+	$(MAKE) all
 	./scalene-bpf run -o demo-profile.json examples/demo.py
 	./scalene-bpf view --cli demo-profile.json
+	@$(give-back)
 
 # The benchmark (root; long: about 3 hours on 2 CPUs for both interpreters):
 # overhead of every profiler cell on every workload, 10 interleaved rounds
@@ -234,7 +252,7 @@ clean:
 
 .PHONY: help
 help:
-	@echo "make            build ./scalene-bpf"
+	@echo "make            build ./scalene-bpf and the sampler library it preloads"
 	@echo "make deps       install the Debian build dependencies"
 	@echo "make test       run every test (root for the end-to-end part)"
 	@echo "make demo       profile examples/demo.py and show the result"

@@ -153,6 +153,34 @@ int vj_char_cols(const char *s, size_t left, size_t *len)
 	return wide(cp) ? 2 : 1;
 }
 
+/* The wall time the views print: Scalene's schema requires elapsed_time_sec,
+ * a float >= 0.  Anything else is said, never shown as 0.00 s. */
+static int check_elapsed(struct json_object *doc, FILE *err)
+{
+	struct json_object *v;
+	const char *why = NULL;
+	double d;
+
+	if (!json_object_object_get_ex(doc, "elapsed_time_sec", &v)) {
+		why = "is missing";
+	} else if (!json_object_is_type(v, json_type_double) &&
+		   !json_object_is_type(v, json_type_int)) {
+		why = "is not a number";
+	} else {
+		d = json_object_get_double(v);
+		if (isnan(d))
+			why = "is NaN";
+		else if (isinf(d))
+			why = "is infinite";
+		else if (d < 0)
+			why = "is negative";
+	}
+	if (!why)
+		return 0;
+	fprintf(err, "scalene-bpf: not a profile: its elapsed time (elapsed_time_sec) %s\n", why);
+	return -EINVAL;
+}
+
 int vj_check_profile(struct json_object *doc, FILE *err)
 {
 	struct json_object *files =
@@ -177,7 +205,7 @@ int vj_check_profile(struct json_object *doc, FILE *err)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return check_elapsed(doc, err);
 }
 
 void vj_select_init(struct vj_select *sel, struct json_object *doc, double threshold,

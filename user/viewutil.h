@@ -50,8 +50,9 @@ int vj_char_cols(const char *s, size_t left, size_t *len);
 
 /* Checks the shape every view relies on: an object whose "files" is an
  * object of file entries, each an object whose "lines" is an array of
- * objects (everything else in them is optional).  0, or -EINVAL with the
- * reason as one line to err. */
+ * objects, and an elapsed_time_sec that is a finite number >= 0 (Scalene's
+ * schema requires it; the views print it); everything else is optional.
+ * 0, or -EINVAL with the reason as one line to err. */
 int vj_check_profile(struct json_object *doc, FILE *err);
 
 /* ---- which rows are shown ---- */

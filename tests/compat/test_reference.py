@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The compatibility checker, tested against profiles written by real Scalene.
+"""The compatibility checker, tested against profiles written by real Scalene
+(the test venv's, made on first use: tests/refprofiles/scalene_refs.py).
 
 Every reference profile must pass all four checks, and each mutated copy of
 one (one defect each) must be rejected by the checks that the format notes
@@ -14,6 +15,7 @@ import glob
 import json
 import os
 import re
+import sys
 
 import pytest
 
@@ -21,14 +23,11 @@ import scalene_compat as sc
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
-SHARED = os.path.join(REPO, "..", "shared")
-REF_DIR = os.path.join(SHARED, "reference", "scalene-2.3")
-NO_GUI = os.environ.get("SCALENE_COMPAT_NO_GUI", "") not in ("", "0")
+sys.path.insert(0, os.path.join(REPO, "tests", "refprofiles"))
+import scalene_refs  # noqa: E402
 
-if not os.path.isdir(REF_DIR):
-    pytest.skip(f"reference profiles not found: {os.path.normpath(REF_DIR)} "
-                "(shared/ must sit beside the repository)",
-                allow_module_level=True)
+REF_DIR = str(scalene_refs.reference_dir())
+NO_GUI = os.environ.get("SCALENE_COMPAT_NO_GUI", "") not in ("", "0")
 
 REFS = sorted(glob.glob(os.path.join(REF_DIR, "*.json")))
 MUTATION_BASE = os.path.join(REF_DIR, "scalene_ref_mem.json")

@@ -327,7 +327,7 @@ def check_compat(path, gui=False):
         compat.render_gui(str(path))
     p = subprocess.run([str(BIN), "view", "--cli", str(path)],
                        capture_output=True, text=True, timeout=60,
-                       stdin=subprocess.DEVNULL)
+                       env=clean_env(), stdin=subprocess.DEVNULL)
     assert p.returncode == 0, (f"scalene-bpf view --cli {path} exited "
                                f"{p.returncode}: {p.stderr}")
     assert p.stdout.strip(), f"scalene-bpf view --cli {path} printed nothing"
@@ -387,17 +387,12 @@ def profile_command(command, *, tmp, opts=(), expect_rc=0, cwd=None,
 
 
 def reference_dir():
-    """Scalene 2.3's own profiles: $SCALENE_REFERENCE_DIR, else shared/ beside
-    the repository (or above a worktree); the path beside the repository when
-    none exists, for the caller to skip or fail on."""
-    env = os.environ.get("SCALENE_REFERENCE_DIR")
-    if env:
-        return Path(env)
-    tail = Path("shared", "reference", "scalene-2.3")
-    for base in (REPO, *REPO.parents):
-        if (base / tail).is_dir():
-            return base / tail
-    return REPO.parent / tail
+    """Profiles written by real Scalene (the test venv's), made on first use:
+    tests/refprofiles/scalene_refs.py."""
+    if str(REPO / "tests" / "refprofiles") not in sys.path:
+        sys.path.insert(0, str(REPO / "tests" / "refprofiles"))
+    import scalene_refs
+    return scalene_refs.reference_dir()
 
 
 def program(name):

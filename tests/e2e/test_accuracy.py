@@ -301,7 +301,7 @@ def test_two_threads_1_to_3(python, tmp_path, accuracy):
     ctx = (f"light {light.seconds:.3f} s (thread says "
            f"{info['light_cpu_s']:.3f}), heavy {heavy.seconds:.3f} s "
            f"({info['heavy_cpu_s']:.3f}); hot lines: {hot_lines(res.profile)}")
-    accuracy("heavy/light line time (design)", 3.0, ratio, "10%")
+    accuracy("heavy/light line time (design)", 3.0, ratio, "")
     accuracy("heavy/light vs threads' thread_time", real, ratio, "10%")
     accuracy("light line s vs thread_time", info["light_cpu_s"],
              light.seconds, "10%")
@@ -315,10 +315,12 @@ def test_two_threads_1_to_3(python, tmp_path, accuracy):
         f"ratio {ratio:.2f} vs {real:.2f}; {ctx}")
     assert abs(light.seconds / info["light_cpu_s"] - 1) <= 0.10, ctx
     assert abs(heavy.seconds / info["heavy_cpu_s"] - 1) <= 0.10, ctx
-    # 10% against the design (3.0): the same code runs in both threads, on
-    # one CPU (see the program), in rounds; their own clocks said 2.88 to
-    # 3.12 over repeated runs on 3.9, 3.11 and 3.13.
-    assert abs(ratio / 3.0 - 1) <= 0.10, f"ratio {ratio:.2f} vs 3; {ctx}"
+    # Not against the design's 3.0: the threads run the same code on one
+    # CPU (see the program), but on a loaded machine their own clocks said
+    # 2.69 to 3.46 while the profile matched those clocks within 1 %; the
+    # program's drift is not the profiler's error.  It must still have done
+    # what it is for: the heavy thread clearly the busier.
+    assert real >= 2.0, f"the program's own ratio {real:.2f}; {ctx}"
     # Both lines are Python; neither waits on its own line.
     for t in (light, heavy):
         assert t.python >= 0.9 * t.percent, ctx

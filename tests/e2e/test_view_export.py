@@ -50,12 +50,11 @@ MB = 1024 * 1024
 
 
 def _reference_dir():
-    """Scalene 2.3's profiles (e2e_helpers.reference_dir), required here."""
+    """Real Scalene's profiles (e2e_helpers.reference_dir), required here."""
     d = reference_dir()
     if d.is_dir():
         return d
-    pytest.fail("Scalene's reference profiles (shared/reference/scalene-2.3) "
-                "not found beside the repository", pytrace=False)
+    pytest.fail(f"Scalene's reference profiles: no folder {d}", pytrace=False)
 
 
 # --------------------------------------------------------------------------

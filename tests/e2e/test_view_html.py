@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, REPO, compat, ensure_test_user, profile_run,
-                         reference_dir, sudo_env)
+from e2e_helpers import (BIN, REPO, clean_env, compat, ensure_test_user,
+                         profile_run, reference_dir, sudo_env)
 
 REFERENCE = reference_dir()
 REFERENCE_FILES = sorted(REFERENCE.glob("*.json")) if REFERENCE.is_dir() \
@@ -276,8 +276,12 @@ def png_pixels(path):
 # --------------------------------------------------------------------------
 
 def write_html(profile, out, env=None, cwd=None):
+    # Without sudo's variables unless a test gives them: under `sudo make
+    # test` they would make the view write as the invoking user, who cannot
+    # reach root's temporary folders.
     p = subprocess.run([str(BIN), "view", "--html", str(out), str(profile)],
-                       capture_output=True, text=True, timeout=60, env=env,
+                       capture_output=True, text=True, timeout=60,
+                       env=env if env is not None else clean_env(),
                        cwd=cwd, stdin=subprocess.DEVNULL)
     return p
 
@@ -930,7 +934,7 @@ def test_threshold_and_all_lines(tmp_path):
         out = tmp_path / ("p%d.html" % len(counts))
         p = subprocess.run([str(BIN), "view", "--html", str(out), *opts, str(src)],
                            capture_output=True, text=True, timeout=60,
-                           stdin=subprocess.DEVNULL)
+                           env=clean_env(), stdin=subprocess.DEVNULL)
         assert p.returncode == 0, p.stderr
         counts[opts] = len(embedded_model(out)["files"][0]["lines"])
     assert counts[()] == 10, counts

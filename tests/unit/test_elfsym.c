@@ -28,10 +28,13 @@ static const char *fixture(const char *sub, const char *name)
 	return path;
 }
 
+/* pyenv's 3.12.1 libpython: $LIBPYTHON312, else where pyenv (or its root,
+ * $PYENV_ROOT or ~/.pyenv) has it. */
 static const char *libpython312(void)
 {
 	static char path[4096];
 	const char *env = getenv("LIBPYTHON312"), *home = getenv("HOME");
+	const char *root = getenv("PYENV_ROOT");
 	char prefix[4000] = "";
 	FILE *p;
 
@@ -46,6 +49,8 @@ static const char *libpython312(void)
 	prefix[strcspn(prefix, "\n")] = '\0';
 	if (prefix[0])
 		snprintf(path, sizeof(path), "%s/lib/libpython3.12.so.1.0", prefix);
+	else if (root && *root)
+		snprintf(path, sizeof(path), "%s/versions/3.12.1/lib/libpython3.12.so.1.0", root);
 	else
 		snprintf(path, sizeof(path), "%s/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0",
 			 home ? home : "/root");
@@ -106,6 +111,9 @@ static void test_libpython312(void)
 	struct elf_file *e;
 	int n;
 
+	if (access(path, R_OK))
+		SKIP_TEST("%s: %s (pyenv install 3.12.1, or set LIBPYTHON312)", path,
+			  strerror(errno));
 	e = open_required(path);
 	if (!e)
 		return;

@@ -68,7 +68,7 @@ static void test_check_binary(void)
 	if (!pyenv_python("3.12.1", py, sizeof(py)))
 		CHECK_EQ_INT(python__check_binary(py, why, sizeof(why)), 0);
 	else
-		CHECK(!"pyenv 3.12.1 is missing (pyenv install 3.12.1)");
+		SKIP_PART("pyenv 3.12.1 not found (pyenv install 3.12.1)");
 	if (!pyenv_python("3.8.18", py, sizeof(py))) {
 		CHECK_EQ_INT(python__check_binary(py, why, sizeof(why)), -ENOTSUP);
 		CHECK(strstr(why, "3.8") != NULL);
@@ -138,20 +138,25 @@ static void test_detect_live(void)
 {
 	char py[512];
 	size_t i;
+	int tested = 0;
 
 	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
 		if (pyenv_python(versions[i], py, sizeof(py))) {
-			fprintf(stderr, "pyenv %s is missing (pyenv install %s)\n", versions[i],
-				versions[i]);
-			CHECK(!"interpreter missing");
+			SKIP_PART("pyenv %s not found (pyenv install %s)", versions[i],
+				  versions[i]);
 			continue;
 		}
 		check_live(py, 9 + (int)i, false, versions[i]);
+		tested++;
 	}
-	if (!access("/usr/bin/python3.11", X_OK))
+	if (!access("/usr/bin/python3.11", X_OK)) {
 		check_live("/usr/bin/python3.11", 11, true, NULL);
-	else
-		CHECK(!"/usr/bin/python3.11 is missing (apt-get install python3.11)");
+		tested++;
+	} else {
+		SKIP_PART("/usr/bin/python3.11 not found (apt-get install python3.11)");
+	}
+	if (!tested)
+		t_skip_current = 1;
 }
 
 static void test_detect_not_python(void)

@@ -100,7 +100,7 @@ static void test_not_a_profile(void)
 static void test_cannot_end_the_script(void)
 {
 	const char *doc_text =
-		"{\"memory\": true, \"files\": {\"/a</script>.py\": {\"percent_cpu_time\": 50,"
+		"{\"elapsed_time_sec\": 1, \"memory\": true, \"files\": {\"/a</script>.py\": {\"percent_cpu_time\": 50,"
 		" \"functions\": [], \"lines\": [{\"lineno\": 1, \"n_cpu_percent_python\": 50,"
 		" \"line\": \"x = '</script><script>alert(1)</script>' \\u2028 & \\\\u003c\\n\","
 		" \"memory_samples\": [[1000000000, 5]], \"n_malloc_mb\": 1}]}},"
@@ -160,6 +160,7 @@ static void test_hot_lines_and_stacks_only(void)
 	json_object_object_add(files, "/s.py", fd);
 	json_object_object_add(doc, "files", files);
 	json_object_object_add(doc, "combined_stacks", stacks);
+	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(1.5));
 	CHECK_EQ_INT(page(doc), 0);
 	m = model();
 	CHECK_EQ_INT(json_object_array_length(at(m, "files.0.lines")), 10);
@@ -179,7 +180,7 @@ static void test_hot_lines_and_stacks_only(void)
 static void test_legacy_stacks(void)
 {
 	struct json_object *doc = json_tokener_parse(
-		"{\"files\": {}, \"combined_stacks\": [], \"stacks\": ["
+		"{\"elapsed_time_sec\": 1, \"files\": {}, \"combined_stacks\": [], \"stacks\": ["
 		"[[\"/x/p y.py main:20;\", \"weird\", \"a b:c:-inf;\", 7], {\"count\": 5}],"
 		"[[\"/x/p y.py main:20;\"], {\"count\": \"9\"}], [\"junk\"], 3]}");
 	struct json_object *m;
@@ -203,7 +204,7 @@ static void test_legacy_stacks(void)
 
 static void test_nonce_per_page(void)
 {
-	struct json_object *doc = json_tokener_parse("{\"files\": {}}");
+	struct json_object *doc = json_tokener_parse("{\"elapsed_time_sec\": 1, \"files\": {}}");
 	char first[64] = "", *n;
 
 	CHECK_EQ_INT(page(doc), 0);

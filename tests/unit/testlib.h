@@ -12,7 +12,8 @@
 #include <string.h>
 
 static int t_checks_failed;
-static int t_tests_passed, t_tests_failed;
+static int t_tests_passed, t_tests_failed, t_tests_skipped;
+static int t_skip_current __attribute__((unused));
 
 #define CHECK(cond)                                                                     \
 	do {                                                                            \
@@ -46,19 +47,46 @@ static int t_tests_passed, t_tests_failed;
 #define RUN_TEST(fn)                                                    \
 	do {                                                            \
 		int _before = t_checks_failed;                          \
+		t_skip_current = 0;                                     \
 		fn();                                                   \
-		if (t_checks_failed == _before) {                       \
-			t_tests_passed++;                               \
-		} else {                                                \
+		if (t_checks_failed != _before) {                       \
 			fprintf(stderr, "FAIL %s\n", #fn);              \
 			t_tests_failed++;                               \
+		} else if (t_skip_current) {                            \
+			t_tests_skipped++;                              \
+		} else {                                                \
+			t_tests_passed++;                               \
 		}                                                       \
+	} while (0)
+
+/* Something a test needs is not on this machine (an interpreter): says
+ * what and why on stdout, counts one skip.  SKIP_TEST leaves the test
+ * (counted as skipped, not passed); SKIP_PART goes on with the rest of it. */
+#define SKIP_PART(...)                                  \
+	do {                                            \
+		printf("SKIPPED %s: ", __func__);       \
+		printf(__VA_ARGS__);                    \
+		printf("\n");                           \
+		t_tests_skipped++;                      \
+	} while (0)
+
+#define SKIP_TEST(...)                                  \
+	do {                                            \
+		printf("SKIPPED %s: ", __func__);       \
+		printf(__VA_ARGS__);                    \
+		printf("\n");                           \
+		t_skip_current = 1;                     \
+		return;                                 \
 	} while (0)
 
 /* Prints the summary line and returns the process exit status. */
 static inline int test_summary(const char *suite)
 {
-	printf("%s: %d passed, %d failed\n", suite, t_tests_passed, t_tests_failed);
+	if (t_tests_skipped)
+		printf("%s: %d passed, %d failed, %d skipped\n", suite, t_tests_passed,
+		       t_tests_failed, t_tests_skipped);
+	else
+		printf("%s: %d passed, %d failed\n", suite, t_tests_passed, t_tests_failed);
 	return t_tests_failed ? 1 : 0;
 }
 
