@@ -211,6 +211,13 @@ SOAK_MINUTES	?= 30
 soak: scalene-bpf
 	tools/soak/run --minutes $(SOAK_MINUTES)
 
+# The README's pictures, docs/view-terminal.png and docs/view-html.png, from
+# a profile of examples/demo.py made now (root) and headless Chromium
+# (tools/ci-deps installs it).  DOCS_PROFILE=FILE uses that profile instead.
+.PHONY: docs-images
+docs-images: scalene-bpf sampler
+	tools/docs-images $(if $(DOCS_PROFILE),--profile $(DOCS_PROFILE))
+
 # Debian packages needed to build and test.
 DEB_DEPS := clang libclang-rt-dev llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
 	    protobuf-c-compiler libprotobuf-c-dev python3 python3-venv
@@ -258,6 +265,7 @@ help:
 	@echo "make demo       profile examples/demo.py and show the result"
 	@echo "make bench      overhead + accuracy benchmark and plot (root, ~3 h); results in bench/, docs/bench.png"
 	@echo "make bench-view render speed of view --cli on a ~100 MB profile"
+	@echo "make docs-images  regenerate docs/view-terminal.png and docs/view-html.png (root)"
 	@echo "make fuzz       fuzz every parser of untrusted input (FUZZ_SECONDS each)"
 	@echo "make soak       the loader's memory over a long --pid run (SOAK_MINUTES)"
 	@echo "make pyoffsets  regenerate pyoffsets/ from each CPython's headers"
