@@ -150,6 +150,20 @@ test: deps-if-missing
 	$(MAKE) all unit-tests fuzz-build test-venv
 	@tools/run-tests $(OUT) $(PYTHON_TEST); rc=$$?; $(give-back); exit $$rc
 
+# `make check`: the quick suite for work in progress, no root, no apt, no
+# network: every unit test and host-compiled BPF walker test (T=NAME: only
+# tests/unit/test_NAME.c or tests/bpf/test_NAME.c), and every fuzz harness
+# over its committed corpus.
+.PHONY: check
+check: all unit-tests fuzz-build
+	@tools/run-tests --quick $(T) $(OUT)
+
+# `make e2e K=expr`: the end-to-end tests whose names match pytest's -k
+# expression (all of them without K); root.
+.PHONY: e2e
+e2e: all test-venv
+	$(OUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e $(if $(K),-k "$(K)")
+
 # The Python side of the tests: Scalene from PyPI (the format's validator and
 # viewers) and pytest, in a venv of their own.
 .PHONY: test-venv
@@ -261,7 +275,11 @@ clean:
 help:
 	@echo "make            build ./scalene-bpf and the sampler library it preloads"
 	@echo "make deps       install the Debian build dependencies"
-	@echo "make test       run every test (root for the end-to-end part)"
+	@echo "make test       run every test (root for the end-to-end part); installs what they need"
+	@echo "make check      unit, BPF walker and fuzz-corpus tests only (no root, under a minute); T=NAME for one"
+	@echo "make e2e        the end-to-end tests (root); K=expr selects them as pytest -k does"
+	@echo "make lint       check the C formatting (clang-format)"
+	@echo "make clean      remove the build"
 	@echo "make demo       profile examples/demo.py and show the result"
 	@echo "make bench      overhead + accuracy benchmark and plot (root, ~3 h); results in bench/, docs/bench.png"
 	@echo "make bench-view render speed of view --cli on a ~100 MB profile"
