@@ -937,6 +937,7 @@ static struct json_object *memory_facts(struct session *s, const uint64_t *stats
 	est = json_object_new_object();
 	json_object_object_add(est, "alloc_mb", json_object_new_double(mb(pm->malloc_bytes)));
 	json_object_object_add(est, "python_mb", json_object_new_double(mb(pm->python_bytes)));
+	json_object_object_add(est, "net_growth_mb", json_object_new_double(mb(pm->net_bytes)));
 	json_object_object_add(est, "copy_mb", json_object_new_double(mb(pm->copy_bytes)));
 	json_object_object_add(est, "native_threads_mb",
 			       json_object_new_double(mb(pm->native_thread_bytes)));

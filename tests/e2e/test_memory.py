@@ -8,9 +8,17 @@ q = 1 - exp(-s/P) (P = 1 MiB) and weighs s/q, so a line of N blocks of s
 bytes is estimated with a relative standard deviation of
 sqrt((1 - q) / (q N)): 1.4 % for 100 blocks of 4 MiB, 3.2 % for 150 of
 2 MiB.  The 5 % tolerances below are 3 or more standard deviations.
+
+Two volumes per line.  Scalene's fields (n_malloc_mb and those with it) hold
+net growth: a line's sampled blocks go up at their allocation and down at
+their free, and a net sample fires each time that rises by a window
+(WINDOW_MB, Scalene's default), so a line whose blocks are freed at once
+gets nothing unless one block is larger than a window.  The churn, every
+allocation freed or not, is scalene_bpf.allocation_churn.
 """
 
 import json
+import math
 import re
 import subprocess
 
@@ -18,6 +26,7 @@ from e2e_helpers import (clean_env, compat, file_entry, finish, invoke, markers,
                          profile_run, program)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
+WINDOW_MB = 10485767 / (1 << 20)  # Scalene's allocation sampling window
 
 
 def line_row(profile, path, name):
@@ -26,14 +35,39 @@ def line_row(profile, path, name):
     return rows[lineno - 1]
 
 
+def churn_of(profile, path):
+    """The file's entry in scalene_bpf.allocation_churn."""
+    files = profile["scalene_bpf"]["allocation_churn"]["files"]
+    hits = [v for k, v in files.items() if k.endswith(str(path))]
+    assert len(hits) == 1, list(files)
+    return hits[0]
+
+
+def line_churn(profile, path, name):
+    return churn_of(profile, path)["lines"].get(str(markers(path)[name]), 0.0)
+
+
 def describe(profile, path):
     rows = file_entry(profile, path)["lines"]
+    churn = churn_of(profile, path)["lines"]
     hot = [f"{r['lineno']}: {r['n_malloc_mb']:.1f} MB py {r['n_python_fraction']:.2f} "
-           f"peak {r['n_peak_mb']:.1f} n {r['n_mallocs']}"
-           for r in rows if r["n_malloc_mb"] > 0.5]
+           f"peak {r['n_peak_mb']:.1f} n {r['n_mallocs']} "
+           f"churn {churn.get(str(r['lineno']), 0):.1f}"
+           for r in rows
+           if r["n_malloc_mb"] > 0.5 or churn.get(str(r["lineno"]), 0) > 0.5]
     mem = profile["scalene_bpf"].get("memory", {})
     return (f"lines: {'; '.join(hot)}; native {profile['native_allocations_mb']:.1f}; "
             f"facts {json.dumps(mem.get('profiled'))}")
+
+
+def truth_mb(blocks, sd=3.5):
+    """MB of blocks given as [size, count] pairs, and sd standard errors of
+    the sampled estimate: a block of s bytes is sampled with probability
+    q = 1 - exp(-s/P) and weighs s/q, a variance of s^2 (1 - q) / q."""
+    P = 1 << 20
+    total = sum(s * n for s, n in blocks)
+    var = sum(n * s * s * math.exp(-s / P) / -math.expm1(-s / P) for s, n in blocks)
+    return total / P, sd * math.sqrt(var) / P
 
 
 def within(measured, expected, rel):
@@ -50,24 +84,33 @@ def test_lines_get_their_bytes(python, tmp_path, accuracy):
     assert p["alloc_samples"] > 0
 
     def mb(name):
+        return line_churn(p, prog, name)
+
+    def net(name):
         return line_row(p, prog, name)["n_malloc_mb"]
 
-    # N blocks of a known size: within 5 %.
+    # Churn: N blocks of a known size, within 5 %.
     for name, size in (("py_big", 4), ("c_big", 4), ("four", 16), ("one", 4),
                        ("helper", 4)):
-        accuracy(f"{name} MB", n * size, round(mb(name), 1), "5%")
+        accuracy(f"{name} churn MB", n * size, round(mb(name), 1), "5%")
         assert within(mb(name), n * size, 0.05), f"{name}: {mb(name):.1f} MB, " \
             f"expected {n * size}; {ctx}"
     # Two lines in one loop, 4:1.
     ratio = mb("four") / mb("one")
-    accuracy("four:one", 4.0, round(ratio, 2), "+-0.6")
+    accuracy("four:one churn", 4.0, round(ratio, 2), "+-0.6")
     assert 3.4 <= ratio <= 4.6, f"4:1 lines measured {ratio:.2f}; {ctx}"
-    # Python objects against C malloc.
-    py = line_row(p, prog, "py_big")["n_python_fraction"]
-    c = line_row(p, prog, "c_big")["n_python_fraction"]
+    # Net growth: every block here is freed when the next one replaces it.
+    # A 16 MiB block alone is more than a window, so each one is a net
+    # sample (as in Scalene); the 4 MiB ones never add up to one.
+    accuracy("four net MB", n * 16, round(net("four"), 1), "5%")
+    assert within(net("four"), n * 16, 0.05), ctx
+    for name in ("py_big", "c_big", "one", "helper"):
+        assert net(name) <= WINDOW_MB, f"{name}: net {net(name):.1f} MB; {ctx}"
+    # Python's share of the net samples (C malloc's: test_net_growth_not_churn).
+    py = line_row(p, prog, "four")["n_python_fraction"]
     assert py >= 0.95, f"bytearray line python fraction {py}; {ctx}"
-    assert c <= 0.05, f"libc malloc line python fraction {c}; {ctx}"
     # The helper's line, not its caller's; nothing on the arithmetic.
+    assert net("call_helper") <= WINDOW_MB and net("arith") <= WINDOW_MB, ctx
     caller = mb("call_helper")
     assert caller <= 0.02 * mb("helper"), f"caller got {caller:.1f} MB; {ctx}"
     arith = mb("arith")
@@ -89,14 +132,20 @@ def test_lines_get_their_bytes(python, tmp_path, accuracy):
     assert ts == sorted(ts)
     assert p["max_footprint_mb"] >= 8, ctx
     assert p["max_footprint_fname"] and p["max_footprint_lineno"], ctx
-    # The function summary adds up its lines.
+    # The function summaries add up their lines, churn and net.
     funcs = {f["line"]: f for f in file_entry(p, prog)["functions"]}
-    assert within(funcs["helper"]["n_malloc_mb"], mb("helper"), 0.001), funcs["helper"]
-    # memory_stacks: the helper's blocks under main -> helper.
-    stacks = [(tuple(fr["display_name"] for fr in frames), w)
+    churn_funcs = {f["line"]: f for f in churn_of(p, prog)["functions"]}
+    assert within(churn_funcs["helper"]["churn_mb"], mb("helper"), 0.001), churn_funcs
+    main_net = sum(r["n_malloc_mb"] for r in file_entry(p, prog)["lines"]
+                   if r["lineno"] in (markers(prog)["four"], markers(prog)["one"],
+                                      markers(prog)["py_big"], markers(prog)["c_big"]))
+    assert within(funcs["main"]["n_malloc_mb"], main_net, 0.001), funcs["main"]
+    # memory_stacks hold the net samples: the 16 MiB blocks under main.
+    stacks = [(tuple(fr["display_name"] for fr in frames), frames[-1]["line"], w)
               for frames, w in p["memory_stacks"]]
-    via_helper = sum(w for names, w in stacks if names[-2:] == ("main", "helper"))
-    assert within(via_helper, mb("helper"), 0.001), stacks
+    four = sum(w for names, line, w in stacks
+               if names[-1] == "main" and line == markers(prog)["four"])
+    assert within(four, net("four"), 0.001), stacks
 
 
 def test_threads_and_native_threads(python, tmp_path, accuracy):
@@ -105,11 +154,11 @@ def test_threads_and_native_threads(python, tmp_path, accuracy):
     res = profile_run(python, prog, [side], tmp=tmp_path)
     p, made = res.profile, json.loads(side.read_text())
     ctx = describe(p, prog)
-    gil_free = line_row(p, prog, "gil_free")
-    accuracy("GIL-released thread MB", made["gil_free_mb"],
-             round(gil_free["n_malloc_mb"], 1), "5%")
-    assert within(gil_free["n_malloc_mb"], made["gil_free_mb"], 0.05), ctx
-    assert gil_free["n_python_fraction"] <= 0.05, ctx
+    # Each block is freed at once: churn, no net growth.
+    gil_free = line_churn(p, prog, "gil_free")
+    accuracy("GIL-released thread churn MB", made["gil_free_mb"], round(gil_free, 1), "5%")
+    assert within(gil_free, made["gil_free_mb"], 0.05), ctx
+    assert line_row(p, prog, "gil_free")["n_malloc_mb"] <= WINDOW_MB, ctx
     accuracy("pthread (no Python) MB", made["raw_mb"],
              round(p["native_allocations_mb"], 1), "5%")
     assert within(p["native_allocations_mb"], made["raw_mb"], 0.05), ctx
@@ -224,3 +273,44 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     # No frees from uprobes: no footprint, no leaks, said so.
     assert p["max_footprint_mb"] == 0 and p["samples"] == []
     assert "footprint" in facts["not_measured"]
+
+
+def test_net_growth_not_churn(python, tmp_path, accuracy):
+    """Scalene's meaning of a line's memory: what it keeps, not what it
+    churns.  Lines that keep arrays, bytearrays, C blocks and lists get their
+    kept bytes (less at most one window still held back); a caller, a
+    temporary list and an `acc += 1` loop get nothing, and the arithmetic
+    line's churn (every int it made) is in scalene_bpf.allocation_churn."""
+    prog = program("mem_net.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(python, prog, [side], tmp=tmp_path)
+    p, truth = res.profile, json.loads(side.read_text())
+    ctx = describe(p, prog)
+    assert p["scalene_bpf"]["allocation_churn"]["scalene_fields"] == "net growth", ctx
+
+    def net(name):
+        return line_row(p, prog, name)["n_malloc_mb"]
+
+    for name in ("allocator", "small", "big", "c_keep", "kept_list"):
+        kept, err = truth_mb(truth[name])
+        accuracy(f"{name} net MB", round(kept, 1), round(net(name), 1),
+                 f"-window-{err:.1f}, +{err:.1f}")
+        assert kept - WINDOW_MB - err <= net(name) <= kept + err, \
+            f"{name}: net {net(name):.1f} MB, kept {kept:.1f} +- {err:.1f}; {ctx}"
+    for name in ("caller", "temp_list", "arith"):
+        assert net(name) <= 1.0, f"{name}: net {net(name):.1f} MB; {ctx}"
+        assert not line_row(p, prog, name)["memory_samples"], f"{name}: timeline; {ctx}"
+    assert line_row(p, prog, "allocator")["memory_samples"], ctx
+    # The churn of the arithmetic line: one int block per addition.
+    arith = line_churn(p, prog, "arith")
+    made, err = truth_mb(truth["arith"])
+    accuracy("arith churn MB", round(made, 1), round(arith, 1), f"+-{err:.1f}")
+    assert abs(arith - made) <= err, ctx
+    assert line_churn(p, prog, "temp_list") > 0, ctx
+    # Python's share of the net samples.
+    for name in ("allocator", "big"):
+        assert line_row(p, prog, name)["n_python_fraction"] >= 0.95, ctx
+    assert line_row(p, prog, "c_keep")["n_python_fraction"] <= 0.05, ctx
+    # The usage fractions share the net samples among the lines.
+    usage = sum(r["n_usage_fraction"] for r in file_entry(p, prog)["lines"])
+    assert 0.9 <= usage <= 1.0001, f"usage fractions sum to {usage}; {ctx}"
