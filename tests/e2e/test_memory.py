@@ -22,8 +22,8 @@ import math
 import re
 import subprocess
 
-from e2e_helpers import (clean_env, compat, file_entry, finish, invoke, markers,
-                         profile_run, program)
+from e2e_helpers import (BIN, clean_env, compat, file_entry, finish, invoke,
+                         markers, profile_run, program)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
 WINDOW_MB = 10485767 / (1 << 20)  # Scalene's allocation sampling window
@@ -314,3 +314,14 @@ def test_net_growth_not_churn(python, tmp_path, accuracy):
     # The usage fractions share the net samples among the lines.
     usage = sum(r["n_usage_fraction"] for r in file_entry(p, prog)["lines"])
     assert 0.9 <= usage <= 1.0001, f"usage fractions sum to {usage}; {ctx}"
+    # Our terminal view: a churn column beside Scalene's, and the arithmetic
+    # line shown for its churn alone.
+    view = subprocess.run([str(BIN), "view", "--cli", str(res.path)], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "LANG": "C.UTF-8"})
+    assert view.returncode == 0, view.stderr
+    rows = view.stdout.splitlines()
+    head = next(r for r in rows if " churn " in r and r.rstrip().endswith("source"))
+    end = head.index(" churn ") + len(" churn")
+    row = next(r for r in rows if r[:5].strip() == str(markers(prog)["arith"]))
+    assert row[end - 6:end].strip() == f"{arith:.1f}", f"{head}\n{row}"
