@@ -270,9 +270,13 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
                              capture_output=True, text=True).stdout.strip()
     if version != "9" and not python.startswith("/usr/bin/"):
         assert big["n_python_fraction"] >= 0.9, ctx
-    # No frees from uprobes: no footprint, no leaks, said so.
+    # No frees from uprobes: no footprint, no leaks, no net growth, said so.
     assert p["max_footprint_mb"] == 0 and p["samples"] == []
     assert "footprint" in facts["not_measured"]
+    assert "net growth" in facts["not_measured"], facts["not_measured"]
+    churn = p["scalene_bpf"]["allocation_churn"]
+    assert churn["scalene_fields"] == "gross: frees not seen", churn
+    assert within(line_churn(p, prog, "big"), big["n_malloc_mb"], 0.001), ctx
 
 
 def test_net_growth_not_churn(python, tmp_path, accuracy):
