@@ -943,7 +943,7 @@ static void test_net_growth(void)
 			mem_event(p, big, MEM_FREE, 16 * MIB, 0x400000 + i - 1, false);
 	}
 	/* 1.5 MiB kept 100 times: a sample of 10.5 MiB every 7 (the window is
-	 * one byte short of 10 MiB), 3 MiB held back at the end. */
+	 * 7 bytes over 10 MiB), 3 MiB held back at the end. */
 	m = mem_at(p, 10);
 	CHECK(m && fabs(m->malloc_bytes - 150 * MIB) < 1);
 	CHECK(m && fabs(m->net_bytes - 147 * MIB) < 1);
