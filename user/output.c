@@ -559,6 +559,8 @@ static struct json_object *churn_object(const struct profile_memory *pm, bool no
 		json_object_new_string(no_frees ? "gross: frees not seen" : "net growth"));
 	json_object_object_add(o, "net_window_bytes",
 			       json_object_new_int64((int64_t)NET_WINDOW_BYTES));
+	json_object_object_add(o, "net_small_block_window_bytes",
+			       json_object_new_int64((int64_t)NET_SMALL_WINDOW_BYTES));
 	json_object_object_add(o, "total_mb", jdouble(pm->malloc_bytes / MB));
 	json_object_object_add(o, "net_mb", jdouble(pm->net_bytes / MB));
 	json_object_object_add(o, "files", files);

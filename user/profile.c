@@ -42,6 +42,7 @@ struct block_key {
 struct live_block {
 	struct mem_stats *line, *func;
 	double bytes;
+	int small; /* its net window (mem_stats.win_up) */
 };
 
 struct stack_node {
@@ -830,15 +831,21 @@ struct net_site {
 	struct stack_stats *stack;
 };
 
-/* The line's window has grown by a window: a net malloc sample of what it
+/* The window of blocks of `size` bytes (mem_stats.win_up). */
+static int net_window_of(double size)
+{
+	return size < NET_WINDOW_BYTES;
+}
+
+/* Window w of line l has grown by a window: a net malloc sample of what it
  * holds, on the line, its function and the allocating stack. */
-static void net_malloc_sample(struct profile *p, struct mem_stats *l, struct mem_stats *f,
+static void net_malloc_sample(struct profile *p, struct mem_stats *l, struct mem_stats *f, int w,
 			      const struct net_site *at, double t)
 {
-	double bytes = l->win_up - l->win_down;
-	double py = l->win_up > 0 ? bytes * (l->win_python / l->win_up) : 0;
+	double bytes = l->win_up[w] - l->win_down[w];
+	double py = l->win_up[w] > 0 ? bytes * (l->win_python[w] / l->win_up[w]) : 0;
 
-	l->win_up = l->win_down = l->win_python = 0;
+	l->win_up[w] = l->win_down[w] = l->win_python[w] = 0;
 	p->mem.net_bytes += bytes;
 	if (at->t && at->fr)
 		exec_at(at->t, l, f, at->fr, at->depth, at->offset);
@@ -860,31 +867,33 @@ static void net_malloc_sample(struct profile *p, struct mem_stats *l, struct mem
 }
 
 /* A sampled block of line l (function f) allocated: its window goes up. */
-static void net_up(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes,
+static void net_up(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes, int w,
 		   bool python, bool no_frees, const struct net_site *at, double t)
 {
-	l->win_up += bytes;
-	l->win_python += python ? bytes : 0;
+	double window = w ? NET_SMALL_WINDOW_BYTES : NET_WINDOW_BYTES;
+
+	l->win_up[w] += bytes;
+	l->win_python[w] += python ? bytes : 0;
 	/* Frees not seen: every sample is net. */
-	if (no_frees || l->win_up >= l->win_down + NET_WINDOW_BYTES)
-		net_malloc_sample(p, l, f, at, t);
+	if (no_frees || l->win_up[w] >= l->win_down[w] + window)
+		net_malloc_sample(p, l, f, w, at, t);
 }
 
 /* A block of line l (function f) freed by the program: its window goes
  * down; a net free sample when the frees have outrun the allocations by a
  * window. */
 static void net_down(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes,
-		     double t)
+		     int w, double t)
 {
-	double freed;
+	double window = w ? NET_SMALL_WINDOW_BYTES : NET_WINDOW_BYTES, freed;
 
 	if (!l)
 		return;
-	l->win_down += bytes;
-	if (l->win_down < l->win_up + NET_WINDOW_BYTES)
+	l->win_down[w] += bytes;
+	if (l->win_down[w] < l->win_up[w] + window)
 		return;
-	freed = l->win_down - l->win_up;
-	l->win_up = l->win_down = l->win_python = 0;
+	freed = l->win_down[w] - l->win_up[w];
+	l->win_up[w] = l->win_down[w] = l->win_python[w] = 0;
 	l->net_freed_bytes += freed;
 	l->cur = l->cur > freed ? l->cur - freed : 0;
 	series_add(&l->series, t, p->mem.footprint);
@@ -895,7 +904,7 @@ static void net_down(struct profile *p, struct mem_stats *l, struct mem_stats *f
 }
 
 static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_stats *line,
-			struct mem_stats *func, double bytes, double t)
+			struct mem_stats *func, double bytes, int small, double t)
 {
 	struct block_key k = { .tgid = tgid, .addr = addr };
 	struct live_block *b;
@@ -919,9 +928,9 @@ static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_s
 		if (p->mem.footprint < 0)
 			p->mem.footprint = 0;
 		owners_update(b, -b->bytes, 0, 0);
-		net_down(p, b->line, b->func, b->bytes, t);
+		net_down(p, b->line, b->func, b->bytes, b->small, t);
 	}
-	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes };
+	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes, .small = small };
 	p->mem.held_bytes += bytes;
 	owners_update(b, bytes, 1, 0);
 }
@@ -931,14 +940,16 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 {
 	struct profile_memory *pm = &p->mem;
 	const struct frame_ref *fr = at->fr;
+	/* A block restored after a failed realloc has no size: its weight. */
+	int w = net_window_of(m->size > 0 ? m->size : m->bytes);
 
 	if (m->restored) {
 		/* Not a new allocation: the block is live again (its free went
 		 * down its line's window: up again, no sample). */
 		footprint_add(p, m->bytes, t);
-		track_block(p, m->tgid, m->addr, l, f, m->bytes, t);
+		track_block(p, m->tgid, m->addr, l, f, m->bytes, w, t);
 		if (l)
-			l->win_up += m->bytes;
+			l->win_up[w] += m->bytes;
 		return;
 	}
 	pm->malloc_bytes += m->bytes;
@@ -956,7 +967,7 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 		if (m->untracked)
 			pm->untracked++;
 		else
-			track_block(p, m->tgid, m->addr, l, f, m->bytes, t);
+			track_block(p, m->tgid, m->addr, l, f, m->bytes, w, t);
 	}
 	if (!l)
 		return;
@@ -968,7 +979,7 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 		f->python_bytes += m->python ? m->bytes : 0;
 		f->samples++;
 	}
-	net_up(p, l, f, m->bytes, m->python, m->no_frees, at, t);
+	net_up(p, l, f, m->bytes, w, m->python, m->no_frees, at, t);
 }
 
 static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats *l,
@@ -993,7 +1004,7 @@ static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats
 	if (!teardown) {
 		p->mem.held_bytes -= bytes;
 		owners_update(b, -bytes, 0, 1);
-		net_down(p, b->line, b->func, bytes, t);
+		net_down(p, b->line, b->func, bytes, b->small, t);
 	}
 	free(b);
 	if (!l)

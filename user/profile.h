@@ -74,6 +74,7 @@ struct mem_in {
 	uint64_t ts_ns; /* CLOCK_MONOTONIC */
 	enum mem_kind kind;
 	double bytes;	/* the sample's weight */
+	double size;	/* malloc: the block's requested size */
 	uint64_t addr;	/* the block (malloc, free) */
 	bool python;	/* allocated through Python's allocator */
 	bool untracked; /* malloc: its free will not be reported */
@@ -97,9 +98,11 @@ struct mem_series {
 	double bt, by; /* the open bucket's highest point */
 };
 
-/* Scalene's allocation sampling window (its --allocation-sampling-window
- * default), in bytes: see net growth below. */
-#define NET_WINDOW_BYTES 10485767.0
+/* Scalene's allocation sampling window: what `scalene run` passes its
+ * allocator by default (--allocation-sampling-window), in bytes; and the
+ * wider window blocks smaller than it are netted over here (see below). */
+#define NET_WINDOW_BYTES 1048576.0
+#define NET_SMALL_WINDOW_BYTES 10485760.0
 
 /* Memory of a line or function.
  *
@@ -108,11 +111,14 @@ struct mem_series {
  * or not.  Net growth (net_*), Scalene's meaning of its memory fields
  * (scalene-semantics.md §2): a threshold sampler per allocating line fed by
  * the weights of its sampled blocks, up at their allocation and down at their
- * free; a net malloc sample of (up - down) fires when up reaches down +
- * NET_WINDOW_BYTES, a net free sample symmetrically, and both counts restart.
- * A line whose blocks die young never gets there; a line that keeps memory
- * gets it in window-sized samples.  Without frees (uprobes) every sample is
- * a net malloc sample: net equals churn.
+ * free; a net malloc sample of (up - down) fires when up reaches down + the
+ * window, a net free sample symmetrically, and both counts restart.  A line
+ * whose blocks die young never gets there; a line that keeps memory gets it
+ * in window-sized samples; a block as large as the window is a sample by
+ * itself, as in Scalene.  Blocks under NET_WINDOW_BYTES weigh about one
+ * sampling mean (1 MiB) each when sampled, too coarse for a 1 MiB window:
+ * they are netted apart, over NET_SMALL_WINDOW_BYTES.  Without frees
+ * (uprobes) every sample is a net malloc sample: net equals churn.
  *
  * An "execution" is a run of one thread's net malloc samples on the same
  * line of the same frame, each at a later instruction than the one before:
@@ -131,10 +137,12 @@ struct mem_stats {
 	double live_bytes;	  /* weights of those not freed yet */
 	struct mem_series series; /* process footprint at this line's net samples */
 
-	double win_up, win_down, win_python; /* window since the last net sample */
-	double net_bytes, net_python_bytes;  /* net malloc samples */
-	double net_freed_bytes;		     /* net free samples */
-	uint64_t net_samples;		     /* net malloc samples */
+	/* Windows since the last net sample: [0] blocks of NET_WINDOW_BYTES and
+	 * more, [1] smaller ones. */
+	double win_up[2], win_down[2], win_python[2];
+	double net_bytes, net_python_bytes; /* net malloc samples */
+	double net_freed_bytes;		    /* net free samples */
+	uint64_t net_samples;		    /* net malloc samples */
 };
 
 struct native_sym {

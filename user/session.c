@@ -576,6 +576,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 		.tid = ev->tid,
 		.ts_ns = ev->ts,
 		.bytes = (double)ev->mem_bytes,
+		.size = (double)ev->mem_size,
 		.addr = ev->mem_addr,
 		.python = ev->mem_flags & SBS_F_PYTHON,
 		.untracked = ev->mem_flags & SBS_F_UNTRACKED,

@@ -886,7 +886,7 @@ static void test_many(void)
 #define MIB (1024.0 * 1024.0)
 
 static void mem_event(struct profile *p, const struct frame_ref *frames, enum mem_kind kind,
-		      double bytes, uint64_t addr, bool no_frees)
+		      double bytes, double size, uint64_t addr, bool no_frees)
 {
 	static uint64_t ts;
 	struct mem_in m = {
@@ -895,6 +895,7 @@ static void mem_event(struct profile *p, const struct frame_ref *frames, enum me
 		.ts_ns = ++ts * MS,
 		.kind = kind,
 		.bytes = bytes,
+		.size = kind == MEM_MALLOC ? size : 0,
 		.addr = addr,
 		.python = true,
 		.no_frees = no_frees,
@@ -932,43 +933,48 @@ static void test_net_growth(void)
 		probe[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 60);
 	}
 	for (i = 0; i < 100; i++) {
-		mem_event(p, keep, MEM_MALLOC, 1.5 * MIB, 0x100000 + i, false);
-		mem_event(p, churn, MEM_MALLOC, 4 * MIB, 0x200000 + i, false);
+		/* 256 KiB blocks sampled with a weight of 1.5 MiB, kept. */
+		mem_event(p, keep, MEM_MALLOC, 1.5 * MIB, 256 << 10, 0x100000 + i, false);
+		/* 4 MiB blocks, each freed once the next is made. */
+		mem_event(p, churn, MEM_MALLOC, 4 * MIB, 4 * MIB, 0x200000 + i, false);
 		if (i)
-			mem_event(p, churn, MEM_FREE, 4 * MIB, 0x200000 + i - 1, false);
-		mem_event(p, arith, MEM_MALLOC, 1 * MIB, 0x300000 + i, false);
-		mem_event(p, arith, MEM_FREE, 1 * MIB, 0x300000 + i, false);
-		mem_event(p, big, MEM_MALLOC, 16 * MIB, 0x400000 + i, false);
+			mem_event(p, churn, MEM_FREE, 4 * MIB, 0, 0x200000 + i - 1, false);
+		/* Small ints, each sampled with a weight of 1 MiB, freed at once. */
+		mem_event(p, arith, MEM_MALLOC, 1 * MIB, 36, 0x300000 + i, false);
+		mem_event(p, arith, MEM_FREE, 1 * MIB, 0, 0x300000 + i, false);
+		mem_event(p, big, MEM_MALLOC, 16 * MIB, 16 * MIB, 0x400000 + i, false);
 		if (i)
-			mem_event(p, big, MEM_FREE, 16 * MIB, 0x400000 + i - 1, false);
+			mem_event(p, big, MEM_FREE, 16 * MIB, 0, 0x400000 + i - 1, false);
 	}
-	/* 1.5 MiB kept 100 times: a sample of 10.5 MiB every 7 (the window is
-	 * 7 bytes over 10 MiB), 3 MiB held back at the end. */
+	/* Small blocks, kept: over the 10 MiB window, a sample of 10.5 MiB every
+	 * 7, 3 MiB held back at the end. */
 	m = mem_at(p, 10);
 	CHECK(m && fabs(m->malloc_bytes - 150 * MIB) < 1);
 	CHECK(m && fabs(m->net_bytes - 147 * MIB) < 1);
 	CHECK(m && m->net_samples == 14);
 	CHECK(m && fabs(m->net_python_bytes - m->net_bytes) < 1);
 	CHECK(m && mem_stats__mallocs(m) == 14 && fabs(m->peak - 10.5 * MIB) < 1);
-	/* Blocks freed at once: churn only, whatever their size under a window. */
+	/* A block of a window or more is a net sample by itself (Scalene's
+	 * 1 MiB window), even when freed soon after. */
 	m = mem_at(p, 20);
-	CHECK(m && fabs(m->malloc_bytes - 400 * MIB) < 1 && m->net_bytes == 0);
-	CHECK(m && m->series.n == 0 && !m->series.in_bucket);
-	m = mem_at(p, 30);
-	CHECK(m && fabs(m->malloc_bytes - 100 * MIB) < 1 && m->net_bytes == 0);
-	/* A block larger than a window is a net sample each time, as in Scalene. */
+	CHECK(m && fabs(m->malloc_bytes - 400 * MIB) < 1);
+	CHECK(m && fabs(m->net_bytes - 400 * MIB) < 1 && m->net_samples == 100);
 	m = mem_at(p, 40);
 	CHECK(m && fabs(m->net_bytes - 1600 * MIB) < 1 && m->net_samples == 100);
+	/* Small blocks freed at once: churn only, no timeline. */
+	m = mem_at(p, 30);
+	CHECK(m && fabs(m->malloc_bytes - 100 * MIB) < 1 && m->net_bytes == 0);
+	CHECK(m && m->series.n == 0 && !m->series.in_bucket);
 	/* The function holds the net samples of its lines. */
 	fn = func_named(p, "/prog/a.py", "f");
-	CHECK(fn && fn->st.mem && fabs(fn->st.mem->net_bytes - 1747 * MIB) < 1);
+	CHECK(fn && fn->st.mem && fabs(fn->st.mem->net_bytes - 2147 * MIB) < 1);
 	CHECK(fn && fn->st.mem && fabs(fn->st.mem->malloc_bytes - 2250 * MIB) < 1);
-	CHECK(fabs(profile__memory(p)->net_bytes - 1747 * MIB) < 1);
+	CHECK(fabs(profile__memory(p)->net_bytes - 2147 * MIB) < 1);
 	/* Freeing what was kept, on another line: net free samples go to the
 	 * line that allocated (3 MiB held back, then 10.5 MiB of frees at a
 	 * time once they outrun it by a window). */
 	for (i = 0; i < 100; i++)
-		mem_event(p, done, MEM_FREE, 1.5 * MIB, 0x100000 + i, false);
+		mem_event(p, done, MEM_FREE, 1.5 * MIB, 0, 0x100000 + i, false);
 	m = mem_at(p, 10);
 	CHECK(m && fabs(m->net_freed_bytes - 147 * MIB) < 1);
 	CHECK(m && fabs(m->net_bytes - 147 * MIB) < 1);
@@ -976,7 +982,7 @@ static void test_net_growth(void)
 	CHECK(!m || m->net_bytes == 0);
 	/* Frees not seen (uprobes): every sample is net. */
 	for (i = 0; i < 3; i++)
-		mem_event(p, probe, MEM_MALLOC, 2 * MIB, 0, true);
+		mem_event(p, probe, MEM_MALLOC, 2 * MIB, 64, 0, true);
 	m = mem_at(p, 60);
 	CHECK(m && fabs(m->net_bytes - 6 * MIB) < 1 && m->net_samples == 3);
 	profile__free(p);

@@ -11,14 +11,14 @@ profiler may give them:
 
   big       N x bytearray(4 MiB), each freed when the next one replaces it
             (Python's allocator; n + 1 bytes of data plus the object header):
-            churn only, two blocks live at most are under a window
-  huge      N / 4 x bytearray(16 MiB), freed the same way: each block is more
-            than a window, so each one is net growth too (as in Scalene)
-  cmalloc   N x malloc(4 MiB) from C (libc through ctypes), freed at once
+            each block is more than a window, so each one is net growth too
+  huge      N / 4 x bytearray(16 MiB), freed the same way
+  cmalloc   N x malloc(4 MiB) from C (libc through ctypes), freed at once:
+            net growth too, each block being more than a window
   small     N x 10000 x bytes(1000) (1000 bytes + the header: above
-            pymalloc's 512-byte limit, so each is one malloc): churn only
-  kept      N x bytearray(2 MiB) kept in a list until the end: net growth
-            of whole windows (12 MiB per 6 blocks), churn all of them
+            pymalloc's 512-byte limit, so each is one malloc), each freed
+            when the next one replaces it: churn only
+  kept      N x bytearray(2 MiB) kept in a list until the end
 
 The size of a block is sys.getsizeof of its object (the size asked of the
 allocator; for cmalloc the malloc size).  The program prints
@@ -32,7 +32,10 @@ import json
 import sys
 
 MiB = 1 << 20
-WINDOW = 10485767  # Scalene's --allocation-sampling-window default
+# Scalene's window: what `scalene run` passes its allocator by default
+# (--allocation-sampling-window; the library's own default, 10485767, is
+# not what runs).
+WINDOW = 1048576
 
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
