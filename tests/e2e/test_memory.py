@@ -104,10 +104,13 @@ def test_lines_get_their_bytes(python, tmp_path, accuracy):
     assert 3.4 <= ratio <= 4.6, f"4:1 lines measured {ratio:.2f}; {ctx}"
     # Net growth: every block here is freed when the next one replaces it,
     # but each is more than a window, so each one is a net sample (as in
-    # Scalene): the same bytes.
-    for name in ("py_big", "c_big", "four", "one", "helper"):
-        accuracy(f"{name} net MB", round(mb(name), 1), round(net(name), 1), "0.1%")
-        assert within(net(name), mb(name), 0.001), f"{name}: net {net(name):.1f}; {ctx}"
+    # Scalene): the same truth (a small block of the line sampled now and
+    # then, the bytearray's header, is churn only).
+    for name, size in (("py_big", 4), ("c_big", 4), ("four", 16), ("one", 4),
+                       ("helper", 4)):
+        accuracy(f"{name} net MB", n * size, round(net(name), 1), "5%")
+        assert within(net(name), n * size, 0.05), f"{name}: net {net(name):.1f}; {ctx}"
+        assert net(name) <= mb(name) + 0.001, f"{name}: net above churn; {ctx}"
     # Python objects against C malloc.
     py = line_row(p, prog, "py_big")["n_python_fraction"]
     c = line_row(p, prog, "c_big")["n_python_fraction"]
@@ -165,7 +168,8 @@ def test_threads_and_native_threads(python, tmp_path, accuracy):
     accuracy("GIL-released thread churn MB", made["gil_free_mb"], round(gil_free, 1), "5%")
     assert within(gil_free, made["gil_free_mb"], 0.05), ctx
     net = line_row(p, prog, "gil_free")["n_malloc_mb"]
-    assert within(net, gil_free, 0.001), ctx
+    accuracy("GIL-released thread net MB", made["gil_free_mb"], round(net, 1), "5%")
+    assert within(net, made["gil_free_mb"], 0.05) and net <= gil_free + 0.001, ctx
     assert line_row(p, prog, "gil_free")["n_python_fraction"] <= 0.05, ctx
     accuracy("pthread (no Python) MB", made["raw_mb"],
              round(p["native_allocations_mb"], 1), "5%")
