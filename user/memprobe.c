@@ -152,8 +152,10 @@ struct json_object *memprobe__facts(const struct memprobe_report *rep, unsigned 
 	json_object_object_add(
 		o, "not_measured",
 		json_object_new_string(
-			"frees, footprint, peaks and leaks (they need `run`, which "
-			"preloads the sampler); the Python share of allocations that "
+			"frees, footprint, peaks, leaks and net growth (they need `run`, "
+			"which preloads the sampler): n_malloc_mb and the fields with it hold "
+			"gross allocation here, not Scalene's net growth; the Python share of "
+			"allocations that "
 			"bypass the exported PyObject_/PyMem_ functions (inlined by "
 			"LTO builds, or internal calls): those count as native"));
 	return o;

@@ -122,10 +122,12 @@ static void put_memory(struct json_object *o, const struct mem_stats *ms, const 
 		avg = mem_stats__avg(ms);
 		if (avg > peak)
 			avg = peak;
-		malloc_mb = ms->malloc_bytes / MB;
+		/* Net growth, as Scalene means it (profile.h); the churn is in
+		 * scalene_bpf.allocation_churn. */
+		malloc_mb = ms->net_bytes / MB;
 		mallocs = mem_stats__mallocs(ms);
-		pyf = ms->malloc_bytes > 0 ? ms->python_bytes / ms->malloc_bytes : 0;
-		usage = c->pm->malloc_bytes > 0 ? ms->malloc_bytes / c->pm->malloc_bytes : 0;
+		pyf = ms->net_bytes > 0 ? ms->net_python_bytes / ms->net_bytes : 0;
+		usage = c->pm->net_bytes > 0 ? ms->net_bytes / c->pm->net_bytes : 0;
 		copy = c->m->elapsed_sec > 0 ? ms->copy_bytes / MB / c->m->elapsed_sec : 0;
 	}
 	json_object_object_add(o, "n_malloc_mb", jdouble(malloc_mb));
@@ -276,9 +278,12 @@ static int cmp_func(const void *a, const void *b)
 
 static double growth_rate(const struct profile_memory *pm)
 {
-	/* Scalene's growth rate is the net footprint change over the bytes
-	 * allocated; here the change the program made, teardown left out. */
-	return pm->malloc_bytes > 0 ? 100.0 * pm->held_bytes / pm->malloc_bytes : 0;
+	/* Scalene's growth rate is the net footprint change over its net
+	 * malloc samples; here the change the program made, teardown left out.
+	 * Lines keep up to a window each without a sample: at most 100. */
+	double r = pm->net_bytes > 0 ? 100.0 * pm->held_bytes / pm->net_bytes : 0;
+
+	return r > 100 ? 100 : r;
 }
 
 /* Lines whose sampled blocks mostly outlived the program or are still
@@ -298,7 +303,8 @@ static struct json_object *build_leaks(const struct file_stats *f, const struct 
 		double likelihood;
 		char key[16];
 
-		if (!ms || !ms->tracked || ms->live_bytes <= 0)
+		/* Scalene scores only lines that made the footprint grow. */
+		if (!ms || !ms->tracked || ms->live_bytes <= 0 || !ms->net_samples)
 			continue;
 		likelihood = 1.0 - (double)(ms->reclaimed + 1) / (ms->tracked - ms->reclaimed + 2);
 		if (likelihood < LEAK_LIKELIHOOD)
@@ -500,6 +506,67 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 	json_object_object_add(doc, "memory_stacks", mstacks);
 }
 
+/* A file's allocation churn: the sampled bytes its lines and functions asked
+ * of the allocators, freed or not (Scalene's fields hold net growth). */
+static struct json_object *file_churn(const struct file_stats *f)
+{
+	struct json_object *o = json_object_new_object(), *lines = json_object_new_object();
+	struct json_object *funcs = json_object_new_array();
+	char key[16];
+	int i;
+
+	for (i = 1; i < f->nlines; i++) {
+		const struct mem_stats *ms = f->lines[i] ? f->lines[i]->mem : NULL;
+
+		if (!ms || ms->malloc_bytes <= 0)
+			continue;
+		snprintf(key, sizeof(key), "%d", i);
+		json_object_object_add(lines, key, jdouble(ms->malloc_bytes / MB));
+	}
+	for (i = 0; i < f->nfuncs; i++) {
+		const struct mem_stats *ms = f->funcs[i]->st.mem;
+		struct json_object *fo;
+
+		if (!ms || ms->malloc_bytes <= 0)
+			continue;
+		fo = json_object_new_object();
+		json_object_object_add(fo, "line", jstring(f->funcs[i]->qualname));
+		json_object_object_add(fo, "lineno",
+				       json_object_new_int(f->funcs[i]->firstlineno > 0
+								   ? f->funcs[i]->firstlineno
+								   : 1));
+		json_object_object_add(fo, "churn_mb", jdouble(ms->malloc_bytes / MB));
+		json_object_array_add(funcs, fo);
+	}
+	json_object_object_add(o, "lines", lines);
+	json_object_object_add(o, "functions", funcs);
+	return o;
+}
+
+/* scalene_bpf.allocation_churn: what the churn is, per file. */
+static struct json_object *churn_object(const struct profile_memory *pm, bool no_frees,
+					struct json_object *files)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(
+		o, "meaning",
+		json_object_new_string(
+			"MB allocated per line and function, freed or not (gross); Scalene's "
+			"n_malloc_mb and the fields with it hold net growth"));
+	json_object_object_add(
+		o, "scalene_fields",
+		json_object_new_string(no_frees ? "gross: frees not seen" : "net growth"));
+	json_object_object_add(o, "net_window_bytes",
+			       json_object_new_int64((int64_t)NET_WINDOW_BYTES));
+	json_object_object_add(o, "net_small_block_window_bytes",
+			       json_object_new_int64((int64_t)NET_SMALL_WINDOW_BYTES));
+	json_object_object_add(o, "total_mb", jdouble(pm->malloc_bytes / MB));
+	json_object_object_add(o, "net_mb", jdouble(pm->net_bytes / MB));
+	json_object_object_add(o, "files", files);
+	return o;
+}
+
 static bool file_reported(const struct file_stats *f, const struct output_meta *m, double total)
 {
 	double bytes = 0;
@@ -520,7 +587,7 @@ static bool file_reported(const struct file_stats *f, const struct output_meta *
 
 struct json_object *output_build(const struct profile *p, const struct output_meta *m)
 {
-	struct json_object *doc = json_object_new_object(), *files, *args;
+	struct json_object *doc = json_object_new_object(), *files, *args, *churn = NULL;
 	const struct profile_memory *pm = profile__memory(p);
 	struct out_ctx c = { .m = m, .pm = pm, .total = profile__total_ns(p) };
 	double total = c.total;
@@ -562,6 +629,8 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 			       m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id)
 						 : NULL);
 	files = json_object_new_object();
+	if (mem && m->extra)
+		churn = json_object_new_object();
 	for (i = 0; i < profile__nfiles(p); i++) {
 		const struct file_stats *f = profile__file(p, i);
 		char *key;
@@ -572,10 +641,15 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 		if (!key)
 			continue;
 		json_object_object_add(files, key, build_file(f, &c));
+		if (churn)
+			json_object_object_add(churn, key, file_churn(f));
 		free(key);
 	}
 	json_object_object_add(doc, "files", files);
 	build_stacks(doc, p, total, mem);
+	if (churn)
+		json_object_object_add(m->extra, "allocation_churn",
+				       churn_object(pm, m->no_footprint, churn));
 	if (m->extra)
 		json_object_object_add(doc, "scalene_bpf", json_object_get(m->extra));
 	return doc;

@@ -42,6 +42,7 @@ struct block_key {
 struct live_block {
 	struct mem_stats *line, *func;
 	double bytes;
+	int small; /* its net window (mem_stats.win_up) */
 };
 
 struct stack_node {
@@ -821,8 +822,89 @@ static void owners_update(const struct live_block *b, double live, uint64_t trac
 	}
 }
 
+/* Where a net malloc sample fires: the allocating event's thread, frame
+ * and stack. */
+struct net_site {
+	struct thread_stats *t;
+	const struct frame_ref *fr;
+	int depth, offset;
+	struct stack_stats *stack;
+};
+
+/* The window of blocks of `size` bytes (mem_stats.win_up). */
+static int net_window_of(double size)
+{
+	return size < NET_WINDOW_BYTES;
+}
+
+/* Window w of line l has grown by a window: a net malloc sample of what it
+ * holds, on the line, its function and the allocating stack. */
+static void net_malloc_sample(struct profile *p, struct mem_stats *l, struct mem_stats *f, int w,
+			      const struct net_site *at, double t)
+{
+	double bytes = l->win_up[w] - l->win_down[w];
+	double py = l->win_up[w] > 0 ? bytes * (l->win_python[w] / l->win_up[w]) : 0;
+
+	l->win_up[w] = l->win_down[w] = l->win_python[w] = 0;
+	p->mem.net_bytes += bytes;
+	if (at->t && at->fr)
+		exec_at(at->t, l, f, at->fr, at->depth, at->offset);
+	l->net_bytes += bytes;
+	l->net_python_bytes += py;
+	l->net_samples++;
+	mem_grow(l, bytes);
+	series_add(&l->series, t, p->mem.footprint);
+	if (f) {
+		f->net_bytes += bytes;
+		f->net_python_bytes += py;
+		f->net_samples++;
+		if (l->peak > f->peak)
+			f->peak = l->peak;
+		series_add(&f->series, t, p->mem.footprint);
+	}
+	if (at->stack)
+		at->stack->malloc_bytes += bytes;
+}
+
+/* A sampled block of line l (function f) allocated: its window goes up. */
+static void net_up(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes, int w,
+		   bool python, bool no_frees, const struct net_site *at, double t)
+{
+	double window = w ? NET_SMALL_WINDOW_BYTES : NET_WINDOW_BYTES;
+
+	l->win_up[w] += bytes;
+	l->win_python[w] += python ? bytes : 0;
+	/* Frees not seen: every sample is net. */
+	if (no_frees || l->win_up[w] >= l->win_down[w] + window)
+		net_malloc_sample(p, l, f, w, at, t);
+}
+
+/* A block of line l (function f) freed by the program: its window goes
+ * down; a net free sample when the frees have outrun the allocations by a
+ * window. */
+static void net_down(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes,
+		     int w, double t)
+{
+	double window = w ? NET_SMALL_WINDOW_BYTES : NET_WINDOW_BYTES, freed;
+
+	if (!l)
+		return;
+	l->win_down[w] += bytes;
+	if (l->win_down[w] < l->win_up[w] + window)
+		return;
+	freed = l->win_down[w] - l->win_up[w];
+	l->win_up[w] = l->win_down[w] = l->win_python[w] = 0;
+	l->net_freed_bytes += freed;
+	l->cur = l->cur > freed ? l->cur - freed : 0;
+	series_add(&l->series, t, p->mem.footprint);
+	if (f) {
+		f->net_freed_bytes += freed;
+		series_add(&f->series, t, p->mem.footprint);
+	}
+}
+
 static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_stats *line,
-			struct mem_stats *func, double bytes)
+			struct mem_stats *func, double bytes, int small, double t)
 {
 	struct block_key k = { .tgid = tgid, .addr = addr };
 	struct live_block *b;
@@ -846,21 +928,28 @@ static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_s
 		if (p->mem.footprint < 0)
 			p->mem.footprint = 0;
 		owners_update(b, -b->bytes, 0, 0);
+		net_down(p, b->line, b->func, b->bytes, b->small, t);
 	}
-	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes };
+	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes, .small = small };
 	p->mem.held_bytes += bytes;
 	owners_update(b, bytes, 1, 0);
 }
 
 static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_stats *l,
-		       struct mem_stats *f, const struct frame_ref *fr, double t)
+		       struct mem_stats *f, const struct net_site *at, double t)
 {
 	struct profile_memory *pm = &p->mem;
+	const struct frame_ref *fr = at->fr;
+	/* A block restored after a failed realloc has no size: its weight. */
+	int w = net_window_of(m->size > 0 ? m->size : m->bytes);
 
 	if (m->restored) {
-		/* Not a new allocation: the block is live again. */
+		/* Not a new allocation: the block is live again (its free went
+		 * down its line's window: up again, no sample). */
 		footprint_add(p, m->bytes, t);
-		track_block(p, m->tgid, m->addr, l, f, m->bytes);
+		track_block(p, m->tgid, m->addr, l, f, m->bytes, w, t);
+		if (l)
+			l->win_up[w] += m->bytes;
 		return;
 	}
 	pm->malloc_bytes += m->bytes;
@@ -878,23 +967,19 @@ static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_sta
 		if (m->untracked)
 			pm->untracked++;
 		else
-			track_block(p, m->tgid, m->addr, l, f, m->bytes);
+			track_block(p, m->tgid, m->addr, l, f, m->bytes, w, t);
 	}
 	if (!l)
 		return;
 	l->malloc_bytes += m->bytes;
 	l->python_bytes += m->python ? m->bytes : 0;
 	l->samples++;
-	mem_grow(l, m->bytes);
-	series_add(&l->series, t, pm->footprint);
 	if (f) {
 		f->malloc_bytes += m->bytes;
 		f->python_bytes += m->python ? m->bytes : 0;
 		f->samples++;
-		if (l->peak > f->peak)
-			f->peak = l->peak;
-		series_add(&f->series, t, pm->footprint);
 	}
+	net_up(p, l, f, m->bytes, w, m->python, m->no_frees, at, t);
 }
 
 static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats *l,
@@ -915,27 +1000,25 @@ static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats
 		return;
 	}
 	bytes = b->bytes;
+	footprint_add(p, -bytes, t);
 	if (!teardown) {
 		p->mem.held_bytes -= bytes;
 		owners_update(b, -bytes, 0, 1);
+		net_down(p, b->line, b->func, bytes, b->small, t);
 	}
 	free(b);
-	footprint_add(p, -bytes, t);
 	if (!l)
 		return;
 	l->freed_bytes += bytes;
-	l->cur = l->cur > bytes ? l->cur - bytes : 0;
-	series_add(&l->series, t, p->mem.footprint);
-	if (f) {
+	if (f)
 		f->freed_bytes += bytes;
-		series_add(&f->series, t, p->mem.footprint);
-	}
 }
 
 void profile__add_mem(struct profile *p, const struct mem_in *m)
 {
 	struct mem_stats *l = NULL, *fm = NULL;
 	const struct frame_ref *fr = NULL;
+	struct net_site net = { 0 };
 	struct thread_stats *t;
 	struct file_stats *f;
 	struct line_stats *st;
@@ -971,16 +1054,18 @@ void profile__add_mem(struct profile *p, const struct mem_in *m)
 			else
 				p->mem.unattributed_bytes += m->bytes;
 		}
-		if (l && t && !m->restored)
-			exec_at(t, l, fm, fr, m->nframes - at, m->offsets ? m->offsets[at] : 0);
-		mem_malloc(p, m, l, fm, fr, ts);
+		net.t = t;
+		net.fr = fr;
+		if (fr) {
+			net.depth = m->nframes - at;
+			net.offset = m->offsets ? m->offsets[at] : 0;
+		}
 		if (m->nframes && !m->restored) {
 			struct stack_key k = { m->frames, m->nframes, NULL, NULL, m->truncated };
-			struct stack_stats *sk = stack_get(p, &k);
 
-			if (sk)
-				sk->malloc_bytes += m->bytes;
+			net.stack = stack_get(p, &k);
 		}
+		mem_malloc(p, m, l, fm, &net, ts);
 		break;
 	case MEM_FREE:
 		mem_free(p, m, l, fm, ts);

@@ -74,6 +74,7 @@ struct mem_in {
 	uint64_t ts_ns; /* CLOCK_MONOTONIC */
 	enum mem_kind kind;
 	double bytes;	/* the sample's weight */
+	double size;	/* malloc: the block's requested size */
 	uint64_t addr;	/* the block (malloc, free) */
 	bool python;	/* allocated through Python's allocator */
 	bool untracked; /* malloc: its free will not be reported */
@@ -97,14 +98,36 @@ struct mem_series {
 	double bt, by; /* the open bucket's highest point */
 };
 
-/* Memory of a line or function.  An "execution" is a run of one thread's
- * malloc samples on the same line of the same frame, each at a later
- * instruction than the one before: a sample at the same or an earlier
- * instruction (a loop went round) or elsewhere starts a new one. */
+/* Scalene's allocation sampling window: what `scalene run` passes its
+ * allocator by default (--allocation-sampling-window), in bytes; and the
+ * wider window blocks smaller than it are netted over here (see below). */
+#define NET_WINDOW_BYTES 1048576.0
+#define NET_SMALL_WINDOW_BYTES 10485760.0
+
+/* Memory of a line or function.
+ *
+ * Two volumes.  Churn (malloc_bytes, python_bytes): every sampled
+ * allocation's weight, the bytes the line asked of the allocators, freed
+ * or not.  Net growth (net_*), Scalene's meaning of its memory fields
+ * (scalene-semantics.md §2): a threshold sampler per allocating line fed by
+ * the weights of its sampled blocks, up at their allocation and down at their
+ * free; a net malloc sample of (up - down) fires when up reaches down + the
+ * window, a net free sample symmetrically, and both counts restart.  A line
+ * whose blocks die young never gets there; a line that keeps memory gets it
+ * in window-sized samples; a block as large as the window is a sample by
+ * itself, as in Scalene.  Blocks under NET_WINDOW_BYTES weigh about one
+ * sampling mean (1 MiB) each when sampled, too coarse for a 1 MiB window:
+ * they are netted apart, over NET_SMALL_WINDOW_BYTES.  Without frees
+ * (uprobes) every sample is a net malloc sample: net equals churn.
+ *
+ * An "execution" is a run of one thread's net malloc samples on the same
+ * line of the same frame, each at a later instruction than the one before:
+ * a sample at the same or an earlier instruction (a loop went round) or
+ * elsewhere starts a new one. */
 struct mem_stats {
 	double malloc_bytes, python_bytes, copy_bytes, freed_bytes;
 	uint64_t samples;	  /* malloc samples */
-	uint64_t mallocs;	  /* closed executions with a malloc sample */
+	uint64_t mallocs;	  /* closed executions with a net malloc sample */
 	double aggregate;	  /* sum of their high-water marks */
 	double cur, hwm;	  /* net bytes of the open execution, and its high */
 	int open;		  /* executions open on it */
@@ -112,7 +135,14 @@ struct mem_stats {
 	uint64_t tracked;	  /* sampled blocks whose free would be seen */
 	uint64_t reclaimed;	  /* ... of them freed */
 	double live_bytes;	  /* weights of those not freed yet */
-	struct mem_series series; /* process footprint at this line's samples */
+	struct mem_series series; /* process footprint at this line's net samples */
+
+	/* Windows since the last net sample: [0] blocks of NET_WINDOW_BYTES and
+	 * more, [1] smaller ones. */
+	double win_up[2], win_down[2], win_python[2];
+	double net_bytes, net_python_bytes; /* net malloc samples */
+	double net_freed_bytes;		    /* net free samples */
+	uint64_t net_samples;		    /* net malloc samples */
 };
 
 struct native_sym {
@@ -158,7 +188,7 @@ struct stack_stats {
 	bool truncated; /* the outermost frames were not walked */
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
-	double malloc_bytes; /* sampled allocation weight on this stack */
+	double malloc_bytes; /* net malloc samples on this stack */
 };
 
 struct thread_stats {
@@ -186,6 +216,7 @@ struct profile_memory {
 	double unattributed_bytes;  /* ... with no profiled frame or unreadable */
 	double copy_bytes;
 	double not_python_bytes; /* allocations of processes that are not Python */
+	double net_bytes;	 /* net malloc samples of all lines (profile.h: mem_stats) */
 	double footprint, max_footprint;
 	/* Weights of the followed blocks that the running program has not
 	 * freed: frees with no Python frame on the freeing thread (interpreter

@@ -587,6 +587,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 		.tid = ev->tid,
 		.ts_ns = ev->ts,
 		.bytes = (double)ev->mem_bytes,
+		.size = (double)ev->mem_size,
 		.addr = ev->mem_addr,
 		.python = ev->mem_flags & SBS_F_PYTHON,
 		.untracked = ev->mem_flags & SBS_F_UNTRACKED,
@@ -949,6 +950,7 @@ static struct json_object *memory_facts(struct session *s, const uint64_t *stats
 	est = json_object_new_object();
 	json_object_object_add(est, "alloc_mb", json_object_new_double(mb(pm->malloc_bytes)));
 	json_object_object_add(est, "python_mb", json_object_new_double(mb(pm->python_bytes)));
+	json_object_object_add(est, "net_growth_mb", json_object_new_double(mb(pm->net_bytes)));
 	json_object_object_add(est, "copy_mb", json_object_new_double(mb(pm->copy_bytes)));
 	json_object_object_add(est, "native_threads_mb",
 			       json_object_new_double(mb(pm->native_thread_bytes)));

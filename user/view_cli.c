@@ -56,6 +56,9 @@ struct ctx {
 	struct vj_select sel; /* the lines shown, and whether memory and GPU are */
 	double elapsed_ns;
 	double footprint_mb; /* the sparklines' top */
+	/* scalene_bpf.allocation_churn.files (NULL: not one of our profiles),
+	 * and the entry of the file being printed */
+	struct json_object *churn_files, *churn;
 	char text[LINE_TEXT];
 };
 
@@ -227,6 +230,7 @@ enum col {
 	COL_PEAK_MB,
 	COL_SPARK,
 	COL_MEM_PCT,
+	COL_CHURN,
 	COL_COPY,
 	COL_GPU_PCT,
 	COL_GPU_MB,
@@ -241,15 +245,16 @@ static const struct {
 	[COL_NATIVE] = { "native", 6, 6 },   [COL_SYSTEM] = { "system", 6, 6 },
 	[COL_BAR] = { "time", 10, 4 },	     [COL_AVG_MB] = { "avg MB", 6, 6 },
 	[COL_PEAK_MB] = { "peak MB", 7, 7 }, [COL_SPARK] = { "timeline", 12, 5 },
-	[COL_MEM_PCT] = { "mem%", 4, 4 },    [COL_COPY] = { "MB/s", 5, 5 },
-	[COL_GPU_PCT] = { "gpu%", 4, 4 },    [COL_GPU_MB] = { "gpu MB", 6, 6 },
+	[COL_MEM_PCT] = { "mem%", 4, 4 },    [COL_CHURN] = { "churn", 6, 6 },
+	[COL_COPY] = { "MB/s", 5, 5 },	     [COL_GPU_PCT] = { "gpu%", 4, 4 },
+	[COL_GPU_MB] = { "gpu MB", 6, 6 },
 };
 
 /* The order in which columns go when the terminal is narrow: the graphics
  * first (while the source would be cut), then, once the source is down to
  * MIN_SOURCE columns, the others. */
 static const enum col drop_order[] = {
-	COL_COPY,    COL_GPU_MB,  COL_AVG_MB, COL_GPU_PCT,
+	COL_COPY,    COL_CHURN,	  COL_GPU_MB, COL_AVG_MB, COL_GPU_PCT,
 	COL_MEM_PCT, COL_PEAK_MB, COL_SYSTEM, COL_NATIVE,
 };
 
@@ -278,6 +283,8 @@ static void layout_make(const struct ctx *c, struct layout *l, int text)
 
 		l->w[k] = (mem && !c->sel.memory) || (gpu && !c->sel.gpu) ? 0 : columns[k].width;
 	}
+	if (!c->churn_files)
+		l->w[COL_CHURN] = 0; /* not one of our profiles */
 	if (want < MIN_SOURCE)
 		want = MIN_SOURCE;
 	while (layout_used(l) + want > c->width &&
@@ -444,9 +451,10 @@ static void print_header_row(struct ctx *c, const struct layout *l, const char *
 	row_emit(c, &r);
 }
 
-/* One table row: the numbers of l, then text (source or function name). */
+/* One table row: the numbers of l, then text (source or function name);
+ * fn: o is a function. */
 static void print_row(struct ctx *c, const struct layout *l, struct json_object *o,
-		      const char *text)
+		      const char *text, bool fn)
 {
 	double py = vj_num(o, "n_cpu_percent_python"), nat = vj_num(o, "n_cpu_percent_c");
 	double sys = vj_num(o, "n_sys_percent");
@@ -488,6 +496,10 @@ static void print_row(struct ctx *c, const struct layout *l, struct json_object 
 	if (l->w[COL_MEM_PCT]) {
 		cell_num(c, &r, l->w[COL_MEM_PCT], 100 * vj_num(o, "n_usage_fraction"), 0, "%",
 			 SGR_MEMORY);
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_CHURN]) {
+		cell_num(c, &r, l->w[COL_CHURN], vj_churn(c->churn, o, fn), 1, "", SGR_MEMORY);
 		row_pad_to(c, &r, r.cols + 1);
 	}
 	if (l->w[COL_COPY]) {
@@ -596,6 +608,7 @@ static bool print_file(struct ctx *c, const struct file *fi)
 	int widest = 0, indent = INT_MAX;
 	struct row r;
 
+	c->churn = vj_object(c->churn_files, fi->name);
 	/* The first line shown, the common indentation of those shown (left
 	 * out: it takes columns and says nothing), the widest. */
 	for (i = 0; i < n; i++) {
@@ -640,14 +653,14 @@ static bool print_file(struct ctx *c, const struct file *fi)
 		struct json_object *o = json_object_array_get_idx(lines, i);
 
 		if (vj_row_shown(&c->sel, o))
-			print_row(c, &l, o, dedent(line_text(c, o), indent));
+			print_row(c, &l, o, dedent(line_text(c, o), indent), false);
 	}
 	if (nfn) {
 		row_emit(c, &r);
 		print_header_row(c, &l, "function");
 	}
 	for (i = 0; i < nfn; i++)
-		print_row(c, &l, fns[i].o, fn_name(&fns[i]));
+		print_row(c, &l, fns[i].o, fn_name(&fns[i]), true);
 	free(fns);
 	return true;
 }
@@ -803,6 +816,7 @@ static void ctx_init(struct ctx *c, struct json_object *doc, FILE *f, const stru
 	vj_select_init(&c->sel, doc, vo->threshold, vo->all_lines);
 	c->elapsed_ns = vj_num(doc, "elapsed_time_sec") * 1e9;
 	c->footprint_mb = vj_num(doc, "max_footprint_mb");
+	c->churn_files = vj_churn_files(doc);
 }
 
 int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct view_opts *vo)

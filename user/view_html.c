@@ -50,6 +50,9 @@ struct model {
 	struct json_object *frames;	 /* [[kind, name, file, line], ...] */
 	struct json_object *frame_index; /* key -> index into frames */
 	struct vj_select sel;		 /* the lines shown, and whether memory and GPU are */
+	/* scalene_bpf.allocation_churn.files (NULL: not ours), and the entry
+	 * of the file being modelled */
+	struct json_object *churn_files, *churn;
 };
 
 /* Numbers with six significant digits: the page shows at most three. */
@@ -186,6 +189,8 @@ static struct json_object *row_model(const struct model *m, struct json_object *
 		add(r, "malloc", num(vj_num(l, "n_malloc_mb")));
 		add(r, "usage", num(vj_num(l, "n_usage_fraction")));
 		add(r, "copy", num(vj_num(l, "n_copy_mb_s")));
+		if (m->churn_files)
+			add(r, "churn", num(vj_churn(m->churn, l, !is_line)));
 		add(r, "pyfrac", num(vj_num(l, "n_python_fraction")));
 		add(r, "mem", time_series(vj_array(l, "memory_samples"), MAX_LINE_SAMPLES));
 		snprintf(key, sizeof(key), "%lld", (long long)lineno);
@@ -264,14 +269,14 @@ static struct json_object *lines_model(const struct model *m, struct json_object
 	return out;
 }
 
-static struct json_object *file_model(const struct model *m, const char *name,
-				      struct json_object *fd)
+static struct json_object *file_model(struct model *m, const char *name, struct json_object *fd)
 {
 	struct json_object *fo = json_object_new_object(), *funcs, *out;
 	size_t i, n;
 
 	if (!fo)
 		return NULL;
+	m->churn = vj_object(m->churn_files, name);
 	add(fo, "name", text(name, MAX_NAME_BYTES * 4));
 	add(fo, "pct", num(vj_num(fd, "percent_cpu_time")));
 	add(fo, "lines", lines_model(m, fd, fo));
@@ -289,7 +294,7 @@ static struct json_object *file_model(const struct model *m, const char *name,
 }
 
 /* Files by their share of the time, the busiest first. */
-static struct json_object *files_model(const struct model *m, struct json_object *files)
+static struct json_object *files_model(struct model *m, struct json_object *files)
 {
 	struct json_object *out = json_object_new_array();
 	size_t n = (size_t)json_object_object_length(files), k = 0, i;
@@ -544,6 +549,7 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "producer", json_object_new_string(facts ? "scalene-bpf" : "Scalene"));
 	add(r, "elapsed", num(vj_num(doc, "elapsed_time_sec")));
 	add(r, "memory", json_object_new_boolean(m->sel.memory));
+	add(r, "churn", json_object_new_boolean(m->churn_files != NULL));
 	add(r, "gpu", json_object_new_boolean(m->sel.gpu));
 	add(r, "gpu_device", text(vj_str(doc, "gpu_device"), 40));
 	add(r, "async", json_object_new_boolean(vj_flag(doc, "async_profile")));
@@ -671,6 +677,7 @@ int view_write_html(struct json_object *doc, const char *name, const struct view
 		return ret;
 	}
 	vj_select_init(&m.sel, doc, vo ? vo->threshold : HOT_PERCENT, vo && vo->all_lines);
+	m.churn_files = vj_churn_files(doc);
 	m.root = json_object_new_object();
 	m.frames = json_object_new_array();
 	m.frame_index = json_object_new_object();

@@ -70,6 +70,38 @@ struct json_object *vj_object(struct json_object *o, const char *key)
 	return typed(o, key, json_type_object);
 }
 
+struct json_object *vj_churn_files(struct json_object *doc)
+{
+	return vj_object(vj_object(vj_object(doc, "scalene_bpf"), "allocation_churn"), "files");
+}
+
+double vj_churn(struct json_object *file_churn, struct json_object *row, bool fn)
+{
+	struct json_object *funcs;
+	const char *name;
+	char key[24];
+	size_t i, n;
+
+	if (!file_churn)
+		return 0;
+	if (!fn) {
+		snprintf(key, sizeof(key), "%.0f", vj_num(row, "lineno"));
+		return vj_num(vj_object(file_churn, "lines"), key);
+	}
+	/* Functions by name and first line, as Scalene's "functions" list them. */
+	name = vj_str(row, "line");
+	funcs = vj_array(file_churn, "functions");
+	n = funcs && name ? json_object_array_length(funcs) : 0;
+	for (i = 0; i < n; i++) {
+		struct json_object *f = json_object_array_get_idx(funcs, i);
+		const char *fname = vj_str(f, "line");
+
+		if (fname && !strcmp(fname, name) && vj_num(f, "lineno") == vj_num(row, "lineno"))
+			return vj_num(f, "churn_mb");
+	}
+	return 0;
+}
+
 void vj_put_safe(FILE *f, const char *s, int max)
 {
 	size_t left = strlen(s), n;

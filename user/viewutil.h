@@ -38,6 +38,13 @@ void vj_put_safe(FILE *f, const char *s, int max);
  * this gives them back. */
 void vj_unescape_line(const char *s, char *out, size_t n);
 
+/* scalene_bpf.allocation_churn.files of our profiles, NULL in Scalene's. */
+struct json_object *vj_churn_files(struct json_object *doc);
+/* MB that a line or function (fn) of a file allocated, freed or not (our
+ * churn, beside Scalene's net n_malloc_mb): row is the line's or function's
+ * entry, file_churn the file's entry in vj_churn_files (NULL: 0). */
+double vj_churn(struct json_object *file_churn, struct json_object *row, bool fn);
+
 /* Element i of an array as a number, with vj_num's rules. */
 double vj_num_at(struct json_object *a, size_t i);
 /* The character at s (left bytes): its length in *len (at least 1) and the

@@ -8,16 +8,28 @@ q = 1 - exp(-s/P) (P = 1 MiB) and weighs s/q, so a line of N blocks of s
 bytes is estimated with a relative standard deviation of
 sqrt((1 - q) / (q N)): 1.4 % for 100 blocks of 4 MiB, 3.2 % for 150 of
 2 MiB.  The 5 % tolerances below are 3 or more standard deviations.
+
+Two volumes per line.  Scalene's fields (n_malloc_mb and those with it) hold
+net growth: a line's sampled blocks go up at their allocation and down at
+their free, and a net sample fires each time that rises by a window
+(WINDOW_MB, Scalene's default; blocks under it over SMALL_WINDOW_MB), so a
+line whose small blocks are freed at once gets nothing, while a block of a
+window or more is a net sample by itself, freed soon or not (as in
+Scalene).  The churn, every allocation freed or not, is
+scalene_bpf.allocation_churn.
 """
 
 import json
+import math
 import re
 import subprocess
 
-from e2e_helpers import (clean_env, compat, file_entry, finish, invoke, markers,
-                         profile_run, program)
+from e2e_helpers import (BIN, clean_env, compat, file_entry, finish, invoke,
+                         markers, profile_run, program)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
+WINDOW_MB = 1.0  # Scalene's allocation sampling window (`scalene run`'s default)
+SMALL_WINDOW_MB = 10.0  # ours for blocks under it (profile.h)
 
 
 def line_row(profile, path, name):
@@ -26,14 +38,39 @@ def line_row(profile, path, name):
     return rows[lineno - 1]
 
 
+def churn_of(profile, path):
+    """The file's entry in scalene_bpf.allocation_churn."""
+    files = profile["scalene_bpf"]["allocation_churn"]["files"]
+    hits = [v for k, v in files.items() if k.endswith(str(path))]
+    assert len(hits) == 1, list(files)
+    return hits[0]
+
+
+def line_churn(profile, path, name):
+    return churn_of(profile, path)["lines"].get(str(markers(path)[name]), 0.0)
+
+
 def describe(profile, path):
     rows = file_entry(profile, path)["lines"]
+    churn = churn_of(profile, path)["lines"]
     hot = [f"{r['lineno']}: {r['n_malloc_mb']:.1f} MB py {r['n_python_fraction']:.2f} "
-           f"peak {r['n_peak_mb']:.1f} n {r['n_mallocs']}"
-           for r in rows if r["n_malloc_mb"] > 0.5]
+           f"peak {r['n_peak_mb']:.1f} n {r['n_mallocs']} "
+           f"churn {churn.get(str(r['lineno']), 0):.1f}"
+           for r in rows
+           if r["n_malloc_mb"] > 0.5 or churn.get(str(r["lineno"]), 0) > 0.5]
     mem = profile["scalene_bpf"].get("memory", {})
     return (f"lines: {'; '.join(hot)}; native {profile['native_allocations_mb']:.1f}; "
             f"facts {json.dumps(mem.get('profiled'))}")
+
+
+def truth_mb(blocks, sd=3.5):
+    """MB of blocks given as [size, count] pairs, and sd standard errors of
+    the sampled estimate: a block of s bytes is sampled with probability
+    q = 1 - exp(-s/P) and weighs s/q, a variance of s^2 (1 - q) / q."""
+    P = 1 << 20
+    total = sum(s * n for s, n in blocks)
+    var = sum(n * s * s * math.exp(-s / P) / -math.expm1(-s / P) for s, n in blocks)
+    return total / P, sd * math.sqrt(var) / P
 
 
 def within(measured, expected, rel):
@@ -50,24 +87,37 @@ def test_lines_get_their_bytes(python, tmp_path, accuracy):
     assert p["alloc_samples"] > 0
 
     def mb(name):
+        return line_churn(p, prog, name)
+
+    def net(name):
         return line_row(p, prog, name)["n_malloc_mb"]
 
-    # N blocks of a known size: within 5 %.
+    # Churn: N blocks of a known size, within 5 %.
     for name, size in (("py_big", 4), ("c_big", 4), ("four", 16), ("one", 4),
                        ("helper", 4)):
-        accuracy(f"{name} MB", n * size, round(mb(name), 1), "5%")
+        accuracy(f"{name} churn MB", n * size, round(mb(name), 1), "5%")
         assert within(mb(name), n * size, 0.05), f"{name}: {mb(name):.1f} MB, " \
             f"expected {n * size}; {ctx}"
     # Two lines in one loop, 4:1.
     ratio = mb("four") / mb("one")
-    accuracy("four:one", 4.0, round(ratio, 2), "+-0.6")
+    accuracy("four:one churn", 4.0, round(ratio, 2), "+-0.6")
     assert 3.4 <= ratio <= 4.6, f"4:1 lines measured {ratio:.2f}; {ctx}"
+    # Net growth: every block here is freed when the next one replaces it,
+    # but each is more than a window, so each one is a net sample (as in
+    # Scalene): the same truth (a small block of the line sampled now and
+    # then, the bytearray's header, is churn only).
+    for name, size in (("py_big", 4), ("c_big", 4), ("four", 16), ("one", 4),
+                       ("helper", 4)):
+        accuracy(f"{name} net MB", n * size, round(net(name), 1), "5%")
+        assert within(net(name), n * size, 0.05), f"{name}: net {net(name):.1f}; {ctx}"
+        assert net(name) <= mb(name) + 0.001, f"{name}: net above churn; {ctx}"
     # Python objects against C malloc.
     py = line_row(p, prog, "py_big")["n_python_fraction"]
     c = line_row(p, prog, "c_big")["n_python_fraction"]
     assert py >= 0.95, f"bytearray line python fraction {py}; {ctx}"
     assert c <= 0.05, f"libc malloc line python fraction {c}; {ctx}"
     # The helper's line, not its caller's; nothing on the arithmetic.
+    assert net("call_helper") <= 0.02 * net("helper") and net("arith") == 0, ctx
     caller = mb("call_helper")
     assert caller <= 0.02 * mb("helper"), f"caller got {caller:.1f} MB; {ctx}"
     arith = mb("arith")
@@ -89,14 +139,21 @@ def test_lines_get_their_bytes(python, tmp_path, accuracy):
     assert ts == sorted(ts)
     assert p["max_footprint_mb"] >= 8, ctx
     assert p["max_footprint_fname"] and p["max_footprint_lineno"], ctx
-    # The function summary adds up its lines.
+    # The function summaries add up their lines, churn and net.
     funcs = {f["line"]: f for f in file_entry(p, prog)["functions"]}
-    assert within(funcs["helper"]["n_malloc_mb"], mb("helper"), 0.001), funcs["helper"]
-    # memory_stacks: the helper's blocks under main -> helper.
-    stacks = [(tuple(fr["display_name"] for fr in frames), w)
+    churn_funcs = {f["line"]: f for f in churn_of(p, prog)["functions"]}
+    assert within(churn_funcs["helper"]["churn_mb"], mb("helper"), 0.001), churn_funcs
+    main_net = sum(r["n_malloc_mb"] for r in file_entry(p, prog)["lines"]
+                   if r["lineno"] in (markers(prog)["four"], markers(prog)["one"],
+                                      markers(prog)["py_big"], markers(prog)["c_big"]))
+    assert within(funcs["main"]["n_malloc_mb"], main_net, 0.01), funcs["main"]
+    assert within(funcs["helper"]["n_malloc_mb"], net("helper"), 0.001), funcs["helper"]
+    # memory_stacks hold the net samples: the 16 MiB blocks under main.
+    stacks = [(tuple(fr["display_name"] for fr in frames), frames[-1]["line"], w)
               for frames, w in p["memory_stacks"]]
-    via_helper = sum(w for names, w in stacks if names[-2:] == ("main", "helper"))
-    assert within(via_helper, mb("helper"), 0.001), stacks
+    four = sum(w for names, line, w in stacks
+               if names[-1] == "main" and line == markers(prog)["four"])
+    assert within(four, net("four"), 0.001), stacks
 
 
 def test_threads_and_native_threads(python, tmp_path, accuracy):
@@ -105,11 +162,15 @@ def test_threads_and_native_threads(python, tmp_path, accuracy):
     res = profile_run(python, prog, [side], tmp=tmp_path)
     p, made = res.profile, json.loads(side.read_text())
     ctx = describe(p, prog)
-    gil_free = line_row(p, prog, "gil_free")
-    accuracy("GIL-released thread MB", made["gil_free_mb"],
-             round(gil_free["n_malloc_mb"], 1), "5%")
-    assert within(gil_free["n_malloc_mb"], made["gil_free_mb"], 0.05), ctx
-    assert gil_free["n_python_fraction"] <= 0.05, ctx
+    # Each 4 MiB block is freed at once, and is more than a window: net
+    # growth and churn alike.
+    gil_free = line_churn(p, prog, "gil_free")
+    accuracy("GIL-released thread churn MB", made["gil_free_mb"], round(gil_free, 1), "5%")
+    assert within(gil_free, made["gil_free_mb"], 0.05), ctx
+    net = line_row(p, prog, "gil_free")["n_malloc_mb"]
+    accuracy("GIL-released thread net MB", made["gil_free_mb"], round(net, 1), "5%")
+    assert within(net, made["gil_free_mb"], 0.05) and net <= gil_free + 0.001, ctx
+    assert line_row(p, prog, "gil_free")["n_python_fraction"] <= 0.05, ctx
     accuracy("pthread (no Python) MB", made["raw_mb"],
              round(p["native_allocations_mb"], 1), "5%")
     assert within(p["native_allocations_mb"], made["raw_mb"], 0.05), ctx
@@ -221,6 +282,65 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
                              capture_output=True, text=True).stdout.strip()
     if version != "9" and not python.startswith("/usr/bin/"):
         assert big["n_python_fraction"] >= 0.9, ctx
-    # No frees from uprobes: no footprint, no leaks, said so.
+    # No frees from uprobes: no footprint, no leaks, no net growth, said so.
     assert p["max_footprint_mb"] == 0 and p["samples"] == []
     assert "footprint" in facts["not_measured"]
+    assert "net growth" in facts["not_measured"], facts["not_measured"]
+    churn = p["scalene_bpf"]["allocation_churn"]
+    assert churn["scalene_fields"] == "gross: frees not seen", churn
+    assert within(line_churn(p, prog, "big"), big["n_malloc_mb"], 0.001), ctx
+
+
+def test_net_growth_not_churn(python, tmp_path, accuracy):
+    """Scalene's meaning of a line's memory: what it keeps, not what it
+    churns.  Lines that keep arrays, bytearrays, C blocks and lists get their
+    kept bytes (less at most one window still held back); a caller, a
+    temporary list and an `acc += 1` loop get nothing, and the arithmetic
+    line's churn (every int it made) is in scalene_bpf.allocation_churn."""
+    prog = program("mem_net.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(python, prog, [side], tmp=tmp_path)
+    p, truth = res.profile, json.loads(side.read_text())
+    ctx = describe(p, prog)
+    assert p["scalene_bpf"]["allocation_churn"]["scalene_fields"] == "net growth", ctx
+
+    def net(name):
+        return line_row(p, prog, name)["n_malloc_mb"]
+
+    # Blocks of a window or more are each a net sample; lists of small
+    # objects grow by windows of their own (less one still held back).
+    for name in ("allocator", "small", "big", "c_keep", "kept_list"):
+        kept, err = truth_mb(truth[name])
+        window = SMALL_WINDOW_MB if name == "kept_list" else 0
+        accuracy(f"{name} net MB", round(kept, 1), round(net(name), 1),
+                 f"-{window:.0f}-{err:.1f}, +{err:.1f}")
+        assert kept - window - err <= net(name) <= kept + err, \
+            f"{name}: net {net(name):.1f} MB, kept {kept:.1f} +- {err:.1f}; {ctx}"
+    for name in ("caller", "temp_list", "arith"):
+        assert net(name) <= 1.0, f"{name}: net {net(name):.1f} MB; {ctx}"
+        assert not line_row(p, prog, name)["memory_samples"], f"{name}: timeline; {ctx}"
+    assert line_row(p, prog, "allocator")["memory_samples"], ctx
+    # The churn of the arithmetic line: one int block per addition.
+    arith = line_churn(p, prog, "arith")
+    made, err = truth_mb(truth["arith"])
+    accuracy("arith churn MB", round(made, 1), round(arith, 1), f"+-{err:.1f}")
+    assert abs(arith - made) <= err, ctx
+    assert line_churn(p, prog, "temp_list") > 0, ctx
+    # Python's share of the net samples.
+    for name in ("allocator", "big"):
+        assert line_row(p, prog, name)["n_python_fraction"] >= 0.95, ctx
+    assert line_row(p, prog, "c_keep")["n_python_fraction"] <= 0.05, ctx
+    # The usage fractions share the net samples among the lines.
+    usage = sum(r["n_usage_fraction"] for r in file_entry(p, prog)["lines"])
+    assert 0.9 <= usage <= 1.0001, f"usage fractions sum to {usage}; {ctx}"
+    # Our terminal view: a churn column beside Scalene's, and the arithmetic
+    # line shown for its churn alone.
+    view = subprocess.run([str(BIN), "view", "--cli", str(res.path)], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "LANG": "C.UTF-8"})
+    assert view.returncode == 0, view.stderr
+    rows = view.stdout.splitlines()
+    head = next(r for r in rows if " churn " in r and r.rstrip().endswith("source"))
+    end = head.index(" churn ") + len(" churn")
+    row = next(r for r in rows if r[:5].strip() == str(markers(prog)["arith"]))
+    assert row[end - 6:end].strip() == f"{arith:.1f}", f"{head}\n{row}"

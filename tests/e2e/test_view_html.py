@@ -494,6 +494,16 @@ def test_our_profile(any_python, tmp_path):
     with_samples = sum(1 for fd in prof["files"].values()
                        for r in fd["lines"] if r["memory_samples"])
     assert probe["sparks"] >= 1 and probe["sparks"] <= with_samples
+    # Our churn column (scalene_bpf.allocation_churn): every line shown with
+    # its churn, the MB it allocated freed or not.
+    churn = prof["scalene_bpf"]["allocation_churn"]["files"]
+    checked = 0
+    for name in prof["files"]:
+        for r in file_block(probe, name)["lines"]:
+            want = churn.get(name, {}).get("lines", {}).get(r["n"], 0.0)
+            assert abs(float(r["cells"]["churn"]) - want) <= 0.051, (name, r, want)
+            checked += want > 0
+    assert checked, "no line with churn shown"
 
     # Flame graphs: the heaviest stacks' frames, the root spanning all.
     check_flame(probe["cpu"], heaviest(prof["combined_stacks"]), "CPU")

@@ -881,6 +881,113 @@ static void test_many(void)
 	profile__free(p);
 }
 
+/* ------------------------------------------------------------ memory */
+
+#define MIB (1024.0 * 1024.0)
+
+static void mem_event(struct profile *p, const struct frame_ref *frames, enum mem_kind kind,
+		      double bytes, double size, uint64_t addr, bool no_frees)
+{
+	static uint64_t ts;
+	struct mem_in m = {
+		.tgid = 100,
+		.tid = 100,
+		.ts_ns = ++ts * MS,
+		.kind = kind,
+		.bytes = bytes,
+		.size = kind == MEM_MALLOC ? size : 0,
+		.addr = addr,
+		.python = true,
+		.no_frees = no_frees,
+		.unattributed = -1,
+		.frames = frames,
+		.nframes = 2,
+	};
+
+	profile__add_mem(p, &m);
+}
+
+static const struct mem_stats *mem_at(const struct profile *p, int line)
+{
+	const struct line_stats *st = line_of(p, "/prog/a.py", line);
+
+	return st ? st->mem : NULL;
+}
+
+/* Scalene's rule per allocating line: net samples when a line's blocks
+ * outgrow their frees by a window; churn counts every sampled block. */
+static void test_net_growth(void)
+{
+	struct profile *p = new_profile("/prog");
+	struct frame_ref keep[2], churn[2], arith[2], big[2], done[2], probe[2];
+	const struct mem_stats *m;
+	const struct func_stats *fn;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		keep[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 10);
+		churn[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 20);
+		arith[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 30);
+		big[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 40);
+		done[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 50);
+		probe[i] = fr(p, "/prog/a.py", i ? "<module>" : "f", i ? 0 : 5, i ? 90 : 60);
+	}
+	for (i = 0; i < 100; i++) {
+		/* 256 KiB blocks sampled with a weight of 1.5 MiB, kept. */
+		mem_event(p, keep, MEM_MALLOC, 1.5 * MIB, 256 << 10, 0x100000 + i, false);
+		/* 4 MiB blocks, each freed once the next is made. */
+		mem_event(p, churn, MEM_MALLOC, 4 * MIB, 4 * MIB, 0x200000 + i, false);
+		if (i)
+			mem_event(p, churn, MEM_FREE, 4 * MIB, 0, 0x200000 + i - 1, false);
+		/* Small ints, each sampled with a weight of 1 MiB, freed at once. */
+		mem_event(p, arith, MEM_MALLOC, 1 * MIB, 36, 0x300000 + i, false);
+		mem_event(p, arith, MEM_FREE, 1 * MIB, 0, 0x300000 + i, false);
+		mem_event(p, big, MEM_MALLOC, 16 * MIB, 16 * MIB, 0x400000 + i, false);
+		if (i)
+			mem_event(p, big, MEM_FREE, 16 * MIB, 0, 0x400000 + i - 1, false);
+	}
+	/* Small blocks, kept: over the 10 MiB window, a sample of 10.5 MiB every
+	 * 7, 3 MiB held back at the end. */
+	m = mem_at(p, 10);
+	CHECK(m && fabs(m->malloc_bytes - 150 * MIB) < 1);
+	CHECK(m && fabs(m->net_bytes - 147 * MIB) < 1);
+	CHECK(m && m->net_samples == 14);
+	CHECK(m && fabs(m->net_python_bytes - m->net_bytes) < 1);
+	CHECK(m && mem_stats__mallocs(m) == 14 && fabs(m->peak - 10.5 * MIB) < 1);
+	/* A block of a window or more is a net sample by itself (Scalene's
+	 * 1 MiB window), even when freed soon after. */
+	m = mem_at(p, 20);
+	CHECK(m && fabs(m->malloc_bytes - 400 * MIB) < 1);
+	CHECK(m && fabs(m->net_bytes - 400 * MIB) < 1 && m->net_samples == 100);
+	m = mem_at(p, 40);
+	CHECK(m && fabs(m->net_bytes - 1600 * MIB) < 1 && m->net_samples == 100);
+	/* Small blocks freed at once: churn only, no timeline. */
+	m = mem_at(p, 30);
+	CHECK(m && fabs(m->malloc_bytes - 100 * MIB) < 1 && m->net_bytes == 0);
+	CHECK(m && m->series.n == 0 && !m->series.in_bucket);
+	/* The function holds the net samples of its lines. */
+	fn = func_named(p, "/prog/a.py", "f");
+	CHECK(fn && fn->st.mem && fabs(fn->st.mem->net_bytes - 2147 * MIB) < 1);
+	CHECK(fn && fn->st.mem && fabs(fn->st.mem->malloc_bytes - 2250 * MIB) < 1);
+	CHECK(fabs(profile__memory(p)->net_bytes - 2147 * MIB) < 1);
+	/* Freeing what was kept, on another line: net free samples go to the
+	 * line that allocated (3 MiB held back, then 10.5 MiB of frees at a
+	 * time once they outrun it by a window). */
+	for (i = 0; i < 100; i++)
+		mem_event(p, done, MEM_FREE, 1.5 * MIB, 0, 0x100000 + i, false);
+	m = mem_at(p, 10);
+	CHECK(m && fabs(m->net_freed_bytes - 147 * MIB) < 1);
+	CHECK(m && fabs(m->net_bytes - 147 * MIB) < 1);
+	m = mem_at(p, 50);
+	CHECK(!m || m->net_bytes == 0);
+	/* Frees not seen (uprobes): every sample is net. */
+	for (i = 0; i < 3; i++)
+		mem_event(p, probe, MEM_MALLOC, 2 * MIB, 64, 0, true);
+	m = mem_at(p, 60);
+	CHECK(m && fabs(m->net_bytes - 6 * MIB) < 1 && m->net_samples == 3);
+	profile__free(p);
+}
+
 static void test_free_null(void)
 {
 	profile__free(NULL);
@@ -911,5 +1018,6 @@ int main(void)
 	RUN_TEST(test_threads);
 	RUN_TEST(test_thread_limit);
 	RUN_TEST(test_many);
+	RUN_TEST(test_net_growth);
 	return test_summary("profile");
 }

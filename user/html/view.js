@@ -8,7 +8,7 @@ var SVGNS = 'http://www.w3.org/2000/svg';
 var app = document.getElementById('app');
 var tip = document.getElementById('tip');
 var D = readModel();
-var memOn = D.memory === true, gpuOn = D.gpu === true;
+var memOn = D.memory === true, gpuOn = D.gpu === true, churnOn = memOn && D.churn === true;
 var redraws = [];
 
 function readModel() {
@@ -263,8 +263,11 @@ function columns(isFunc) {
 		if (!isFunc)
 			c.push({ k: 'timeline', label: 'Memory over time', nosort: true, v: function () { return 0; },
 				 cell: function (r) { return sparkline(r.mem, typeof r.leak === 'number' ? r.leak : undefined); } });
-		c.push({ k: 'usage', label: 'Memory %', title: 'share of all sampled allocation', v: function (r) { return num(r.usage); },
+		c.push({ k: 'usage', label: 'Memory %', title: 'share of the net growth of all lines', v: function (r) { return num(r.usage); },
 			 cell: function (r) { return barCell([['mem', num(r.usage) * 100]], num(r.usage) * 100); } });
+		if (churnOn)
+			c.push({ k: 'churn', label: 'Churn MB', title: 'MB allocated, freed or not (the other memory columns: net growth, as in Scalene)',
+				 v: function (r) { return num(r.churn); }, show: function (r) { return fix(r.churn, 1); } });
 		c.push({ k: 'copy', label: 'Copy MB/s', v: function (r) { return num(r.copy); }, show: function (r) { return fix(r.copy, 1); } });
 	}
 	if (gpuOn) {
