@@ -182,6 +182,37 @@ static int write_profile(struct run_state *rs, bool final)
 	return err;
 }
 
+/* The session's view of the BPF side: the loader's calls. */
+static int bpf_track(void *ctx, int tgid)
+{
+	return loader__track(ctx, tgid, proc_start_ticks(tgid));
+}
+
+static int bpf_untrack(void *ctx, int tgid)
+{
+	return loader__untrack(ctx, tgid);
+}
+
+static int bpf_seed_threads(void *ctx, int tgid)
+{
+	return loader__seed_threads(ctx, tgid);
+}
+
+static int bpf_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg)
+{
+	return loader__set_python(ctx, tgid, cfg);
+}
+
+static int bpf_stats(void *ctx, uint64_t *out)
+{
+	return loader__stats(ctx, out);
+}
+
+static int bpf_prog_runtime(void *ctx, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	return loader__prog_runtime(ctx, run_ns, run_cnt);
+}
+
 static int setup(struct run_state *rs)
 {
 	struct profile_filter filter = {
@@ -206,6 +237,14 @@ static int setup(struct run_state *rs)
 		.on_event = session__handle,
 	};
 	struct session_opts so = { .memory = rs->memory, .creds = &rs->creds };
+	struct session_bpf bpf = {
+		.track = bpf_track,
+		.untrack = bpf_untrack,
+		.seed_threads = bpf_seed_threads,
+		.set_python = bpf_set_python,
+		.stats = bpf_stats,
+		.prog_runtime = bpf_prog_runtime,
+	};
 
 	rs->profile = profile__new(&filter);
 	if (!rs->profile)
@@ -221,7 +260,8 @@ static int setup(struct run_state *rs)
 	rs->loader = loader__open(&lo);
 	if (!rs->loader)
 		return -errno;
-	session__set_loader(rs->session, rs->loader);
+	bpf.ctx = rs->loader;
+	session__set_bpf(rs->session, &bpf);
 	return 0;
 }
 
