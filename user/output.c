@@ -655,7 +655,7 @@ static struct json_object *build_timeline(const struct profile *p, const struct 
 			continue;
 		}
 		o = json_object_new_object();
-		json_object_object_add(o, "t_sec", jdouble((double)((e->ts_ns - t0) / 1000) / 1e6));
+		json_object_object_add(o, "t_sec", jdouble(round((e->ts_ns - t0) / 1e3) / 1e6));
 		json_object_object_add(o, "stack_index", json_object_new_int(idx));
 		json_object_object_add(o, "count", json_object_new_int64(e->count));
 		json_object_object_add(o, "thread_id", json_object_new_int64(tid));

@@ -518,14 +518,18 @@ static uint64_t tl_slot(const struct profile_timeline *tl, uint64_t t0, uint64_t
 	return ts > t0 ? (ts - t0) / tl->slot_ns : 0;
 }
 
-/* Merges b into a (same thread): the stack of the larger run is kept. */
+/* Merges b into a (same thread).  The stack kept is a majority vote over
+ * the samples (Boyer-Moore, which merges): the stack of more than half of
+ * them when there is one; top is the vote's margin. */
 static void tl_merge(struct timeline_event *a, const struct timeline_event *b)
 {
 	if (a->stack == b->stack) {
 		a->top += b->top;
 	} else if (b->top > a->top) {
 		a->stack = b->stack;
-		a->top = b->top;
+		a->top = b->top - a->top;
+	} else {
+		a->top -= b->top;
 	}
 	a->count += b->count;
 	if (b->ts_ns < a->ts_ns)

@@ -243,9 +243,9 @@ struct profile_memory {
  * Scalene records it).  The list holds at most TIMELINE_MAX_EVENTS: when it
  * fills, time is cut into slots, starting at 1 ms and doubling until the list
  * is at most half full, and each thread's events within one slot become one
- * event whose stack is that of the largest of them (ties: the earliest) and
- * whose count is their sum; from then on a sample joins its thread's event in
- * its slot.  So the size is bounded whatever the run's length, and the
+ * event whose count is their sum and whose stack is a majority vote over
+ * their samples (the stack of more than half of them, when there is one);
+ * from then on a sample joins its thread's event in its slot.  So the size is bounded whatever the run's length, and the
  * resolution is the same over the whole run.
  */
 #define TIMELINE_MAX_EVENTS 10000
@@ -256,7 +256,7 @@ struct timeline_event {
 	int stack;	/* index of profile__stack() */
 	int tgid, tid;
 	uint32_t count; /* samples */
-	uint32_t top;	/* samples of the largest run merged into it */
+	uint32_t top;	/* the majority vote's margin for stack */
 };
 
 struct profile_timeline {

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * user/pyhook.c: the directory of the @profile builtin (modes, the
+ * environment it hands the program, removal) and the report it reads
+ * (decorated functions registered, malformed lines counted and skipped, a
+ * line still being written read once it is whole).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "profile.h"
+#include "pyhook.h"
+
+static void append(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(write(fd, s, strlen(s)) == (ssize_t)strlen(s));
+	close(fd);
+}
+
+static void test_parse_line(void)
+{
+	char ok[] = "12\t20\tC.m\t/app/a\tb.py";
+	char bad1[] = "12\t20\tC.m";
+	char bad2[] = "x\t20\tf\t/a.py";
+	char bad3[] = "12\t11\tf\t/a.py";
+	char bad4[] = "0\t1\tf\t/a.py";
+	char bad5[] = "12\t20\t\t/a.py";
+	const char *q, *f;
+	int first, last;
+
+	CHECK_EQ_INT(pyhook_parse_line(ok, &first, &last, &q, &f), 0);
+	CHECK_EQ_INT(first, 12);
+	CHECK_EQ_INT(last, 20);
+	CHECK_EQ_STR(q, "C.m");
+	CHECK_EQ_STR(f, "/app/a\tb.py"); /* the file name is last: tabs allowed */
+	CHECK_EQ_INT(pyhook_parse_line(bad1, &first, &last, &q, &f), -EINVAL);
+	CHECK_EQ_INT(pyhook_parse_line(bad2, &first, &last, &q, &f), -EINVAL);
+	CHECK_EQ_INT(pyhook_parse_line(bad3, &first, &last, &q, &f), -EINVAL);
+	CHECK_EQ_INT(pyhook_parse_line(bad4, &first, &last, &q, &f), -EINVAL);
+	CHECK_EQ_INT(pyhook_parse_line(bad5, &first, &last, &q, &f), -EINVAL);
+}
+
+static void test_prepare_poll_cleanup(void)
+{
+	struct profile_filter filter = { .program_dir = "/app" };
+	struct profile *p = profile__new(&filter);
+	struct pyhook h;
+	char path[256], dir[64];
+	struct stat st;
+
+	CHECK_EQ_INT(pyhook__prepare(&h, NULL), 0);
+	snprintf(dir, sizeof(dir), "%s", h.dir);
+	CHECK(stat(h.dir, &st) == 0 && (st.st_mode & 0777) == 0755);
+	snprintf(path, sizeof(path), "%s/sitecustomize.py", h.dir);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+	CHECK(stat(h.report, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 0);
+	CHECK(!strncmp(h.pythonpath_env, "PYTHONPATH=", 11));
+	CHECK(!strncmp(h.pythonpath_env + 11, h.dir, strlen(h.dir)));
+	CHECK(!strncmp(h.report_env, PYHOOK_ENV_REPORT "=", strlen(PYHOOK_ENV_REPORT) + 1));
+	CHECK_EQ_STR(strchr(h.report_env, '=') + 1, h.report);
+
+	CHECK_EQ_INT(pyhook__poll(&h, p), 0);
+	append(h.report, "3\t9\tf\t/app/main.py\ngarbage\n12\t14\tC.m\t/app/main.py\n3\t9\tf\t/app");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 3);
+	CHECK_EQ_INT(profile__ndecorated(p), 2);
+	CHECK_EQ_INT(h.bad_lines, 1);
+	/* The unfinished line waits for its end. */
+	append(h.report, "/main.py\n");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 1);
+	CHECK_EQ_INT(profile__ndecorated(p), 2); /* the same function again */
+	CHECK_EQ_INT(profile__ndecorated(p), 2);
+	CHECK_EQ_INT(profile__decorated(p, 1)->lastlineno, 14);
+	CHECK_EQ_STR(profile__decorated(p, 1)->qualname, "C.m");
+	append(h.report, "5\t6\tg\t/app/other.py\n");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 1);
+	CHECK_EQ_INT(profile__ndecorated(p), 3);
+	CHECK_EQ_STR(profile__decorated(p, 2)->file, "/app/other.py");
+
+	pyhook__cleanup(&h);
+	CHECK(stat(dir, &st) < 0 && errno == ENOENT);
+	CHECK(h.pythonpath_env == NULL);
+	pyhook__cleanup(&h); /* twice: nothing */
+	profile__free(p);
+}
+
+static void test_pythonpath_kept(void)
+{
+	struct pyhook h;
+	char want[256];
+
+	setenv("PYTHONPATH", "/opt/lib:/srv/x", 1);
+	CHECK_EQ_INT(pyhook__prepare(&h, NULL), 0);
+	snprintf(want, sizeof(want), "PYTHONPATH=%s:/opt/lib:/srv/x", h.dir);
+	CHECK_EQ_STR(h.pythonpath_env, want);
+	pyhook__cleanup(&h);
+	unsetenv("PYTHONPATH");
+}
+
+int main(void)
+{
+	RUN_TEST(test_parse_line);
+	RUN_TEST(test_prepare_poll_cleanup);
+	RUN_TEST(test_pythonpath_kept);
+	return test_summary("pyhook");
+}
