@@ -124,6 +124,18 @@ static int write_profile(struct run_state *rs, bool final)
 	if (rs->hook_ready)
 		pyhook__poll(&rs->hook, rs->profile);
 	m.extra = session__facts(rs->session);
+	if (m.extra) {
+		const struct profile_timeline *tl = profile__timeline(rs->profile);
+		struct json_object *t = json_object_new_object();
+
+		/* How the stack timeline was thinned (profile.h has the rule). */
+		json_object_object_add(t, "events", json_object_new_int(tl->n));
+		json_object_object_add(t, "max_events", json_object_new_int(TIMELINE_MAX_EVENTS));
+		json_object_object_add(t, "slot_s", json_object_new_double(tl->slot_ns / 1e9));
+		json_object_object_add(t, "samples_dropped",
+				       json_object_new_int64((int64_t)tl->dropped));
+		json_object_object_add(m.extra, "timeline", t);
+	}
 	if (rs->hook_ready && m.extra) {
 		struct json_object *d = json_object_new_object();
 
