@@ -257,3 +257,32 @@ def test_timeline_bounded(any_python, tmp_path):
     # The events reach the end of the run.
     assert tl[-1]["t_sec"] > 0.7 * p["elapsed_time_sec"], (
         tl[-1], p["elapsed_time_sec"])
+
+
+# --------------------------------------------------------------------------
+# Native frames of combined_stacks
+# --------------------------------------------------------------------------
+
+def test_native_frames_carry_address(any_python, tmp_path):
+    """A native leaf frame gives the sampled address and its offset from
+    the symbol's start, as Scalene's frames do."""
+    prog = _copy(program("native_sha.py"), tmp_path)
+    res = profile_run(any_python, prog, ["0.5"], tmp=tmp_path,
+                      opts=["--cpu-only"])
+    native = [fr for frames, _ in res.profile["combined_stacks"]
+              for fr in frames if fr["kind"] == "native"]
+    assert native, "no native frame in combined_stacks"
+    named = [fr for fr in native if not fr["display_name"].startswith("+0x")]
+    assert named, native[:5]
+    starts = {}
+    for fr in named:
+        assert isinstance(fr["ip"], int) and fr["ip"] > 0, fr
+        assert isinstance(fr["offset"], int) and 0 <= fr["offset"] < 1 << 24, fr
+        # One symbol, one start: ip - offset agrees between its frames.
+        key = (fr["filename_or_module"], fr["display_name"])
+        starts.setdefault(key, set()).add(fr["ip"] - fr["offset"])
+    assert all(len(s) == 1 for s in starts.values()), starts
+    for fr in native:
+        if fr["display_name"].startswith("+0x"):
+            # No symbol: an address, but no offset from a start.
+            assert isinstance(fr["ip"], int) and fr["offset"] is None, fr
