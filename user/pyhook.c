@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -73,10 +74,11 @@ static const char sitecustomize[] =
 	"\n"
 	"    try:\n"
 	"        import importlib.machinery\n"
-	"        import importlib.util\n"
 	"\n"
 	"        spec = importlib.machinery.PathFinder.find_spec(\"sitecustomize\", sys.path)\n"
 	"        if spec is not None and spec.loader is not None:\n"
+	"            import importlib.util\n"
+	"\n"
 	"            mod = importlib.util.module_from_spec(spec)\n"
 	"            sys.modules[\"sitecustomize\"] = mod\n"
 	"            spec.loader.exec_module(mod)\n"
@@ -242,6 +244,24 @@ int pyhook__poll(struct pyhook *h, struct profile *p)
 	return lines;
 }
 
+static void remove_cache(const char *dir)
+{
+	char path[512];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (!strncmp(e->d_name, "sitecustomize.", 14)) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
 void pyhook__cleanup(struct pyhook *h)
 {
 	char path[128];
@@ -255,10 +275,10 @@ void pyhook__cleanup(struct pyhook *h)
 		return;
 	snprintf(path, sizeof(path), "%s/sitecustomize.py", h->dir);
 	unlink(path);
-	/* Python may have left a cache beside it; the program's user cannot
-	 * write here, so there is none, but a root program could. */
+	/* A program running as root compiles it into __pycache__ here (the
+	 * program's user under sudo cannot write here). */
 	snprintf(path, sizeof(path), "%s/__pycache__", h->dir);
-	rmdir(path);
+	remove_cache(path);
 	if (h->report[0])
 		unlink(h->report);
 	if (rmdir(h->dir))

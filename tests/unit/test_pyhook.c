@@ -87,6 +87,11 @@ static void test_prepare_poll_cleanup(void)
 	CHECK_EQ_INT(profile__ndecorated(p), 3);
 	CHECK_EQ_STR(profile__decorated(p, 2)->file, "/app/other.py");
 
+	/* What a program running as root compiles there goes too. */
+	snprintf(path, sizeof(path), "%s/__pycache__", h.dir);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/__pycache__/sitecustomize.cpython-311.pyc", h.dir);
+	CHECK(close(open(path, O_WRONLY | O_CREAT, 0644)) == 0);
 	pyhook__cleanup(&h);
 	CHECK(stat(dir, &st) < 0 && errno == ENOENT);
 	CHECK(h.pythonpath_env == NULL);
