@@ -248,7 +248,8 @@ struct profile_memory {
  * from then on a sample joins its thread's event in its slot.  So the size is bounded whatever the run's length, and the
  * resolution is the same over the whole run.
  */
-#define TIMELINE_MAX_EVENTS 10000
+/* What view --html shows in full (MAX_TIMELINE there). */
+#define TIMELINE_MAX_EVENTS 5000
 #define TIMELINE_FIRST_SLOT_NS 1000000ULL
 
 struct timeline_event {

@@ -18,18 +18,19 @@ more stack changes than its cap.
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (default_interpreter, ensure_test_user, file_entry,
+from e2e_helpers import (BIN, default_interpreter, ensure_test_user, file_entry,
                          line_time, markers, profile_run, program,
                          runnable_by, sudo_env, invoke, finish)
 
 DECORATED = program("decorated.py")
 # From profile.h: the timeline's cap.
-TIMELINE_MAX_EVENTS = 10000
+TIMELINE_MAX_EVENTS = 5000
 
 
 def _copy(src, tmp, name=None, text=None):
@@ -257,6 +258,13 @@ def test_timeline_bounded(any_python, tmp_path):
     # The events reach the end of the run.
     assert tl[-1]["t_sec"] > 0.7 * p["elapsed_time_sec"], (
         tl[-1], p["elapsed_time_sec"])
+    # Our own page shows every event.
+    page = tmp_path / "page.html"
+    v = subprocess.run([str(BIN), "view", "--html", str(page), str(res.path)],
+                       capture_output=True, text=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+    assert v.returncode == 0, v.stderr
+    assert '"timeline_omitted":0' in page.read_text(), "events left out"
 
 
 # --------------------------------------------------------------------------
