@@ -432,6 +432,9 @@ static int cmd_run(const struct options *o)
 		pr_warn("failed to start %s: %s\n", rs.target.exec_argv[0], strerror(-err));
 		goto out;
 	}
+	/* Children not followed: their decorations do not count. */
+	if (o->no_follow)
+		rs.hook.only_pid = l.pid;
 	err = session__add_root(rs.session, l.pid, NULL);
 	if (err) {
 		runner_abort(&l);

@@ -61,8 +61,8 @@ static const char sitecustomize[] =
 	"                qual = getattr(f, \"__qualname__\", None) or code.co_name\n"
 	"                name = code.co_filename\n"
 	"                if \"\\n\" not in qual and \"\\t\" not in qual and \"\\n\" not in name:\n"
-	"                    line = \"%d\\t%d\\t%s\\t%s\\n\" % (\n"
-	"                        code.co_firstlineno, last_line(code), qual, name)\n"
+	"                    line = \"%d\\t%d\\t%d\\t%s\\t%s\\n\" % (\n"
+	"                        os.getpid(), code.co_firstlineno, last_line(code), qual, name)\n"
 	"                    fd = os.open(report, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)\n"
 	"                    try:\n"
 	"                        os.write(fd, line.encode(\"utf-8\", \"surrogateescape\"))\n"
@@ -175,62 +175,74 @@ fail:
 	return err;
 }
 
-int pyhook_parse_line(char *line, int *first, int *last, const char **qualname,
-		      const char **filename)
+static int parse_int(char **p, int min, int *out)
 {
-	char *end, *tab;
+	char *end;
 	long v;
 
 	errno = 0;
-	v = strtol(line, &end, 10);
-	if (errno || end == line || *end != '\t' || v < 1 || v > INT_MAX)
+	v = strtol(*p, &end, 10);
+	if (errno || end == *p || *end != '\t' || v < min || v > INT_MAX)
 		return -EINVAL;
-	*first = (int)v;
-	line = end + 1;
-	v = strtol(line, &end, 10);
-	if (errno || end == line || *end != '\t' || v < *first || v > INT_MAX)
+	*out = (int)v;
+	*p = end + 1;
+	return 0;
+}
+
+int pyhook_parse_line(char *line, struct pyhook_line *out)
+{
+	char *tab;
+
+	if (parse_int(&line, 1, &out->pid) || parse_int(&line, 1, &out->first) ||
+	    parse_int(&line, out->first, &out->last))
 		return -EINVAL;
-	*last = (int)v;
-	line = end + 1;
 	tab = strchr(line, '\t');
 	if (!tab || tab == line || !tab[1])
 		return -EINVAL;
 	*tab = '\0';
-	*qualname = line;
-	*filename = tab + 1;
+	out->qualname = line;
+	out->filename = tab + 1;
 	return 0;
 }
 
 int pyhook__poll(struct pyhook *h, struct profile *p)
 {
 	char *buf, *line, *nl;
+	struct stat st;
+	size_t want;
 	ssize_t n;
 	int lines = 0;
 
 	if (h->fd < 0)
 		return 0;
-	buf = malloc(POLL_BYTES + 1);
+	/* Polled every few milliseconds: nothing to do most of the time. */
+	if (fstat(h->fd, &st) || st.st_size <= h->offset)
+		return 0;
+	want = st.st_size - h->offset < POLL_BYTES ? st.st_size - h->offset : POLL_BYTES;
+	buf = malloc(want + 1);
 	if (!buf)
 		return -ENOMEM;
-	n = pread(h->fd, buf, POLL_BYTES, h->offset);
+	n = pread(h->fd, buf, want, h->offset);
 	if (n <= 0) {
 		free(buf);
 		return n < 0 ? -errno : 0;
 	}
 	buf[n] = '\0';
 	for (line = buf; (nl = memchr(line, '\n', buf + n - line)); line = nl + 1) {
-		const char *qualname, *filename;
-		int first, last, err;
+		struct pyhook_line l;
 
 		*nl = '\0';
 		lines++;
 		if (nl - line > PYHOOK_MAX_LINE || memchr(line, '\0', nl - line) ||
-		    pyhook_parse_line(line, &first, &last, &qualname, &filename)) {
+		    pyhook_parse_line(line, &l)) {
 			h->bad_lines++;
 			continue;
 		}
-		err = profile__decorate(p, filename, first, last, qualname);
-		if (err == -ENOSPC)
+		/* Decorations of a process that is not profiled (--no-follow)
+		 * must not hide the rest. */
+		if (h->only_pid && l.pid != h->only_pid)
+			continue;
+		if (profile__decorate(p, l.filename, l.first, l.last, l.qualname) == -ENOSPC)
 			h->refused++;
 	}
 	/* A line not finished yet is read again next time, unless it can

@@ -25,7 +25,8 @@ struct profile;
 struct user_creds;
 
 #define PYHOOK_ENV_REPORT "SCALENE_BPF_PROFILE_REPORT"
-/* A report line: "firstlineno\tlastlineno\tqualname\tco_filename\n". */
+/* A report line: "pid\tfirstlineno\tlastlineno\tqualname\tco_filename\n"
+ * (the file name last: it may hold tabs). */
 #define PYHOOK_MAX_LINE 8192
 
 struct pyhook {
@@ -35,6 +36,7 @@ struct pyhook {
 	long offset;	      /* bytes of the report consumed */
 	char *pythonpath_env; /* "PYTHONPATH=dir[:what it was]" */
 	char report_env[160];
+	int only_pid;		 /* 0, or the one process whose decorations count */
 	unsigned long bad_lines; /* malformed report lines skipped */
 	unsigned long refused;	 /* decorated functions past the profile's limit */
 };
@@ -49,9 +51,13 @@ int pyhook__poll(struct pyhook *h, struct profile *p);
 /* Removes the directory; safe on a hook never prepared. */
 void pyhook__cleanup(struct pyhook *h);
 
+struct pyhook_line {
+	int pid, first, last;
+	const char *qualname, *filename;
+};
+
 /* Parses one report line (without its newline) into its parts; the strings
  * point into line, which is modified.  0 or -EINVAL. */
-int pyhook_parse_line(char *line, int *first, int *last, const char **qualname,
-		      const char **filename);
+int pyhook_parse_line(char *line, struct pyhook_line *out);
 
 #endif /* PYHOOK_H */

@@ -146,7 +146,8 @@ def test_chains_to_sitecustomize_and_keeps_existing_profile(any_python,
 
 def test_decorated_in_a_child_process(any_python, tmp_path):
     """A Python started by the program inherits the builtin: its decorated
-    function is what the profile reports."""
+    function is what the profile reports (unless children are not
+    followed)."""
     prog = _copy(DECORATED, tmp_path, "child.py")
     parent = tmp_path / "parent.py"
     parent.write_text(
@@ -159,6 +160,11 @@ def test_decorated_in_a_child_process(any_python, tmp_path):
     assert res.profile["scalene_bpf"]["profile_decorator"]["functions"] == 1
     assert set(_functions(res.profile, prog)) == {"decorated"}
     assert str(parent) not in res.profile["files"], list(res.profile["files"])
+    # Not followed, the child's decorations do not hide the parent's lines.
+    res = profile_run(any_python, parent, tmp=tmp_path,
+                      opts=["--cpu-only", "--no-follow"])
+    assert res.profile["scalene_bpf"]["profile_decorator"]["functions"] == 0
+    assert "spin" in _functions(res.profile, parent)
 
 
 @pytest.fixture

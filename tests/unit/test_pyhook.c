@@ -30,25 +30,32 @@ static void append(const char *path, const char *s)
 
 static void test_parse_line(void)
 {
-	char ok[] = "12\t20\tC.m\t/app/a\tb.py";
-	char bad1[] = "12\t20\tC.m";
-	char bad2[] = "x\t20\tf\t/a.py";
-	char bad3[] = "12\t11\tf\t/a.py";
-	char bad4[] = "0\t1\tf\t/a.py";
-	char bad5[] = "12\t20\t\t/a.py";
-	const char *q, *f;
-	int first, last;
+	char ok[] = "77\t12\t20\tC.m\t/app/a\tb.py";
+	char *bad[] = {
+		"77\t12\t20\tC.m",	   /* no file */
+		"77\tx\t20\tf\t/a.py",   /* not a number */
+		"77\t12\t11\tf\t/a.py",  /* ends before it starts */
+		"77\t0\t1\tf\t/a.py",    /* no line 0 */
+		"77\t12\t20\t\t/a.py",   /* no name */
+		"0\t12\t20\tf\t/a.py",   /* no pid 0 */
+		"12\t20\tf\t/a.py",	   /* the old form, without a pid */
+		"77\t99999999999\t1\tf\t/a.py",
+	};
+	struct pyhook_line l;
+	size_t i;
 
-	CHECK_EQ_INT(pyhook_parse_line(ok, &first, &last, &q, &f), 0);
-	CHECK_EQ_INT(first, 12);
-	CHECK_EQ_INT(last, 20);
-	CHECK_EQ_STR(q, "C.m");
-	CHECK_EQ_STR(f, "/app/a\tb.py"); /* the file name is last: tabs allowed */
-	CHECK_EQ_INT(pyhook_parse_line(bad1, &first, &last, &q, &f), -EINVAL);
-	CHECK_EQ_INT(pyhook_parse_line(bad2, &first, &last, &q, &f), -EINVAL);
-	CHECK_EQ_INT(pyhook_parse_line(bad3, &first, &last, &q, &f), -EINVAL);
-	CHECK_EQ_INT(pyhook_parse_line(bad4, &first, &last, &q, &f), -EINVAL);
-	CHECK_EQ_INT(pyhook_parse_line(bad5, &first, &last, &q, &f), -EINVAL);
+	CHECK_EQ_INT(pyhook_parse_line(ok, &l), 0);
+	CHECK_EQ_INT(l.pid, 77);
+	CHECK_EQ_INT(l.first, 12);
+	CHECK_EQ_INT(l.last, 20);
+	CHECK_EQ_STR(l.qualname, "C.m");
+	CHECK_EQ_STR(l.filename, "/app/a\tb.py"); /* the file name is last: tabs allowed */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "%s", bad[i]);
+		CHECK_EQ_INT(pyhook_parse_line(buf, &l), -EINVAL);
+	}
 }
 
 static void test_prepare_poll_cleanup(void)
@@ -71,7 +78,8 @@ static void test_prepare_poll_cleanup(void)
 	CHECK_EQ_STR(strchr(h.report_env, '=') + 1, h.report);
 
 	CHECK_EQ_INT(pyhook__poll(&h, p), 0);
-	append(h.report, "3\t9\tf\t/app/main.py\ngarbage\n12\t14\tC.m\t/app/main.py\n3\t9\tf\t/app");
+	append(h.report, "5\t3\t9\tf\t/app/main.py\ngarbage\n5\t12\t14\tC.m\t/app/main.py\n"
+			 "5\t3\t9\tf\t/app");
 	CHECK_EQ_INT(pyhook__poll(&h, p), 3);
 	CHECK_EQ_INT(profile__ndecorated(p), 2);
 	CHECK_EQ_INT(h.bad_lines, 1);
@@ -82,10 +90,17 @@ static void test_prepare_poll_cleanup(void)
 	CHECK_EQ_INT(profile__ndecorated(p), 2);
 	CHECK_EQ_INT(profile__decorated(p, 1)->lastlineno, 14);
 	CHECK_EQ_STR(profile__decorated(p, 1)->qualname, "C.m");
-	append(h.report, "5\t6\tg\t/app/other.py\n");
+	append(h.report, "6\t5\t6\tg\t/app/other.py\n");
 	CHECK_EQ_INT(pyhook__poll(&h, p), 1);
 	CHECK_EQ_INT(profile__ndecorated(p), 3);
 	CHECK_EQ_STR(profile__decorated(p, 2)->file, "/app/other.py");
+	/* Only one process's decorations count (--no-follow). */
+	h.only_pid = 5;
+	append(h.report, "6\t7\t8\tk\t/app/other.py\n5\t9\t9\tm\t/app/other.py\n");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 2);
+	CHECK_EQ_INT(profile__ndecorated(p), 4);
+	CHECK_EQ_STR(profile__decorated(p, 3)->qualname, "m");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 0);
 
 	/* What a program running as root compiles there goes too. */
 	snprintf(path, sizeof(path), "%s/__pycache__", h.dir);
