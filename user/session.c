@@ -465,6 +465,9 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	}
 	in->native_module = profile__intern(s->profile, sym.module);
 	in->native_sym = profile__intern(s->profile, sym.name ? sym.name : "");
+	in->native_ip = ip;
+	/* Without a symbol, sym.offset is a file offset, not one from a start. */
+	in->native_offset = sym.name && sym.name[0] ? (int64_t)sym.offset : -1;
 	if (!sym.name || !sym.name[0]) {
 		char buf[64];
 
@@ -628,7 +631,7 @@ static void on_sampler(struct session *s, const struct sampler_record *r)
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
-	struct sample_in in = { .unattributed = -1 };
+	struct sample_in in = { .unattributed = -1, .native_offset = -1 };
 	struct tproc *tp;
 
 	if (size < SAMPLE_HDR_SIZE || ev->nframes > MAX_FRAMES ||
