@@ -70,6 +70,12 @@ static const struct py_offsets py_offsets_3_11 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
+	.runtime_ceval_gil = 360,
+	.runtime_interp_main = PYOFF_NONE,
+	.interp_ceval_gil = PYOFF_NONE,
+	.gil_locked = 16,
+	.gil_locks = 32,
+	.gil_size = 208,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_11_H */

@@ -94,6 +94,16 @@ struct py_offsets {
 	uint16_t dbg_code_linetable;
 	uint16_t dbg_code_firstlineno;
 	uint16_t dbg_code_code_adaptive;
+
+	/* GIL wait: where the GIL's locks are.  A thread that waits for the GIL
+	 * blocks in futex on a word of cond or mutex (take_gil) or switch_cond
+	 * (drop_gil handing it over), all in [gil + gil_locks, gil + gil_size). */
+	uint16_t runtime_ceval_gil;   /* ceval.gil: the GIL itself (<=3.11), else NONE */
+	uint16_t runtime_interp_main; /* interpreters.main (3.12+), else NONE */
+	uint16_t interp_ceval_gil;    /* ceval.gil: pointer to the GIL (3.12+), else NONE */
+	uint16_t gil_locked;	      /* _gil_runtime_state.locked (int: -1 before creation) */
+	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
+	uint16_t gil_size;	      /* sizeof(struct _gil_runtime_state) */
 };
 
 #endif /* PYOFFSETS_H */

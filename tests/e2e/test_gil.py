@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""GIL wait: the main thread's blocked time spent waiting for the GIL is
+named per line (n_gil_wait_percent, part of n_blocked_percent and so of
+n_sys_percent) and in total (scalene_bpf.gil_wait_s)."""
+
+import json
+
+from e2e_helpers import line_time, markers, profile_run, program
+
+SECONDS = 1.0
+
+
+def gil_s(t):
+    return t.extra.get("n_gil_wait_percent", 0) / 100.0 * t.total_sampled_s
+
+
+def blocked_s(t):
+    return t.extra.get("n_blocked_percent", 0) / 100.0 * t.total_sampled_s
+
+
+def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
+    prog = program("gil_contend.py")
+    side = tmp_path / "spent.json"
+    res = profile_run(python, prog, [str(SECONDS), side], tmp=tmp_path)
+    spent = json.loads(side.read_text())
+    facts = res.profile["scalene_bpf"]
+    m = markers(prog)
+    period_s = 1.0 / facts["sampling_rate_hz"]
+    interps = facts["interpreters"]
+    assert interps and all(i["gil_wait_measured"] for i in interps), interps
+
+    loop = line_time(res.profile, prog, m["loop"])
+    ctx = (f"spent {spent}; loop line: sys {loop.system:.1f} %, blocked "
+           f"{blocked_s(loop):.3f} s, GIL {gil_s(loop):.3f} s; facts "
+           f"gil_wait_s {facts['gil_wait_s']:.3f}\n" + res.describe())
+    # Two threads spinning in Python: the main one waits for the GIL about
+    # half of the phase; a fifth is the floor on a loaded machine.
+    accuracy("loop line GIL wait s", spent["contend_s"] / 2, gil_s(loop),
+             ">= 20% of the phase")
+    assert gil_s(loop) >= 0.2 * spent["contend_s"], ctx
+    # Pure Python blocks only for the GIL: the line's blocked time is GIL
+    # wait, within 10% (or two sampling periods: records carry whole
+    # periods, the remainder goes with the thread's next record).
+    accuracy("loop line GIL wait / blocked", 1.0,
+             gil_s(loop) / blocked_s(loop), "10%")
+    assert abs(gil_s(loop) - blocked_s(loop)) <= max(
+        0.1 * blocked_s(loop), 2 * period_s), ctx
+    # The GIL wait is system time.
+    assert gil_s(loop) <= loop.system / 100.0 * loop.total_sampled_s + 1e-9
+    assert facts["gil_wait_s"] >= gil_s(loop) - 1e-9, ctx
+
+    # Sleeping and waiting on a lock with no other thread running Python:
+    # blocked, but not for the GIL.  At most what a record carried over from
+    # before (under one period) plus the wake-up's own wait (microseconds).
+    for name, want in (("sleep", spent["sleep_s"]), ("lock", spent["lock_s"])):
+        t = line_time(res.profile, prog, m[name])
+        msg = (f"{name} line: blocked {blocked_s(t):.3f} s, GIL "
+               f"{gil_s(t):.4f} s\n" + ctx)
+        accuracy(f"{name} line GIL wait s", 0.0, gil_s(t), "< 2 periods")
+        assert blocked_s(t) >= 0.5 * want, msg
+        assert gil_s(t) <= 2 * period_s, msg
