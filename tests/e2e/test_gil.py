@@ -6,6 +6,8 @@ n_sys_percent) and in total (scalene_bpf.gil_wait_s)."""
 import json
 
 from e2e_helpers import line_time, markers, profile_run, program
+from test_view_cli import row_of, view
+from test_view_html import file_block, js_fixed, page_of, render_ok
 
 SECONDS = 1.0
 
@@ -59,3 +61,27 @@ def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
         accuracy(f"{name} line GIL wait s", 0.0, gil_s(t), "< 2 periods")
         assert blocked_s(t) >= 0.5 * want, msg
         assert gil_s(t) <= 2 * period_s, msg
+
+
+def test_gil_wait_in_the_views(any_python, tmp_path):
+    """Both views show the loop line's GIL wait as the profile has it, and
+    the total in their header."""
+    prog = program("gil_contend.py")
+    res = profile_run(any_python, prog, ["0.5", tmp_path / "spent.json"],
+                      tmp=tmp_path)
+    loop = markers(prog)["loop"]
+    row = line_time(res.profile, prog, loop).extra
+    gil = row["n_gil_wait_percent"]
+    assert gil > 0, res.describe()
+
+    rc, out, err = view(res.path)
+    assert rc == 0, err
+    total = res.profile["scalene_bpf"]["gil_wait_s"]
+    assert f"GIL wait: {total:.2f} s" in out, out
+    cells = row_of(out, loop, "acc ^= i").split()
+    assert f"{gil:.1f}%" in cells, out
+
+    probe = render_ok(page_of(res.path, tmp_path))
+    assert "GIL wait" in probe["header"], probe["header"]
+    lines = {r["n"]: r["cells"] for r in file_block(probe, prog)["lines"]}
+    assert lines[str(loop)]["gil"] == js_fixed(gil) + "%", lines[str(loop)]

@@ -611,6 +611,45 @@ static void test_gpu_columns(void)
 	json_object_put(doc);
 }
 
+/* GIL wait: a column (of the system time) and a header line when the
+ * profile has any; nothing of it in profiles without (Scalene's). */
+static void test_gil_column(void)
+{
+	struct json_object *doc = parse(
+		"{\"scalene_bpf\": {\"gil_wait_s\": 0.25, \"total_sampled_s\": 1.0},"
+		"\"files\": {\"/app/t.py\": {\"percent_cpu_time\": 90, \"lines\": ["
+		"{\"lineno\": 1, \"line\": \"x += 1\\n\", \"n_cpu_percent_python\": 40,"
+		"\"n_sys_percent\": 30, \"n_gil_wait_percent\": 25.5},"
+		"{\"lineno\": 2, \"line\": \"time.sleep(1)\\n\", \"n_sys_percent\": 20,"
+		"\"n_gil_wait_percent\": 0},"
+		"{\"lineno\": 3, \"line\": \"y = 2\\n\", \"n_sys_percent\": 5,"
+		"\"n_gil_wait_percent\": 1e300}]}}}");
+
+	setenv("LC_ALL", "C.UTF-8", 1);
+	CHECK_EQ_INT(view(doc, 1, 0, 120), 0);
+	check_outputs_safe();
+	CHECK_HAS("GIL wait: 0.25 s (25.0% of the time, in system)");
+	CHECK_HAS("  GIL ");
+	CHECK_HAS("    1  40.0%         30.0%  25.5% ");
+	/* No GIL wait on the sleeping line: an empty cell. */
+	CHECK_HAS("    2                20.0%        \xe2\x96");
+	unsetenv("LC_ALL");
+	/* Never more than the line's system time. */
+	CHECK_HAS("    3                 5.0%   5.0% ");
+	/* Narrow: the GIL column goes before the system column. */
+	CHECK_EQ_INT(view(doc, 1, 0, 40), 0);
+	CHECK(!has(" GIL "));
+	CHECK_HAS("system");
+	json_object_put(doc);
+	/* Without GIL wait in the facts: no column, no header line. */
+	doc = parse("{\"files\": {\"/app/t.py\": {\"percent_cpu_time\": 90, \"lines\": ["
+		    "{\"lineno\": 1, \"line\": \"x += 1\\n\", \"n_cpu_percent_python\": 40,"
+		    "\"n_sys_percent\": 30}]}}}");
+	CHECK_EQ_INT(view(doc, 1, 0, 120), 0);
+	CHECK(!has("GIL"));
+	json_object_put(doc);
+}
+
 static void test_color(void)
 {
 	struct json_object *doc = parse(mem_doc);
@@ -675,6 +714,7 @@ int main(void)
 	RUN_TEST(test_functions_by_time);
 	RUN_TEST(test_loss_footer);
 	RUN_TEST(test_gpu_columns);
+	RUN_TEST(test_gil_column);
 	RUN_TEST(test_color);
 	RUN_TEST(test_char_cols);
 	free(out);
