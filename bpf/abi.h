@@ -131,10 +131,14 @@ struct tracked_thread {
 	__s64 mem_left;
 	__u64 py_pending;
 	/* Of pending_ns, the part spent waiting for the GIL; blocked_on_gil:
-	 * the current block is one (set when it starts). */
+	 * the current block is one (set when it starts).  gil_lo, gil_hi: the
+	 * process's (struct proc_info), copied at each CPU sample so that
+	 * sched_switch needs no map lookup; 0, 0 until then. */
 	__u64 gil_pending_ns;
 	__u32 blocked_on_gil;
 	__u32 pad;
+	__u64 gil_lo;
+	__u64 gil_hi;
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry

@@ -182,19 +182,28 @@ static __always_inline __u64 take_gil(struct tracked_thread *ts, __u64 taken)
 /* Whether `task`, about to block, waits for its process's GIL: in futex on
  * a word of the GIL's locks (the first syscall argument).  Only threads
  * that block in futex cost the map lookup. */
-static __always_inline __u32 waits_for_gil(struct task_struct *task)
+static __always_inline __u32 waits_for_gil(struct task_struct *task, struct tracked_thread *ts)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct proc_info *p;
+	struct pt_regs *regs;
 	__u64 uaddr;
 
-	if ((__s32)BPF_CORE_READ(regs, orig_ax) != nr_futex)
+	if (!ts->gil_hi)
 		return 0;
-	p = tracked_proc(task, task->tgid);
-	if (!p || !p->has_cfg || !p->gil_hi)
+	/* Direct loads (a BTF pointer): cheaper than probe reads. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if ((__s32)regs->orig_ax != nr_futex)
 		return 0;
-	uaddr = BPF_CORE_READ(regs, di);
-	return uaddr >= p->gil_lo && uaddr < p->gil_hi;
+	uaddr = regs->di;
+	return uaddr >= ts->gil_lo && uaddr < ts->gil_hi;
+}
+
+/* The process's GIL range into the thread's state (see tracked_thread). */
+static __always_inline void copy_gil(struct tracked_thread *ts, const struct proc_info *p)
+{
+	if (!ts)
+		return;
+	ts->gil_lo = p->has_cfg ? p->gil_lo : 0;
+	ts->gil_hi = p->has_cfg ? p->gil_hi : 0;
 }
 
 /* The current thread's name into the record.  A 16-byte copy from the
@@ -274,6 +283,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
+	copy_gil(ts, p);
 	ev->offcpu_ns = take_offcpu(ts);
 	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
 	if (ev->offcpu_ns && !count_idle && idle_wait(pid_tgid, ev->syscall_nr)) {
@@ -304,7 +314,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (ts) {
 			now = bpf_ktime_get_ns();
 			ts->blocked_since = now;
-			ts->blocked_on_gil = waits_for_gil(prev);
+			ts->blocked_on_gil = waits_for_gil(prev, ts);
 		}
 	}
 	ts = bpf_task_storage_get(&threads, next, 0, 0);
@@ -416,6 +426,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 		return 0;
 	/* New image: the old interpreter layout is gone. */
 	p->has_cfg = 0;
+	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);
 	emit_proc_record(EV_EXEC, tgid, 0, 0, task);
 	return 0;
 }
