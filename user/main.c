@@ -228,9 +228,10 @@ static int bpf_seed_threads(void *ctx, int tgid)
 	return loader__seed_threads(ctx, tgid);
 }
 
-static int bpf_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg)
+static int bpf_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
+			  uint64_t gil_hi)
 {
-	return loader__set_python(ctx, tgid, cfg);
+	return loader__set_python(ctx, tgid, cfg, gil_lo, gil_hi);
 }
 
 static int bpf_stats(void *ctx, uint64_t *out)

@@ -184,6 +184,9 @@ static void put_stats(struct json_object *o, const struct line_stats *st, const 
 	if (st && total > 0) {
 		json_object_object_add(o, "n_blocked_percent",
 				       jdouble(100.0 * st->blocked_ns / total));
+		/* Of the blocked time, the part spent waiting for the GIL. */
+		json_object_object_add(o, "n_gil_wait_percent",
+				       jdouble(100.0 * st->gil_ns / total));
 	}
 	if (st && st->nsyms) {
 		struct json_object *syms = json_object_new_array();

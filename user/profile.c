@@ -66,7 +66,7 @@ struct profile {
 	uint64_t threads_folded;	    /* threads counted in it */
 	struct thread_stats **threads;
 	int nthreads;
-	double total_ns, not_python_ns;
+	double total_ns, not_python_ns, gil_ns;
 	double unattributed_ns[UNATTR_MAX];
 	/* Installed packages whose code ran in samples outside the profiled
 	 * files, for the warning that suggests --profile-only. */
@@ -304,7 +304,7 @@ static void add_sym(struct line_stats *st, const char *name, const char *module,
 }
 
 static void add_to_stats(struct profile *p, struct line_stats *st, const struct sample_in *s,
-			 double cpu, double blocked, bool record_time)
+			 double cpu, double blocked, double gil, bool record_time)
 {
 	if (s->where == WHERE_PYTHON)
 		st->python_ns += cpu;
@@ -314,6 +314,7 @@ static void add_to_stats(struct profile *p, struct line_stats *st, const struct 
 		st->system_ns += cpu;
 	st->system_ns += blocked;
 	st->blocked_ns += blocked;
+	st->gil_ns += gil;
 	st->samples++;
 	if (cpu > 0) {
 		st->util_sum += s->core_util;
@@ -837,6 +838,7 @@ static int attributed_frame(const struct profile *p, const struct frame_ref *fra
 void profile__add(struct profile *p, const struct sample_in *s)
 {
 	double cpu = s->cpu_ns, blocked = s->offcpu_ns;
+	double gil = s->gil_ns < s->offcpu_ns ? s->gil_ns : s->offcpu_ns;
 	struct thread_stats *t = thread_get(p, s->tgid, s->tid);
 	struct file_stats *f = NULL;
 	struct line_stats *st;
@@ -852,12 +854,14 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		if (s->thread_name && !t->folded)
 			t->name = s->thread_name;
 		t->blocked_ns += blocked;
+		t->gil_ns += gil;
 	}
 	if (s->not_python) {
 		p->not_python_ns += cpu + blocked;
 		return;
 	}
 	p->total_ns += cpu + blocked;
+	p->gil_ns += gil;
 	if (cpu + blocked <= 0)
 		return;
 	if (reason < 0) {
@@ -881,11 +885,11 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	st = line_get(f, s->frames[at].line > 0 ? s->frames[at].line : s->frames[at].firstlineno);
 	if (!st)
 		return;
-	add_to_stats(p, st, s, cpu, blocked, true);
+	add_to_stats(p, st, s, cpu, blocked, gil, true);
 	f->total_ns += cpu + blocked;
 	fs = func_get(p, f, s->frames, s->nframes, at);
 	if (fs)
-		add_to_stats(p, &fs->st, s, cpu, blocked, false);
+		add_to_stats(p, &fs->st, s, cpu, blocked, gil, false);
 }
 
 /* ---- memory ---- */
@@ -1339,6 +1343,11 @@ double profile__total_ns(const struct profile *p)
 double profile__not_python_ns(const struct profile *p)
 {
 	return p->not_python_ns;
+}
+
+double profile__gil_ns(const struct profile *p)
+{
+	return p->gil_ns;
 }
 
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r)

@@ -51,6 +51,7 @@ struct sample_in {
 	uint64_t cpu_ns; /* on-CPU time */
 	enum sample_where where;
 	uint64_t offcpu_ns;	/* blocked time */
+	uint64_t gil_ns;	/* of offcpu_ns: waiting for the GIL */
 	bool not_python;	/* a process that is not (yet) Python: kept apart */
 	double core_util;	/* program's CPU use / cores around this sample, 0..1 */
 	const char *native_sym; /* leaf symbol of a native sample, interned, or NULL */
@@ -156,6 +157,7 @@ struct native_sym {
 struct line_stats {
 	double python_ns, native_ns, system_ns;
 	double blocked_ns; /* part of system_ns spent off CPU */
+	double gil_ns;	   /* part of blocked_ns spent waiting for the GIL */
 	double util_sum;
 	uint64_t util_n;
 	uint64_t samples;
@@ -202,7 +204,7 @@ struct thread_stats {
 	bool main_thread;
 	bool folded; /* shared by every thread past the limit (see profile.c) */
 	uint64_t samples;
-	double cpu_ns, blocked_ns;
+	double cpu_ns, blocked_ns, gil_ns;
 	double malloc_bytes;
 	/* The thread's open allocation execution. */
 	struct {
@@ -313,6 +315,8 @@ double profile__total_ns(const struct profile *p);
 /* Time of tracked processes that are not Python (launchers, shells, the
  * interpreter before it is recognised): not part of the percentages. */
 double profile__not_python_ns(const struct profile *p);
+/* Of total_ns, the blocked time spent waiting for the GIL. */
+double profile__gil_ns(const struct profile *p);
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r);
 /* A warning (one line, no newline; malloc'd) when most of the sampled
  * Python time fell outside the profiled files, else NULL. */

@@ -213,6 +213,11 @@ static void note_interpreter(struct session *s, const struct tproc *tp)
 	json_object_object_add(o, "version", json_object_new_string(ver));
 	json_object_object_add(o, "path", json_object_new_string(tp->pp.path));
 	json_object_object_add(o, "static", json_object_new_boolean(tp->pp.static_build));
+	/* Whether its GIL wait is measured, and if not why. */
+	json_object_object_add(o, "gil_wait_measured", json_object_new_boolean(tp->pp.gil_hi != 0));
+	if (!tp->pp.gil_hi)
+		json_object_object_add(o, "gil_wait_unmeasured",
+				       json_object_new_string(tp->pp.gil_why));
 	json_object_array_add(s->interp_list, o);
 }
 
@@ -225,7 +230,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	tp->recognised_ns = now_ns();
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
-	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg);
+	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	note_interpreter(s, tp);
@@ -660,6 +665,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
+	in.gil_ns = ev->gil_ns;
 	/* Shells, launchers (pyenv's shims), the interpreter before it is
 	 * recognised: their time is reported apart, not in the percentages. */
 	in.not_python = not_python(tp, ev);
@@ -1015,6 +1021,9 @@ struct json_object *session__facts(struct session *s)
 	 * (unless --idle), added up in BPF. */
 	json_object_object_add(o, "uncounted_blocked_s", seconds((double)stats[STAT_IDLE_NS]));
 	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
+	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
+	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
+	json_object_object_add(o, "gil_wait_s", seconds(profile__gil_ns(p)));
 	for (i = 0; i < UNATTR_MAX; i++)
 		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
 	json_object_object_add(o, "unattributed", un);
@@ -1054,6 +1063,7 @@ struct json_object *session__facts(struct session *s)
 		json_object_object_add(to, "samples", json_object_new_int64(t->samples));
 		json_object_object_add(to, "cpu_s", seconds(t->cpu_ns));
 		json_object_object_add(to, "blocked_s", seconds(t->blocked_ns));
+		json_object_object_add(to, "gil_wait_s", seconds(t->gil_ns));
 		json_object_array_add(threads, to);
 	}
 	json_object_object_add(o, "threads", threads);

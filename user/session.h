@@ -42,7 +42,10 @@ struct session_bpf {
 	 * many. */
 	int (*seed_threads)(void *ctx, int tgid);
 	/* Gives a tracked process its walk configuration. */
-	int (*set_python)(void *ctx, int tgid, const struct py_walk_cfg *cfg);
+	/* The process's walk configuration and its GIL's locks [gil_lo, gil_hi)
+	 * (0, 0: GIL wait not measured). */
+	int (*set_python)(void *ctx, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
+			  uint64_t gil_hi);
 	/* The BPF counters summed over CPUs, into out[STAT_MAX]. */
 	int (*stats)(void *ctx, uint64_t *out);
 	/* Kernel time spent in the sampling program, where measured. */

@@ -77,7 +77,7 @@ static struct frame_ref fr(struct profile *p, const char *file, const char *qual
 struct add_opts {
 	int tid;		/* 0: the main thread (tid 100) */
 	enum sample_where where;
-	uint64_t cpu, off;
+	uint64_t cpu, off, gil;
 	double ts;		/* seconds */
 	double util;
 	const char *sym, *mod;
@@ -93,6 +93,7 @@ static void add(struct profile *p, const struct frame_ref *frames, int n, struct
 		.cpu_ns = a.cpu,
 		.where = a.where,
 		.offcpu_ns = a.off,
+		.gil_ns = a.gil,
 		.core_util = a.util,
 		.native_sym = a.sym ? profile__intern(p, a.sym) : NULL,
 		.native_module = a.mod ? profile__intern(p, a.mod) : NULL,
@@ -686,6 +687,48 @@ out:
 	profile__free(p);
 }
 
+/* GIL wait: part of the blocked time, itself part of the system time, per
+ * line and per function; never more than the blocked time it is part of. */
+static void test_gil_wait(void)
+{
+	struct profile *p = new_profile();
+	struct output_meta m = sample_meta();
+	struct frame_ref f5 = fr(p, PROG, "f", 3, 5), f9 = fr(p, PROG, "<module>", 1, 9);
+	struct frame_ref s5[] = { f5 }, s9[] = { f9 };
+	struct json_object *doc, *l;
+	char *text = NULL;
+	double total = 60;
+
+	add(p, s5, 1, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 1 });
+	add(p, s5, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .gil = 8 * MS,
+					 .ts = 2 });
+	/* More GIL wait than blocked time (a bad record): capped. */
+	add(p, s5, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .gil = 30 * MS,
+					 .ts = 3 });
+	add(p, s9, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 20 * MS, .ts = 4 });
+	CHECK_NEAR(profile__gil_ns(p), 18 * MS);
+	doc = build(p, &m, &text);
+	if (!doc)
+		goto out;
+	check_document_rules(doc, text);
+	l = line_of(doc, PROG, 5);
+	CHECK_NEAR(dbl(l, "n_gil_wait_percent"), 100 * 18 / total);
+	CHECK_NEAR(dbl(l, "n_blocked_percent"), 100 * 20 / total);
+	CHECK_NEAR(dbl(l, "n_sys_percent"), 100 * 20 / total);
+	CHECK_NEAR(dbl(l, "n_cpu_percent_python"), 100 * 20 / total);
+	l = line_of(doc, PROG, 9);
+	CHECK(get(l, "n_gil_wait_percent") != NULL);
+	CHECK_NEAR(dbl(l, "n_gil_wait_percent"), 0);
+	CHECK_NEAR(dbl(l, "n_blocked_percent"), 100 * 20 / total);
+	/* A line never sampled has none of our extras. */
+	CHECK(get(line_of(doc, PROG, 2), "n_gil_wait_percent") == NULL);
+	CHECK_NEAR(dbl(func_named(doc, PROG, "f"), "n_gil_wait_percent"), 100 * 18 / total);
+out:
+	json_object_put(doc);
+	free(text);
+	profile__free(p);
+}
+
 static void test_functions(void)
 {
 	struct profile *p = sample_profile();
@@ -1197,6 +1240,7 @@ int main(void)
 	RUN_TEST(test_top_level);
 	RUN_TEST(test_lines_and_percentages);
 	RUN_TEST(test_functions);
+	RUN_TEST(test_gil_wait);
 	RUN_TEST(test_invalid_utf8_names);
 	RUN_TEST(test_script_end_not_in_source_text);
 	RUN_TEST(test_script_end_nowhere);

@@ -81,7 +81,8 @@ static int fake_seed_threads(void *ctx, int tgid)
 	return 1;
 }
 
-static int fake_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg)
+static int fake_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
+			   uint64_t gil_hi)
 {
 	struct fake_bpf *b = ctx;
 
