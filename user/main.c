@@ -248,6 +248,7 @@ static int setup(struct run_state *rs)
 {
 	struct profile_filter filter = {
 		.program_dir = rs->target.program_dir,
+		.program_dir_given = rs->target.program_dir_given,
 		.profile_all = rs->opts->profile_all,
 		.only = rs->opts->profile_only,
 		.nonly = rs->opts->nprofile_only,

@@ -228,7 +228,8 @@ bool profile__file_profiled(const struct profile *p, const char *path)
 	 * which is where its own files are. */
 	if (path[0] != '/')
 		return true;
-	return f->program_dir && under_dir(path, f->program_dir) &&
+	return ((f->program_dir && under_dir(path, f->program_dir)) ||
+		(f->program_dir_given && under_dir(path, f->program_dir_given))) &&
 	       !strstr(path, "/site-packages/") && !strstr(path, "/dist-packages/");
 }
 

@@ -282,7 +282,8 @@ struct decorated_fn {
 #define MAX_DECORATED 4096
 
 struct profile_filter {
-	const char *program_dir; /* files under it are profiled by default */
+	const char *program_dir;       /* files under it are profiled by default */
+	const char *program_dir_given; /* the same folder through a link, or NULL */
 	bool profile_all;
 	const char *const *only; /* substrings: profile only matching files */
 	int nonly;

@@ -91,6 +91,55 @@ static char *absolute(const char *path, const char *cwd)
 	return real ? real : strdup(buf);
 }
 
+/* Removes "." and ".." components and repeated slashes from an absolute
+ * path in place, without resolving links (what Python's os.path.abspath
+ * does to the main script's name). */
+static void normalize_lexically(char *path)
+{
+	char *out = path, *p = path;
+
+	while (*p) {
+		char *end;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		end = strchrnul(p, '/');
+		n = end - p;
+		if (n == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (n == 2 && p[0] == '.' && p[1] == '.') {
+			while (out > path && *--out != '/')
+				;
+		} else if (n) {
+			*out++ = '/';
+			memmove(out, p, n);
+			out += n;
+		}
+		p = end;
+	}
+	if (out == path)
+		*out++ = '/';
+	*out = '\0';
+}
+
+/* The absolute folder of path as the interpreter will name it (links kept),
+ * when it differs from the resolved one (`real`); else NULL. */
+static char *given_dir(struct target *t, const char *path, const char *cwd, const char *real)
+{
+	char buf[PATH_MAX * 2], *d;
+
+	if (path[0] == '/')
+		snprintf(buf, sizeof(buf), "%s", path);
+	else
+		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	normalize_lexically(buf);
+	d = dirname(buf);
+	if (!strcmp(d, real))
+		return NULL;
+	return own(t, strdup(d));
+}
+
 /* Interpreter options that take a value in the next argument. */
 static int takes_value(const char *opt)
 {
@@ -152,6 +201,7 @@ int target_describe(struct target *t, char *const *argv, int argc, const char *c
 			return -ENOMEM;
 		t->program = abs;
 		t->program_dir = dirname(d);
+		t->program_dir_given = given_dir(t, argv[i], cwd, t->program_dir);
 	} else {
 		t->program = own(t, strdup(argv[0]));
 	}

@@ -14,6 +14,9 @@ struct target {
 	char *exec_path;  /* run: exec_argv[0] as found in PATH */
 	char *program;	  /* absolute path of the main script, or a module/command */
 	char *program_dir;
+	/* program_dir as the command line reached it, when that went through a
+	 * symbolic link: the interpreter names the script's files that way. */
+	char *program_dir_given;
 	char **args; /* the script and its arguments, as Scalene records them */
 	int nargs;
 	char **owned; /* strings to free */

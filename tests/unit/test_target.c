@@ -138,6 +138,34 @@ static void test_relative_paths_resolved(void)
 	target_free(&t);
 }
 
+/* A script reached through a symbolic link: the folder is resolved, and the
+ * folder as named (the interpreter's file names use it) is kept beside. */
+static void test_script_through_a_link(void)
+{
+	struct target t;
+	char link[PATH_MAX + 16], want[PATH_MAX + 32];
+	const char *argv[] = { "python3", want, NULL };
+	const char *rel[] = { "python3", "./lnk/./sub/../prog.py", NULL };
+
+	snprintf(link, sizeof(link), "%s/lnk", tmp);
+	CHECK_EQ_INT(symlink(tmp, link), 0);
+	snprintf(want, sizeof(want), "%s/prog.py", link);
+	CHECK_EQ_INT(describe(&t, "/", argv), 0);
+	CHECK_EQ_STR(t.program_dir, tmp);
+	CHECK(t.program_dir_given && !strcmp(t.program_dir_given, link));
+	target_free(&t);
+	CHECK_EQ_INT(describe(&t, tmp, rel), 0);
+	CHECK_EQ_STR(t.program_dir, tmp);
+	CHECK(t.program_dir_given && !strcmp(t.program_dir_given, link));
+	target_free(&t);
+	/* No link on the way: nothing beside. */
+	snprintf(want, sizeof(want), "%s/./prog.py", tmp);
+	CHECK_EQ_INT(describe(&t, "/", argv), 0);
+	CHECK(t.program_dir_given == NULL);
+	target_free(&t);
+	unlink(link);
+}
+
 static void test_module_and_code(void)
 {
 	struct target t;
@@ -390,6 +418,7 @@ int main(void)
 	}
 	RUN_TEST(test_script);
 	RUN_TEST(test_relative_paths_resolved);
+	RUN_TEST(test_script_through_a_link);
 	RUN_TEST(test_module_and_code);
 	RUN_TEST(test_interpreter_options);
 	RUN_TEST(test_clustered_interpreter_options);
