@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Checks that a JSON profile is Scalene-compatible.
 
-A profile is compatible when all four of these hold (see the format notes,
-design/scalene-json.md in shared/):
+A profile is compatible when all four of these hold (Scalene's JSON format as
+its own reader, scalene_json.py, and its viewers take it):
 
   1. validate_strict(path)        Scalene's own pydantic model accepts it in
                                   strict mode;
