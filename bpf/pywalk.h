@@ -16,8 +16,11 @@
 
 #include "abi.h"
 
-#ifndef PYWALK_NOINLINE
-#define PYWALK_NOINLINE __attribute__((noinline))
+/* pywalk_one() is a global function in BPF: the verifier checks it once, on
+ * its own, instead of at every call in each walk loop (which took ~0.1 s of
+ * load time per program that walks). */
+#ifndef PYWALK_GLOBAL
+#define PYWALK_GLOBAL __attribute__((noinline))
 #endif
 
 #ifndef PYWALK_READ
@@ -69,6 +72,7 @@ struct pywalk_scratch {
 	 * code unit), 0 when there is none (no frame, a shim, a frame that has
 	 * not started).  See pywalk_at_call(). */
 	__u64 instr;
+	__u64 prev; /* out of pywalk_one(): the caller frame's address */
 };
 
 static __always_inline int pywalk_user_ptr(__u64 p)
@@ -129,7 +133,6 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
 /* The frame and code-object offsets of one walk, checked against the
  * buffers once. */
 struct pywalk_layout {
-	const struct py_walk_cfg *c;
 	int innermost; /* the next frame read is the innermost one */
 	__u32 f_code, f_prev, f_instr, f_owner, rd;
 	__u32 co_base, co_fl, co_fn, co_nm, co_len;
@@ -139,7 +142,6 @@ struct pywalk_layout {
 
 static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pywalk_layout *l)
 {
-	l->c = c;
 	l->innermost = 0;
 	l->f_code = c->f_code;
 	l->f_prev = c->f_prev;
@@ -177,18 +179,22 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 }
 
 /*
- * Reads the frame at `f` into *out and its caller's address into *prev.
+ * Reads the frame at `f` into *out and its caller's address into s->prev.
  * Shim frames are only marked (code = 0).  For the innermost frame
  * (l->innermost), also notes its current instruction's address in s->instr.
  *
- * verifier: a function of its own (BPF-to-BPF call, at most five arguments),
- * so that its locals take stack space once, not once per loop that reads
- * frames.
+ * verifier: a global function (see PYWALK_GLOBAL), so its arguments are
+ * checked as it sees them: pointers may be NULL, and nothing reached through
+ * them is a pointer (hence c apart from l, and five arguments at most).
  */
-static PYWALK_NOINLINE int pywalk_one(const struct pywalk_layout *l, __u64 f, struct py_frame *out,
-				      __u64 *prev, struct pywalk_scratch *s)
+PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_layout *l, __u64 f,
+			     struct py_frame *out, struct pywalk_scratch *s)
 {
-	const struct py_walk_cfg *c = l->c;
+	__u64 *prev;
+
+	if (!c || !l || !out || !s)
+		return WALK_NO_CONFIG;
+	prev = &s->prev;
 	/* verifier: the sizes were checked in pywalk_layout(), but the bound
 	 * does not survive the struct's trip through the stack: masked again
 	 * (no-ops for the checked values, 1..FRAME_BUF and 8..CODE_BUF). */
@@ -282,7 +288,8 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		if (!f)
 			break;
 		l.innermost = i == 0;
-		err = pywalk_one(&l, f, &frames[i & (MAX_FRAMES - 1)], &prev, s);
+		err = pywalk_one(c, &l, f, &frames[i & (MAX_FRAMES - 1)], s);
+		prev = s->prev;
 		if (err != WALK_OK) {
 			status = err;
 			break;
@@ -324,7 +331,7 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		if (i >= m)
 			break;
 		l.innermost = 0;
-		err = pywalk_one(&l, slot->code, slot, &prev, s);
+		err = pywalk_one(c, &l, slot->code, slot, s);
 		if (err != WALK_OK) {
 			/* Freed since its address was taken: the stack changed
 			 * under the walk; keep what was read whole. */
