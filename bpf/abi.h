@@ -33,6 +33,11 @@
  * the executable, the dynamic loader, the allocation sampler). */
 #define PY_TEXT_RANGES 6
 
+/* Kernel code that handles a uprobe hit (see probe_text in profile.bpf.c),
+ * and the kernel frames read to find it in a sample. */
+#define PROBE_TEXT_RANGES 4
+#define PROBE_STACK_DEPTH 32
+
 enum event_type {
 	EV_SAMPLE = 1,
 	EV_EXEC = 2,
@@ -84,6 +89,7 @@ enum stat_id {
 	STAT_UPROBE_HITS,	/* allocation uprobe hits (attach mode) */
 	STAT_IDLE_NS,		/* parked threads' waiting, not counted (no --idle), ns */
 	STAT_OP_READ_FAILED,	/* the innermost frame's current opcode was unreadable */
+	STAT_PROBE_SAMPLES,	/* samples inside the uprobe machinery: not the program's */
 	STAT_MAX,
 };
 

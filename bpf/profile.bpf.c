@@ -62,6 +62,19 @@ const volatile __u64 mem_sample_bytes = 1 << 20;
 const volatile __u8 count_idle = 0;
 const volatile __s32 nr_futex = -2;
 const volatile __s32 nr_futex_waitv = -2;
+/*
+ * The kernel's uprobe machinery, as [start, end) text ranges the loader
+ * resolved from /proc/kallsyms; probe_check is 0 when no uprobe of ours is
+ * attached (no check at all).  probe_entry is the entry code of the int3
+ * trap: as the outermost kernel frame it means the thread trapped on a
+ * breakpoint in user space, which is where uprobes put theirs.  probe_text
+ * holds the functions that run a hit (uprobe_notify_resume, with handle_swbp
+ * inlined, and its cold part), recognised at any depth.
+ */
+const volatile __u64 probe_entry[2];
+const volatile __u64 probe_text[PROBE_TEXT_RANGES][2];
+const volatile __u32 nprobe_text = 0;
+const volatile __u8 probe_check = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -216,6 +229,41 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	return ev;
 }
 
+static __always_inline bool in_probe_text(__u64 ip)
+{
+	__u32 i;
+
+	for (i = 0; i < PROBE_TEXT_RANGES && i < nprobe_text; i++) {
+		if (ip >= probe_text[i][0] && ip < probe_text[i][1])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a kernel-mode sample fell inside the handling of a uprobe hit (the
+ * trap, the lookup of the probe, our program, the emulation of the probed
+ * instruction): that time is the profiler's, not the program's.  The kernel
+ * stack is read into the record's frame array, which the walk overwrites.
+ */
+static __always_inline bool in_uprobe(struct bpf_perf_event_data *ctx, struct sample_event *ev)
+{
+	__u64 *ips = (__u64 *)ev->frames;
+	long n = bpf_get_stack(ctx, ips, PROBE_STACK_DEPTH * sizeof(__u64), 0);
+	__u32 i;
+
+	if (n <= 0)
+		return false;
+	n /= sizeof(__u64);
+	for (i = 0; i < PROBE_STACK_DEPTH && i < n; i++) {
+		if (in_probe_text(ips[i]))
+			return true;
+		if (i == n - 1 && ips[i] >= probe_entry[0] && ips[i] < probe_entry[1])
+			return true;
+	}
+	return false;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -241,6 +289,14 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	} else {
 		struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
 
+		if (probe_check && in_uprobe(ctx, ev)) {
+			/* Counted apart; pending blocked time waits for the
+			 * next record. */
+			bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
+			stat_inc(STAT_PROBE_SAMPLES);
+			stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
+			return 0;
+		}
 		ev->mode = MODE_KERNEL;
 		ev->user_ip = BPF_CORE_READ(uregs, ip);
 		/* The syscall the thread is in, if any: blocked time taken here

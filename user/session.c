@@ -770,6 +770,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
 	[STAT_IDLE_NS] = "idle_wait_ns",
 	[STAT_OP_READ_FAILED] = "opcode_read_failed",
+	[STAT_PROBE_SAMPLES] = "probe_samples",
 };
 
 static double mb(double bytes)
@@ -1011,6 +1012,12 @@ struct json_object *session__facts(struct session *s)
 	 * (unless --idle), added up in BPF. */
 	json_object_object_add(o, "uncounted_blocked_s", seconds((double)stats[STAT_IDLE_NS]));
 	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
+	/* The CPU time of our uprobes' hits (the trap, our program, the
+	 * emulated instruction), sampled in the program's threads and left out
+	 * of its lines and of total_sampled_s. */
+	if (loader__probe_check(s->loader))
+		json_object_object_add(o, "probe_overhead_s",
+				       seconds((double)stats[STAT_PROBE_SAMPLES] * s->period_ns));
 	for (i = 0; i < UNATTR_MAX; i++)
 		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
 	json_object_object_add(o, "unattributed", un);
