@@ -90,6 +90,8 @@ enum stat_id {
 	STAT_IDLE_NS,		/* parked threads' waiting, not counted (no --idle), ns */
 	STAT_OP_READ_FAILED,	/* the innermost frame's current opcode was unreadable */
 	STAT_PROBE_SAMPLES,	/* samples inside the uprobe machinery: not the program's */
+	STAT_PROBE_CHECKS,	/* kernel stacks read to look for it */
+	STAT_PROBE_CHECK_NS,	/* time spent on them, ns */
 	STAT_MAX,
 };
 
@@ -142,6 +144,10 @@ struct tracked_thread {
 	 * (its libc half is not counted again). */
 	__s64 mem_left;
 	__u64 py_pending;
+	/* Non-zero while an allocation uprobe's program runs on this thread:
+	 * a sample then is the profiler's (the kernel unwinder cannot see
+	 * past a BPF program's frame to the uprobe code that ran it). */
+	__u64 in_probe;
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry

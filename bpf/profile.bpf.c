@@ -248,20 +248,23 @@ static __always_inline bool in_probe_text(__u64 ip)
  */
 static __always_inline bool in_uprobe(struct bpf_perf_event_data *ctx, struct sample_event *ev)
 {
-	__u64 *ips = (__u64 *)ev->frames;
+	__u64 *ips = (__u64 *)ev->frames, t0 = bpf_ktime_get_ns();
 	long n = bpf_get_stack(ctx, ips, PROBE_STACK_DEPTH * sizeof(__u64), 0);
+	bool found = false;
 	__u32 i;
 
-	if (n <= 0)
-		return false;
-	n /= sizeof(__u64);
+	n = n > 0 ? n / sizeof(__u64) : 0;
 	for (i = 0; i < PROBE_STACK_DEPTH && i < n; i++) {
-		if (in_probe_text(ips[i]))
-			return true;
-		if (i == n - 1 && ips[i] >= probe_entry[0] && ips[i] < probe_entry[1])
-			return true;
+		if (in_probe_text(ips[i]) ||
+		    (i == n - 1 && ips[i] >= probe_entry[0] && ips[i] < probe_entry[1])) {
+			found = true;
+			break;
+		}
 	}
-	return false;
+	/* The check's own cost, per kernel-mode sample. */
+	stat_inc(STAT_PROBE_CHECKS);
+	stat_add(STAT_PROBE_CHECK_NS, bpf_ktime_get_ns() - t0);
+	return found;
 }
 
 SEC("perf_event")
@@ -282,6 +285,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t0 = ev->ts;
 	stat_inc(STAT_SAMPLES);
 	ev->cpu_ns = sample_period_ns;
+	/* Marks the thread as tracked for sched_switch; also picks up blocked
+	 * time that ended without a syscall exit (page faults). */
+	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		stat_inc(STAT_TASK_STORAGE_FAIL);
 	/* verifier: context fields are read at their full width. */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) {
 		ev->mode = MODE_USER;
@@ -289,7 +297,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	} else {
 		struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-		if (probe_check && in_uprobe(ctx, ev)) {
+		ev->mode = MODE_KERNEL;
+		ev->user_ip = BPF_CORE_READ(uregs, ip);
+		/* The syscall the thread is in, if any: blocked time taken here
+		 * ended in it (a thread just woken from futex, say). */
+		ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
+		/* Inside one of our uprobe hits: the profiler's time.  Only a
+		 * thread that entered the kernel by an exception without an
+		 * error code (int3 among them; not a syscall, not a page
+		 * fault: orig_ax -1) has its stack read. */
+		if (probe_check &&
+		    ((ts && ts->in_probe) || (ev->syscall_nr == -1 && in_uprobe(ctx, ev)))) {
 			/* Counted apart; pending blocked time waits for the
 			 * next record. */
 			bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
@@ -297,17 +315,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 			return 0;
 		}
-		ev->mode = MODE_KERNEL;
-		ev->user_ip = BPF_CORE_READ(uregs, ip);
-		/* The syscall the thread is in, if any: blocked time taken here
-		 * ended in it (a thread just woken from futex, say). */
-		ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
 	}
-	/* Marks the thread as tracked for sched_switch; also picks up blocked
-	 * time that ended without a syscall exit (page faults). */
-	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
-		stat_inc(STAT_TASK_STORAGE_FAIL);
 	ev->offcpu_ns = take_offcpu(ts);
 	if (ev->offcpu_ns && !count_idle && idle_wait(pid_tgid, ev->syscall_nr)) {
 		stat_add(STAT_IDLE_NS, ev->offcpu_ns);
@@ -594,6 +602,33 @@ static __always_inline __u64 sample_weight(__u64 size)
 	return size * weight_table[k & 255] / 65536;
 }
 
+/* Counts an allocation of size bytes down to the next sample point; at the
+ * point, a record. */
+static __always_inline void count_alloc(struct proc_info *p, struct task_struct *task,
+					struct tracked_thread *ts, __u64 size, bool python)
+{
+	if (!python && size && ts->py_pending == size) {
+		/* The libc half of a large Python allocation: counted already. */
+		ts->py_pending = 0;
+		return;
+	}
+	/* pymalloc passes requests over 512 bytes to the raw allocator. */
+	if (python)
+		ts->py_pending = size > 512 ? size : 0;
+	/* Zero before the first draw (gaps are at least one byte once the mean
+	 * is 256 bytes or more; a zero gap under that is drawn again here), and
+	 * above zero between draws. */
+	if (!ts->mem_left)
+		ts->mem_left = draw_gap();
+	if ((__s64)size < ts->mem_left) {
+		ts->mem_left -= (__s64)size;
+		return;
+	}
+	ts->mem_left = draw_gap();
+	mem_record(p, task, ts, MODE_MALLOC, sample_weight(size), 0, size,
+		   (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
+}
+
 static __always_inline int alloc_probe(__u64 size, bool python)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -606,26 +641,11 @@ static __always_inline int alloc_probe(__u64 size, bool python)
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		return 0;
-	if (!python && size && ts->py_pending == size) {
-		/* The libc half of a large Python allocation: counted already. */
-		ts->py_pending = 0;
-		return 0;
-	}
-	/* pymalloc passes requests over 512 bytes to the raw allocator. */
-	if (python)
-		ts->py_pending = size > 512 ? size : 0;
-	/* Zero before the first draw (gaps are at least one byte once the mean
-	 * is 256 bytes or more; a zero gap under that is drawn again here), and
-	 * above zero between draws. */
-	if (!ts->mem_left)
-		ts->mem_left = draw_gap();
-	if ((__s64)size < ts->mem_left) {
-		ts->mem_left -= (__s64)size;
-		return 0;
-	}
-	ts->mem_left = draw_gap();
-	return mem_record(p, task, ts, MODE_MALLOC, sample_weight(size), 0, size,
-			  (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
+	/* Samples taken from here on are the probe's (on_cpu_sample). */
+	ts->in_probe = 1;
+	count_alloc(p, task, ts, size, python);
+	ts->in_probe = 0;
+	return 0;
 }
 
 SEC("uprobe")

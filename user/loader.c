@@ -317,8 +317,7 @@ static uint64_t symbol_end(const uint64_t *addrs, size_t n, uint64_t start)
  * across the kernels that have the frame walker's iterators (6.4+). */
 static const char *const probe_entry_sym = "asm_exc_int3";
 static const char *const probe_text_syms[] = {
-	"uprobe_notify_resume",
-	"uprobe_notify_resume.cold",
+	"uprobe_notify_resume", "uprobe_notify_resume.cold",
 	"handle_swbp", /* a function of its own where the compiler did not inline it */
 };
 
@@ -385,8 +384,8 @@ static int resolve_probe_text(struct profile_bpf *skel)
 	}
 	skel->rodata->nprobe_text = found;
 	skel->rodata->probe_check = 1;
-	pr_debug("uprobe machinery: entry %#" PRIx64 "-%#" PRIx64 ", %u function ranges\n",
-		 entry, entry ? (uint64_t)skel->rodata->probe_entry[1] : 0, found);
+	pr_debug("uprobe machinery: entry %#" PRIx64 "-%#" PRIx64 ", %u function ranges\n", entry,
+		 entry ? (uint64_t)skel->rodata->probe_entry[1] : 0, found);
 out:
 	free(addrs);
 	fclose(f);
@@ -445,7 +444,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 		err = resolve_probe_text(l->skel);
 		l->probe_check = !err;
 		if (err)
-			pr_warn("cannot locate the kernel's uprobe code in /proc/kallsyms (%s): the "
+			pr_warn("cannot locate the kernel's uprobe code in /proc/kallsyms (%s): "
+				"the "
 				"probes' own CPU time stays in the lines' system time\n",
 				strerror(-err));
 	}

@@ -771,6 +771,8 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_IDLE_NS] = "idle_wait_ns",
 	[STAT_OP_READ_FAILED] = "opcode_read_failed",
 	[STAT_PROBE_SAMPLES] = "probe_samples",
+	[STAT_PROBE_CHECKS] = "probe_checks",
+	[STAT_PROBE_CHECK_NS] = "probe_check_ns_total",
 };
 
 static double mb(double bytes)
@@ -1028,6 +1030,11 @@ struct json_object *session__facts(struct session *s)
 		json_object_object_add(bpf, "ns_per_sample",
 				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
 							      stats[STAT_SAMPLES]));
+	}
+	if (stats[STAT_PROBE_CHECKS]) {
+		json_object_object_add(bpf, "probe_check_ns_per_check",
+				       json_object_new_double((double)stats[STAT_PROBE_CHECK_NS] /
+							      stats[STAT_PROBE_CHECKS]));
 	}
 	if (!loader__prog_runtime(s->loader, &run_ns, &run_cnt) && run_cnt) {
 		json_object_object_add(bpf, "sampler_ns_per_run",
