@@ -267,6 +267,20 @@ static __always_inline bool in_uprobe(struct bpf_perf_event_data *ctx, struct sa
 	return found;
 }
 
+/*
+ * Whether the user code was stopped just after an int3 (0xcc): a thread
+ * that trapped on a uprobe's breakpoint, until the probed instruction is
+ * emulated (a push of a low register leaves the address as it was).  Cheaper
+ * than the stack, and it sees where the unwinder cannot (the retpoline thunk
+ * that calls our program, the program itself before it marks the thread).
+ */
+static __always_inline bool after_int3(__u64 user_ip)
+{
+	__u8 op = 0;
+
+	return user_ip && !bpf_probe_read_user(&op, 1, (const void *)(user_ip - 1)) && op == 0xcc;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -307,7 +321,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		 * error code (int3 among them; not a syscall, not a page
 		 * fault: orig_ax -1) has its stack read. */
 		if (probe_check &&
-		    ((ts && ts->in_probe) || (ev->syscall_nr == -1 && in_uprobe(ctx, ev)))) {
+		    ((ts && ts->in_probe) ||
+		     (ev->syscall_nr == -1 && (after_int3(ev->user_ip) || in_uprobe(ctx, ev))))) {
 			/* Counted apart; pending blocked time waits for the
 			 * next record. */
 			bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
