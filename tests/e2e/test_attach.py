@@ -180,13 +180,21 @@ def test_attach_memory_probe_cost_apart(python, tmp_path, accuracy):
     accuracy("attach --memory: probe overhead s vs hits x ns/hit",
              round(estimate, 2), round(overhead, 2), "x0.4..x2.5")
     assert 0.4 * estimate <= overhead <= 2.5 * estimate, ctx
-    # Without the separation the line's system share went from ~1 % to ~60 %.
-    # With it, what is left is the samples the check cannot recognise (in
-    # the retpoline thunk that calls our program, on the way back to user
-    # space: ~1 % of the probe samples, measured with perf), and that is
-    # multiplied by the overhead-to-program ratio (2 to 5 here) when it is
-    # expressed as a share of the program's time: 10 points covers 2 % at a
-    # ratio of 5, and the noise of a few hundred samples.
+    # Without the separation the line's system share went from ~1 % to
+    # 60-70 %.  With it, what is left is the probe samples the check misses
+    # plus the program's own kernel work, which grows with the wall time the
+    # probes add (timer interrupts, preemption, its stat() per round).  As
+    # a share of the program's time the misses are multiplied by the
+    # overhead-to-program ratio (2 to 5 here), so the tolerance is stated in
+    # the probes' time: at most 3 % of it may land on the line, plus 2
+    # points for the noise of a few hundred samples (14 points at a ratio of
+    # 4, far below the 60 it guards against).  Measured on a busy 2-CPU
+    # machine: 0.6 to 1.7 % (+2.8 to +6.1 points).
+    ratio = overhead / facts["total_sampled_s"]
+    missed = max(0.0, after.system - before.system) / ratio
     accuracy("attach --memory: churn line system % (vs without --memory)",
-             round(before.system, 1), round(after.system, 1), "+10")
-    assert after.system <= before.system + 10, ctx
+             round(before.system, 1), round(after.system, 1),
+             f"+{2 + 3 * ratio:.1f}")
+    accuracy("attach --memory: probes' time left on the churn line, %", 0.0,
+             round(missed, 2), "<= 3 (+2 points of the line)")
+    assert after.system <= before.system + 2 + 3 * ratio, ctx
