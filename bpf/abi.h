@@ -128,6 +128,10 @@ struct proc_info {
 	__u32 has_cfg;	  /* cfg is valid */
 	__u32 flags;
 	struct py_walk_cfg cfg;
+	/* The GIL's locks, [gil_lo, gil_hi): a futex wait on a word in there is
+	 * a wait for the GIL.  0, 0: not known (GIL wait not measured). */
+	__u64 gil_lo;
+	__u64 gil_hi;
 };
 
 /* Per-thread state of tracked threads (task storage `threads`). */
@@ -144,6 +148,15 @@ struct tracked_thread {
 	 * (its libc half is not counted again). */
 	__s64 mem_left;
 	__u64 py_pending;
+	/* Of pending_ns, the part spent waiting for the GIL; blocked_on_gil:
+	 * the current block is one (set when it starts).  gil_lo, gil_hi: the
+	 * process's (struct proc_info), copied at each CPU sample so that
+	 * sched_switch needs no map lookup; 0, 0 until then. */
+	__u64 gil_pending_ns;
+	__u32 blocked_on_gil;
+	__u32 pad;
+	__u64 gil_lo;
+	__u64 gil_hi;
 	/* Non-zero while an allocation uprobe's program runs on this thread:
 	 * a sample then is the profiler's (the kernel unwinder cannot see
 	 * past a BPF program's frame to the uprobe code that ran it). */
@@ -195,6 +208,7 @@ struct sample_event {
 	__u32 elided; /* frames left out between the innermost and outermost kept */
 	__u32 flags;  /* SAMPLE_F_* */
 	__u32 pad;
+	__u64 gil_ns; /* of offcpu_ns: the part spent waiting for the GIL */
 	/* The thread's name when the record was made: after an exec (a
 	 * launcher that execs the interpreter), and still there for a thread
 	 * gone by the time the loader reads the record. */

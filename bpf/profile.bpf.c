@@ -7,7 +7,9 @@
  * on_switch (tp_btf/sched_switch): timestamps only.  A thread that blocks
  *   gets its start time noted; when it runs again the blocked time is added to
  *   a per-thread accumulator.  No stack walk here: switches can be far more
- *   frequent than samples.
+ *   frequent than samples.  A thread blocking in futex on a word of its
+ *   process's GIL is waiting for the GIL: that block also goes to a second
+ *   accumulator, and records carry its share (gil_ns).
  * on_sys_exit (tp_btf/sys_exit): runs in the woken thread before it returns to
  *   user space, so its Python stack is still where it blocked.  Each time the
  *   accumulator crosses the sampling period one off-CPU record is emitted for
@@ -187,6 +189,46 @@ static __always_inline __u64 take_offcpu(struct tracked_thread *ts)
 	return n * period;
 }
 
+/* Moves the GIL's share of `taken` ns of blocked time just taken out of
+ * `ts` (what is left of it stays with what is left pending). */
+static __always_inline __u64 take_gil(struct tracked_thread *ts, __u64 taken)
+{
+	__u64 n;
+
+	if (!ts || !taken)
+		return 0;
+	n = ts->gil_pending_ns < taken ? ts->gil_pending_ns : taken;
+	ts->gil_pending_ns -= n;
+	return n;
+}
+
+/* Whether `task`, about to block, waits for its process's GIL: in futex on
+ * a word of the GIL's locks (the first syscall argument).  Only threads
+ * that block in futex cost the map lookup. */
+static __always_inline __u32 waits_for_gil(struct task_struct *task, struct tracked_thread *ts)
+{
+	struct pt_regs *regs;
+	__u64 uaddr;
+
+	if (!ts->gil_hi)
+		return 0;
+	/* Direct loads (a BTF pointer): cheaper than probe reads. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if ((__s32)regs->orig_ax != nr_futex)
+		return 0;
+	uaddr = regs->di;
+	return uaddr >= ts->gil_lo && uaddr < ts->gil_hi;
+}
+
+/* The process's GIL range into the thread's state (see tracked_thread). */
+static __always_inline void copy_gil(struct tracked_thread *ts, const struct proc_info *p)
+{
+	if (!ts)
+		return;
+	ts->gil_lo = p->has_cfg ? p->gil_lo : 0;
+	ts->gil_hi = p->has_cfg ? p->gil_hi : 0;
+}
+
 /* The current thread's name into the record.  A 16-byte copy from the
  * task (no lock: safe in NMI context), measured in the per-sample cost; it
  * spares the loader a read of /proc per new thread, which comes too late for
@@ -225,6 +267,7 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	ev->elided = 0;
 	ev->flags = 0;
 	ev->pad = 0;
+	ev->gil_ns = 0;
 	record_comm(ev);
 	return ev;
 }
@@ -331,10 +374,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			return 0;
 		}
 	}
+	copy_gil(ts, p);
 	ev->offcpu_ns = take_offcpu(ts);
+	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
 	if (ev->offcpu_ns && !count_idle && idle_wait(pid_tgid, ev->syscall_nr)) {
 		stat_add(STAT_IDLE_NS, ev->offcpu_ns);
 		ev->offcpu_ns = 0;
+		ev->gil_ns = 0;
 	}
 	fill_stack(ev, p, task, ts);
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
@@ -359,14 +405,18 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		if (ts) {
 			now = bpf_ktime_get_ns();
 			ts->blocked_since = now;
+			ts->blocked_on_gil = waits_for_gil(prev, ts);
 		}
 	}
 	ts = bpf_task_storage_get(&threads, next, 0, 0);
 	if (ts && ts->blocked_since) {
 		if (!now)
 			now = bpf_ktime_get_ns();
-		if (now > ts->blocked_since)
+		if (now > ts->blocked_since) {
 			ts->pending_ns += now - ts->blocked_since;
+			if (ts->blocked_on_gil)
+				ts->gil_pending_ns += now - ts->blocked_since;
+		}
 		ts->blocked_since = 0;
 	}
 	return 0;
@@ -389,7 +439,10 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	if (!p)
 		return 0;
 	if (!count_idle && idle_wait(pid_tgid, (__s32)BPF_CORE_READ(regs, orig_ax))) {
-		stat_add(STAT_IDLE_NS, take_offcpu(ts));
+		__u64 idle = take_offcpu(ts);
+
+		take_gil(ts, idle);
+		stat_add(STAT_IDLE_NS, idle);
 		return 0;
 	}
 	ev = new_record(pid_tgid, STAT_RINGBUF_FULL);
@@ -398,6 +451,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	stat_inc(STAT_OFFCPU_EVENTS);
 	ev->mode = MODE_OFFCPU;
 	ev->offcpu_ns = take_offcpu(ts);
+	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
 	ev->syscall_nr = (__s32)BPF_CORE_READ(regs, orig_ax);
 	ev->user_ip = BPF_CORE_READ(regs, ip);
 	fill_stack(ev, p, task, ts);
@@ -463,6 +517,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 		return 0;
 	/* New image: the old interpreter layout is gone. */
 	p->has_cfg = 0;
+	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);
 	emit_proc_record(EV_EXEC, tgid, 0, 0, task);
 	return 0;
 }

@@ -77,6 +77,12 @@ static const struct py_offsets py_offsets_3_10 = {
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
 	.call_ops = { 0x0000000000000000, 0x0000000000000000, 0x0000000200006008, 0x0000000000000000 },
+	.runtime_ceval_gil = 352,
+	.runtime_interp_main = PYOFF_NONE,
+	.interp_ceval_gil = PYOFF_NONE,
+	.gil_locked = 16,
+	.gil_locks = 32,
+	.gil_size = 208,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_10_H */

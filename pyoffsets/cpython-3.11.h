@@ -96,6 +96,12 @@ static const struct py_offsets py_offsets_3_11 = {
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
 	.call_ops = { 0x0000000001c00000, 0x820200000003f30f, 0x000008400000e000, 0x0000000000000000 },
+	.runtime_ceval_gil = 360,
+	.runtime_interp_main = PYOFF_NONE,
+	.interp_ceval_gil = PYOFF_NONE,
+	.gil_locked = 16,
+	.gil_locks = 32,
+	.gil_size = 208,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_11_H */

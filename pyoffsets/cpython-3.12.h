@@ -94,6 +94,12 @@ static const struct py_offsets py_offsets_3_12 = {
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
 	.call_ops = { 0x0101ffc431800000, 0x0000000000000000, 0x0000080000004000, 0x0012000000000000 },
+	.runtime_ceval_gil = PYOFF_NONE,
+	.runtime_interp_main = 48,
+	.interp_ceval_gil = 384,
+	.gil_locked = 16,
+	.gil_locks = 32,
+	.gil_size = 208,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_12_H */

@@ -99,6 +99,12 @@ static const struct py_offsets py_offsets_3_13 = {
 	.dbg_code_firstlineno = 312,
 	.dbg_code_code_adaptive = 344,
 	.call_ops = { 0x0260000000000000, 0x0000000000000000, 0x003ffffc00000000, 0x0070000000000000 },
+	.runtime_ceval_gil = PYOFF_NONE,
+	.runtime_interp_main = 640,
+	.interp_ceval_gil = 16,
+	.gil_locked = 16,
+	.gil_locks = 32,
+	.gil_size = 208,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_13_H */

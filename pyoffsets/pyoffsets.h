@@ -101,6 +101,15 @@ struct py_offsets {
 	 * the innermost frame's current instruction is one of them, C code run
 	 * from the interpreter is the called function's (native time). */
 	uint64_t call_ops[4];
+	/* GIL wait: where the GIL's locks are.  A thread that waits for the GIL
+	 * blocks in futex on a word of cond or mutex (take_gil) or switch_cond
+	 * (drop_gil handing it over), all in [gil + gil_locks, gil + gil_size). */
+	uint16_t runtime_ceval_gil;   /* ceval.gil: the GIL itself (<=3.11), else NONE */
+	uint16_t runtime_interp_main; /* interpreters.main (3.12+), else NONE */
+	uint16_t interp_ceval_gil;    /* ceval.gil: pointer to the GIL (3.12+), else NONE */
+	uint16_t gil_locked;	      /* _gil_runtime_state.locked (int: -1 before creation) */
+	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
+	uint16_t gil_size;	      /* sizeof(struct _gil_runtime_state) */
 };
 
 #endif /* PYOFFSETS_H */

@@ -26,9 +26,9 @@
 #include "profile.skel.h"
 
 _Static_assert(sizeof(struct py_walk_cfg) == 176, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 192, "proc_info layout");
+_Static_assert(sizeof(struct proc_info) == 208, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
-_Static_assert(SAMPLE_HDR_SIZE == 112, "sample_event header layout");
+_Static_assert(SAMPLE_HDR_SIZE == 120, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 40, "proc_record layout");
 _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
@@ -647,7 +647,8 @@ int loader__untrack(struct loader *l, int tgid)
 	return 0;
 }
 
-int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg)
+int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
+		       uint64_t gil_hi)
 {
 	int fd = bpf_map__fd(l->skel->maps.procs);
 	struct proc_info info;
@@ -656,6 +657,8 @@ int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg
 	if (bpf_map_lookup_elem(fd, &key, &info))
 		return -errno;
 	info.cfg = *cfg;
+	info.gil_lo = gil_lo;
+	info.gil_hi = gil_hi;
 	info.has_cfg = 1;
 	if (bpf_map_update_elem(fd, &key, &info, BPF_EXIST))
 		return -errno;

@@ -47,8 +47,10 @@ int loader__untrack(struct loader *l, int tgid);
 /* Gives the existing threads of tgid their off-CPU state, so that a thread
  * that stays blocked from the start is still accounted; returns how many. */
 int loader__seed_threads(struct loader *l, int tgid);
-/* Gives a tracked process its walk configuration. */
-int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg);
+/* Gives a tracked process its walk configuration and its GIL's locks
+ * [gil_lo, gil_hi) (0, 0: GIL wait not measured). */
+int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
+		       uint64_t gil_hi);
 /* Waits up to timeout_ms for records, then drains; records or -errno. */
 int loader__poll(struct loader *l, int timeout_ms);
 /* Drains the ring buffer; returns records consumed or -errno. */

@@ -28,6 +28,7 @@ static const char *const gpu_zero_fields[] = {
 
 /* What every line and function needs to put itself in proportion. */
 struct out_ctx {
+	const struct profile *p;
 	const struct output_meta *m;
 	const struct profile_memory *pm;
 	double total; /* ns of sampled time */
@@ -183,6 +184,9 @@ static void put_stats(struct json_object *o, const struct line_stats *st, const 
 	if (st && total > 0) {
 		json_object_object_add(o, "n_blocked_percent",
 				       jdouble(100.0 * st->blocked_ns / total));
+		/* Of the blocked time, the part spent waiting for the GIL. */
+		json_object_object_add(o, "n_gil_wait_percent",
+				       jdouble(100.0 * st->gil_ns / total));
 	}
 	if (st && st->nsyms) {
 		struct json_object *syms = json_object_new_array();
@@ -235,7 +239,12 @@ static struct json_object *build_line(const struct file_stats *f, int lineno, co
 				      size_t len, const struct regions *r, int nlines,
 				      const struct out_ctx *c)
 {
-	const struct line_stats *st = lineno < f->nlines ? f->lines[lineno] : NULL;
+	/* With @profile, lines outside the decorated functions get no data
+	 * (Scalene's rule); what ran there before a decorator did is left out. */
+	const struct line_stats *st =
+		lineno < f->nlines && profile__line_reported(c->p, f->path, lineno)
+			? f->lines[lineno]
+			: NULL;
 	const struct line_regions *lr = r ? regions__line(r, lineno) : NULL;
 	struct json_object *o = json_object_new_object();
 	char *t = scalene_line_text(text, len);
@@ -304,7 +313,8 @@ static struct json_object *build_leaks(const struct file_stats *f, const struct 
 		char key[16];
 
 		/* Scalene scores only lines that made the footprint grow. */
-		if (!ms || !ms->tracked || ms->live_bytes <= 0 || !ms->net_samples)
+		if (!ms || !ms->tracked || ms->live_bytes <= 0 || !ms->net_samples ||
+		    !profile__line_reported(c->p, f->path, i))
 			continue;
 		likelihood = 1.0 - (double)(ms->reclaimed + 1) / (ms->tracked - ms->reclaimed + 2);
 		if (likelihood < LEAK_LIKELIHOOD)
@@ -319,6 +329,23 @@ static struct json_object *build_leaks(const struct file_stats *f, const struct 
 		json_object_object_add(leaks, key, l);
 	}
 	return leaks;
+}
+
+/* The sampled time of a file's reported lines (all of them without
+ * @profile). */
+static double file_total_ns(const struct profile *p, const struct file_stats *f)
+{
+	double ns = 0;
+	int i;
+
+	if (!profile__ndecorated(p))
+		return f->total_ns;
+	for (i = 1; i < f->nlines; i++) {
+		if (f->lines[i] && profile__line_reported(p, f->path, i))
+			ns += f->lines[i]->python_ns + f->lines[i]->native_ns +
+			      f->lines[i]->system_ns;
+	}
+	return ns;
 }
 
 static struct json_object *build_file(const struct file_stats *f, const struct out_ctx *c)
@@ -358,7 +385,12 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 			memcpy(sorted, f->funcs, f->nfuncs * sizeof(*sorted));
 		qsort(sorted, f->nfuncs, sizeof(*sorted), cmp_func);
 		for (i = 0; i < f->nfuncs; i++) {
-			struct json_object *fo = json_object_new_object();
+			struct json_object *fo;
+
+			if (profile__ndecorated(c->p) &&
+			    !profile__is_decorated(c->p, f->path, sorted[i]->firstlineno))
+				continue;
+			fo = json_object_new_object();
 
 			json_object_object_add(fo, "line", jstring(sorted[i]->qualname));
 			json_object_object_add(fo, "lineno",
@@ -377,7 +409,7 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 	/* Scalene's meaning: the file's sampled time before the split into
 	 * Python, native and system, i.e. the sum of its lines' three shares. */
 	json_object_object_add(o, "percent_cpu_time",
-			       jdouble(total > 0 ? 100.0 * f->total_ns / total : 0));
+			       jdouble(total > 0 ? 100.0 * file_total_ns(c->p, f) / total : 0));
 	if (!src)
 		json_object_object_add(o, "source_unavailable", json_object_new_boolean(1));
 	/* Written to while the program ran: the text may not be what ran. */
@@ -430,8 +462,9 @@ static struct json_object *truncated_frame_obj(void)
 	return o;
 }
 
+/* emitted[i]: the index in combined_stacks of profile stack i, or -1. */
 static void build_stacks(struct json_object *doc, const struct profile *p, double total,
-			 bool memory)
+			 bool memory, int *emitted)
 {
 	struct json_object *stacks = json_object_new_array();
 	struct json_object *combined = json_object_new_array();
@@ -454,8 +487,12 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 			json_object_array_add(entry, jdouble(st->malloc_bytes / MB));
 			json_object_array_add(mstacks, entry);
 		}
+		if (emitted)
+			emitted[i] = -1;
 		if (!st->count)
 			continue; /* a stack seen by allocations only */
+		if (emitted)
+			emitted[i] = (int)json_object_array_length(combined);
 		frames = json_object_new_array();
 		cframes = json_object_new_array();
 		if (st->truncated) {
@@ -478,8 +515,14 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 			json_object_object_add(nf, "filename_or_module",
 					       jstring(st->native_module));
 			json_object_object_add(nf, "line", NULL);
-			json_object_object_add(nf, "ip", NULL);
-			json_object_object_add(nf, "offset", NULL);
+			json_object_object_add(
+				nf, "ip",
+				st->native_ip ? json_object_new_int64((int64_t)st->native_ip)
+					      : NULL);
+			json_object_object_add(nf, "offset",
+					       st->native_ip && st->native_offset >= 0
+						       ? json_object_new_int64(st->native_offset)
+						       : NULL);
 			json_object_array_add(cframes, nf);
 		}
 		stats = json_object_new_object();
@@ -567,10 +610,82 @@ static struct json_object *churn_object(const struct profile_memory *pm, bool no
 	return o;
 }
 
-static bool file_reported(const struct file_stats *f, const struct output_meta *m, double total)
+static int cmp_event(const void *a, const void *b)
+{
+	const struct timeline_event *x = *(const struct timeline_event *const *)a;
+	const struct timeline_event *y = *(const struct timeline_event *const *)b;
+
+	if (x->ts_ns != y->ts_ns)
+		return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
+	return (x > y) - (x < y); /* stable: the recorded order */
+}
+
+/* Scalene's combined_stacks_timeline: events in time order, t_sec from the
+ * first one (to 1 us), the root process's main thread under its pthread_t
+ * (main_thread_id), other threads under their kernel thread id. */
+static struct json_object *build_timeline(const struct profile *p, const struct output_meta *m,
+					  const int *emitted)
+{
+	const struct profile_timeline *tl = profile__timeline(p);
+	struct json_object *arr = json_object_new_array(), *last = NULL;
+	const struct timeline_event **order;
+	int64_t last_idx = -1, last_tid = -1;
+	uint64_t last_count = 0, t0;
+	int i;
+
+	if (!tl->n || !emitted)
+		return arr;
+	order = malloc(tl->n * sizeof(*order));
+	if (!order)
+		return arr;
+	for (i = 0; i < tl->n; i++)
+		order[i] = &tl->ev[i];
+	qsort(order, tl->n, sizeof(*order), cmp_event);
+	t0 = order[0]->ts_ns;
+	for (i = 0; i < tl->n; i++) {
+		const struct timeline_event *e = order[i];
+		int idx = e->stack >= 0 && e->stack < profile__nstacks(p) ? emitted[e->stack] : -1;
+		int64_t tid = e->tid;
+		struct json_object *o;
+
+		if (idx < 0)
+			continue;
+		if (m->main_pid && e->tgid == m->main_pid && e->tid == e->tgid && m->main_thread_id)
+			tid = (int64_t)m->main_thread_id;
+		if (last && idx == last_idx && tid == last_tid) {
+			last_count += e->count;
+			json_object_object_add(last, "count", json_object_new_int64(last_count));
+			continue;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "t_sec", jdouble(round((e->ts_ns - t0) / 1e3) / 1e6));
+		json_object_object_add(o, "stack_index", json_object_new_int(idx));
+		json_object_object_add(o, "count", json_object_new_int64(e->count));
+		json_object_object_add(o, "thread_id", json_object_new_int64(tid));
+		json_object_array_add(arr, o);
+		last = o;
+		last_idx = idx;
+		last_tid = tid;
+		last_count = e->count;
+	}
+	free(order);
+	return arr;
+}
+
+static bool file_reported(const struct profile *p, const struct file_stats *f,
+			  const struct output_meta *m, double total)
 {
 	double bytes = 0;
 	int i;
+
+	if (profile__ndecorated(p)) {
+		for (i = 0; i < profile__ndecorated(p); i++) {
+			if (!strcmp(profile__decorated(p, i)->file, f->path))
+				break;
+		}
+		if (i == profile__ndecorated(p))
+			return false;
+	}
 
 	if (m->memory) {
 		for (i = 0; i < f->nlines; i++) {
@@ -582,16 +697,17 @@ static bool file_reported(const struct file_stats *f, const struct output_meta *
 	}
 	if (total <= 0)
 		return false;
-	return 100.0 * f->total_ns / total >= m->cpu_percent_threshold;
+	return 100.0 * file_total_ns(p, f) / total >= m->cpu_percent_threshold;
 }
 
 struct json_object *output_build(const struct profile *p, const struct output_meta *m)
 {
 	struct json_object *doc = json_object_new_object(), *files, *args, *churn = NULL;
 	const struct profile_memory *pm = profile__memory(p);
-	struct out_ctx c = { .m = m, .pm = pm, .total = profile__total_ns(p) };
+	struct out_ctx c = { .p = p, .m = m, .pm = pm, .total = profile__total_ns(p) };
 	double total = c.total;
 	bool mem = m->memory;
+	int *emitted;
 	int i;
 
 	if (!doc)
@@ -624,7 +740,6 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 	json_object_object_add(doc, "samples", series_json(mem ? &pm->series : NULL, &c));
 	json_object_object_add(doc, "native_allocations_mb",
 			       jdouble(mem ? pm->native_thread_bytes / MB : 0));
-	json_object_object_add(doc, "combined_stacks_timeline", json_object_new_array());
 	json_object_object_add(doc, "main_thread_id",
 			       m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id)
 						 : NULL);
@@ -635,7 +750,7 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 		const struct file_stats *f = profile__file(p, i);
 		char *key;
 
-		if (!file_reported(f, m, total))
+		if (!file_reported(p, f, m, total))
 			continue;
 		key = utf8_sanitize(f->path, strlen(f->path));
 		if (!key)
@@ -646,7 +761,10 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 		free(key);
 	}
 	json_object_object_add(doc, "files", files);
-	build_stacks(doc, p, total, mem);
+	emitted = malloc((profile__nstacks(p) ? profile__nstacks(p) : 1) * sizeof(*emitted));
+	build_stacks(doc, p, total, mem, emitted);
+	json_object_object_add(doc, "combined_stacks_timeline", build_timeline(p, m, emitted));
+	free(emitted);
 	if (churn)
 		json_object_object_add(m->extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));

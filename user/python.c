@@ -408,6 +408,64 @@ static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 	return 0;
 }
 
+/*
+ * Where the main interpreter's GIL keeps its locks: _PyRuntime.ceval.gil
+ * (3.9-3.11), or what _PyRuntime.interpreters.main->ceval.gil points to
+ * (3.12+).  Its `locked` must read 0 or 1, else the range is not used and
+ * gil_why says why (GIL wait is then not measured; the rest of the profile
+ * does not depend on it).  -EAGAIN while the GIL is not created yet.
+ */
+static int find_gil(struct py_proc *pp)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t gil = 0, interp = 0;
+	int32_t locked = 0;
+	int err;
+
+	pp->gil_lo = pp->gil_hi = 0;
+	if (o->gil_locks == PYOFF_NONE || o->gil_size == PYOFF_NONE ||
+	    o->gil_locked == PYOFF_NONE) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the layout table of 3.%d has no GIL fields", pp->minor);
+		return 0;
+	}
+	if (o->runtime_ceval_gil != PYOFF_NONE) {
+		gil = pp->runtime + o->runtime_ceval_gil;
+	} else if (o->runtime_interp_main != PYOFF_NONE && o->interp_ceval_gil != PYOFF_NONE) {
+		err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp);
+		if (!err && interp)
+			err = mem_read_u64(pp->pid, interp + o->interp_ceval_gil, &gil);
+		if (err) {
+			snprintf(pp->gil_why, sizeof(pp->gil_why),
+				 "failed to read the GIL's address: %s", strerror(-err));
+			return 0;
+		}
+		if (!gil)
+			return -EAGAIN;
+	} else {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the layout table of 3.%d does not say where the GIL is", pp->minor);
+		return 0;
+	}
+	err = mem_read(pp->pid, gil + o->gil_locked, &locked, sizeof(locked));
+	if (err) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why), "failed to read the GIL: %s",
+			 strerror(-err));
+		return 0;
+	}
+	if (locked == -1)
+		return -EAGAIN;
+	if (locked != 0 && locked != 1) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the GIL at 0x%llx does not look like one (locked = %d)",
+			 (unsigned long long)gil, (int)locked);
+		return 0;
+	}
+	pp->gil_lo = gil + o->gil_locks;
+	pp->gil_hi = gil + o->gil_size;
+	return 0;
+}
+
 void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -561,6 +619,11 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		err = check_code_type(pp, e, bias, why, whylen);
 	if (!err)
 		err = check_tsd(pp, why, whylen);
+	if (!err) {
+		err = find_gil(pp);
+		if (err == -EAGAIN)
+			snprintf(why, whylen, "the GIL is not created yet");
+	}
 	if (err)
 		goto cleanup;
 	text_ranges(pp, m, path);

@@ -39,6 +39,10 @@ struct py_proc {
 	int nmachinery;
 	bool static_build; /* interpreter linked into the executable */
 	struct py_walk_cfg cfg;
+	/* The GIL's locks, [gil_lo, gil_hi) (see struct proc_info); 0, 0 with
+	 * the reason in gil_why when GIL wait cannot be measured. */
+	uint64_t gil_lo, gil_hi;
+	char gil_why[160];
 	char path[PATH_MAX]; /* binary holding the interpreter, as mapped */
 };
 

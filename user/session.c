@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <linux/types.h>
 
+#include "abi.h"
 #include "cpython.h"
 #include "hmap.h"
-#include "loader.h"
 #include "memread.h"
 #include "sampler.h"
 #include "log.h"
@@ -95,7 +96,7 @@ struct thread_name_key {
 };
 
 struct session {
-	struct loader *loader;
+	struct session_bpf bpf;
 	struct profile *profile;
 	const struct user_creds *creds;
 	uint64_t period_ns;
@@ -147,9 +148,9 @@ struct session *session__new(const struct session_opts *opts)
 	return s;
 }
 
-void session__set_loader(struct session *s, struct loader *l)
+void session__set_bpf(struct session *s, const struct session_bpf *bpf)
 {
-	s->loader = l;
+	s->bpf = *bpf;
 }
 
 void session__free(struct session *s)
@@ -212,6 +213,11 @@ static void note_interpreter(struct session *s, const struct tproc *tp)
 	json_object_object_add(o, "version", json_object_new_string(ver));
 	json_object_object_add(o, "path", json_object_new_string(tp->pp.path));
 	json_object_object_add(o, "static", json_object_new_boolean(tp->pp.static_build));
+	/* Whether its GIL wait is measured, and if not why. */
+	json_object_object_add(o, "gil_wait_measured", json_object_new_boolean(tp->pp.gil_hi != 0));
+	if (!tp->pp.gil_hi)
+		json_object_object_add(o, "gil_wait_unmeasured",
+				       json_object_new_string(tp->pp.gil_why));
 	json_object_array_add(s->interp_list, o);
 }
 
@@ -224,7 +230,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	tp->recognised_ns = now_ns();
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
-	err = loader__set_python(s->loader, tp->pid, &tp->pp.cfg);
+	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	note_interpreter(s, tp);
@@ -238,12 +244,12 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 	if (!tp)
 		return -ENOMEM;
 	s->root_pid = pid;
-	err = loader__track(s->loader, pid, proc_start_ticks(pid));
+	err = s->bpf.track(s->bpf.ctx, pid);
 	if (err) {
 		pr_warn("failed to track process %d: %s\n", pid, strerror(-err));
 		return err;
 	}
-	if (loader__seed_threads(s->loader, pid) <= 0)
+	if (s->bpf.seed_threads(s->bpf.ctx, pid) <= 0)
 		pr_debug("process %d: no thread could be given off-CPU state yet\n", pid);
 	/* A launched root is our own fork until it execs: its exec event
 	 * starts the recognition. */
@@ -373,7 +379,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		tp->usyms = NULL;
 	}
 	profile__proc_exit(s->profile, r->tgid, r->ts);
-	loader__untrack(s->loader, r->tgid);
+	s->bpf.untrack(s->bpf.ctx, r->tgid);
 	if ((int)r->tgid == s->root_pid)
 		s->root_exited = true;
 	else if (tp)
@@ -464,6 +470,9 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	}
 	in->native_module = profile__intern(s->profile, sym.module);
 	in->native_sym = profile__intern(s->profile, sym.name ? sym.name : "");
+	in->native_ip = ip;
+	/* Without a symbol, sym.offset is a file offset, not one from a start. */
+	in->native_offset = sym.name && sym.name[0] ? (int64_t)sym.offset : -1;
 	if (!sym.name || !sym.name[0]) {
 		char buf[64];
 
@@ -627,7 +636,7 @@ static void on_sampler(struct session *s, const struct sampler_record *r)
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
-	struct sample_in in = { .unattributed = -1 };
+	struct sample_in in = { .unattributed = -1, .native_offset = -1 };
 	struct tproc *tp;
 
 	if (size < SAMPLE_HDR_SIZE || ev->nframes > MAX_FRAMES ||
@@ -656,6 +665,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
+	in.gil_ns = ev->gil_ns;
 	/* Shells, launchers (pyenv's shims), the interpreter before it is
 	 * recognised: their time is reported apart, not in the percentages. */
 	in.not_python = not_python(tp, ev);
@@ -1005,7 +1015,7 @@ struct json_object *session__facts(struct session *s)
 	char *warn;
 	int i;
 
-	bool have_stats = !loader__stats(s->loader, stats);
+	bool have_stats = !s->bpf.stats(s->bpf.ctx, stats);
 
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
@@ -1017,9 +1027,12 @@ struct json_object *session__facts(struct session *s)
 	/* The CPU time of our uprobes' hits (the trap, our program, the
 	 * emulated instruction), sampled in the program's threads and left out
 	 * of its lines and of total_sampled_s. */
-	if (loader__probe_check(s->loader))
+	if (s->bpf.probe_check)
 		json_object_object_add(o, "probe_overhead_s",
 				       seconds((double)stats[STAT_PROBE_SAMPLES] * s->period_ns));
+	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
+	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
+	json_object_object_add(o, "gil_wait_s", seconds(profile__gil_ns(p)));
 	for (i = 0; i < UNATTR_MAX; i++)
 		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
 	json_object_object_add(o, "unattributed", un);
@@ -1036,7 +1049,7 @@ struct json_object *session__facts(struct session *s)
 				       json_object_new_double((double)stats[STAT_PROBE_CHECK_NS] /
 							      stats[STAT_PROBE_CHECKS]));
 	}
-	if (!loader__prog_runtime(s->loader, &run_ns, &run_cnt) && run_cnt) {
+	if (!s->bpf.prog_runtime(s->bpf.ctx, &run_ns, &run_cnt) && run_cnt) {
 		json_object_object_add(bpf, "sampler_ns_per_run",
 				       json_object_new_double((double)run_ns / run_cnt));
 	}
@@ -1064,6 +1077,7 @@ struct json_object *session__facts(struct session *s)
 		json_object_object_add(to, "samples", json_object_new_int64(t->samples));
 		json_object_object_add(to, "cpu_s", seconds(t->cpu_ns));
 		json_object_object_add(to, "blocked_s", seconds(t->blocked_ns));
+		json_object_object_add(to, "gil_wait_s", seconds(t->gil_ns));
 		json_object_array_add(threads, to);
 	}
 	json_object_object_add(o, "threads", threads);

@@ -225,6 +225,7 @@ enum col {
 	COL_PYTHON,
 	COL_NATIVE,
 	COL_SYSTEM,
+	COL_GIL,
 	COL_BAR,
 	COL_AVG_MB,
 	COL_PEAK_MB,
@@ -243,11 +244,11 @@ static const struct {
 } columns[COL_MAX] = {
 	[COL_LINE] = { "line", 5, 5 },	     [COL_PYTHON] = { "python", 6, 6 },
 	[COL_NATIVE] = { "native", 6, 6 },   [COL_SYSTEM] = { "system", 6, 6 },
-	[COL_BAR] = { "time", 10, 4 },	     [COL_AVG_MB] = { "avg MB", 6, 6 },
-	[COL_PEAK_MB] = { "peak MB", 7, 7 }, [COL_SPARK] = { "timeline", 12, 5 },
-	[COL_MEM_PCT] = { "mem%", 4, 4 },    [COL_CHURN] = { "churn", 6, 6 },
-	[COL_COPY] = { "MB/s", 5, 5 },	     [COL_GPU_PCT] = { "gpu%", 4, 4 },
-	[COL_GPU_MB] = { "gpu MB", 6, 6 },
+	[COL_GIL] = { "GIL", 6, 6 },	     [COL_BAR] = { "time", 10, 4 },
+	[COL_AVG_MB] = { "avg MB", 6, 6 },   [COL_PEAK_MB] = { "peak MB", 7, 7 },
+	[COL_SPARK] = { "timeline", 12, 5 }, [COL_MEM_PCT] = { "mem%", 4, 4 },
+	[COL_CHURN] = { "churn", 6, 6 },     [COL_COPY] = { "MB/s", 5, 5 },
+	[COL_GPU_PCT] = { "gpu%", 4, 4 },    [COL_GPU_MB] = { "gpu MB", 6, 6 },
 };
 
 /* The order in which columns go when the terminal is narrow: the graphics
@@ -255,7 +256,7 @@ static const struct {
  * MIN_SOURCE columns, the others. */
 static const enum col drop_order[] = {
 	COL_COPY,    COL_CHURN,	  COL_GPU_MB, COL_AVG_MB, COL_GPU_PCT,
-	COL_MEM_PCT, COL_PEAK_MB, COL_SYSTEM, COL_NATIVE,
+	COL_MEM_PCT, COL_PEAK_MB, COL_GIL,    COL_SYSTEM, COL_NATIVE,
 };
 
 struct layout {
@@ -280,8 +281,10 @@ static void layout_make(const struct ctx *c, struct layout *l, int text)
 
 	for (k = 0; k < COL_MAX; k++) {
 		bool mem = k >= COL_AVG_MB && k <= COL_COPY, gpu = k >= COL_GPU_PCT;
+		bool off = (mem && !c->sel.memory) || (gpu && !c->sel.gpu) ||
+			   (k == COL_GIL && !c->sel.gil);
 
-		l->w[k] = (mem && !c->sel.memory) || (gpu && !c->sel.gpu) ? 0 : columns[k].width;
+		l->w[k] = off ? 0 : columns[k].width;
 	}
 	if (!c->churn_files)
 		l->w[COL_CHURN] = 0; /* not one of our profiles */
@@ -475,6 +478,12 @@ static void print_row(struct ctx *c, const struct layout *l, struct json_object 
 	}
 	if (l->w[COL_SYSTEM]) {
 		cell_num(c, &r, l->w[COL_SYSTEM], sys, 1, "%", pct_style(sys, SGR_SYSTEM));
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_GIL]) {
+		double gil = vj_gil_wait(o);
+
+		cell_num(c, &r, l->w[COL_GIL], gil, 1, "%", pct_style(gil, SGR_SYSTEM));
 		row_pad_to(c, &r, r.cols + 1);
 	}
 	if (l->w[COL_BAR]) {
@@ -696,6 +705,16 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	if (c->sel.memory)
 		row_printf(c, &r, ", %.0f allocation samples", vj_num(doc, "alloc_samples"));
 	row_emit(c, &r);
+	if (c->sel.gil) {
+		struct json_object *facts = vj_object(doc, "scalene_bpf");
+		double gil = vj_num(facts, "gil_wait_s"), total = vj_num(facts, "total_sampled_s");
+
+		/* Part of the system time: the GIL column names it per line. */
+		row_printf(c, &r, "GIL wait: %.2f s", gil);
+		if (total > 0)
+			row_printf(c, &r, " (%.1f%% of the time, in system)", 100 * gil / total);
+		row_emit(c, &r);
+	}
 	if (c->sel.memory && !vj_footprint_measured(doc)) {
 		print_wrapped(c, &r,
 			      "memory: max footprint not measured, growth rate not measured "

@@ -181,6 +181,8 @@ static struct json_object *row_model(const struct model *m, struct json_object *
 	add(r, "py", num(vj_num(l, "n_cpu_percent_python")));
 	add(r, "c", num(vj_num(l, "n_cpu_percent_c")));
 	add(r, "sys", num(vj_num(l, "n_sys_percent")));
+	if (m->sel.gil)
+		add(r, "gil", num(vj_gil_wait(l)));
 	if (vj_num(l, "n_async_await_percent") > 0)
 		add(r, "await", num(vj_num(l, "n_async_await_percent")));
 	if (m->sel.memory) {
@@ -566,6 +568,8 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 		if (vj_num(vj_object(facts, "bpf"), "samples") > 0)
 			add(r, "samples", integer(vj_num(vj_object(facts, "bpf"), "samples")));
 		add(r, "sampled_s", num(vj_num(facts, "total_sampled_s")));
+		if (m->sel.gil)
+			add(r, "gil_s", num(vj_num(facts, "gil_wait_s")));
 		add(r, "quality", quality_model(doc));
 		add(r, "warnings", warnings_model(facts));
 	}

@@ -264,6 +264,16 @@ void vj_select_init(struct vj_select *sel, struct json_object *doc, double thres
 	sel->all_lines = all_lines;
 	sel->memory = vj_flag(doc, "memory");
 	sel->gpu = vj_flag(doc, "gpu");
+	sel->gil = vj_num(vj_object(doc, "scalene_bpf"), "gil_wait_s") > 0;
+}
+
+double vj_gil_wait(struct json_object *row)
+{
+	double gil = vj_num(row, "n_gil_wait_percent"), sys = vj_num(row, "n_sys_percent");
+
+	if (gil <= 0)
+		return 0;
+	return gil < sys ? gil : sys > 0 ? sys : 0;
 }
 
 double vj_line_time(struct json_object *row)

@@ -77,12 +77,17 @@ struct vj_select {
 	bool all_lines;	  /* every line with something sampled */
 	bool memory;	  /* the profile has memory data ("memory": true) */
 	bool gpu;	  /* and GPU data ("gpu": true) */
+	bool gil;	  /* GIL wait above zero (scalene_bpf.gil_wait_s) */
 };
 
 void vj_select_init(struct vj_select *sel, struct json_object *doc, double threshold,
 		    bool all_lines);
 /* A line's (or function's) time: Python + native + system percent. */
 double vj_line_time(struct json_object *row);
+/* Of a line's (or function's) system time, the part spent waiting for the
+ * GIL (n_gil_wait_percent), never more than its system time; 0 in profiles
+ * without it (Scalene's). */
+double vj_gil_wait(struct json_object *row);
 /* Whether a line or function is shown: it allocated, copied or used the GPU
  * (in a profile with that data), or its time is above zero and reaches the
  * threshold; with all_lines, any time above zero or any memory footprint

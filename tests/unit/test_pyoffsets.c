@@ -128,7 +128,28 @@ static const struct presence presence[] = {
 	HAS(dbg_code_linetable, 13, LAST_MINOR),
 	HAS(dbg_code_firstlineno, 13, LAST_MINOR),
 	HAS(dbg_code_code_adaptive, 13, LAST_MINOR),
+	/* GIL wait */
+	HAS(runtime_ceval_gil, 9, 11),
+	HAS(runtime_interp_main, 12, LAST_MINOR),
+	HAS(interp_ceval_gil, 12, LAST_MINOR),
+	ALWAYS(gil_locked),
+	ALWAYS(gil_locks),
+	ALWAYS(gil_size),
 };
+
+/* The GIL's locks (two pthread_cond_t of 48 bytes, two pthread_mutex_t of
+ * 40) lie after locked, inside the struct. */
+static void test_gil_fields(void)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++) {
+		const struct py_offsets *o = *t;
+
+		CHECK(o->gil_locked + 4 <= o->gil_locks);
+		CHECK(o->gil_locks + 2 * 48 + 2 * 40 <= o->gil_size);
+	}
+}
 
 static void test_none_exactly_where_absent(void)
 {
@@ -318,6 +339,7 @@ int main(void)
 	RUN_TEST(test_none_exactly_where_absent);
 	RUN_TEST(test_frame_fields_inside_frame);
 	RUN_TEST(test_unicode_masks);
+	RUN_TEST(test_gil_fields);
 	RUN_TEST(test_debug_offsets_layout);
 	RUN_TEST(test_spot_values);
 	RUN_TEST(test_call_ops);

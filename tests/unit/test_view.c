@@ -25,8 +25,7 @@
 static char *out, *err;
 static size_t outlen, errlen;
 
-static int view_c(struct json_object *doc, double threshold, int all_lines, int width,
-		  bool color);
+static int view_c(struct json_object *doc, double threshold, int all_lines, int width, bool color);
 
 /* Runs the view; its output and messages land in out / err. */
 static int view(struct json_object *doc, double threshold, int all_lines, int width)
@@ -34,8 +33,7 @@ static int view(struct json_object *doc, double threshold, int all_lines, int wi
 	return view_c(doc, threshold, all_lines, width, false);
 }
 
-static int view_c(struct json_object *doc, double threshold, int all_lines, int width,
-		  bool color)
+static int view_c(struct json_object *doc, double threshold, int all_lines, int width, bool color)
 {
 	FILE *fo, *fe;
 	int ret;
@@ -111,13 +109,13 @@ static bool has(const char *needle)
 	return out && strstr(out, needle);
 }
 
-#define CHECK_HAS(needle)                                                                  \
-	do {                                                                               \
-		if (!has(needle)) {                                                        \
+#define CHECK_HAS(needle)                                                                   \
+	do {                                                                                \
+		if (!has(needle)) {                                                         \
 			fprintf(stderr, "%s:%d: output lacks \"%s\"\n", __FILE__, __LINE__, \
-				needle);                                                   \
-			t_checks_failed++;                                                 \
-		}                                                                          \
+				needle);                                                    \
+			t_checks_failed++;                                                  \
+		}                                                                           \
 	} while (0)
 
 /* ------------------------------------------------------------ shapes */
@@ -166,7 +164,8 @@ static void test_not_a_profile(void)
 
 static void test_empty_files(void)
 {
-	struct json_object *doc = parse("{\"elapsed_time_sec\": 1, \"files\": {}, \"program\": \"/app/p.py\"}");
+	struct json_object *doc =
+		parse("{\"elapsed_time_sec\": 1, \"files\": {}, \"program\": \"/app/p.py\"}");
 
 	CHECK_EQ_INT(view(doc, 1, 0, WIDTH), 0);
 	CHECK_HAS("/app/p.py");
@@ -212,12 +211,14 @@ static void test_hostile_strings(void)
  * and must not reach it as they are. */
 static void test_raw_bytes_not_passed_through(void)
 {
-	static const char text[] =
-		"{\"elapsed_time_sec\": 1, \"program\": \"/app/\x9b" "2J.py\", \"files\": {"
-		"\"/app/x\x9b" "31m\xff.py\": {\"lines\": [{\"lineno\": 1, "
-		"\"line\": \"a = '\x9b" "2J\xc2' \xe2\x82\n\", \"n_cpu_percent_python\": 50}], "
-		"\"functions\": [{\"line\": \"f\x9d\", \"lineno\": 1, "
-		"\"n_cpu_percent_python\": 50}]}}}";
+	static const char text[] = "{\"elapsed_time_sec\": 1, \"program\": \"/app/\x9b"
+				   "2J.py\", \"files\": {"
+				   "\"/app/x\x9b"
+				   "31m\xff.py\": {\"lines\": [{\"lineno\": 1, "
+				   "\"line\": \"a = '\x9b"
+				   "2J\xc2' \xe2\x82\n\", \"n_cpu_percent_python\": 50}], "
+				   "\"functions\": [{\"line\": \"f\x9d\", \"lineno\": 1, "
+				   "\"n_cpu_percent_python\": 50}]}}}";
 	struct json_object *doc = parse(text);
 
 	if (!doc)
@@ -232,14 +233,15 @@ static void test_raw_bytes_not_passed_through(void)
  * inside one. */
 static void test_truncation_keeps_characters_whole(void)
 {
-#define E2 "\xc3\xa9"		/* U+00E9: two bytes */
-#define E3 "\xe2\x82\xac"	/* U+20AC: three */
-#define E4 "\xf0\x9f\x98\x80"	/* U+1F600: four */
+#define E2 "\xc3\xa9"	      /* U+00E9: two bytes */
+#define E3 "\xe2\x82\xac"     /* U+20AC: three */
+#define E4 "\xf0\x9f\x98\x80" /* U+1F600: four */
 	static const char text[] =
-		"{\"elapsed_time_sec\": 1, \"files\": {\"/app/" E2 E2 E2 E3 E3 E4 E4 ".py\": {\"lines\": [{\"lineno\": 1, "
+		"{\"elapsed_time_sec\": 1, \"files\": {\"/app/" E2 E2 E2 E3 E3 E4 E4
+		".py\": {\"lines\": [{\"lineno\": 1, "
 		"\"line\": \"s = '" E2 E2 E2 E2 E2 E3 E3 E3 E3 E4 E4 E4 E2 E2 "'\\n\", "
-		"\"n_cpu_percent_python\": 50}], \"functions\": [{\"line\": \""
-		E2 E2 E2 E2 E3 E3 E3 E4 E4 "\", \"lineno\": 1, \"n_cpu_percent_python\": 50}]}}}";
+		"\"n_cpu_percent_python\": 50}], \"functions\": [{\"line\": \"" E2 E2 E2 E2 E3 E3 E3
+			E4 E4 "\", \"lineno\": 1, \"n_cpu_percent_python\": 50}]}}}";
 	struct json_object *doc = parse(text);
 	int w, bad = 0;
 
@@ -284,10 +286,14 @@ static void test_elapsed_checked(void)
 		const char *value; /* NULL: the field left out */
 		const char *why;
 	} cases[] = {
-		{ NULL, "is missing" },	       { "\"1.5\"", "is not a number" },
-		{ "null", "is not a number" }, { "[1]", "is not a number" },
-		{ "true", "is not a number" }, { "-0.5", "is negative" },
-		{ "NaN", "is NaN" },	       { "Infinity", "is infinite" },
+		{ NULL, "is missing" },
+		{ "\"1.5\"", "is not a number" },
+		{ "null", "is not a number" },
+		{ "[1]", "is not a number" },
+		{ "true", "is not a number" },
+		{ "-0.5", "is negative" },
+		{ "NaN", "is NaN" },
+		{ "Infinity", "is infinite" },
 		{ "-Infinity", "is infinite" },
 	};
 	char text[256];
@@ -350,8 +356,9 @@ static void test_huge_numbers(void)
  * but a caller can hand them over. */
 static void test_nonfinite_in_memory(void)
 {
-	static const char text[] = "{\"elapsed_time_sec\": 1, \"files\": {\"/app/n.py\": {\"percent_cpu_time\": 1,"
-				   "\"lines\": [{\"lineno\": 1, \"line\": \"nan line\\n\"}]}}}";
+	static const char text[] =
+		"{\"elapsed_time_sec\": 1, \"files\": {\"/app/n.py\": {\"percent_cpu_time\": 1,"
+		"\"lines\": [{\"lineno\": 1, \"line\": \"nan line\\n\"}]}}}";
 	struct json_object *doc = parse(text);
 	struct json_object *l, *lines, *fd;
 
@@ -449,8 +456,7 @@ static int check_ref_lines(struct json_object *doc, double threshold)
 
 	if (!json_object_object_get_ex(doc, "files", &files))
 		return 0;
-	json_object_object_foreach(files, name, f)
-	{
+	json_object_object_foreach (files, name, f) {
 		(void)name;
 		file = f;
 		break;
@@ -505,8 +511,7 @@ static void ref_two_hottest(struct json_object *doc, double *first, double *seco
 	*first = *second = 0;
 	if (!json_object_object_get_ex(doc, "files", &files))
 		return;
-	json_object_object_foreach(files, name, f)
-	{
+	json_object_object_foreach (files, name, f) {
 		(void)name;
 		if (!json_object_object_get_ex(f, "lines", &lines))
 			return;
@@ -591,7 +596,6 @@ static void test_reference_async_and_minimal(void)
 		json_object_put(doc);
 	}
 }
-
 
 /* ------------------------------------------------------------ layout */
 
@@ -777,7 +781,8 @@ static void test_loss_footer(void)
 static void test_gpu_columns(void)
 {
 	struct json_object *doc = parse(
-		"{\"elapsed_time_sec\": 1, \"gpu\": true, \"gpu_device\": \"GPU\", \"files\": {\"/app/g.py\": {"
+		"{\"elapsed_time_sec\": 1, \"gpu\": true, \"gpu_device\": \"GPU\", \"files\": "
+		"{\"/app/g.py\": {"
 		"\"percent_cpu_time\": 30, \"lines\": [{\"lineno\": 7, \"line\": \"y = m(x)\\n\","
 		"\"n_cpu_percent_c\": 30, \"n_gpu_percent\": 88, \"n_gpu_peak_memory_mb\": 1200.5,"
 		"\"memory_samples\": []}, {\"lineno\": 8, \"line\": \"z = m(y)\\n\","
@@ -791,6 +796,47 @@ static void test_gpu_columns(void)
 	CHECK_HAS("1200.5");
 	CHECK_HAS("z = m(y)"); /* GPU use without CPU time: shown */
 	CHECK(!has("avg MB"));
+	json_object_put(doc);
+}
+
+/* GIL wait: a column (of the system time) and a header line when the
+ * profile has any; nothing of it in profiles without (Scalene's). */
+static void test_gil_column(void)
+{
+	struct json_object *doc =
+		parse("{\"elapsed_time_sec\": 1.0, \"scalene_bpf\": {\"gil_wait_s\": 0.25, "
+		      "\"total_sampled_s\": 1.0},"
+		      "\"files\": {\"/app/t.py\": {\"percent_cpu_time\": 90, \"lines\": ["
+		      "{\"lineno\": 1, \"line\": \"x += 1\\n\", \"n_cpu_percent_python\": 40,"
+		      "\"n_sys_percent\": 30, \"n_gil_wait_percent\": 25.5},"
+		      "{\"lineno\": 2, \"line\": \"time.sleep(1)\\n\", \"n_sys_percent\": 20,"
+		      "\"n_gil_wait_percent\": 0},"
+		      "{\"lineno\": 3, \"line\": \"y = 2\\n\", \"n_sys_percent\": 5,"
+		      "\"n_gil_wait_percent\": 1e300}]}}}");
+
+	setenv("LC_ALL", "C.UTF-8", 1);
+	CHECK_EQ_INT(view(doc, 1, 0, 120), 0);
+	check_outputs_safe();
+	CHECK_HAS("GIL wait: 0.25 s (25.0% of the time, in system)");
+	CHECK_HAS("  GIL ");
+	CHECK_HAS("    1  40.0%         30.0%  25.5% ");
+	/* No GIL wait on the sleeping line: an empty cell. */
+	CHECK_HAS("    2                20.0%        \xe2\x96");
+	unsetenv("LC_ALL");
+	/* Never more than the line's system time. */
+	CHECK_HAS("    3                 5.0%   5.0% ");
+	/* Narrow: the GIL column goes before the system column. */
+	CHECK_EQ_INT(view(doc, 1, 0, 40), 0);
+	CHECK(!has(" GIL "));
+	CHECK_HAS("system");
+	json_object_put(doc);
+	/* Without GIL wait in the facts: no column, no header line. */
+	doc = parse("{\"elapsed_time_sec\": 1.0, \"files\": {\"/app/t.py\": {\"percent_cpu_time\": "
+		    "90, \"lines\": ["
+		    "{\"lineno\": 1, \"line\": \"x += 1\\n\", \"n_cpu_percent_python\": 40,"
+		    "\"n_sys_percent\": 30}]}}}");
+	CHECK_EQ_INT(view(doc, 1, 0, 120), 0);
+	CHECK(!has("GIL"));
 	json_object_put(doc);
 }
 
@@ -814,19 +860,19 @@ static void test_char_cols(void)
 		size_t len;
 	} cases[] = {
 		{ "a", 1, 1 },
-		{ "\xc3\xa9", 1, 2 },		/* é */
-		{ "\xe6\xbc\xa2", 2, 3 },	/* 漢 */
-		{ "\xf0\x9f\x98\x80", 2, 4 },	/* emoji */
-		{ "\xef\xbc\xa1", 2, 3 },	/* full-width A */
+		{ "\xc3\xa9", 1, 2 },	      /* é */
+		{ "\xe6\xbc\xa2", 2, 3 },     /* 漢 */
+		{ "\xf0\x9f\x98\x80", 2, 4 }, /* emoji */
+		{ "\xef\xbc\xa1", 2, 3 },     /* full-width A */
 		{ "\x1b", -1, 1 },
 		{ "\x7f", -1, 1 },
-		{ "\xc2\x9b", -1, 2 },		/* CSI, C1 */
-		{ "\xe2\x80\xae", -1, 3 },	/* RLO */
-		{ "\xe2\x81\xa6", -1, 3 },	/* LRI */
-		{ "\xe2\x80\xa8", -1, 3 },	/* line separator */
+		{ "\xc2\x9b", -1, 2 },	   /* CSI, C1 */
+		{ "\xe2\x80\xae", -1, 3 }, /* RLO */
+		{ "\xe2\x81\xa6", -1, 3 }, /* LRI */
+		{ "\xe2\x80\xa8", -1, 3 }, /* line separator */
 		{ "\xff", -1, 1 },
-		{ "\xed\xa0\x80", -1, 1 },	/* surrogate */
-		{ "\xe2\x82", -1, 1 },		/* cut short */
+		{ "\xed\xa0\x80", -1, 1 }, /* surrogate */
+		{ "\xe2\x82", -1, 1 },	   /* cut short */
 	};
 	size_t i, len;
 
@@ -859,6 +905,7 @@ int main(void)
 	RUN_TEST(test_functions_by_time);
 	RUN_TEST(test_loss_footer);
 	RUN_TEST(test_gpu_columns);
+	RUN_TEST(test_gil_column);
 	RUN_TEST(test_color);
 	RUN_TEST(test_char_cols);
 	free(out);

@@ -100,7 +100,8 @@ static void test_not_a_profile(void)
 static void test_cannot_end_the_script(void)
 {
 	const char *doc_text =
-		"{\"elapsed_time_sec\": 1, \"memory\": true, \"files\": {\"/a</script>.py\": {\"percent_cpu_time\": 50,"
+		"{\"elapsed_time_sec\": 1, \"memory\": true, \"files\": {\"/a</script>.py\": "
+		"{\"percent_cpu_time\": 50,"
 		" \"functions\": [], \"lines\": [{\"lineno\": 1, \"n_cpu_percent_python\": 50,"
 		" \"line\": \"x = '</script><script>alert(1)</script>' \\u2028 & \\\\u003c\\n\","
 		" \"memory_samples\": [[1000000000, 5]], \"n_malloc_mb\": 1}]}},"
@@ -176,6 +177,41 @@ static void test_hot_lines_and_stacks_only(void)
 	json_object_put(doc);
 }
 
+/* GIL wait reaches the page's model (per row, capped at the row's system
+ * time, and in total) only when the profile has some. */
+static void test_gil_wait(void)
+{
+	const char *with =
+		"{\"elapsed_time_sec\": 1.0, \"scalene_bpf\": {\"gil_wait_s\": 0.5},"
+		"\"files\": {\"/t.py\": {"
+		"\"percent_cpu_time\": 50, \"lines\": [{\"lineno\": 1, \"line\": \"x\\n\","
+		"\"n_sys_percent\": 40, \"n_gil_wait_percent\": 30}, {\"lineno\": 2,"
+		"\"line\": \"y\\n\", \"n_sys_percent\": 10, \"n_gil_wait_percent\": 50}],"
+		"\"functions\": [{\"lineno\": 1, \"line\": \"f\", \"n_sys_percent\": 50,"
+		"\"n_gil_wait_percent\": 40}]}}}";
+	const char *without =
+		"{\"elapsed_time_sec\": 1.0, \"files\": {\"/t.py\": {\"lines\": [{\"lineno\": 1,"
+		"\"line\": \"x\\n\", \"n_sys_percent\": 40}]}}}";
+	struct json_object *doc = json_tokener_parse(with), *m;
+
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK(json_object_get_double(at(m, "gil_s")) == 0.5);
+	CHECK(json_object_get_double(at(m, "files.0.lines.0.gil")) == 30);
+	CHECK(json_object_get_double(at(m, "files.0.lines.1.gil")) == 10);
+	CHECK(json_object_get_double(at(m, "files.0.funcs.0.gil")) == 40);
+	CHECK(out && strstr(out, "'GIL wait'"));
+	json_object_put(m);
+	json_object_put(doc);
+	doc = json_tokener_parse(without);
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK(at(m, "gil_s") == NULL);
+	CHECK(at(m, "files.0.lines.0.gil") == NULL);
+	json_object_put(m);
+	json_object_put(doc);
+}
+
 /* Scalene's older `stacks`, used when combined_stacks is empty. */
 static void test_legacy_stacks(void)
 {
@@ -224,6 +260,7 @@ int main(void)
 	RUN_TEST(test_cannot_end_the_script);
 	RUN_TEST(test_hot_lines_and_stacks_only);
 	RUN_TEST(test_legacy_stacks);
+	RUN_TEST(test_gil_wait);
 	RUN_TEST(test_nonce_per_page);
 	free(out);
 	free(err);

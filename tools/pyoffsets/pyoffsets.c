@@ -262,6 +262,21 @@ static int fill_call_ops(struct py_offsets *o)
 	return 0;
 }
 
+/* GIL wait: the GIL's address (in _PyRuntime before 3.12, behind the main
+ * interpreter's ceval.gil pointer since) and where its locks lie in it. */
+static void fill_gil(struct py_offsets *o)
+{
+#if PY_VERSION_HEX >= 0x030c0000
+	o->runtime_interp_main = OFF(_PyRuntimeState, interpreters.main);
+	o->interp_ceval_gil = OFF(PyInterpreterState, ceval.gil);
+#else
+	o->runtime_ceval_gil = OFF(_PyRuntimeState, ceval.gil);
+#endif
+	o->gil_locked = OFF(struct _gil_runtime_state, locked);
+	o->gil_locks = OFF(struct _gil_runtime_state, cond);
+	o->gil_size = SIZE(struct _gil_runtime_state);
+}
+
 /* Every field of struct py_offsets, in declaration order. */
 struct field {
 	const char *name;
@@ -338,6 +353,13 @@ static const struct field fields[] = {
 	DEC(dbg_code_firstlineno),
 	DEC(dbg_code_code_adaptive),
 	HEX(call_ops),
+	/* GIL wait */
+	DEC(runtime_ceval_gil),
+	DEC(runtime_interp_main),
+	DEC(interp_ceval_gil),
+	DEC(gil_locked),
+	DEC(gil_locks),
+	DEC(gil_size),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -454,6 +476,7 @@ int main(int argc, char **argv)
 	fill_debug_offsets(&o);
 	if (fill_call_ops(&o))
 		return 1;
+	fill_gil(&o);
 	if (n_too_big)
 		return 1;
 

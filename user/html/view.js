@@ -9,6 +9,7 @@ var app = document.getElementById('app');
 var tip = document.getElementById('tip');
 var D = readModel();
 var memOn = D.memory === true, gpuOn = D.gpu === true, churnOn = memOn && D.churn === true;
+var gilOn = num(D.gil_s) > 0;
 var redraws = [];
 
 function readModel() {
@@ -150,6 +151,8 @@ function header() {
 		fact('samples', count(D.samples));
 	if (D.sampled_s !== undefined)
 		fact('sampled time', secs(D.sampled_s));
+	if (gilOn)
+		fact('GIL wait', secs(D.gil_s));
 	fact('memory', memOn ? 'on' : 'off');
 	if (memOn) {
 		if (D.footprint_measured === false) {
@@ -269,6 +272,9 @@ function columns(isFunc) {
 	c.push({ k: 'py', label: 'Python', v: function (r) { return num(r.py); }, show: function (r) { return pct(r.py); } });
 	c.push({ k: 'c', label: 'Native', v: function (r) { return num(r.c); }, show: function (r) { return pct(r.c); } });
 	c.push({ k: 'sys', label: 'System', v: function (r) { return num(r.sys); }, show: function (r) { return pct(r.sys); } });
+	if (gilOn)
+		c.push({ k: 'gil', label: 'GIL wait', title: 'of System: blocked waiting for the GIL, % of all sampled time',
+			 v: function (r) { return num(r.gil); }, show: function (r) { return pct(r.gil); } });
 	if (hasAwait)
 		c.push({ k: 'await', label: 'Await', v: function (r) { return num(r.await); },
 			 show: function (r) { return pct(r.await); } });

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""GIL wait: the main thread's blocked time spent waiting for the GIL is
+named per line (n_gil_wait_percent, part of n_blocked_percent and so of
+n_sys_percent) and in total (scalene_bpf.gil_wait_s)."""
+
+import json
+
+from e2e_helpers import line_time, markers, profile_run, program
+from test_view_cli import row_of, view
+from test_view_html import file_block, js_fixed, page_of, render_ok
+
+SECONDS = 1.0
+
+
+def gil_s(t):
+    return t.extra.get("n_gil_wait_percent", 0) / 100.0 * t.total_sampled_s
+
+
+def blocked_s(t):
+    return t.extra.get("n_blocked_percent", 0) / 100.0 * t.total_sampled_s
+
+
+def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
+    prog = program("gil_contend.py")
+    side = tmp_path / "spent.json"
+    res = profile_run(python, prog, [str(SECONDS), side], tmp=tmp_path)
+    spent = json.loads(side.read_text())
+    facts = res.profile["scalene_bpf"]
+    m = markers(prog)
+    period_s = 1.0 / facts["sampling_rate_hz"]
+    interps = facts["interpreters"]
+    assert interps and all(i["gil_wait_measured"] for i in interps), interps
+
+    loop = line_time(res.profile, prog, m["loop"])
+    ctx = (f"spent {spent}; loop line: sys {loop.system:.1f} %, blocked "
+           f"{blocked_s(loop):.3f} s, GIL {gil_s(loop):.3f} s; facts "
+           f"gil_wait_s {facts['gil_wait_s']:.3f}\n" + res.describe())
+    # Two threads spinning in Python: the main one holds the GIL about half
+    # of its sampled time on the line and waits for it the other half.  A
+    # quarter is the floor (time spent runnable, waiting for a CPU on a
+    # loaded machine, is neither: it is not sampled).
+    accuracy("loop line GIL wait / line time", 0.5,
+             gil_s(loop) / loop.seconds, ">= 0.25")
+    assert gil_s(loop) >= 0.25 * loop.seconds, ctx
+    # Pure Python blocks only for the GIL: the line's blocked time is GIL
+    # wait, within 10% (or two sampling periods: records carry whole
+    # periods, the remainder goes with the thread's next record).
+    accuracy("loop line GIL wait / blocked", 1.0,
+             gil_s(loop) / blocked_s(loop), "10%")
+    assert abs(gil_s(loop) - blocked_s(loop)) <= max(
+        0.1 * blocked_s(loop), 2 * period_s), ctx
+    # The GIL wait is system time.
+    assert gil_s(loop) <= loop.system / 100.0 * loop.total_sampled_s + 1e-9
+    assert facts["gil_wait_s"] >= gil_s(loop) - 1e-9, ctx
+
+    # Sleeping and waiting on a lock with no other thread running Python:
+    # blocked, but not for the GIL.  At most what a record carried over from
+    # before (under one period) plus the wake-up's own wait (microseconds).
+    for name, want in (("sleep", spent["sleep_s"]), ("lock", spent["lock_s"])):
+        t = line_time(res.profile, prog, m[name])
+        msg = (f"{name} line: blocked {blocked_s(t):.3f} s, GIL "
+               f"{gil_s(t):.4f} s\n" + ctx)
+        accuracy(f"{name} line GIL wait s", 0.0, gil_s(t), "< 2 periods")
+        assert blocked_s(t) >= 0.5 * want, msg
+        assert gil_s(t) <= 2 * period_s, msg
+
+
+def test_gil_wait_in_the_views(any_python, tmp_path):
+    """Both views show the loop line's GIL wait as the profile has it, and
+    the total in their header."""
+    prog = program("gil_contend.py")
+    res = profile_run(any_python, prog, ["0.5", tmp_path / "spent.json"],
+                      tmp=tmp_path)
+    loop = markers(prog)["loop"]
+    row = line_time(res.profile, prog, loop).extra
+    gil = row["n_gil_wait_percent"]
+    assert gil > 0, res.describe()
+
+    rc, out, err = view(res.path)
+    assert rc == 0, err
+    total = res.profile["scalene_bpf"]["gil_wait_s"]
+    assert f"GIL wait: {total:.2f} s" in out, out
+    cells = row_of(out, loop, "acc ^= i").split()
+    assert f"{gil:.1f}%" in cells, out
+
+    probe = render_ok(page_of(res.path, tmp_path))
+    assert "GIL wait" in probe["header"], probe["header"]
+    lines = {r["n"]: r["cells"] for r in file_block(probe, prog)["lines"]}
+    assert lines[str(loop)]["gil"] == js_fixed(gil) + "%", lines[str(loop)]
