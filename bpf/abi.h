@@ -33,6 +33,11 @@
  * the executable, the dynamic loader, the allocation sampler). */
 #define PY_TEXT_RANGES 6
 
+/* Kernel code that handles a uprobe hit (see probe_text in profile.bpf.c),
+ * and the kernel frames read to find it in a sample. */
+#define PROBE_TEXT_RANGES 4
+#define PROBE_STACK_DEPTH 32
+
 enum event_type {
 	EV_SAMPLE = 1,
 	EV_EXEC = 2,
@@ -84,6 +89,9 @@ enum stat_id {
 	STAT_UPROBE_HITS,	/* allocation uprobe hits (attach mode) */
 	STAT_IDLE_NS,		/* parked threads' waiting, not counted (no --idle), ns */
 	STAT_OP_READ_FAILED,	/* the innermost frame's current opcode was unreadable */
+	STAT_PROBE_SAMPLES,	/* samples inside the uprobe machinery: not the program's */
+	STAT_PROBE_CHECKS,	/* kernel stacks read to look for it */
+	STAT_PROBE_CHECK_NS,	/* time spent on them, ns */
 	STAT_MAX,
 };
 
@@ -149,6 +157,10 @@ struct tracked_thread {
 	__u32 pad;
 	__u64 gil_lo;
 	__u64 gil_hi;
+	/* Non-zero while an allocation uprobe's program runs on this thread:
+	 * a sample then is the profiler's (the kernel unwinder cannot see
+	 * past a BPF program's frame to the uprobe code that ran it). */
+	__u64 in_probe;
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry

@@ -64,6 +64,19 @@ const volatile __u64 mem_sample_bytes = 1 << 20;
 const volatile __u8 count_idle = 0;
 const volatile __s32 nr_futex = -2;
 const volatile __s32 nr_futex_waitv = -2;
+/*
+ * The kernel's uprobe machinery, as [start, end) text ranges the loader
+ * resolved from /proc/kallsyms; probe_check is 0 when no uprobe of ours is
+ * attached (no check at all).  probe_entry is the entry code of the int3
+ * trap: as the outermost kernel frame it means the thread trapped on a
+ * breakpoint in user space, which is where uprobes put theirs.  probe_text
+ * holds the functions that run a hit (uprobe_notify_resume, with handle_swbp
+ * inlined, and its cold part), recognised at any depth.
+ */
+const volatile __u64 probe_entry[2];
+const volatile __u64 probe_text[PROBE_TEXT_RANGES][2];
+const volatile __u32 nprobe_text = 0;
+const volatile __u8 probe_check = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -259,6 +272,58 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	return ev;
 }
 
+static __always_inline bool in_probe_text(__u64 ip)
+{
+	__u32 i;
+
+	for (i = 0; i < PROBE_TEXT_RANGES && i < nprobe_text; i++) {
+		if (ip >= probe_text[i][0] && ip < probe_text[i][1])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a kernel-mode sample fell inside the handling of a uprobe hit (the
+ * trap, the lookup of the probe, our program, the emulation of the probed
+ * instruction): that time is the profiler's, not the program's.  The kernel
+ * stack is read into the record's frame array, which the walk overwrites.
+ */
+static __always_inline bool in_uprobe(struct bpf_perf_event_data *ctx, struct sample_event *ev)
+{
+	__u64 *ips = (__u64 *)ev->frames, t0 = bpf_ktime_get_ns();
+	long n = bpf_get_stack(ctx, ips, PROBE_STACK_DEPTH * sizeof(__u64), 0);
+	bool found = false;
+	__u32 i;
+
+	n = n > 0 ? n / sizeof(__u64) : 0;
+	for (i = 0; i < PROBE_STACK_DEPTH && i < n; i++) {
+		if (in_probe_text(ips[i]) ||
+		    (i == n - 1 && ips[i] >= probe_entry[0] && ips[i] < probe_entry[1])) {
+			found = true;
+			break;
+		}
+	}
+	/* The check's own cost, per kernel-mode sample. */
+	stat_inc(STAT_PROBE_CHECKS);
+	stat_add(STAT_PROBE_CHECK_NS, bpf_ktime_get_ns() - t0);
+	return found;
+}
+
+/*
+ * Whether the user code was stopped just after an int3 (0xcc): a thread
+ * that trapped on a uprobe's breakpoint, until the probed instruction is
+ * emulated (a push of a low register leaves the address as it was).  Cheaper
+ * than the stack, and it sees where the unwinder cannot (the retpoline thunk
+ * that calls our program, the program itself before it marks the thread).
+ */
+static __always_inline bool after_int3(__u64 user_ip)
+{
+	__u8 op = 0;
+
+	return user_ip && !bpf_probe_read_user(&op, 1, (const void *)(user_ip - 1)) && op == 0xcc;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -277,6 +342,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t0 = ev->ts;
 	stat_inc(STAT_SAMPLES);
 	ev->cpu_ns = sample_period_ns;
+	/* Marks the thread as tracked for sched_switch; also picks up blocked
+	 * time that ended without a syscall exit (page faults). */
+	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		stat_inc(STAT_TASK_STORAGE_FAIL);
 	/* verifier: context fields are read at their full width. */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) {
 		ev->mode = MODE_USER;
@@ -289,12 +359,21 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		/* The syscall the thread is in, if any: blocked time taken here
 		 * ended in it (a thread just woken from futex, say). */
 		ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
+		/* Inside one of our uprobe hits: the profiler's time.  Only a
+		 * thread that entered the kernel by an exception without an
+		 * error code (int3 among them; not a syscall, not a page
+		 * fault: orig_ax -1) has its stack read. */
+		if (probe_check &&
+		    ((ts && ts->in_probe) ||
+		     (ev->syscall_nr == -1 && (after_int3(ev->user_ip) || in_uprobe(ctx, ev))))) {
+			/* Counted apart; pending blocked time waits for the
+			 * next record. */
+			bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
+			stat_inc(STAT_PROBE_SAMPLES);
+			stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
+			return 0;
+		}
 	}
-	/* Marks the thread as tracked for sched_switch; also picks up blocked
-	 * time that ended without a syscall exit (page faults). */
-	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!ts)
-		stat_inc(STAT_TASK_STORAGE_FAIL);
 	copy_gil(ts, p);
 	ev->offcpu_ns = take_offcpu(ts);
 	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
@@ -593,6 +672,33 @@ static __always_inline __u64 sample_weight(__u64 size)
 	return size * weight_table[k & 255] / 65536;
 }
 
+/* Counts an allocation of size bytes down to the next sample point; at the
+ * point, a record. */
+static __always_inline void count_alloc(struct proc_info *p, struct task_struct *task,
+					struct tracked_thread *ts, __u64 size, bool python)
+{
+	if (!python && size && ts->py_pending == size) {
+		/* The libc half of a large Python allocation: counted already. */
+		ts->py_pending = 0;
+		return;
+	}
+	/* pymalloc passes requests over 512 bytes to the raw allocator. */
+	if (python)
+		ts->py_pending = size > 512 ? size : 0;
+	/* Zero before the first draw (gaps are at least one byte once the mean
+	 * is 256 bytes or more; a zero gap under that is drawn again here), and
+	 * above zero between draws. */
+	if (!ts->mem_left)
+		ts->mem_left = draw_gap();
+	if ((__s64)size < ts->mem_left) {
+		ts->mem_left -= (__s64)size;
+		return;
+	}
+	ts->mem_left = draw_gap();
+	mem_record(p, task, ts, MODE_MALLOC, sample_weight(size), 0, size,
+		   (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
+}
+
 static __always_inline int alloc_probe(__u64 size, bool python)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -605,26 +711,11 @@ static __always_inline int alloc_probe(__u64 size, bool python)
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		return 0;
-	if (!python && size && ts->py_pending == size) {
-		/* The libc half of a large Python allocation: counted already. */
-		ts->py_pending = 0;
-		return 0;
-	}
-	/* pymalloc passes requests over 512 bytes to the raw allocator. */
-	if (python)
-		ts->py_pending = size > 512 ? size : 0;
-	/* Zero before the first draw (gaps are at least one byte once the mean
-	 * is 256 bytes or more; a zero gap under that is drawn again here), and
-	 * above zero between draws. */
-	if (!ts->mem_left)
-		ts->mem_left = draw_gap();
-	if ((__s64)size < ts->mem_left) {
-		ts->mem_left -= (__s64)size;
-		return 0;
-	}
-	ts->mem_left = draw_gap();
-	return mem_record(p, task, ts, MODE_MALLOC, sample_weight(size), 0, size,
-			  (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
+	/* Samples taken from here on are the probe's (on_cpu_sample). */
+	ts->in_probe = 1;
+	count_alloc(p, task, ts, size, python);
+	ts->in_probe = 0;
+	return 0;
 }
 
 SEC("uprobe")

@@ -15,6 +15,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <inttypes.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -42,7 +44,10 @@ struct loader {
 	int *pfds;
 	int ncpus;
 	uint64_t period_ns;
+	bool probe_check; /* samples inside uprobe hits are told apart */
 };
+
+#define ARRAY_SIZE_(a) (sizeof(a) / sizeof((a)[0]))
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -217,11 +222,13 @@ __asm__(".text\n"
 	".size scalene_bpf_probe_target, .-scalene_bpf_probe_target\n");
 void scalene_bpf_probe_target(void);
 
+/* This thread's CPU time (user and system: the trap is system time), not
+ * the wall clock, which on a busy machine counts the time others ran. */
 static double now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
@@ -281,6 +288,110 @@ double loader__uprobe_cost_ns(struct loader *l)
 }
 #endif
 
+static int addr_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The end of the kernel function at start: the next text symbol's address
+ * (addrs sorted), or 0. */
+static uint64_t symbol_end(const uint64_t *addrs, size_t n, uint64_t start)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addrs[mid] <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? addrs[lo] : 0;
+}
+
+/* The kernel code of the uprobe machinery, found where it is not a symbol
+ * of the kernel's own BTF (entry code, cold parts): the names are stable
+ * across the kernels that have the frame walker's iterators (6.4+). */
+static const char *const probe_entry_sym = "asm_exc_int3";
+static const char *const probe_text_syms[] = {
+	"uprobe_notify_resume", "uprobe_notify_resume.cold",
+	"handle_swbp", /* a function of its own where the compiler did not inline it */
+};
+
+/*
+ * Fills the programs' probe_entry and probe_text from /proc/kallsyms, so that
+ * CPU samples taken inside a uprobe hit are told apart (on_cpu_sample).
+ * 0, or -errno with the check left off (nprobe_text 0).
+ */
+static int resolve_probe_text(struct profile_bpf *skel)
+{
+	uint64_t *addrs = NULL, *grown, starts[ARRAY_SIZE_(probe_text_syms)] = { 0 };
+	uint64_t entry = 0, a;
+	size_t n = 0, cap = 0, i;
+	char line[512], name[256], type;
+	unsigned int found = 0;
+	FILE *f;
+	int err = 0;
+
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* Kernel text only: module symbols carry a [module] column. */
+		if (sscanf(line, "%" SCNx64 " %c %255s", &a, &type, name) != 3 || !a ||
+		    strchr(line, '['))
+			continue;
+		if (type != 't' && type != 'T')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			grown = realloc(addrs, cap * sizeof(*addrs));
+			if (!grown) {
+				err = -ENOMEM;
+				goto out;
+			}
+			addrs = grown;
+		}
+		addrs[n++] = a;
+		if (!strcmp(name, probe_entry_sym))
+			entry = a;
+		for (i = 0; i < ARRAY_SIZE_(probe_text_syms); i++) {
+			if (!strcmp(name, probe_text_syms[i]))
+				starts[i] = a;
+		}
+	}
+	/* Zero addresses: kernel.kptr_restrict hides them from us. */
+	if (!entry && !starts[0]) {
+		err = -ENOENT;
+		goto out;
+	}
+	qsort(addrs, n, sizeof(*addrs), addr_cmp);
+	if (entry) {
+		skel->rodata->probe_entry[0] = entry;
+		skel->rodata->probe_entry[1] = symbol_end(addrs, n, entry);
+	}
+	for (i = 0; i < ARRAY_SIZE_(probe_text_syms) && found < PROBE_TEXT_RANGES; i++) {
+		uint64_t end = starts[i] ? symbol_end(addrs, n, starts[i]) : 0;
+
+		if (!end)
+			continue;
+		skel->rodata->probe_text[found][0] = starts[i];
+		skel->rodata->probe_text[found][1] = end;
+		found++;
+	}
+	skel->rodata->nprobe_text = found;
+	skel->rodata->probe_check = 1;
+	pr_debug("uprobe machinery: entry %#" PRIx64 "-%#" PRIx64 ", %u function ranges\n", entry,
+		 entry ? (uint64_t)skel->rodata->probe_entry[1] : 0, found);
+out:
+	free(addrs);
+	fclose(f);
+	return err;
+}
+
 struct loader *loader__open(const struct loader_opts *opts)
 {
 	struct loader *l;
@@ -327,6 +438,16 @@ struct loader *loader__open(const struct loader_opts *opts)
 		l->skel->rodata->gap_table[i] = (__u32)(-log((i + 0.5) / 256) * 256 + 0.5);
 		l->skel->rodata->weight_table[i] =
 			(__u32)(65536 / (1 - exp(-(i + 0.5) / 16)) + 0.5);
+	}
+	/* With uprobes of ours, samples inside their hits are told apart. */
+	if (opts->sampler_path || opts->uprobe_sample_bytes) {
+		err = resolve_probe_text(l->skel);
+		l->probe_check = !err;
+		if (err)
+			pr_warn("cannot locate the kernel's uprobe code in /proc/kallsyms (%s): "
+				"the "
+				"probes' own CPU time stays in the lines' system time\n",
+				strerror(-err));
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
@@ -580,6 +701,11 @@ int loader__stats(struct loader *l, uint64_t *out)
 	}
 	free(vals);
 	return 0;
+}
+
+bool loader__probe_check(struct loader *l)
+{
+	return l->probe_check;
 }
 
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt)

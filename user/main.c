@@ -293,6 +293,7 @@ static int setup(struct run_state *rs)
 	if (!rs->loader)
 		return -errno;
 	bpf.ctx = rs->loader;
+	bpf.probe_check = loader__probe_check(rs->loader);
 	session__set_bpf(rs->session, &bpf);
 	return 0;
 }

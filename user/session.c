@@ -780,6 +780,9 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
 	[STAT_IDLE_NS] = "idle_wait_ns",
 	[STAT_OP_READ_FAILED] = "opcode_read_failed",
+	[STAT_PROBE_SAMPLES] = "probe_samples",
+	[STAT_PROBE_CHECKS] = "probe_checks",
+	[STAT_PROBE_CHECK_NS] = "probe_check_ns_total",
 };
 
 static double mb(double bytes)
@@ -1021,6 +1024,12 @@ struct json_object *session__facts(struct session *s)
 	 * (unless --idle), added up in BPF. */
 	json_object_object_add(o, "uncounted_blocked_s", seconds((double)stats[STAT_IDLE_NS]));
 	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
+	/* The CPU time of our uprobes' hits (the trap, our program, the
+	 * emulated instruction), sampled in the program's threads and left out
+	 * of its lines and of total_sampled_s. */
+	if (s->bpf.probe_check)
+		json_object_object_add(o, "probe_overhead_s",
+				       seconds((double)stats[STAT_PROBE_SAMPLES] * s->period_ns));
 	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
 	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
 	json_object_object_add(o, "gil_wait_s", seconds(profile__gil_ns(p)));
@@ -1034,6 +1043,11 @@ struct json_object *session__facts(struct session *s)
 		json_object_object_add(bpf, "ns_per_sample",
 				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
 							      stats[STAT_SAMPLES]));
+	}
+	if (stats[STAT_PROBE_CHECKS]) {
+		json_object_object_add(bpf, "probe_check_ns_per_check",
+				       json_object_new_double((double)stats[STAT_PROBE_CHECK_NS] /
+							      stats[STAT_PROBE_CHECKS]));
 	}
 	if (!s->bpf.prog_runtime(s->bpf.ctx, &run_ns, &run_cnt) && run_cnt) {
 		json_object_object_add(bpf, "sampler_ns_per_run",

@@ -685,6 +685,8 @@ static int file_cmp(const void *a, const void *b)
 
 /* ------------------------------------------------- header and footer */
 
+static void print_wrapped(struct ctx *c, struct row *r, const char *text);
+
 static void print_header(struct ctx *c, struct json_object *doc)
 {
 	struct json_object *bpf = vj_object(vj_object(doc, "scalene_bpf"), "bpf");
@@ -713,7 +715,11 @@ static void print_header(struct ctx *c, struct json_object *doc)
 			row_printf(c, &r, " (%.1f%% of the time, in system)", 100 * gil / total);
 		row_emit(c, &r);
 	}
-	if (c->sel.memory) {
+	if (c->sel.memory && !vj_footprint_measured(doc)) {
+		print_wrapped(c, &r,
+			      "memory: max footprint not measured, growth rate not measured "
+			      "(frees are not seen when attached; scalene-bpf run measures them)");
+	} else if (c->sel.memory) {
 		row_printf(c, &r, "memory: max footprint %.1f MB, growth rate %.1f%%",
 			   vj_num(doc, "max_footprint_mb"), vj_num(doc, "growth_rate"));
 		fname = vj_str(doc, "max_footprint_fname");
@@ -765,11 +771,22 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 {
 	struct json_object *facts = vj_object(doc, "scalene_bpf");
 	struct json_object *warnings = vj_array(facts, "warnings");
+	double overhead = vj_probe_overhead_s(doc);
 	bool title = false;
 	struct row r;
 	size_t i;
 
 	row_reset(&r);
+	if (overhead > 0) {
+		char text[160];
+
+		snprintf(text, sizeof(text),
+			 "profiler overhead: %.2f s of CPU time in the profiler's probes, not "
+			 "counted in the lines' percentages",
+			 overhead);
+		row_emit(c, &r);
+		print_wrapped(c, &r, text);
+	}
 	for (i = 0; warnings && i < json_object_array_length(warnings); i++) {
 		struct json_object *w = json_object_array_get_idx(warnings, i);
 

@@ -557,6 +557,9 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "async", json_object_new_boolean(vj_flag(doc, "async_profile")));
 	add(r, "threshold", num(m->sel.all_lines ? 0 : m->sel.threshold));
 	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
+	add(r, "footprint_measured", json_object_new_boolean(vj_footprint_measured(doc)));
+	if (vj_probe_overhead_s(doc) > 0)
+		add(r, "probe_overhead_s", num(vj_probe_overhead_s(doc)));
 	add(r, "growth_rate", num(vj_num(doc, "growth_rate")));
 	add(r, "alloc_samples", integer(vj_num(doc, "alloc_samples")));
 	add(r, "native_mb", num(vj_num(doc, "native_allocations_mb")));

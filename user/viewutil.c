@@ -75,6 +75,23 @@ struct json_object *vj_churn_files(struct json_object *doc)
 	return vj_object(vj_object(vj_object(doc, "scalene_bpf"), "allocation_churn"), "files");
 }
 
+bool vj_footprint_measured(struct json_object *doc)
+{
+	struct json_object *mem = vj_object(vj_object(doc, "scalene_bpf"), "memory");
+	const char *mode = vj_str(mem, "mode");
+
+	return !(mode && !strcmp(mode, "uprobes"));
+}
+
+double vj_probe_overhead_s(struct json_object *doc)
+{
+	struct json_object *facts = vj_object(doc, "scalene_bpf"), *v;
+
+	if (!facts || !json_object_object_get_ex(facts, "probe_overhead_s", &v))
+		return -1;
+	return vj_num_of(v);
+}
+
 double vj_churn(struct json_object *file_churn, struct json_object *row, bool fn)
 {
 	struct json_object *funcs;

@@ -40,6 +40,14 @@ void vj_unescape_line(const char *s, char *out, size_t n);
 
 /* scalene_bpf.allocation_churn.files of our profiles, NULL in Scalene's. */
 struct json_object *vj_churn_files(struct json_object *doc);
+
+/* Whether the profile's memory footprint was measured: not by uprobes
+ * (--pid --memory), which see allocations but no frees. */
+bool vj_footprint_measured(struct json_object *doc);
+
+/* CPU time of the profiler's own probes, sampled in the program's threads and
+ * kept out of the lines (scalene_bpf.probe_overhead_s); < 0: not measured. */
+double vj_probe_overhead_s(struct json_object *doc);
 /* MB that a line or function (fn) of a file allocated, freed or not (our
  * churn, beside Scalene's net n_malloc_mb): row is the line's or function's
  * entry, file_churn the file's entry in vj_churn_files (NULL: 0). */

@@ -476,6 +476,29 @@ def test_loss_footer(tmp_path):
     assert "lost_ringbuf_full = 0" not in out
 
 
+def test_attach_memory_not_measured(tmp_path):
+    """Memory by uprobes (--pid --memory) sees no frees: the header says the
+    footprint and growth are not measured instead of showing 0 MB, and the
+    footer names the CPU time of the profiler's probes."""
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    rc, out, _ = view(write(tmp_path, "run.json", json.dumps(doc)), COLUMNS="120")
+    assert rc == 0
+    assert f"max footprint {doc['max_footprint_mb']:.1f} MB" in out, out
+    assert "profiler overhead" not in out
+    doc["max_footprint_mb"] = 0.0
+    doc["scalene_bpf"]["memory"] = {"mode": "uprobes", "hits": 1000}
+    doc["scalene_bpf"]["probe_overhead_s"] = 1.25
+    rc, out, _ = view(write(tmp_path, "attach.json", json.dumps(doc)), COLUMNS="120")
+    assert rc == 0
+    flat = " ".join(out.split())
+    assert "max footprint not measured" in flat, out
+    assert "growth rate not measured" in flat, out
+    assert "max footprint 0.0 MB" not in flat, out
+    assert ("profiler overhead: 1.25 s of CPU time in the profiler's probes, "
+            "not counted in the lines' percentages") in flat, out
+
+
 def test_our_memory_profile(tmp_path):
     """Profiles mem_lines.py (memory is on by default) and checks the memory
     columns and the sparkline against the profile's own numbers."""

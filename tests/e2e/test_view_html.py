@@ -950,3 +950,39 @@ def test_threshold_and_all_lines(tmp_path):
     assert counts[()] == 10, counts
     assert counts[("--cpu-percent-threshold", "20")] == 1, counts
     assert counts[("--all-lines",)] == 30, counts
+
+
+def _attach_memory_doc():
+    """One of our memory profiles made to look like an attach (--pid
+    --memory) profile: memory by uprobes (no footprint), and the probes'
+    own CPU time kept apart."""
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    doc["max_footprint_mb"] = 0.0
+    doc["growth_rate"] = 0.0
+    doc["samples"] = []
+    doc["scalene_bpf"]["memory"] = {"mode": "uprobes", "hits": 1000}
+    doc["scalene_bpf"]["probe_overhead_s"] = 1.25
+    return doc
+
+
+def test_attach_memory_not_measured(tmp_path):
+    """An attach profile's footprint and growth are "not measured", not
+    0 MB, and the footer names the probes' overhead; a profile of `run`
+    keeps its footprint and has no such line."""
+    path = tmp_path / "attach.json"
+    path.write_text(json.dumps(_attach_memory_doc()))
+    html = page_of(path, tmp_path)
+    model = embedded_model(html)
+    assert model["footprint_measured"] is False, model.get("footprint_measured")
+    assert model["probe_overhead_s"] == 1.25
+    probe = render_ok(html)
+    assert "peak footprint not measured" in probe["header"], probe["header"]
+    assert "growth not measured" in probe["header"], probe["header"]
+    assert "0.0 MB" not in probe["header"], probe["header"]
+    assert any("Profiler overhead" in n and "not counted" in n
+               for n in probe["notes"]), probe["notes"]
+    ours = REPO / "tests" / "fuzz" / "corpus" / "view" / "ours-demo.json"
+    model = embedded_model(page_of(ours, tmp_path, "run.html"))
+    assert model["footprint_measured"] is True
+    assert "probe_overhead_s" not in model

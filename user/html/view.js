@@ -155,8 +155,13 @@ function header() {
 		fact('GIL wait', secs(D.gil_s));
 	fact('memory', memOn ? 'on' : 'off');
 	if (memOn) {
-		fact('peak footprint', mb(D.max_footprint_mb));
-		fact('growth', fix(D.growth_rate, 1) + '%');
+		if (D.footprint_measured === false) {
+			fact('peak footprint', 'not measured');
+			fact('growth', 'not measured');
+		} else {
+			fact('peak footprint', mb(D.max_footprint_mb));
+			fact('growth', fix(D.growth_rate, 1) + '%');
+		}
 		fact('allocation samples', count(D.alloc_samples));
 		if (num(D.native_mb) > 0)
 			fact('threads without Python', mb(D.native_mb));
@@ -203,6 +208,16 @@ function quality() {
 	});
 	box.appendChild(ul);
 	app.appendChild(box);
+}
+
+/* ---- footer: what the profiler itself cost ---- */
+function footer() {
+	if (!(num(D.probe_overhead_s) > 0))
+		return;
+	var p = el('p', 'note', 'Profiler overhead: ' + secs(D.probe_overhead_s) +
+		' of CPU time in the profiler\u2019s probes, not counted in the lines\u2019 percentages.');
+	p.id = 'probe-overhead';
+	app.appendChild(p);
 }
 
 /* ---- line and function tables ---- */
@@ -622,6 +637,7 @@ guarded('CPU flame graph', function () { flameGraph('cpu-flame', 'CPU flame grap
 if (obj(D.mem))
 	guarded('memory flame graph', function () { flameGraph('mem-flame', 'Memory flame graph', D.mem, 'mem'); });
 guarded('timeline', timeline);
+guarded('footer', footer);
 
 var pending = 0;
 window.addEventListener('resize', function () {
