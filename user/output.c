@@ -10,6 +10,7 @@
 #include "output.h"
 #include "profile.h"
 #include "regions.h"
+#include "stackbound.h"
 #include "utf8.h"
 
 #define MB (1024.0 * 1024.0)
@@ -19,6 +20,11 @@
 #define LEAK_GROWTH_PERCENT 1.0
 /* A file is reported with this much sampled allocation, whatever its time. */
 #define FILE_MALLOC_THRESHOLD_MB 1.0
+/* Stacks written (stackbound.h): whole, merged entries, frames in all, for
+ * the CPU and the memory stacks each. */
+#define STACKS_WHOLE 200
+#define STACKS_MERGED 300
+#define STACK_FRAMES 6000
 
 static const char *const gpu_zero_fields[] = {
 	"n_gpu_avg_memory_mb",
@@ -417,12 +423,18 @@ static struct json_object *py_frame_obj(const struct frame_ref *fr)
  * above it was not seen, and is not guessed. */
 #define TRUNCATED_FRAME "[truncated]"
 
-static struct json_object *truncated_frame_obj(void)
+/* The innermost frame of an entry that stands for deeper stacks merged into
+ * their outermost frames (stackbound.h), and of the one entry of all the
+ * stacks not written whole when no cut fits. */
+#define MERGED_FRAME "[deeper frames merged]"
+#define ALL_MERGED_FRAME "[stacks merged]"
+
+static struct json_object *marker_frame_obj(const char *name)
 {
 	struct json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "kind", json_object_new_string("py"));
-	json_object_object_add(o, "display_name", json_object_new_string(TRUNCATED_FRAME));
+	json_object_object_add(o, "display_name", json_object_new_string(name));
 	json_object_object_add(o, "filename_or_module", json_object_new_string(""));
 	json_object_object_add(o, "line", json_object_new_int(1));
 	json_object_object_add(o, "ip", NULL);
@@ -430,47 +442,99 @@ static struct json_object *truncated_frame_obj(void)
 	return o;
 }
 
-static void build_stacks(struct json_object *doc, const struct profile *p, double total,
-			 bool memory)
+static struct json_object *truncated_frame_obj(void)
 {
-	struct json_object *stacks = json_object_new_array();
-	struct json_object *combined = json_object_new_array();
-	struct json_object *mstacks = json_object_new_array();
-	int i, j;
+	return marker_frame_obj(TRUNCATED_FRAME);
+}
 
-	for (i = 0; i < profile__nstacks(p); i++) {
-		const struct stack_stats *st = profile__stack(p, i);
-		struct json_object *frames, *cframes, *entry, *stats, *centry;
+/* The Scalene "py" frames of an entry, outermost first; with strings, also
+ * the legacy "file qualname:line;" strings. */
+static void entry_frames_json(const struct stack_entry *e, struct json_object *cframes,
+			      struct json_object *frames)
+{
+	const struct stack_stats *st = e->rep;
+	int j;
 
-		if (memory && st->malloc_bytes > 0) {
-			struct json_object *mframes = json_object_new_array();
-
-			if (st->truncated)
-				json_object_array_add(mframes, truncated_frame_obj());
-			for (j = 0; j < st->nframes; j++)
-				json_object_array_add(mframes, py_frame_obj(&st->frames[j]));
-			entry = json_object_new_array();
-			json_object_array_add(entry, mframes);
-			json_object_array_add(entry, jdouble(st->malloc_bytes / MB));
-			json_object_array_add(mstacks, entry);
-		}
-		if (!st->count)
-			continue; /* a stack seen by allocations only */
-		frames = json_object_new_array();
-		cframes = json_object_new_array();
-		if (st->truncated) {
+	if (st->truncated && !e->all) {
+		if (frames)
 			json_object_array_add(frames,
 					      json_object_new_string(" " TRUNCATED_FRAME ":1;"));
-			json_object_array_add(cframes, truncated_frame_obj());
-		}
-		for (j = 0; j < st->nframes; j++) {
+		json_object_array_add(cframes, truncated_frame_obj());
+	}
+	for (j = 0; j < e->depth; j++) {
+		if (frames) {
 			char *s = frame_string(&st->frames[j]);
 
 			json_object_array_add(frames, jstring(s));
 			free(s);
-			json_object_array_add(cframes, py_frame_obj(&st->frames[j]));
 		}
-		if (st->native_sym) {
+		json_object_array_add(cframes, py_frame_obj(&st->frames[j]));
+	}
+	if (e->cut) {
+		const char *name = e->all ? ALL_MERGED_FRAME : MERGED_FRAME;
+
+		if (frames) {
+			char s[64];
+
+			snprintf(s, sizeof(s), " %s:1;", name);
+			json_object_array_add(frames, json_object_new_string(s));
+		}
+		json_object_array_add(cframes, marker_frame_obj(name));
+	}
+}
+
+static struct json_object *bound_facts(const struct stack_bound *b, int distinct)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "distinct", json_object_new_int(distinct));
+	json_object_object_add(o, "written_whole", json_object_new_int(b->whole));
+	json_object_object_add(o, "merged_stacks",
+			       json_object_new_int64((int64_t)b->merged_stacks));
+	json_object_object_add(o, "merged_entries", json_object_new_int(b->n - b->whole));
+	json_object_object_add(o, "merge_depth", json_object_new_int(b->merge_depth));
+	json_object_object_add(o, "merged_weight", jdouble(b->merged_weight));
+	json_object_object_add(o, "total_weight", jdouble(b->total_weight));
+	return o;
+}
+
+static const struct stack_bound_limits stack_limits = {
+	.whole = STACKS_WHOLE,
+	.merged = STACKS_MERGED,
+	.frames = STACK_FRAMES,
+};
+
+static void build_stacks(struct json_object *doc, const struct profile *p, double total,
+			 bool memory, struct json_object *extra)
+{
+	struct json_object *stacks = json_object_new_array();
+	struct json_object *combined = json_object_new_array();
+	struct json_object *mstacks = json_object_new_array();
+	struct json_object *facts = json_object_new_object();
+	const struct stack_stats **all;
+	struct stack_bound cpu = { 0 }, mem = { 0 };
+	int i, n = profile__nstacks(p), ncpu = 0, nmem = 0;
+
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all)
+		goto out;
+	for (i = 0; i < n; i++) {
+		all[i] = profile__stack(p, i);
+		ncpu += all[i]->count > 0;
+		nmem += all[i]->malloc_bytes > 0;
+	}
+	if (stack_bound__compute(all, n, false, &stack_limits, &cpu) ||
+	    (memory && stack_bound__compute(all, n, true, &stack_limits, &mem)))
+		goto out;
+	for (i = 0; i < cpu.n; i++) {
+		const struct stack_entry *e = &cpu.e[i];
+		const struct stack_stats *st = e->rep;
+		struct json_object *frames = json_object_new_array();
+		struct json_object *cframes = json_object_new_array();
+		struct json_object *entry, *stats, *centry;
+
+		entry_frames_json(e, cframes, frames);
+		if (!e->cut && st->native_sym) {
 			struct json_object *nf = json_object_new_object();
 
 			json_object_object_add(nf, "kind", json_object_new_string("native"));
@@ -483,14 +547,14 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 			json_object_array_add(cframes, nf);
 		}
 		stats = json_object_new_object();
-		json_object_object_add(stats, "count", json_object_new_int64(st->count));
+		json_object_object_add(stats, "count", json_object_new_int64(e->count));
 		json_object_object_add(stats, "python_time",
-				       jdouble(total > 0 ? st->python_ns / total : 0));
+				       jdouble(total > 0 ? e->python_ns / total : 0));
 		json_object_object_add(stats, "c_time",
-				       jdouble(total > 0 ? st->native_ns / total : 0));
+				       jdouble(total > 0 ? e->native_ns / total : 0));
 		json_object_object_add(
 			stats, "cpu_samples",
-			jdouble(total > 0 ? (st->python_ns + st->native_ns + st->system_ns) / total
+			jdouble(total > 0 ? (e->python_ns + e->native_ns + e->system_ns) / total
 					  : 0));
 		entry = json_object_new_array();
 		json_object_array_add(entry, frames);
@@ -498,12 +562,32 @@ static void build_stacks(struct json_object *doc, const struct profile *p, doubl
 		json_object_array_add(stacks, entry);
 		centry = json_object_new_array();
 		json_object_array_add(centry, cframes);
-		json_object_array_add(centry, json_object_new_int64(st->count));
+		json_object_array_add(centry, json_object_new_int64(e->count));
 		json_object_array_add(combined, centry);
 	}
+	for (i = 0; i < mem.n; i++) {
+		struct json_object *mframes = json_object_new_array(), *entry;
+
+		entry_frames_json(&mem.e[i], mframes, NULL);
+		entry = json_object_new_array();
+		json_object_array_add(entry, mframes);
+		json_object_array_add(entry, jdouble(mem.e[i].malloc_bytes / MB));
+		json_object_array_add(mstacks, entry);
+	}
+	json_object_object_add(facts, "cpu", bound_facts(&cpu, ncpu));
+	if (memory)
+		json_object_object_add(facts, "memory", bound_facts(&mem, nmem));
+out:
 	json_object_object_add(doc, "stacks", stacks);
 	json_object_object_add(doc, "combined_stacks", combined);
 	json_object_object_add(doc, "memory_stacks", mstacks);
+	if (extra)
+		json_object_object_add(extra, "stack_bounds", facts);
+	else
+		json_object_put(facts);
+	stack_bound__free(&cpu);
+	stack_bound__free(&mem);
+	free(all);
 }
 
 /* A file's allocation churn: the sampled bytes its lines and functions asked
@@ -567,6 +651,10 @@ static struct json_object *churn_object(const struct profile_memory *pm, bool no
 	return o;
 }
 
+/* Scalene's rule: a file is reported with at least the threshold of CPU
+ * time or FILE_MALLOC_THRESHOLD_MB of net malloc samples (its n_malloc_mb
+ * summed); allocation churn alone, memory the file gave back, does not make
+ * it one (it stays in scalene_bpf.allocation_churn, see churn_reported). */
 static bool file_reported(const struct file_stats *f, const struct output_meta *m, double total)
 {
 	double bytes = 0;
@@ -575,7 +663,7 @@ static bool file_reported(const struct file_stats *f, const struct output_meta *
 	if (m->memory) {
 		for (i = 0; i < f->nlines; i++) {
 			if (f->lines[i] && f->lines[i]->mem)
-				bytes += f->lines[i]->mem->malloc_bytes;
+				bytes += f->lines[i]->mem->net_bytes;
 		}
 		if (bytes / MB >= FILE_MALLOC_THRESHOLD_MB)
 			return true;
@@ -583,6 +671,19 @@ static bool file_reported(const struct file_stats *f, const struct output_meta *
 	if (total <= 0)
 		return false;
 	return 100.0 * f->total_ns / total >= m->cpu_percent_threshold;
+}
+
+/* A file whose churn is written: reported, or with the threshold of churn. */
+static bool churn_reported(const struct file_stats *f, const struct output_meta *m, double total)
+{
+	double bytes = 0;
+	int i;
+
+	for (i = 0; i < f->nlines; i++) {
+		if (f->lines[i] && f->lines[i]->mem)
+			bytes += f->lines[i]->mem->malloc_bytes;
+	}
+	return bytes / MB >= FILE_MALLOC_THRESHOLD_MB || file_reported(f, m, total);
 }
 
 struct json_object *output_build(const struct profile *p, const struct output_meta *m)
@@ -635,18 +736,21 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 		const struct file_stats *f = profile__file(p, i);
 		char *key;
 
-		if (!file_reported(f, m, total))
+		bool rep = file_reported(f, m, total);
+
+		if (!rep && !(churn && churn_reported(f, m, total)))
 			continue;
 		key = utf8_sanitize(f->path, strlen(f->path));
 		if (!key)
 			continue;
-		json_object_object_add(files, key, build_file(f, &c));
+		if (rep)
+			json_object_object_add(files, key, build_file(f, &c));
 		if (churn)
 			json_object_object_add(churn, key, file_churn(f));
 		free(key);
 	}
 	json_object_object_add(doc, "files", files);
-	build_stacks(doc, p, total, mem);
+	build_stacks(doc, p, total, mem, m->extra);
 	if (churn)
 		json_object_object_add(m->extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));
