@@ -24,8 +24,8 @@
 /* Stacks written (stackbound.h): whole, merged entries, frames in all, for
  * the CPU and the memory stacks each. */
 #define STACKS_WHOLE 200
-#define STACKS_MERGED 300
-#define STACK_FRAMES 6000
+#define STACKS_MERGED 1000
+#define STACK_FRAMES 10000
 
 static const char *const gpu_zero_fields[] = {
 	"n_gpu_avg_memory_mb",
