@@ -561,6 +561,9 @@ static struct json_object *py_frame_obj(const struct frame_ref *fr)
  * stacks not written whole when no cut fits. */
 #define MERGED_FRAME "[deeper frames merged]"
 #define ALL_MERGED_FRAME "[stacks merged]"
+/* The stack of the samples whose stacks found the table full
+ * (scalene_bpf.bpf.stacks_dropped counts them). */
+#define OVERFLOW_FRAME "[stacks not kept]"
 
 static struct json_object *marker_frame_obj(const char *name)
 {
@@ -588,6 +591,13 @@ static void entry_frames_json(const struct stack_entry *e, struct json_object *c
 	const struct stack_stats *st = e->rep;
 	int j;
 
+	if (st->overflow && !e->all) {
+		if (frames)
+			json_object_array_add(frames,
+					      json_object_new_string(" " OVERFLOW_FRAME ":1;"));
+		if (cframes)
+			json_object_array_add(cframes, marker_frame_obj(OVERFLOW_FRAME));
+	}
 	if (st->truncated && !e->all) {
 		if (frames)
 			json_object_array_add(frames,

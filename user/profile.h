@@ -186,6 +186,9 @@ struct stack_stats {
 	const char *native_sym; /* leaf native frame, if any */
 	const char *native_module;
 	bool truncated; /* the outermost frames were not walked */
+	/* The one stack of every sample whose stack found the table full: no
+	 * frames, the weights kept (the last stack when there is one). */
+	bool overflow;
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
 	double malloc_bytes; /* net malloc samples on this stack */

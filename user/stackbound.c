@@ -42,7 +42,8 @@ static int cmp_entry(const void *a, const void *b, void *memory)
  * marker and the native leaf. */
 static int entry_frames(const struct stack_entry *e)
 {
-	return e->depth + e->cut + e->rep->truncated + (!e->cut && e->rep->native_sym);
+	return e->depth + e->cut + e->rep->truncated + e->rep->overflow +
+	       (!e->cut && e->rep->native_sym);
 }
 
 /* The entry of st at depth d (d < 0: whole). */
@@ -56,7 +57,8 @@ static void entry_at(struct stack_entry *e, const struct stack_stats *st, int d)
 
 static bool entry_same(const struct stack_entry *a, const struct stack_entry *b)
 {
-	if (a->depth != b->depth || a->cut != b->cut || a->rep->truncated != b->rep->truncated)
+	if (a->depth != b->depth || a->cut != b->cut || a->rep->truncated != b->rep->truncated ||
+	    a->rep->overflow != b->rep->overflow)
 		return false;
 	if (!a->cut && (a->rep->native_sym != b->rep->native_sym ||
 			a->rep->native_module != b->rep->native_module))
@@ -73,6 +75,8 @@ static uint64_t entry_hash(const struct stack_entry *e)
 		h = ~h;
 	if (e->rep->truncated)
 		h ^= 0x5bd1e995ull;
+	if (e->rep->overflow)
+		h ^= 0xc2b2ae35ull;
 	if (!e->cut)
 		h ^= hash_bytes(&e->rep->native_sym, sizeof(e->rep->native_sym));
 	return h;

@@ -221,6 +221,23 @@ static void test_native_leaf_kept_apart(void)
 	free_stacks(s, 2);
 }
 
+/* The overflow stack (no frames) is never merged with an empty stack. */
+static void test_overflow_apart(void)
+{
+	int a[] = { 0 };
+	struct stack_stats *s[2] = { mk(a, 0, 1, 0), mk(a, 0, 2, 0) };
+	struct stack_bound_limits lim = { 0, 5, 100 };
+	struct stack_bound r;
+
+	s[1]->overflow = true;
+	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, false, &lim, &r),
+		     0);
+	CHECK_EQ_INT(r.n, 2);
+	CHECK(r.e[0].rep == s[1] && r.e[0].count == 2);
+	stack_bound__free(&r);
+	free_stacks(s, 2);
+}
+
 int main(void)
 {
 	init_pool();
@@ -230,5 +247,6 @@ int main(void)
 	RUN_TEST(test_all_merged);
 	RUN_TEST(test_memory_weight);
 	RUN_TEST(test_native_leaf_kept_apart);
+	RUN_TEST(test_overflow_apart);
 	return test_summary("stackbound");
 }
