@@ -27,15 +27,21 @@ static int cmp_ranked(const void *a, const void *b)
 	return (x->index > y->index) - (x->index < y->index);
 }
 
-static int cmp_entry(const void *a, const void *b, void *memory)
+struct sort_ctx {
+	const struct stack_entry *e;
+	bool memory;
+};
+
+static int cmp_perm(const void *a, const void *b, void *ctx)
 {
-	const struct stack_entry *x = a, *y = b;
-	double wx = *(bool *)memory ? x->malloc_bytes : (double)x->count;
-	double wy = *(bool *)memory ? y->malloc_bytes : (double)y->count;
+	const struct sort_ctx *c = ctx;
+	int i = *(const int *)a, j = *(const int *)b;
+	double wx = c->memory ? c->e[i].malloc_bytes : (double)c->e[i].count;
+	double wy = c->memory ? c->e[j].malloc_bytes : (double)c->e[j].count;
 
 	if (wx != wy)
 		return wx < wy ? 1 : -1;
-	return 0;
+	return (i > j) - (i < j);
 }
 
 /* Frames an entry takes: its own, the marker of a cut, the truncation
@@ -96,7 +102,7 @@ static void entry_add(struct stack_entry *e, const struct stack_stats *st)
  * returns their number; without, returns the number, or -1 as soon as it
  * passes max entries or max frames. */
 static int group(const struct ranked *r, int n, int d, int max, int max_frames, int *slots,
-		 size_t nslots, struct stack_entry *out)
+		 size_t nslots, struct stack_entry *out, int *member_entry)
 {
 	struct stack_entry tmp[1], *g = out;
 	struct stack_entry *seen;
@@ -128,6 +134,8 @@ static int group(const struct ranked *r, int n, int d, int max, int max_frames, 
 			slots[s] = ng++;
 		}
 		entry_add(&g[slots[s]], r[i].st);
+		if (member_entry)
+			member_entry[i] = slots[s];
 	}
 	if (!out)
 		free(seen);
@@ -141,7 +149,6 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 	int *slots = NULL;
 	size_t nslots = 1;
 	int i, k = 0, whole, frames = 0, left, lo, hi, maxd = 0, ng;
-	bool memflag = memory;
 
 	memset(out, 0, sizeof(*out));
 	out->merge_depth = -1;
@@ -162,10 +169,14 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 	qsort(r, k, sizeof(*r), cmp_ranked);
 	/* Room for every whole stack, the merged entries and a single one. */
 	out->e = calloc(k + 1, sizeof(*out->e));
-	if (!out->e) {
+	out->entry_of = malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof(*out->entry_of));
+	if (!out->e || !out->entry_of) {
 		free(r);
+		stack_bound__free(out);
 		return -ENOMEM;
 	}
+	for (i = 0; i < n; i++)
+		out->entry_of[i] = -1;
 	for (whole = 0; whole < k && whole < lim->whole; whole++) {
 		struct stack_entry *e = &out->e[whole];
 
@@ -174,6 +185,7 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 			break;
 		frames += entry_frames(e);
 		entry_add(e, r[whole].st);
+		out->entry_of[r[whole].index] = whole;
 	}
 	out->whole = out->n = whole;
 	if (whole == k)
@@ -200,7 +212,7 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 	while (lo < hi) {
 		int mid = lo + (hi - lo + 1) / 2;
 
-		ng = group(r + whole, k - whole, mid, lim->merged, left, slots, nslots, NULL);
+		ng = group(r + whole, k - whole, mid, lim->merged, left, slots, nslots, NULL, NULL);
 		if (ng == -ENOMEM) {
 			free(slots);
 			free(r);
@@ -213,9 +225,39 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 			hi = mid - 1;
 	}
 	if (lo >= 0) {
+		struct sort_ctx sc = { out->e + whole, memory };
+		int *member = malloc(((size_t)(k - whole) + 1) * sizeof(*member));
+		int *perm = malloc(((size_t)(k - whole) + 1) * sizeof(*perm));
+		int *pos = malloc(((size_t)(k - whole) + 1) * sizeof(*pos));
+		struct stack_entry *sorted = malloc(((size_t)(k - whole) + 1) * sizeof(*sorted));
+
+		if (!member || !perm || !pos || !sorted) {
+			free(member);
+			free(perm);
+			free(pos);
+			free(sorted);
+			free(slots);
+			free(r);
+			stack_bound__free(out);
+			return -ENOMEM;
+		}
 		out->merge_depth = lo;
-		ng = group(r + whole, k - whole, lo, 0, 0, slots, nslots, out->e + whole);
-		qsort_r(out->e + whole, ng, sizeof(*out->e), cmp_entry, &memflag);
+		ng = group(r + whole, k - whole, lo, 0, 0, slots, nslots, out->e + whole, member);
+		/* Heaviest first; where each stack went follows. */
+		for (i = 0; i < ng; i++)
+			perm[i] = i;
+		qsort_r(perm, ng, sizeof(*perm), cmp_perm, &sc);
+		for (i = 0; i < ng; i++) {
+			sorted[i] = out->e[whole + perm[i]];
+			pos[perm[i]] = i;
+		}
+		memcpy(out->e + whole, sorted, ng * sizeof(*sorted));
+		for (i = whole; i < k; i++)
+			out->entry_of[r[i].index] = whole + pos[member[i - whole]];
+		free(member);
+		free(perm);
+		free(pos);
+		free(sorted);
 		out->n += ng;
 	} else {
 		struct stack_entry *e = &out->e[whole];
@@ -224,8 +266,10 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 		entry_at(e, r[whole].st, 0);
 		e->cut = true;
 		e->all = true;
-		for (i = whole; i < k; i++)
+		for (i = whole; i < k; i++) {
 			entry_add(e, r[i].st);
+			out->entry_of[r[i].index] = whole;
+		}
 		out->n++;
 	}
 done:
@@ -237,6 +281,8 @@ done:
 void stack_bound__free(struct stack_bound *b)
 {
 	free(b->e);
+	free(b->entry_of);
 	b->e = NULL;
+	b->entry_of = NULL;
 	b->n = 0;
 }

@@ -46,6 +46,9 @@ struct stack_entry {
 struct stack_bound {
 	struct stack_entry *e; /* whole stacks first, then merged ones; each part heaviest first */
 	int n;
+	/* For each stack given, the entry it is written in, or -1 (no weight):
+	 * what a timeline of stacks indexes them by. */
+	int *entry_of;
 	int whole;		/* entries written whole */
 	int merge_depth;	/* D, or -1 when nothing was merged; 0 with all */
 	uint64_t merged_stacks; /* stacks in the merged entries */

@@ -125,6 +125,18 @@ static void test_tail_merged_by_prefix(void)
 			CHECK(r.e[i].count <= r.e[i - 1].count);
 	}
 	CHECK(r.merged_weight == (double)(total - 40 - 39));
+	/* Each stack is found in its entry: the whole ones at their own, the
+	 * others in the entry of their cut. */
+	CHECK_EQ_INT(r.entry_of[39], 0);
+	CHECK_EQ_INT(r.entry_of[38], 1);
+	for (i = 0; i < 38; i++) {
+		int e = r.entry_of[i];
+
+		CHECK(e >= r.whole && e < r.n);
+		if (e >= r.whole && e < r.n)
+			CHECK(!memcmp(r.e[e].rep->frames, s[i]->frames,
+				      r.e[e].depth * sizeof(*s[i]->frames)));
+	}
 	CHECK(r.total_weight == (double)total);
 	stack_bound__free(&r);
 	free_stacks(s, 40);
@@ -176,6 +188,7 @@ static void test_all_merged(void)
 	/* Depth 0: the empty stack stays itself, the other two are cut: 2 > 1. */
 	CHECK_EQ_INT(r.n, 1);
 	CHECK(r.e[0].all && r.e[0].cut);
+	CHECK(r.entry_of[0] == 0 && r.entry_of[1] == 0 && r.entry_of[2] == 0);
 	CHECK_EQ_INT(r.e[0].count, 6);
 	CHECK_EQ_INT(r.e[0].members, 3);
 	stack_bound__free(&r);
@@ -194,6 +207,8 @@ static void test_memory_weight(void)
 		     0);
 	CHECK_EQ_INT(r.whole, 1);
 	CHECK(r.e[0].rep == s[2]);
+	/* No bytes: in no entry. */
+	CHECK_EQ_INT(r.entry_of[0], -1);
 	CHECK_EQ_INT(r.merged_stacks, 1);
 	CHECK(r.total_weight == 12e6);
 	/* The one left fits whole at its own depth: not cut. */
