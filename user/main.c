@@ -27,6 +27,7 @@
 #include "options.h"
 #include "output.h"
 #include "profile.h"
+#include "pyhook.h"
 #include "python.h"
 #include "runner.h"
 #include "safefile.h"
@@ -89,6 +90,8 @@ struct run_state {
 	char sampler[PATH_MAX]; /* its path */
 	char *env[4];		/* what the program's environment gets for it */
 	bool uprobes;		/* attach: allocation uprobes */
+	struct pyhook hook;	/* run: the @profile builtin */
+	bool hook_ready;
 	struct memprobe_report probes;
 };
 
@@ -125,9 +128,36 @@ static int write_profile(struct run_state *rs, bool final)
 	struct write_ctx wctx;
 	int err;
 
-	if (pp)
+	if (pp) {
 		m.main_thread_id = pp->main_thread;
+		m.main_pid = pp->pid;
+	}
+	if (rs->hook_ready)
+		pyhook__poll(&rs->hook, rs->profile);
 	m.extra = session__facts(rs->session);
+	if (m.extra) {
+		const struct profile_timeline *tl = profile__timeline(rs->profile);
+		struct json_object *t = json_object_new_object();
+
+		/* How the stack timeline was thinned (profile.h has the rule). */
+		json_object_object_add(t, "events", json_object_new_int(tl->n));
+		json_object_object_add(t, "max_events", json_object_new_int(TIMELINE_MAX_EVENTS));
+		json_object_object_add(t, "slot_s", json_object_new_double(tl->slot_ns / 1e9));
+		json_object_object_add(t, "samples_dropped",
+				       json_object_new_int64((int64_t)tl->dropped));
+		json_object_object_add(m.extra, "timeline", t);
+	}
+	if (rs->hook_ready && m.extra) {
+		struct json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "functions",
+				       json_object_new_int(profile__ndecorated(rs->profile)));
+		json_object_object_add(d, "bad_report_lines",
+				       json_object_new_int64((int64_t)rs->hook.bad_lines));
+		json_object_object_add(d, "refused_past_limit",
+				       json_object_new_int64((int64_t)rs->hook.refused));
+		json_object_object_add(m.extra, "profile_decorator", d);
+	}
 	if (rs->uprobes && m.extra) {
 		uint64_t stats[STAT_MAX] = { 0 };
 
@@ -189,6 +219,37 @@ static int write_profile(struct run_state *rs, bool final)
 	return err;
 }
 
+/* The session's view of the BPF side: the loader's calls. */
+static int bpf_track(void *ctx, int tgid)
+{
+	return loader__track(ctx, tgid, proc_start_ticks(tgid));
+}
+
+static int bpf_untrack(void *ctx, int tgid)
+{
+	return loader__untrack(ctx, tgid);
+}
+
+static int bpf_seed_threads(void *ctx, int tgid)
+{
+	return loader__seed_threads(ctx, tgid);
+}
+
+static int bpf_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg)
+{
+	return loader__set_python(ctx, tgid, cfg);
+}
+
+static int bpf_stats(void *ctx, uint64_t *out)
+{
+	return loader__stats(ctx, out);
+}
+
+static int bpf_prog_runtime(void *ctx, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	return loader__prog_runtime(ctx, run_ns, run_cnt);
+}
+
 static int setup(struct run_state *rs)
 {
 	struct profile_filter filter = {
@@ -213,6 +274,14 @@ static int setup(struct run_state *rs)
 		.on_event = session__handle,
 	};
 	struct session_opts so = { .memory = rs->memory, .creds = &rs->creds };
+	struct session_bpf bpf = {
+		.track = bpf_track,
+		.untrack = bpf_untrack,
+		.seed_threads = bpf_seed_threads,
+		.set_python = bpf_set_python,
+		.stats = bpf_stats,
+		.prog_runtime = bpf_prog_runtime,
+	};
 
 	rs->profile = profile__new(&filter);
 	if (!rs->profile)
@@ -228,7 +297,8 @@ static int setup(struct run_state *rs)
 	rs->loader = loader__open(&lo);
 	if (!rs->loader)
 		return -errno;
-	session__set_loader(rs->session, rs->loader);
+	bpf.ctx = rs->loader;
+	session__set_bpf(rs->session, &bpf);
 	return 0;
 }
 
@@ -238,6 +308,9 @@ static void teardown(struct run_state *rs)
 
 	for (i = 0; i < sizeof(rs->env) / sizeof(rs->env[0]); i++)
 		free(rs->env[i]);
+	if (rs->hook_ready)
+		pyhook__cleanup(&rs->hook);
+	rs->hook_ready = false;
 	loader__free(rs->loader);
 	session__free(rs->session);
 	profile__free(rs->profile);
@@ -267,6 +340,9 @@ static bool interval_due(struct run_state *rs, double *next)
  * let the session do its periodic work, write the interim profile when due. */
 static void loop_step(struct run_state *rs, double *next)
 {
+	/* Decorations first: the samples read next may be of them. */
+	if (rs->hook_ready)
+		pyhook__poll(&rs->hook, rs->profile);
 	loader__poll(rs->loader, session__poll_ms(rs->session, (uint64_t)(mono_s() * 1e9)));
 	session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
 	if (interval_due(rs, next))
@@ -350,8 +426,10 @@ static int cmd_run(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
 	struct launch l = { .pid = -1, .gate_fd = -1, .err_fd = -1 };
+	const char *envv[8];
 	char why[512];
 	int err, status;
+	size_t i, n;
 
 	/* From the start: a signal during the set-up must not kill us with
 	 * the program waiting at the gate (it would run unprofiled). */
@@ -376,8 +454,23 @@ static int cmd_run(const struct options *o)
 		err = prepare_memory(&rs);
 		if (err)
 			goto out;
-		l.env = (const char *const *)rs.env;
 	}
+	err = pyhook__prepare(&rs.hook, &rs.creds);
+	if (err)
+		pr_warn("the @profile builtin is not provided (%s): decorated programs stop with "
+			"NameError\n",
+			strerror(-err));
+	rs.hook_ready = !err;
+	for (i = 0, n = 0; i < sizeof(rs.env) / sizeof(rs.env[0]); i++) {
+		if (rs.env[i])
+			envv[n++] = rs.env[i];
+	}
+	if (rs.hook_ready) {
+		envv[n++] = rs.hook.pythonpath_env;
+		envv[n++] = rs.hook.report_env;
+	}
+	envv[n] = NULL;
+	l.env = envv;
 	err = setup(&rs);
 	if (err)
 		goto out;
@@ -386,6 +479,9 @@ static int cmd_run(const struct options *o)
 		pr_warn("failed to start %s: %s\n", rs.target.exec_argv[0], strerror(-err));
 		goto out;
 	}
+	/* Children not followed: their decorations do not count. */
+	if (o->no_follow)
+		rs.hook.only_pid = l.pid;
 	err = session__add_root(rs.session, l.pid, NULL);
 	if (err) {
 		runner_abort(&l);

@@ -35,6 +35,7 @@ static const char *const gpu_zero_fields[] = {
 
 /* What every line and function needs to put itself in proportion. */
 struct out_ctx {
+	const struct profile *p;
 	const struct output_meta *m;
 	const struct profile_memory *pm;
 	double total; /* ns of sampled time */
@@ -373,7 +374,12 @@ static struct json_object *build_line(const struct file_stats *f, int lineno, co
 				      size_t len, const struct regions *r, int nlines,
 				      const struct out_ctx *c)
 {
-	const struct line_stats *st = lineno < f->nlines ? f->lines[lineno] : NULL;
+	/* With @profile, lines outside the decorated functions get no data
+	 * (Scalene's rule); what ran there before a decorator did is left out. */
+	const struct line_stats *st =
+		lineno < f->nlines && profile__line_reported(c->p, f->path, lineno)
+			? f->lines[lineno]
+			: NULL;
 	const struct line_regions *lr = r ? regions__line(r, lineno) : NULL;
 	struct json_object *o = json_object_new_object();
 	char *t = scalene_line_text(text, len);
@@ -442,7 +448,8 @@ static struct json_object *build_leaks(const struct file_stats *f, const struct 
 		char key[16];
 
 		/* Scalene scores only lines that made the footprint grow. */
-		if (!ms || !ms->tracked || ms->live_bytes <= 0 || !ms->net_samples)
+		if (!ms || !ms->tracked || ms->live_bytes <= 0 || !ms->net_samples ||
+		    !profile__line_reported(c->p, f->path, i))
 			continue;
 		likelihood = 1.0 - (double)(ms->reclaimed + 1) / (ms->tracked - ms->reclaimed + 2);
 		if (likelihood < LEAK_LIKELIHOOD)
@@ -457,6 +464,23 @@ static struct json_object *build_leaks(const struct file_stats *f, const struct 
 		json_object_object_add(leaks, key, l);
 	}
 	return leaks;
+}
+
+/* The sampled time of a file's reported lines (all of them without
+ * @profile). */
+static double file_total_ns(const struct profile *p, const struct file_stats *f)
+{
+	double ns = 0;
+	int i;
+
+	if (!profile__ndecorated(p))
+		return f->total_ns;
+	for (i = 1; i < f->nlines; i++) {
+		if (f->lines[i] && profile__line_reported(p, f->path, i))
+			ns += f->lines[i]->python_ns + f->lines[i]->native_ns +
+			      f->lines[i]->system_ns;
+	}
+	return ns;
 }
 
 static void build_file(struct sink *snk, const char *key, const struct file_stats *f,
@@ -487,7 +511,12 @@ static void build_file(struct sink *snk, const char *key, const struct file_stat
 			memcpy(sorted, f->funcs, f->nfuncs * sizeof(*sorted));
 		qsort(sorted, f->nfuncs, sizeof(*sorted), cmp_func);
 		for (i = 0; i < f->nfuncs; i++) {
-			struct json_object *fo = json_object_new_object();
+			struct json_object *fo;
+
+			if (profile__ndecorated(c->p) &&
+			    !profile__is_decorated(c->p, f->path, sorted[i]->firstlineno))
+				continue;
+			fo = json_object_new_object();
 
 			json_object_object_add(fo, "line", jstring(sorted[i]->qualname));
 			json_object_object_add(fo, "lineno",
@@ -516,7 +545,8 @@ static void build_file(struct sink *snk, const char *key, const struct file_stat
 	sink_close(snk);
 	/* Scalene's meaning: the file's sampled time before the split into
 	 * Python, native and system, i.e. the sum of its lines' three shares. */
-	sink_add(snk, "percent_cpu_time", jdouble(total > 0 ? 100.0 * f->total_ns / total : 0));
+	sink_add(snk, "percent_cpu_time",
+		 jdouble(total > 0 ? 100.0 * file_total_ns(c->p, f) / total : 0));
 	if (!src)
 		sink_add(snk, "source_unavailable", json_object_new_boolean(1));
 	/* Written to while the program ran: the text may not be what ran. */
@@ -658,13 +688,19 @@ static struct json_object *native_frame_obj(const struct stack_stats *st)
 	json_object_object_add(nf, "display_name", jstring(st->native_sym));
 	json_object_object_add(nf, "filename_or_module", jstring(st->native_module));
 	json_object_object_add(nf, "line", NULL);
-	json_object_object_add(nf, "ip", NULL);
-	json_object_object_add(nf, "offset", NULL);
+	json_object_object_add(
+		nf, "ip", st->native_ip ? json_object_new_int64((int64_t)st->native_ip) : NULL);
+	json_object_object_add(nf, "offset",
+			       st->native_ip && st->native_offset >= 0
+				       ? json_object_new_int64(st->native_offset)
+				       : NULL);
 	return nf;
 }
 
+/* emitted[i]: the index in combined_stacks of profile stack i (whole or
+ * merged), or -1. */
 static void build_stacks(struct sink *snk, const struct profile *p, double total, bool memory,
-			 struct json_object *extra)
+			 struct json_object *extra, int *emitted)
 {
 	struct json_object *facts = json_object_new_object();
 	const struct stack_stats **all;
@@ -684,6 +720,8 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		stack_bound__free(&cpu);
 		stack_bound__free(&mem);
 	}
+	for (i = 0; emitted && i < n; i++)
+		emitted[i] = ok ? cpu.entry_of[i] : -1;
 	sink_open(snk, "stacks", true);
 	for (i = 0; i < cpu.n; i++) {
 		const struct stack_entry *e = &cpu.e[i];
@@ -806,14 +844,86 @@ static struct json_object *churn_object(const struct profile_memory *pm, bool no
 	return o;
 }
 
+static int cmp_event(const void *a, const void *b)
+{
+	const struct timeline_event *x = *(const struct timeline_event *const *)a;
+	const struct timeline_event *y = *(const struct timeline_event *const *)b;
+
+	if (x->ts_ns != y->ts_ns)
+		return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
+	return (x > y) - (x < y); /* stable: the recorded order */
+}
+
+/* Scalene's combined_stacks_timeline: events in time order, t_sec from the
+ * first one (to 1 us), the root process's main thread under its pthread_t
+ * (main_thread_id), other threads under their kernel thread id. */
+static struct json_object *build_timeline(const struct profile *p, const struct output_meta *m,
+					  const int *emitted)
+{
+	const struct profile_timeline *tl = profile__timeline(p);
+	struct json_object *arr = json_object_new_array(), *last = NULL;
+	const struct timeline_event **order;
+	int64_t last_idx = -1, last_tid = -1;
+	uint64_t last_count = 0, t0;
+	int i;
+
+	if (!tl->n || !emitted)
+		return arr;
+	order = malloc(tl->n * sizeof(*order));
+	if (!order)
+		return arr;
+	for (i = 0; i < tl->n; i++)
+		order[i] = &tl->ev[i];
+	qsort(order, tl->n, sizeof(*order), cmp_event);
+	t0 = order[0]->ts_ns;
+	for (i = 0; i < tl->n; i++) {
+		const struct timeline_event *e = order[i];
+		int idx = e->stack >= 0 && e->stack < profile__nstacks(p) ? emitted[e->stack] : -1;
+		int64_t tid = e->tid;
+		struct json_object *o;
+
+		if (idx < 0)
+			continue;
+		if (m->main_pid && e->tgid == m->main_pid && e->tid == e->tgid && m->main_thread_id)
+			tid = (int64_t)m->main_thread_id;
+		if (last && idx == last_idx && tid == last_tid) {
+			last_count += e->count;
+			json_object_object_add(last, "count", json_object_new_int64(last_count));
+			continue;
+		}
+		o = json_object_new_object();
+		json_object_object_add(o, "t_sec", jdouble(round((e->ts_ns - t0) / 1e3) / 1e6));
+		json_object_object_add(o, "stack_index", json_object_new_int(idx));
+		json_object_object_add(o, "count", json_object_new_int64(e->count));
+		json_object_object_add(o, "thread_id", json_object_new_int64(tid));
+		json_object_array_add(arr, o);
+		last = o;
+		last_idx = idx;
+		last_tid = tid;
+		last_count = e->count;
+	}
+	free(order);
+	return arr;
+}
+
 /* Scalene's rule: a file is reported with at least the threshold of CPU
  * time or FILE_MALLOC_THRESHOLD_MB of net malloc samples (its n_malloc_mb
  * summed); allocation churn alone, memory the file gave back, does not make
  * it one (it stays in scalene_bpf.allocation_churn, see churn_reported). */
-static bool file_reported(const struct file_stats *f, const struct output_meta *m, double total)
+static bool file_reported(const struct profile *p, const struct file_stats *f,
+			  const struct output_meta *m, double total)
 {
 	double bytes = 0;
 	int i;
+
+	if (profile__ndecorated(p)) {
+		for (i = 0; i < profile__ndecorated(p); i++) {
+			if (!strcmp(profile__decorated(p, i)->file, f->path))
+				break;
+		}
+		if (i == profile__ndecorated(p))
+			return false;
+	}
 
 	if (m->memory) {
 		for (i = 0; i < f->nlines; i++) {
@@ -825,11 +935,12 @@ static bool file_reported(const struct file_stats *f, const struct output_meta *
 	}
 	if (total <= 0)
 		return false;
-	return 100.0 * f->total_ns / total >= m->cpu_percent_threshold;
+	return 100.0 * file_total_ns(p, f) / total >= m->cpu_percent_threshold;
 }
 
 /* A file whose churn is written: reported, or with the threshold of churn. */
-static bool churn_reported(const struct file_stats *f, const struct output_meta *m, double total)
+static bool churn_reported(const struct profile *p, const struct file_stats *f,
+			   const struct output_meta *m, double total)
 {
 	double bytes = 0;
 	int i;
@@ -838,16 +949,17 @@ static bool churn_reported(const struct file_stats *f, const struct output_meta 
 		if (f->lines[i] && f->lines[i]->mem)
 			bytes += f->lines[i]->mem->malloc_bytes;
 	}
-	return bytes / MB >= FILE_MALLOC_THRESHOLD_MB || file_reported(f, m, total);
+	return bytes / MB >= FILE_MALLOC_THRESHOLD_MB || file_reported(p, f, m, total);
 }
 
 static void build_doc(struct sink *snk, const struct profile *p, const struct output_meta *m)
 {
 	struct json_object *args, *churn = NULL;
 	const struct profile_memory *pm = profile__memory(p);
-	struct out_ctx c = { .m = m, .pm = pm, .total = profile__total_ns(p) };
+	struct out_ctx c = { .p = p, .m = m, .pm = pm, .total = profile__total_ns(p) };
 	double total = c.total;
 	bool mem = m->memory;
+	int *emitted;
 	int i;
 
 	sink_add(snk, "alloc_samples", json_object_new_int64(mem ? (int64_t)pm->alloc_samples : 0));
@@ -874,7 +986,6 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	sink_add(snk, "memory", json_object_new_boolean(mem));
 	sink_add(snk, "samples", series_json(mem ? &pm->series : NULL, &c));
 	sink_add(snk, "native_allocations_mb", jdouble(mem ? pm->native_thread_bytes / MB : 0));
-	sink_add(snk, "combined_stacks_timeline", json_object_new_array());
 	sink_add(snk, "main_thread_id",
 		 m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id) : NULL);
 	if (mem && m->extra)
@@ -882,10 +993,10 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	sink_open(snk, "files", false);
 	for (i = 0; i < profile__nfiles(p); i++) {
 		const struct file_stats *f = profile__file(p, i);
-		bool rep = file_reported(f, m, total);
+		bool rep = file_reported(p, f, m, total);
 		char *key;
 
-		if (!rep && !(churn && churn_reported(f, m, total)))
+		if (!rep && !(churn && churn_reported(p, f, m, total)))
 			continue;
 		key = utf8_sanitize(f->path, strlen(f->path));
 		if (!key)
@@ -897,7 +1008,10 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 		free(key);
 	}
 	sink_close(snk);
-	build_stacks(snk, p, total, mem, m->extra);
+	emitted = malloc((profile__nstacks(p) ? profile__nstacks(p) : 1) * sizeof(*emitted));
+	build_stacks(snk, p, total, mem, m->extra, emitted);
+	sink_add(snk, "combined_stacks_timeline", build_timeline(p, m, emitted));
+	free(emitted);
 	if (churn)
 		json_object_object_add(m->extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));

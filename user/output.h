@@ -29,6 +29,7 @@ struct output_meta {
 	double start_time_absolute;   /* Unix time, s */
 	double start_time_perf;	      /* CLOCK_MONOTONIC, s */
 	uint64_t main_thread_id;      /* pthread_t of the main thread, 0 if unknown */
+	int main_pid;		      /* the process main_thread_id is of, 0 if unknown */
 	double cpu_percent_threshold; /* files below it are left out */
 	bool memory;		      /* memory was profiled: the memory fields are filled */
 	bool leaks;		      /* report suspected leaks */

@@ -79,6 +79,15 @@ struct profile {
 	uint64_t rng;
 	struct hmap *blocks; /* struct block_key -> struct live_block */
 	struct profile_memory mem;
+	struct profile_timeline timeline;
+	struct decorated_fn *decorated;
+	int ndecorated;
+	struct hmap *decorated_by_code; /* struct decorated_key -> index + 1 */
+};
+
+struct decorated_key {
+	const char *file; /* interned */
+	int64_t firstlineno;
 };
 
 /* Most of the sampled Python time outside the profiled files: the profile
@@ -113,9 +122,10 @@ struct profile *profile__new(const struct profile_filter *filter)
 	p->stacks_by_hash = hmap__new(sizeof(uint64_t));
 	p->threads_by_key = hmap__new(sizeof(struct thread_key));
 	p->blocks = hmap__new(sizeof(struct block_key));
+	p->decorated_by_code = hmap__new(sizeof(struct decorated_key));
 	p->rng = 0x9e3779b97f4a7c15ULL;
 	if (!p->strings || !p->files_by_path || !p->funcs || !p->stacks_by_hash ||
-	    !p->threads_by_key || !p->blocks) {
+	    !p->threads_by_key || !p->blocks || !p->decorated_by_code) {
 		profile__free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -174,6 +184,9 @@ void profile__free(struct profile *p)
 	hmap__free(p->funcs);
 	hmap__free(p->stacks_by_hash);
 	hmap__free(p->threads_by_key);
+	hmap__free(p->decorated_by_code);
+	free(p->decorated);
+	free(p->timeline.ev);
 	strtab__free(p->strings);
 	free(p);
 }
@@ -446,9 +459,9 @@ static bool stack_equal(const struct stack_stats *st, const struct stack_key *k)
 	return true;
 }
 
-/* The stack, found or added; the overflow stack when the table is full,
- * NULL when even that could not be made. */
-static struct stack_stats *stack_get(struct profile *p, const struct stack_key *k)
+/* The stack, found or added, and its index; the overflow stack (index
+ * MAX_STACKS) when the table is full; NULL out of memory. */
+static struct stack_stats *stack_get(struct profile *p, const struct stack_key *k, int *index)
 {
 	const struct frame_ref *frames = k->frames;
 	int nframes = k->nframes;
@@ -459,8 +472,10 @@ static struct stack_stats *stack_get(struct profile *p, const struct stack_key *
 	int i;
 
 	for (n = head; n; n = n->next) {
-		if (stack_equal(p->stacks[n->index], k))
+		if (stack_equal(p->stacks[n->index], k)) {
+			*index = n->index;
 			return p->stacks[n->index];
+		}
 	}
 	if (p->nstacks >= MAX_STACKS)
 		goto dropped;
@@ -481,6 +496,7 @@ static struct stack_stats *stack_get(struct profile *p, const struct stack_key *
 	st->nframes = nframes;
 	st->native_sym = k->native_sym;
 	st->native_module = k->native_module;
+	st->native_offset = -1;
 	st->truncated = k->truncated;
 	n->index = p->nstacks;
 	n->next = head;
@@ -490,26 +506,161 @@ static struct stack_stats *stack_get(struct profile *p, const struct stack_key *
 		free(copy);
 		goto dropped;
 	}
+	*index = p->nstacks;
 	p->stacks[p->nstacks++] = st;
 	return st;
 dropped:
 	p->stacks_dropped++;
+	if (p->nstacks < MAX_STACKS)
+		return NULL;
 	if (!p->overflow) {
 		p->overflow = calloc(1, sizeof(*p->overflow));
-		if (p->overflow)
-			p->overflow->overflow = true;
+		if (!p->overflow)
+			return NULL;
+		p->overflow->overflow = true;
+		p->overflow->native_offset = -1;
 	}
+	*index = p->nstacks;
 	return p->overflow;
+}
+
+/* ---- the stack timeline ---- */
+
+static uint64_t tl_slot(const struct profile_timeline *tl, uint64_t t0, uint64_t ts)
+{
+	return ts > t0 ? (ts - t0) / tl->slot_ns : 0;
+}
+
+/* Merges b into a (same thread).  The stack kept is a majority vote over
+ * the samples (Boyer-Moore, which merges): the stack of more than half of
+ * them when there is one; top is the vote's margin. */
+static void tl_merge(struct timeline_event *a, const struct timeline_event *b)
+{
+	if (a->stack == b->stack) {
+		a->top += b->top;
+	} else if (b->top > a->top) {
+		a->stack = b->stack;
+		a->top = b->top - a->top;
+	} else {
+		a->top -= b->top;
+	}
+	a->count += b->count;
+	if (b->ts_ns < a->ts_ns)
+		a->ts_ns = b->ts_ns;
+}
+
+/* The event of e's thread that e joins among out[0..n), or NULL: the last
+ * event when it is the thread's and on e's stack, else (with slots) the
+ * thread's event in e's slot. */
+static struct timeline_event *tl_join(const struct profile_timeline *tl, struct timeline_event *out,
+				      int n, uint64_t t0, const struct timeline_event *e)
+{
+	uint64_t slot;
+	int i;
+
+	if (!n)
+		return NULL;
+	if (out[n - 1].tid == e->tid && out[n - 1].tgid == e->tgid && out[n - 1].stack == e->stack)
+		return &out[n - 1];
+	if (!tl->slot_ns)
+		return NULL;
+	slot = tl_slot(tl, t0, e->ts_ns);
+	for (i = n - 1; i >= 0 && tl_slot(tl, t0, out[i].ts_ns) == slot; i--) {
+		if (out[i].tid == e->tid && out[i].tgid == e->tgid)
+			return &out[i];
+	}
+	return NULL;
+}
+
+/* Re-merges the events under the current slot width. */
+static void tl_compact(struct profile_timeline *tl)
+{
+	uint64_t t0 = tl->t0;
+	int i, w = 0;
+
+	for (i = 0; i < tl->n; i++) {
+		struct timeline_event e = tl->ev[i], *j = tl_join(tl, tl->ev, w, t0, &e);
+
+		if (j)
+			tl_merge(j, &e);
+		else
+			tl->ev[w++] = e;
+	}
+	tl->n = w;
+}
+
+static void tl_thin(struct profile_timeline *tl)
+{
+	uint64_t lo = tl->ev[0].ts_ns, hi = lo, span;
+	int i;
+
+	for (i = 1; i < tl->n; i++) {
+		if (tl->ev[i].ts_ns < lo)
+			lo = tl->ev[i].ts_ns;
+		if (tl->ev[i].ts_ns > hi)
+			hi = tl->ev[i].ts_ns;
+	}
+	span = hi - lo + 1;
+	do {
+		tl->slot_ns = tl->slot_ns ? 2 * tl->slot_ns : TIMELINE_FIRST_SLOT_NS;
+		tl_compact(tl);
+	} while (tl->n > TIMELINE_MAX_EVENTS / 2 && tl->slot_ns < 2 * span);
+}
+
+static void timeline_add(struct profile *p, const struct sample_in *s, int stack)
+{
+	struct profile_timeline *tl = &p->timeline;
+	struct timeline_event e = { s->ts_ns, stack, s->tgid, s->tid, 1, 1 }, *j;
+
+	if (!tl->ev) {
+		tl->ev = malloc(TIMELINE_MAX_EVENTS * sizeof(*tl->ev));
+		if (!tl->ev) {
+			tl->dropped++;
+			return;
+		}
+	}
+	if (!tl->n && !tl->slot_ns)
+		tl->t0 = s->ts_ns;
+	j = tl_join(tl, tl->ev, tl->n, tl->t0, &e);
+	if (j) {
+		tl_merge(j, &e);
+		return;
+	}
+	if (tl->n == TIMELINE_MAX_EVENTS) {
+		tl_thin(tl);
+		/* Still full: more threads than events, even one slot each. */
+		if (tl->n == TIMELINE_MAX_EVENTS) {
+			tl->dropped++;
+			return;
+		}
+		j = tl_join(tl, tl->ev, tl->n, tl->t0, &e);
+		if (j) {
+			tl_merge(j, &e);
+			return;
+		}
+	}
+	tl->ev[tl->n++] = e;
+}
+
+const struct profile_timeline *profile__timeline(const struct profile *p)
+{
+	return &p->timeline;
 }
 
 static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked)
 {
 	struct stack_key k = { s->frames, s->nframes, s->native_sym, s->native_module,
 			       s->truncated };
-	struct stack_stats *st = stack_get(p, &k);
+	int index = -1;
+	struct stack_stats *st = stack_get(p, &k, &index);
 
 	if (!st)
 		return;
+	timeline_add(p, s, index);
+	if (s->native_sym && !st->native_ip && s->native_ip) {
+		st->native_ip = s->native_ip;
+		st->native_offset = s->native_offset;
+	}
 	st->count++;
 	if (s->where == WHERE_PYTHON)
 		st->python_ns += cpu;
@@ -612,13 +763,85 @@ static void outside_add(struct profile *p, const struct sample_in *s, double ns)
 	}
 }
 
-/* The innermost frame in a profiled file, or -1. */
+/* ---- @profile ---- */
+
+int profile__decorate(struct profile *p, const char *file, int firstlineno, int lastlineno,
+		      const char *qualname)
+{
+	struct decorated_key k;
+	struct decorated_fn *d;
+
+	memset(&k, 0, sizeof(k));
+	k.file = profile__intern(p, file);
+	k.firstlineno = firstlineno;
+	if (!k.file)
+		return -ENOMEM;
+	if (hmap__get(p->decorated_by_code, &k))
+		return 0;
+	if (p->ndecorated >= MAX_DECORATED)
+		return -ENOSPC;
+	d = grow(p->decorated, p->ndecorated, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	p->decorated = d;
+	d = &p->decorated[p->ndecorated];
+	d->file = k.file;
+	d->firstlineno = firstlineno;
+	d->lastlineno = lastlineno < firstlineno ? firstlineno : lastlineno;
+	d->qualname = profile__intern(p, qualname);
+	if (!d->qualname ||
+	    hmap__put(p->decorated_by_code, &k, (void *)(intptr_t)(p->ndecorated + 1)))
+		return -ENOMEM;
+	p->ndecorated++;
+	return 0;
+}
+
+int profile__ndecorated(const struct profile *p)
+{
+	return p->ndecorated;
+}
+
+const struct decorated_fn *profile__decorated(const struct profile *p, int i)
+{
+	return i >= 0 && i < p->ndecorated ? &p->decorated[i] : NULL;
+}
+
+bool profile__is_decorated(const struct profile *p, const char *file, int firstlineno)
+{
+	struct decorated_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.file = file;
+	k.firstlineno = firstlineno;
+	return hmap__get(p->decorated_by_code, &k) != NULL;
+}
+
+bool profile__line_reported(const struct profile *p, const char *file, int lineno)
+{
+	int i;
+
+	if (!p->ndecorated)
+		return true;
+	for (i = 0; i < p->ndecorated; i++) {
+		const struct decorated_fn *d = &p->decorated[i];
+
+		if (lineno >= d->firstlineno && lineno <= d->lastlineno && !strcmp(d->file, file))
+			return true;
+	}
+	return false;
+}
+
+/* The innermost frame in a profiled file, or -1.  When functions are
+ * decorated, the innermost frame of a decorated function: time in what it
+ * calls lands on its calling line, as library time does. */
 static int attributed_frame(const struct profile *p, const struct frame_ref *frames, int n)
 {
 	int i;
 
 	for (i = 0; i < n; i++) {
-		if (profile__file_profiled(p, frames[i].filename))
+		if (p->ndecorated
+			    ? profile__is_decorated(p, frames[i].filename, frames[i].firstlineno)
+			    : profile__file_profiled(p, frames[i].filename))
 			return i;
 	}
 	return -1;
@@ -1070,8 +1293,9 @@ void profile__add_mem(struct profile *p, const struct mem_in *m)
 		}
 		if (m->nframes && !m->restored) {
 			struct stack_key k = { m->frames, m->nframes, NULL, NULL, m->truncated };
+			int index;
 
-			net.stack = stack_get(p, &k);
+			net.stack = stack_get(p, &k, &index);
 		}
 		mem_malloc(p, m, l, fm, &net, ts);
 		break;

@@ -55,6 +55,8 @@ struct sample_in {
 	double core_util;	/* program's CPU use / cores around this sample, 0..1 */
 	const char *native_sym; /* leaf symbol of a native sample, interned, or NULL */
 	const char *native_module;
+	uint64_t native_ip;		/* its instruction pointer, 0 if unknown */
+	int64_t native_offset;		/* ip - the symbol's start, -1 if unknown */
 	bool truncated;			/* stack deeper than the walker goes */
 	int unattributed;		/* -1, or an enum unattributed_reason */
 	const struct frame_ref *frames; /* innermost first */
@@ -185,7 +187,10 @@ struct stack_stats {
 	int nframes;
 	const char *native_sym; /* leaf native frame, if any */
 	const char *native_module;
-	bool truncated; /* the outermost frames were not walked */
+	/* The first sample's address in it (Scalene keeps one per stack too). */
+	uint64_t native_ip;    /* 0 if unknown */
+	int64_t native_offset; /* ip - the symbol's start, -1 if unknown */
+	bool truncated;	       /* the outermost frames were not walked */
 	/* The one stack of every sample whose stack found the table full: no
 	 * frames, the weights kept (the last stack when there is one). */
 	bool overflow;
@@ -234,6 +239,49 @@ struct profile_memory {
 	uint64_t untracked;	 /* samples whose frees are not reported */
 };
 
+/*
+ * The stack timeline (Scalene's combined_stacks_timeline): events in arrival
+ * order, each a run of one thread's CPU samples on one stack.  A sample
+ * extends the last event when that is its thread's and on its stack (as
+ * Scalene records it).  The list holds at most TIMELINE_MAX_EVENTS: when it
+ * fills, time is cut into slots, starting at 1 ms and doubling until the list
+ * is at most half full, and each thread's events within one slot become one
+ * event whose count is their sum and whose stack is a majority vote over
+ * their samples (the stack of more than half of them, when there is one);
+ * from then on a sample joins its thread's event in its slot.  So the size is bounded whatever the run's length, and the
+ * resolution is the same over the whole run.
+ */
+/* What view --html shows in full (MAX_TIMELINE there). */
+#define TIMELINE_MAX_EVENTS 5000
+#define TIMELINE_FIRST_SLOT_NS 1000000ULL
+
+struct timeline_event {
+	uint64_t ts_ns; /* CLOCK_MONOTONIC of its first sample */
+	int stack;	/* index of profile__stack() */
+	int tgid, tid;
+	uint32_t count; /* samples */
+	uint32_t top;	/* the majority vote's margin for stack */
+};
+
+struct profile_timeline {
+	struct timeline_event *ev;
+	int n;
+	uint64_t t0;	  /* slots count from the first sample */
+	uint64_t slot_ns; /* 0: every run kept */
+	uint64_t dropped; /* samples not recorded (one slot per thread still too many) */
+};
+
+/* A function decorated with @profile (the builtin of run mode): when any is,
+ * only decorated functions get samples, and the output reports only them. */
+struct decorated_fn {
+	const char *file; /* co_filename, interned */
+	int firstlineno;  /* co_firstlineno */
+	int lastlineno;	  /* the last line of its code, nested code included */
+	const char *qualname;
+};
+
+#define MAX_DECORATED 4096
+
 struct profile_filter {
 	const char *program_dir; /* files under it are profiled by default */
 	bool profile_all;
@@ -277,6 +325,20 @@ uint64_t profile__truncated(const struct profile *p);
 /* Threads whose statistics went to the shared entry (0: none did). */
 uint64_t profile__threads_folded(const struct profile *p);
 uint64_t profile__stacks_dropped(const struct profile *p);
+
+/* Registers a decorated function; 0, or -ENOSPC past MAX_DECORATED, -ENOMEM.
+ * Registering the same (file, firstlineno) again changes nothing. */
+int profile__decorate(struct profile *p, const char *file, int firstlineno, int lastlineno,
+		      const char *qualname);
+int profile__ndecorated(const struct profile *p);
+const struct decorated_fn *profile__decorated(const struct profile *p, int i);
+/* Whether the code object (file, firstlineno) is a decorated function. */
+bool profile__is_decorated(const struct profile *p, const char *file, int firstlineno);
+/* Whether a line of file lies in a decorated function (true for every line
+ * when nothing is decorated). */
+bool profile__line_reported(const struct profile *p, const char *file, int lineno);
+
+const struct profile_timeline *profile__timeline(const struct profile *p);
 
 /* Iteration over files (in first-seen order), stacks and threads. */
 int profile__nfiles(const struct profile *p);

@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <linux/types.h>
 
+#include "abi.h"
 #include "cpython.h"
 #include "hmap.h"
-#include "loader.h"
 #include "memread.h"
 #include "sampler.h"
 #include "log.h"
@@ -95,7 +96,7 @@ struct thread_name_key {
 };
 
 struct session {
-	struct loader *loader;
+	struct session_bpf bpf;
 	struct profile *profile;
 	const struct user_creds *creds;
 	uint64_t period_ns;
@@ -147,9 +148,9 @@ struct session *session__new(const struct session_opts *opts)
 	return s;
 }
 
-void session__set_loader(struct session *s, struct loader *l)
+void session__set_bpf(struct session *s, const struct session_bpf *bpf)
 {
-	s->loader = l;
+	s->bpf = *bpf;
 }
 
 void session__free(struct session *s)
@@ -224,7 +225,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	tp->recognised_ns = now_ns();
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
-	err = loader__set_python(s->loader, tp->pid, &tp->pp.cfg);
+	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg);
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	note_interpreter(s, tp);
@@ -238,12 +239,12 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 	if (!tp)
 		return -ENOMEM;
 	s->root_pid = pid;
-	err = loader__track(s->loader, pid, proc_start_ticks(pid));
+	err = s->bpf.track(s->bpf.ctx, pid);
 	if (err) {
 		pr_warn("failed to track process %d: %s\n", pid, strerror(-err));
 		return err;
 	}
-	if (loader__seed_threads(s->loader, pid) <= 0)
+	if (s->bpf.seed_threads(s->bpf.ctx, pid) <= 0)
 		pr_debug("process %d: no thread could be given off-CPU state yet\n", pid);
 	/* A launched root is our own fork until it execs: its exec event
 	 * starts the recognition. */
@@ -373,7 +374,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		tp->usyms = NULL;
 	}
 	profile__proc_exit(s->profile, r->tgid, r->ts);
-	loader__untrack(s->loader, r->tgid);
+	s->bpf.untrack(s->bpf.ctx, r->tgid);
 	if ((int)r->tgid == s->root_pid)
 		s->root_exited = true;
 	else if (tp)
@@ -464,6 +465,9 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	}
 	in->native_module = profile__intern(s->profile, sym.module);
 	in->native_sym = profile__intern(s->profile, sym.name ? sym.name : "");
+	in->native_ip = ip;
+	/* Without a symbol, sym.offset is a file offset, not one from a start. */
+	in->native_offset = sym.name && sym.name[0] ? (int64_t)sym.offset : -1;
 	if (!sym.name || !sym.name[0]) {
 		char buf[64];
 
@@ -627,7 +631,7 @@ static void on_sampler(struct session *s, const struct sampler_record *r)
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
-	struct sample_in in = { .unattributed = -1 };
+	struct sample_in in = { .unattributed = -1, .native_offset = -1 };
 	struct tproc *tp;
 
 	if (size < SAMPLE_HDR_SIZE || ev->nframes > MAX_FRAMES ||
@@ -1002,7 +1006,7 @@ struct json_object *session__facts(struct session *s)
 	char *warn;
 	int i;
 
-	bool have_stats = !loader__stats(s->loader, stats);
+	bool have_stats = !s->bpf.stats(s->bpf.ctx, stats);
 
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
@@ -1022,7 +1026,7 @@ struct json_object *session__facts(struct session *s)
 				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
 							      stats[STAT_SAMPLES]));
 	}
-	if (!loader__prog_runtime(s->loader, &run_ns, &run_cnt) && run_cnt) {
+	if (!s->bpf.prog_runtime(s->bpf.ctx, &run_ns, &run_cnt) && run_cnt) {
 		json_object_object_add(bpf, "sampler_ns_per_run",
 				       json_object_new_double((double)run_ns / run_cnt));
 	}

@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct loader;
 struct profile;
 struct py_proc;
+struct py_walk_cfg;
 struct json_object;
 struct user_creds;
 
@@ -27,13 +27,35 @@ struct session_opts {
 	const struct user_creds *creds;
 };
 
+/*
+ * What the session asks of the BPF side: in the program, adapters to the
+ * loader (main.c); in tests, a stand-in.  ctx is passed back to each; all
+ * are set.  0 or -errno unless said otherwise.
+ */
+struct session_bpf {
+	void *ctx;
+	/* Starts recording tgid (its threads, and its children when
+	 * following); the BPF side tells a recycled PID by its start time. */
+	int (*track)(void *ctx, int tgid);
+	int (*untrack)(void *ctx, int tgid);
+	/* Gives the existing threads of tgid their off-CPU state; returns how
+	 * many. */
+	int (*seed_threads)(void *ctx, int tgid);
+	/* Gives a tracked process its walk configuration. */
+	int (*set_python)(void *ctx, int tgid, const struct py_walk_cfg *cfg);
+	/* The BPF counters summed over CPUs, into out[STAT_MAX]. */
+	int (*stats)(void *ctx, uint64_t *out);
+	/* Kernel time spent in the sampling program, where measured. */
+	int (*prog_runtime)(void *ctx, uint64_t *run_ns, uint64_t *run_cnt);
+};
+
 struct session;
 
 struct session *session__new(const struct session_opts *opts);
 void session__free(struct session *s);
-/* The loader feeding this session (it needs the session as its callback
- * context, so it is made second). */
-void session__set_loader(struct session *s, struct loader *l);
+/* The BPF side feeding this session (the loader needs the session as its
+ * callback context, so it is made second); *bpf is copied. */
+void session__set_bpf(struct session *s, const struct session_bpf *bpf);
 
 /* Starts following pid.  With pp (an attach), the process is already known
  * as Python; without it (a launch), it is recognised after its exec. */

@@ -183,8 +183,12 @@ def _other_profilers(our_pids):
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and int(d.name) not in our_pids:
             try:
-                if (d / "comm").read_text().strip() in ("scalene-bpf",
-                                                        "bpftool"):
+                comm = (d / "comm").read_text().strip()
+                # Another build of ours under another name (a copy named
+                # scalene-bpf.base, say) is another profiler too; our own
+                # releasing child is judged apart (RELEASER).
+                if comm == "bpftool" or (comm.startswith("scalene-bpf")
+                                         and comm != RELEASER):
                     out.append(int(d.name))
             except OSError:
                 pass

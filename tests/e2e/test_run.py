@@ -192,7 +192,9 @@ def test_sudo_profile_never_shows_a_file_the_user_cannot_read(user_python,
         assert entry is not None, list(res.profile["files"])
         texts = "".join(r["line"] for r in entry["lines"])
         busy = [r for r in entry["lines"] if r["lineno"] == 52]
-        assert busy and busy[0]["n_cpu_percent_python"] > 20, entry["lines"][48:53]
+        # sum() is a call into C: native time by Scalene's meaning.
+        assert busy and busy[0]["n_cpu_percent_python"] + busy[0]["n_cpu_percent_c"] > 20, \
+            entry["lines"][48:53]
         if readable:
             assert "SECRET_52" in texts, texts[:200]
         else:

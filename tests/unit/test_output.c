@@ -1015,6 +1015,152 @@ out:
 	profile__free(p);
 }
 
+
+/* combined_stacks_timeline: Scalene's event shape, indices into the
+ * emitted combined_stacks (stacks seen by allocations only are not
+ * emitted), times from the first event, the main thread under its
+ * pthread_t. */
+static void test_timeline(void)
+{
+	struct profile *p = new_profile();
+	struct output_meta m = sample_meta();
+	struct frame_ref mod = fr(p, PROG, "<module>", 1, 9);
+	struct frame_ref a[] = { fr(p, PROG, "f", 3, 5), mod };
+	struct frame_ref b[] = { fr(p, PROG, "f", 3, 6), mod };
+	struct frame_ref alloc[] = { fr(p, PROG, "f", 3, 4), mod };
+	struct mem_in mi = { .tgid = 100, .tid = 100, .ts_ns = 900000000, .kind = MEM_MALLOC,
+			     .bytes = 1 << 20, .unattributed = -1, .frames = alloc, .nframes = 2 };
+	struct json_object *doc, *tl, *combined, *e;
+	char *text = NULL;
+	size_t i;
+
+	profile__add_mem(p, &mi);
+	add(p, a, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = MS, .ts = 1.0 });
+	add(p, a, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = MS, .ts = 1.001 });
+	add(p, b, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = MS, .ts = 1.002 });
+	add(p, a, 2, (struct add_opts){ .tid = 101, .where = WHERE_PYTHON, .cpu = MS, .ts = 1.003 });
+	m.main_pid = 100;
+	doc = build(p, &m, &text);
+	if (!doc)
+		goto out;
+	check_document_rules(doc, text);
+	tl = get(doc, "combined_stacks_timeline");
+	combined = get(doc, "combined_stacks");
+	CHECK_EQ_INT(json_object_array_length(tl), 3);
+	for (i = 0; i < json_object_array_length(tl); i++) {
+		struct json_object *cf;
+		int idx;
+
+		e = json_object_array_get_idx(tl, i);
+		CHECK_EQ_INT(json_object_object_length(e), 4);
+		CHECK(json_object_is_type(get(e, "t_sec"), json_type_double));
+		CHECK(json_object_is_type(get(e, "stack_index"), json_type_int));
+		CHECK(json_object_is_type(get(e, "count"), json_type_int));
+		CHECK(json_object_is_type(get(e, "thread_id"), json_type_int));
+		idx = json_object_get_int(get(e, "stack_index"));
+		CHECK(idx >= 0 && (size_t)idx < json_object_array_length(combined));
+		cf = json_object_array_get_idx(
+			json_object_array_get_idx(json_object_array_get_idx(combined, idx), 0), 1);
+		CHECK_EQ_INT(json_object_get_int(get(cf, "line")), i == 1 ? 6 : 5);
+	}
+	e = json_object_array_get_idx(tl, 0);
+	CHECK_NEAR(dbl(e, "t_sec"), 0);
+	CHECK_EQ_INT(json_object_get_int(get(e, "count")), 2);
+	CHECK_EQ_INT(json_object_get_int64(get(e, "thread_id")), 140000000000001LL);
+	e = json_object_array_get_idx(tl, 1);
+	CHECK_NEAR(dbl(e, "t_sec"), 0.002);
+	CHECK_EQ_INT(json_object_get_int(get(e, "count")), 1);
+	e = json_object_array_get_idx(tl, 2);
+	CHECK_NEAR(dbl(e, "t_sec"), 0.003);
+	CHECK_EQ_INT(json_object_get_int64(get(e, "thread_id")), 101);
+out:
+	json_object_put(doc);
+	free(text);
+	profile__free(p);
+}
+
+/* Native frames carry the sampled address and its offset from the symbol;
+ * an address with no symbol has no offset. */
+static void test_native_address(void)
+{
+	struct profile *p = new_profile();
+	struct output_meta m = sample_meta();
+	struct frame_ref a[] = { fr(p, PROG, "f", 3, 5) };
+	struct frame_ref b[] = { fr(p, PROG, "f", 3, 6) };
+	struct sample_in s = { .tgid = 100, .tid = 100, .cpu_ns = MS, .where = WHERE_NATIVE,
+			       .native_sym = profile__intern(p, "memcpy"),
+			       .native_module = profile__intern(p, "/lib/libc.so.6"),
+			       .native_ip = 0x7f1234567890ULL, .native_offset = 0x90,
+			       .unattributed = -1, .frames = a, .nframes = 1 };
+	struct json_object *doc, *combined, *leaf;
+	char *text = NULL;
+
+	profile__add(p, &s);
+	s.frames = b;
+	s.native_sym = profile__intern(p, "+0x1234");
+	s.native_offset = -1;
+	profile__add(p, &s);
+	doc = build(p, &m, &text);
+	if (!doc)
+		goto out;
+	check_document_rules(doc, text);
+	combined = get(doc, "combined_stacks");
+	CHECK_EQ_INT(json_object_array_length(combined), 2);
+	leaf = json_object_array_get_idx(
+		json_object_array_get_idx(json_object_array_get_idx(combined, 0), 0), 1);
+	CHECK_EQ_STR(json_object_get_string(get(leaf, "kind")), "native");
+	CHECK_EQ_INT(json_object_get_int64(get(leaf, "ip")), 0x7f1234567890LL);
+	CHECK_EQ_INT(json_object_get_int64(get(leaf, "offset")), 0x90);
+	leaf = json_object_array_get_idx(
+		json_object_array_get_idx(json_object_array_get_idx(combined, 1), 0), 1);
+	CHECK_EQ_INT(json_object_get_int64(get(leaf, "ip")), 0x7f1234567890LL);
+	CHECK(json_object_object_get_ex(leaf, "offset", NULL) && get(leaf, "offset") == NULL);
+out:
+	json_object_put(doc);
+	free(text);
+	profile__free(p);
+}
+
+/* With @profile: only files with decorated functions, only the lines of
+ * those functions (what ran elsewhere before the decoration is left out),
+ * only their function entries. */
+static void test_decorated(void)
+{
+	struct profile *p = new_profile();
+	struct output_meta m = sample_meta();
+	struct frame_ref mod = fr(p, PROG, "<module>", 1, 9);
+	struct frame_ref s_mod[] = { mod };
+	struct frame_ref s_f[] = { fr(p, PROG, "f", 3, 5), mod };
+	struct frame_ref s_helper[] = { fr(p, "/app/helper.py", "helper", 1, 2), mod };
+	struct json_object *doc, *files, *funcs;
+	char *text = NULL;
+
+	add(p, s_mod, 1, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 50 * MS, .ts = 1 });
+	add(p, s_helper, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 50 * MS, .ts = 1 });
+	CHECK_EQ_INT(profile__decorate(p, PROG, 3, 6, "f"), 0);
+	add(p, s_f, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 50 * MS, .ts = 2 });
+	/* helper is not decorated: this sample is not attributed. */
+	add(p, s_helper, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 50 * MS, .ts = 3 });
+	doc = build(p, &m, &text);
+	if (!doc)
+		goto out;
+	check_document_rules(doc, text);
+	files = get(doc, "files");
+	CHECK_EQ_INT(json_object_object_length(files), 1);
+	CHECK(json_object_object_get_ex(files, PROG, NULL));
+	CHECK(line_total(line_of(doc, PROG, 5)) > 0);
+	CHECK_NEAR(line_total(line_of(doc, PROG, 9)), 0);
+	CHECK_NEAR(dbl(get(files, PROG), "percent_cpu_time"), 25);
+	funcs = get(get(files, PROG), "functions");
+	CHECK_EQ_INT(json_object_array_length(funcs), 1);
+	CHECK_EQ_STR(json_object_get_string(get(json_object_array_get_idx(funcs, 0), "line")),
+		     "f");
+out:
+	json_object_put(doc);
+	free(text);
+	profile__free(p);
+}
+
 static void test_empty_profile(void)
 {
 	struct profile *p = new_profile();
@@ -1081,6 +1227,9 @@ int main(void)
 	RUN_TEST(test_line_text_serialised);
 	RUN_TEST(test_finite_or_zero);
 	RUN_TEST(test_document_rules);
+	RUN_TEST(test_timeline);
+	RUN_TEST(test_native_address);
+	RUN_TEST(test_decorated);
 	RUN_TEST(test_top_level);
 	RUN_TEST(test_lines_and_percentages);
 	RUN_TEST(test_functions);

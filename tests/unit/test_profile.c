@@ -6,6 +6,7 @@
  * the main thread's sample-time reservoir, functions (comprehensions and
  * lambdas folded as Scalene does), stacks and threads.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -1017,6 +1018,226 @@ static void test_net_growth(void)
 	profile__free(p);
 }
 
+/* ------------------------------------------------------------ @profile */
+
+static void test_decorated_attribution(void)
+{
+	struct profile *p = new_profile("/app");
+	/* helper (not decorated) called by hot (decorated) called by main. */
+	struct frame_ref in_helper[] = { fr(p, "/app/main.py", "helper", 20, 22),
+					 fr(p, "/app/main.py", "hot", 10, 12),
+					 fr(p, "/app/main.py", "<module>", 1, 30) };
+	struct frame_ref in_other[] = { fr(p, "/app/main.py", "other", 40, 41),
+					fr(p, "/app/main.py", "<module>", 1, 31) };
+	struct sample_in s = sample(in_helper, 3, 10 * MS);
+
+	/* Nothing decorated: the innermost profiled frame, as always. */
+	profile__add(p, &s);
+	CHECK(line_of(p, "/app/main.py", 22) && line_of(p, "/app/main.py", 22)->samples == 1);
+	CHECK(profile__line_reported(p, "/app/main.py", 22));
+	CHECK_EQ_INT(profile__decorate(p, "/app/main.py", 10, 14, "hot"), 0);
+	CHECK_EQ_INT(profile__decorate(p, "/app/main.py", 10, 14, "hot"), 0);
+	CHECK_EQ_INT(profile__ndecorated(p), 1);
+	CHECK_EQ_STR(profile__decorated(p, 0)->qualname, "hot");
+	CHECK(profile__decorated(p, 1) == NULL);
+	/* Decorated: the helper's time lands on hot's calling line. */
+	profile__add(p, &s);
+	CHECK(line_of(p, "/app/main.py", 12) && line_of(p, "/app/main.py", 12)->samples == 1);
+	CHECK_EQ_INT(line_of(p, "/app/main.py", 22)->samples, 1);
+	/* A stack without a decorated frame is not attributed. */
+	s = sample(in_other, 2, 10 * MS);
+	profile__add(p, &s);
+	CHECK(!line_of(p, "/app/main.py", 41));
+	CHECK(profile__unattributed_ns(p, UNATTR_NOT_PROFILED) == 10 * MS);
+	/* Lines reported: those of hot, decorator to last line. */
+	CHECK(!profile__line_reported(p, "/app/main.py", 9));
+	CHECK(profile__line_reported(p, "/app/main.py", 10));
+	CHECK(profile__line_reported(p, "/app/main.py", 14));
+	CHECK(!profile__line_reported(p, "/app/main.py", 15));
+	CHECK(!profile__line_reported(p, "/app/other.py", 12));
+	CHECK(profile__is_decorated(p, profile__intern(p, "/app/main.py"), 10));
+	CHECK(!profile__is_decorated(p, profile__intern(p, "/app/main.py"), 20));
+	profile__free(p);
+}
+
+static void test_decorated_outside_program_dir(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/usr/lib/python3/x.py", "lib", 5, 6),
+				 fr(p, "/app/main.py", "<module>", 1, 3) };
+	struct sample_in s = sample(a, 2, 10 * MS);
+	int i;
+
+	/* A decorated function is reported wherever it lives (Scalene). */
+	CHECK_EQ_INT(profile__decorate(p, "/usr/lib/python3/x.py", 5, 8, "lib"), 0);
+	profile__add(p, &s);
+	CHECK(line_of(p, "/usr/lib/python3/x.py", 6) != NULL);
+	for (i = 1; i < MAX_DECORATED; i++)
+		CHECK_EQ_INT(profile__decorate(p, "/app/main.py", 100 + i, 100 + i, "f"), 0);
+	CHECK_EQ_INT(profile__decorate(p, "/app/main.py", 1, 1, "g"), -ENOSPC);
+	/* lastlineno before firstlineno: the first line only. */
+	profile__free(p);
+	p = new_profile("/app");
+	CHECK_EQ_INT(profile__decorate(p, "/app/main.py", 7, 3, "h"), 0);
+	CHECK_EQ_INT(profile__decorated(p, 0)->lastlineno, 7);
+	profile__free(p);
+}
+
+/* ------------------------------------------------------------ timeline */
+
+static void test_timeline_runs(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	struct frame_ref b[] = { fr(p, "/app/main.py", "f", 3, 6) };
+	const struct profile_timeline *tl = profile__timeline(p);
+	struct sample_in s = sample(a, 1, 1 * MS);
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		s.ts_ns = 1000 * MS + i * MS;
+		profile__add(p, &s);
+	}
+	s = sample(b, 1, 1 * MS);
+	s.ts_ns = 1003 * MS;
+	profile__add(p, &s);
+	/* Another thread on the same stack: its own event. */
+	s.tid = 101;
+	s.main_thread = false;
+	s.ts_ns = 1004 * MS;
+	profile__add(p, &s);
+	s = sample(a, 1, 1 * MS);
+	s.ts_ns = 1005 * MS;
+	profile__add(p, &s);
+	CHECK_EQ_INT(tl->n, 4);
+	CHECK_EQ_INT(tl->ev[0].count, 3);
+	CHECK(tl->ev[0].ts_ns == 1000 * MS);
+	CHECK_EQ_INT(tl->ev[1].count, 1);
+	CHECK(tl->ev[1].stack != tl->ev[0].stack);
+	CHECK_EQ_INT(tl->ev[2].tid, 101);
+	CHECK_EQ_INT(tl->ev[3].stack, tl->ev[0].stack);
+	CHECK(tl->slot_ns == 0);
+	/* Samples without frames or time make no event. */
+	s.nframes = 0;
+	profile__add(p, &s);
+	CHECK_EQ_INT(tl->n, 4);
+	profile__free(p);
+}
+
+static void test_timeline_bounded(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref fa[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	struct frame_ref fb[] = { fr(p, "/app/main.py", "f", 3, 6) };
+	const struct profile_timeline *tl = profile__timeline(p);
+	uint64_t total = 0, n = 200000, i, sum = 0;
+	int j;
+
+	/* Two stacks alternating every millisecond for 200 s: every sample a
+	 * new run without the cap. */
+	for (i = 0; i < n; i++) {
+		struct sample_in s = sample(i % 2 ? fb : fa, 1, 1 * MS);
+
+		s.ts_ns = 5000 * MS + i * MS;
+		profile__add(p, &s);
+		total++;
+		CHECK(tl->n <= TIMELINE_MAX_EVENTS);
+	}
+	CHECK(tl->n <= TIMELINE_MAX_EVENTS);
+	CHECK(tl->n > TIMELINE_MAX_EVENTS / 4);
+	CHECK(tl->slot_ns >= 2 * TIMELINE_FIRST_SLOT_NS);
+	CHECK_EQ_INT(tl->dropped, 0);
+	for (j = 0; j < tl->n; j++) {
+		sum += tl->ev[j].count;
+		/* One event per slot: an even resolution over the whole run. */
+		if (j)
+			CHECK((tl->ev[j].ts_ns - tl->t0) / tl->slot_ns >
+			      (tl->ev[j - 1].ts_ns - tl->t0) / tl->slot_ns);
+	}
+	CHECK(sum == total);
+	CHECK(tl->ev[0].ts_ns == 5000 * MS);
+	CHECK(tl->ev[tl->n - 1].ts_ns >= 5000 * MS + (n - 1) * MS - 2 * tl->slot_ns);
+	profile__free(p);
+}
+
+static void test_timeline_majority_kept(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref fa[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	struct frame_ref fb[] = { fr(p, "/app/main.py", "f", 3, 6) };
+	const struct profile_timeline *tl = profile__timeline(p);
+	uint64_t t = 0, all = 0, b_samples = 0;
+	int i, j;
+
+	/* 1 sample on a, then 9 on b, then 10 ms of nothing, over and over.
+	 * Thinned, the majority b is what the events show. */
+	for (i = 0; i < 30000; i++) {
+		for (j = 0; j < 10; j++) {
+			struct sample_in s = sample(j ? fb : fa, 1, 1 * MS);
+
+			s.ts_ns = 1 + t;
+			t += j == 9 ? 10 * MS : 1 * MS;
+			profile__add(p, &s);
+		}
+	}
+	CHECK(tl->slot_ns > 0);
+	for (i = 0; i < tl->n; i++) {
+		all += tl->ev[i].count;
+		if (profile__stack(p, tl->ev[i].stack)->frames[0].line == 6)
+			b_samples += tl->ev[i].count;
+	}
+	/* 90 % of the samples are on b: so are at least 85 % of the samples of
+	 * the events that show b (a one-sample event of a remains where a slot
+	 * ends between a and its b's). */
+	CHECK(b_samples * 100 >= 85 * all);
+	profile__free(p);
+}
+
+static void test_timeline_many_threads(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref fa[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	const struct profile_timeline *tl = profile__timeline(p);
+	int i;
+
+	/* More threads than events, all at the same moment: bounded, and the
+	 * samples that find no room are counted. */
+	for (i = 0; i < TIMELINE_MAX_EVENTS + 10; i++) {
+		struct sample_in s = sample(fa, 1, 1 * MS);
+
+		s.tid = 1000 + i;
+		s.ts_ns = 7 * MS;
+		profile__add(p, &s);
+	}
+	CHECK(tl->n <= TIMELINE_MAX_EVENTS);
+	CHECK(tl->dropped > 0);
+	profile__free(p);
+}
+
+static void test_stack_native_address(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "f", 3, 5) };
+	struct sample_in s = sample(a, 1, 10 * MS);
+	const struct stack_stats *st;
+
+	s.where = WHERE_NATIVE;
+	s.native_sym = profile__intern(p, "memcpy");
+	s.native_module = profile__intern(p, "/lib/libc.so.6");
+	s.native_ip = 0x7f0000001010;
+	s.native_offset = 0x10;
+	profile__add(p, &s);
+	s.native_ip = 0x7f0000001020; /* same symbol: the first address stays */
+	s.native_offset = 0x20;
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__nstacks(p), 1);
+	st = profile__stack(p, 0);
+	CHECK(st->native_ip == 0x7f0000001010);
+	CHECK_EQ_INT(st->native_offset, 0x10);
+	CHECK_EQ_INT(st->count, 2);
+	profile__free(p);
+}
+
 static void test_free_null(void)
 {
 	profile__free(NULL);
@@ -1049,5 +1270,12 @@ int main(void)
 	RUN_TEST(test_thread_limit);
 	RUN_TEST(test_many);
 	RUN_TEST(test_net_growth);
+	RUN_TEST(test_decorated_attribution);
+	RUN_TEST(test_decorated_outside_program_dir);
+	RUN_TEST(test_timeline_runs);
+	RUN_TEST(test_timeline_bounded);
+	RUN_TEST(test_timeline_majority_kept);
+	RUN_TEST(test_timeline_many_threads);
+	RUN_TEST(test_stack_native_address);
 	return test_summary("profile");
 }

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * user/pyhook.c: the directory of the @profile builtin (modes, the
+ * environment it hands the program, removal) and the report it reads
+ * (decorated functions registered, malformed lines counted and skipped, a
+ * line still being written read once it is whole).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "testlib.h"
+#include "profile.h"
+#include "pyhook.h"
+
+static void append(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_APPEND);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	CHECK(write(fd, s, strlen(s)) == (ssize_t)strlen(s));
+	close(fd);
+}
+
+static void test_parse_line(void)
+{
+	char ok[] = "77\t12\t20\tC.m\t/app/a\tb.py";
+	char *bad[] = {
+		"77\t12\t20\tC.m",	   /* no file */
+		"77\tx\t20\tf\t/a.py",   /* not a number */
+		"77\t12\t11\tf\t/a.py",  /* ends before it starts */
+		"77\t0\t1\tf\t/a.py",    /* no line 0 */
+		"77\t12\t20\t\t/a.py",   /* no name */
+		"0\t12\t20\tf\t/a.py",   /* no pid 0 */
+		"12\t20\tf\t/a.py",	   /* the old form, without a pid */
+		"77\t99999999999\t1\tf\t/a.py",
+	};
+	struct pyhook_line l;
+	size_t i;
+
+	CHECK_EQ_INT(pyhook_parse_line(ok, &l), 0);
+	CHECK_EQ_INT(l.pid, 77);
+	CHECK_EQ_INT(l.first, 12);
+	CHECK_EQ_INT(l.last, 20);
+	CHECK_EQ_STR(l.qualname, "C.m");
+	CHECK_EQ_STR(l.filename, "/app/a\tb.py"); /* the file name is last: tabs allowed */
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "%s", bad[i]);
+		CHECK_EQ_INT(pyhook_parse_line(buf, &l), -EINVAL);
+	}
+}
+
+static void test_prepare_poll_cleanup(void)
+{
+	struct profile_filter filter = { .program_dir = "/app" };
+	struct profile *p = profile__new(&filter);
+	struct pyhook h;
+	char path[256], dir[64];
+	struct stat st;
+
+	CHECK_EQ_INT(pyhook__prepare(&h, NULL), 0);
+	snprintf(dir, sizeof(dir), "%s", h.dir);
+	CHECK(stat(h.dir, &st) == 0 && (st.st_mode & 0777) == 0755);
+	snprintf(path, sizeof(path), "%s/sitecustomize.py", h.dir);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0644);
+	CHECK(stat(h.report, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size == 0);
+	CHECK(!strncmp(h.pythonpath_env, "PYTHONPATH=", 11));
+	CHECK(!strncmp(h.pythonpath_env + 11, h.dir, strlen(h.dir)));
+	CHECK(!strncmp(h.report_env, PYHOOK_ENV_REPORT "=", strlen(PYHOOK_ENV_REPORT) + 1));
+	CHECK_EQ_STR(strchr(h.report_env, '=') + 1, h.report);
+
+	CHECK_EQ_INT(pyhook__poll(&h, p), 0);
+	append(h.report, "5\t3\t9\tf\t/app/main.py\ngarbage\n5\t12\t14\tC.m\t/app/main.py\n"
+			 "5\t3\t9\tf\t/app");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 3);
+	CHECK_EQ_INT(profile__ndecorated(p), 2);
+	CHECK_EQ_INT(h.bad_lines, 1);
+	/* The unfinished line waits for its end. */
+	append(h.report, "/main.py\n");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 1);
+	CHECK_EQ_INT(profile__ndecorated(p), 2); /* the same function again */
+	CHECK_EQ_INT(profile__ndecorated(p), 2);
+	CHECK_EQ_INT(profile__decorated(p, 1)->lastlineno, 14);
+	CHECK_EQ_STR(profile__decorated(p, 1)->qualname, "C.m");
+	append(h.report, "6\t5\t6\tg\t/app/other.py\n");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 1);
+	CHECK_EQ_INT(profile__ndecorated(p), 3);
+	CHECK_EQ_STR(profile__decorated(p, 2)->file, "/app/other.py");
+	/* Only one process's decorations count (--no-follow). */
+	h.only_pid = 5;
+	append(h.report, "6\t7\t8\tk\t/app/other.py\n5\t9\t9\tm\t/app/other.py\n");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 2);
+	CHECK_EQ_INT(profile__ndecorated(p), 4);
+	CHECK_EQ_STR(profile__decorated(p, 3)->qualname, "m");
+	CHECK_EQ_INT(pyhook__poll(&h, p), 0);
+
+	/* What a program running as root compiles there goes too. */
+	snprintf(path, sizeof(path), "%s/__pycache__", h.dir);
+	CHECK(mkdir(path, 0755) == 0);
+	snprintf(path, sizeof(path), "%s/__pycache__/sitecustomize.cpython-311.pyc", h.dir);
+	CHECK(close(open(path, O_WRONLY | O_CREAT, 0644)) == 0);
+	pyhook__cleanup(&h);
+	CHECK(stat(dir, &st) < 0 && errno == ENOENT);
+	CHECK(h.pythonpath_env == NULL);
+	pyhook__cleanup(&h); /* twice: nothing */
+	profile__free(p);
+}
+
+static void test_pythonpath_kept(void)
+{
+	struct pyhook h;
+	char want[256];
+
+	setenv("PYTHONPATH", "/opt/lib:/srv/x", 1);
+	CHECK_EQ_INT(pyhook__prepare(&h, NULL), 0);
+	snprintf(want, sizeof(want), "PYTHONPATH=%s:/opt/lib:/srv/x", h.dir);
+	CHECK_EQ_STR(h.pythonpath_env, want);
+	pyhook__cleanup(&h);
+	unsetenv("PYTHONPATH");
+}
+
+int main(void)
+{
+	RUN_TEST(test_parse_line);
+	RUN_TEST(test_prepare_poll_cleanup);
+	RUN_TEST(test_pythonpath_kept);
+	return test_summary("pyhook");
+}
