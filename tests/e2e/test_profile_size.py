@@ -58,3 +58,8 @@ def test_many_distinct_stacks_bounded(any_python, tmp_path):
     for e in markers:
         # The cut's frames, the marker, and a truncation marker at most.
         assert len(e[0]) <= bounds["merge_depth"] + 2
+    # The timeline points into the written stacks, merged ones included.
+    tl = prof["combined_stacks_timeline"]
+    assert tl, "empty combined_stacks_timeline"
+    assert all(0 <= ev["stack_index"] < len(combined) for ev in tl)
+    assert any(ev["stack_index"] >= bounds["written_whole"] for ev in tl)
