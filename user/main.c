@@ -95,6 +95,18 @@ struct run_state {
 	struct memprobe_report probes;
 };
 
+struct write_ctx {
+	const struct profile *p;
+	const struct output_meta *m;
+};
+
+static int emit_profile(int fd, void *ctx)
+{
+	const struct write_ctx *w = ctx;
+
+	return output_write(w->p, w->m, fd);
+}
+
 static int write_profile(struct run_state *rs, bool final)
 {
 	struct output_meta m = {
@@ -113,8 +125,7 @@ static int write_profile(struct run_state *rs, bool final)
 		.ctx = rs->session,
 	};
 	const struct py_proc *pp = session__root_python(rs->session);
-	struct json_object *doc;
-	char *text;
+	struct write_ctx wctx;
 	int err;
 
 	if (pp) {
@@ -167,16 +178,12 @@ static int write_profile(struct run_state *rs, bool final)
 				100.0 * rate * rs->probes.hit_cost_ns / 1e9);
 		}
 	}
-	doc = output_build(rs->profile, &m);
-	json_object_put(m.extra);
-	text = doc ? output_to_string(doc) : NULL;
-	json_object_put(doc);
-	if (!text) {
-		pr_warn("failed to build the profile: out of memory\n");
-		return -ENOMEM;
-	}
-	err = outfile_write(rs->opts->outfile, text, strlen(text), &rs->creds);
-	if (err) {
+	wctx.p = rs->profile;
+	wctx.m = &m;
+	err = outfile_stream(rs->opts->outfile, emit_profile, &wctx, &rs->creds);
+	if (err == -ENOMEM) {
+		pr_warn("failed to write the profile: out of memory\n");
+	} else if (err) {
 		char fallback[64];
 
 		/* Never lose a profile: say where it went instead. */
@@ -184,7 +191,7 @@ static int write_profile(struct run_state *rs, bool final)
 			 (int)getpid());
 		pr_warn("failed to write the profile to %s: %s\n", rs->opts->outfile,
 			strerror(-err));
-		if (!outfile_write(fallback, text, strlen(text), &rs->creds))
+		if (!outfile_stream(fallback, emit_profile, &wctx, &rs->creds))
 			pr_warn("the profile was saved to %s instead\n", fallback);
 		else
 			pr_warn("and could not save it to %s either\n", fallback);
@@ -205,9 +212,9 @@ static int write_profile(struct run_state *rs, bool final)
 			rs->opts->outfile, (unsigned long long)profile__samples(rs->profile),
 			rs->opts->outfile, rs->opts->outfile);
 	}
-	free(text);
-	/* The document and its text were several times the profile's size:
-	 * give that memory back rather than keep it for the next write. */
+	json_object_put(m.extra);
+	/* Give back what building the pieces took rather than keep it for the
+	 * next write. */
 	malloc_trim(0);
 	return err;
 }

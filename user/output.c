@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "output.h"
 #include "profile.h"
 #include "regions.h"
+#include "stackbound.h"
 #include "utf8.h"
 
 #define MB (1024.0 * 1024.0)
@@ -19,6 +21,11 @@
 #define LEAK_GROWTH_PERCENT 1.0
 /* A file is reported with this much sampled allocation, whatever its time. */
 #define FILE_MALLOC_THRESHOLD_MB 1.0
+/* Stacks written (stackbound.h): whole, merged entries, frames in all, for
+ * the CPU and the memory stacks each. */
+#define STACKS_WHOLE 200
+#define STACKS_MERGED 1000
+#define STACK_FRAMES 10000
 
 static const char *const gpu_zero_fields[] = {
 	"n_gpu_avg_memory_mb",
@@ -83,6 +90,137 @@ static struct json_object *jstring(const char *s)
 	o = json_object_new_string(clean);
 	free(clean);
 	return o;
+}
+
+/* Where the document goes: collected into one json-c object (output_build),
+ * or written piece by piece to a file (output_write), each line, stack and
+ * small field serialised by json-c and freed at once, so that at most one
+ * file's functions or one line's objects exist at a time.  Both get the same
+ * calls, so both hold the same content. */
+#define SINK_DEPTH 4
+#define SINK_BUF (1 << 20)
+
+struct sink {
+	/* Collecting: the open containers, the document first. */
+	struct json_object *open[SINK_DEPTH];
+	/* Writing: */
+	bool array[SINK_DEPTH], first[SINK_DEPTH];
+	int depth;
+	bool writing;
+	int fd;
+	char *buf;
+	size_t len;
+	int err;
+};
+
+static void sink_flush(struct sink *s)
+{
+	size_t off = 0;
+
+	while (!s->err && off < s->len) {
+		ssize_t n = write(s->fd, s->buf + off, s->len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			s->err = n < 0 ? -errno : -EIO;
+		else
+			off += n;
+	}
+	s->len = 0;
+}
+
+/* Appends text, "</" written "<\/" so that a profile pasted into a <script>
+ * cannot end it. */
+static void sink_put(struct sink *s, const char *t)
+{
+	for (; *t && !s->err; t++) {
+		if (s->len + 2 > SINK_BUF)
+			sink_flush(s);
+		s->buf[s->len++] = *t;
+		if (t[0] == '<' && t[1] == '/')
+			s->buf[s->len++] = '\\';
+	}
+}
+
+static void sink_value_text(struct sink *s, struct json_object *v)
+{
+	sink_put(s, v ? json_object_to_json_string_ext(v, JSON_C_TO_STRING_SPACED |
+								  JSON_C_TO_STRING_NOSLASHESCAPE)
+		      : "null");
+}
+
+/* The separator, indentation and key of the next member. */
+static void sink_member(struct sink *s, const char *key)
+{
+	int i;
+
+	sink_put(s, s->first[s->depth - 1] ? "\n" : ",\n");
+	s->first[s->depth - 1] = false;
+	for (i = 0; i < s->depth; i++)
+		sink_put(s, "  ");
+	if (!s->array[s->depth - 1]) {
+		struct json_object *k = json_object_new_string(key);
+
+		sink_value_text(s, k);
+		json_object_put(k);
+		sink_put(s, ": ");
+	}
+}
+
+/* Adds val under key (ignored in an array); takes the reference. */
+static void sink_add(struct sink *s, const char *key, struct json_object *val)
+{
+	struct json_object *top = s->open[s->depth - 1];
+
+	if (!s->writing) {
+		if (json_object_is_type(top, json_type_array))
+			json_object_array_add(top, val);
+		else
+			json_object_object_add(top, key, val);
+		return;
+	}
+	sink_member(s, key);
+	sink_value_text(s, val);
+	json_object_put(val);
+}
+
+static void sink_open(struct sink *s, const char *key, bool array)
+{
+	struct json_object *c = NULL;
+
+	if (s->depth >= SINK_DEPTH) {
+		s->err = -EINVAL;
+		return;
+	}
+	if (!s->writing) {
+		c = array ? json_object_new_array() : json_object_new_object();
+		sink_add(s, key, c);
+	} else {
+		sink_member(s, key);
+		sink_put(s, array ? "[" : "{");
+	}
+	s->open[s->depth] = c;
+	s->array[s->depth] = array;
+	s->first[s->depth] = true;
+	s->depth++;
+}
+
+static void sink_close(struct sink *s)
+{
+	int i;
+
+	if (s->depth <= 1)
+		return;
+	s->depth--;
+	if (!s->writing)
+		return;
+	if (!s->first[s->depth]) {
+		sink_put(s, "\n");
+		for (i = 0; i < s->depth; i++)
+			sink_put(s, "  ");
+	}
+	sink_put(s, s->array[s->depth] ? "]" : "}");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -348,11 +486,12 @@ static double file_total_ns(const struct profile *p, const struct file_stats *f)
 	return ns;
 }
 
-static struct json_object *build_file(const struct file_stats *f, const struct out_ctx *c)
+static void build_file(struct sink *snk, const char *key, const struct file_stats *f,
+		       const struct out_ctx *c)
 {
 	const struct output_meta *m = c->m;
 	double total = c->total;
-	struct json_object *o = json_object_new_object(), *lines, *funcs;
+	struct json_object *funcs;
 	const char **starts = NULL;
 	size_t *lens = NULL, srclen = 0;
 	double mtime = 0;
@@ -367,17 +506,7 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 			n = 0;
 		r = regions__compute(src, srclen);
 	}
-	/* Lines sampled past the end of the file as read now (it changed or
-	 * vanished): keep their data on empty rows rather than lose it. */
-	for (last = f->nlines - 1; last > 0 && !f->lines[last]; last--)
-		;
-	nlines = n > last ? n : last;
-	lines = json_object_new_array_ext(nlines);
-	for (i = 1; i <= nlines; i++) {
-		json_object_array_add(lines, build_line(f, i, i <= n ? starts[i - 1] : "",
-							i <= n ? lens[i - 1] : 0, i <= n ? r : NULL,
-							nlines, c));
-	}
+	sink_open(snk, key, false);
 	funcs = json_object_new_array();
 	sorted = malloc((f->nfuncs ? f->nfuncs : 1) * sizeof(*sorted));
 	if (sorted) {
@@ -402,24 +531,35 @@ static struct json_object *build_file(const struct file_stats *f, const struct o
 		}
 		free(sorted);
 	}
-	json_object_object_add(o, "functions", funcs);
-	json_object_object_add(o, "imports", json_object_new_array());
-	json_object_object_add(o, "leaks", build_leaks(f, c));
-	json_object_object_add(o, "lines", lines);
+	sink_add(snk, "functions", funcs);
+	sink_add(snk, "imports", json_object_new_array());
+	sink_add(snk, "leaks", build_leaks(f, c));
+	/* Lines sampled past the end of the file as read now (it changed or
+	 * vanished): keep their data on empty rows rather than lose it. */
+	for (last = f->nlines - 1; last > 0 && !f->lines[last]; last--)
+		;
+	nlines = n > last ? n : last;
+	sink_open(snk, "lines", true);
+	for (i = 1; i <= nlines; i++) {
+		sink_add(snk, NULL,
+			 build_line(f, i, i <= n ? starts[i - 1] : "", i <= n ? lens[i - 1] : 0,
+				    i <= n ? r : NULL, nlines, c));
+	}
+	sink_close(snk);
 	/* Scalene's meaning: the file's sampled time before the split into
 	 * Python, native and system, i.e. the sum of its lines' three shares. */
-	json_object_object_add(o, "percent_cpu_time",
-			       jdouble(total > 0 ? 100.0 * file_total_ns(c->p, f) / total : 0));
+	sink_add(snk, "percent_cpu_time",
+		 jdouble(total > 0 ? 100.0 * file_total_ns(c->p, f) / total : 0));
 	if (!src)
-		json_object_object_add(o, "source_unavailable", json_object_new_boolean(1));
+		sink_add(snk, "source_unavailable", json_object_new_boolean(1));
 	/* Written to while the program ran: the text may not be what ran. */
 	else if (m->start_time_absolute > 0 && mtime > m->start_time_absolute)
-		json_object_object_add(o, "source_changed", json_object_new_boolean(1));
+		sink_add(snk, "source_changed", json_object_new_boolean(1));
+	sink_close(snk);
 	regions__free(r);
 	free(starts);
 	free(lens);
 	free(src);
-	return o;
 }
 
 static char *frame_string(const struct frame_ref *fr)
@@ -449,12 +589,21 @@ static struct json_object *py_frame_obj(const struct frame_ref *fr)
  * above it was not seen, and is not guessed. */
 #define TRUNCATED_FRAME "[truncated]"
 
-static struct json_object *truncated_frame_obj(void)
+/* The innermost frame of an entry that stands for deeper stacks merged into
+ * their outermost frames (stackbound.h), and of the one entry of all the
+ * stacks not written whole when no cut fits. */
+#define MERGED_FRAME "[deeper frames merged]"
+#define ALL_MERGED_FRAME "[stacks merged]"
+/* The stack of the samples whose stacks found the table full
+ * (scalene_bpf.bpf.stacks_dropped counts them). */
+#define OVERFLOW_FRAME "[stacks not kept]"
+
+static struct json_object *marker_frame_obj(const char *name)
 {
 	struct json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "kind", json_object_new_string("py"));
-	json_object_object_add(o, "display_name", json_object_new_string(TRUNCATED_FRAME));
+	json_object_object_add(o, "display_name", json_object_new_string(name));
 	json_object_object_add(o, "filename_or_module", json_object_new_string(""));
 	json_object_object_add(o, "line", json_object_new_int(1));
 	json_object_object_add(o, "ip", NULL);
@@ -462,91 +611,179 @@ static struct json_object *truncated_frame_obj(void)
 	return o;
 }
 
-/* emitted[i]: the index in combined_stacks of profile stack i, or -1. */
-static void build_stacks(struct json_object *doc, const struct profile *p, double total,
-			 bool memory, int *emitted)
+static struct json_object *truncated_frame_obj(void)
 {
-	struct json_object *stacks = json_object_new_array();
-	struct json_object *combined = json_object_new_array();
-	struct json_object *mstacks = json_object_new_array();
-	int i, j;
+	return marker_frame_obj(TRUNCATED_FRAME);
+}
 
-	for (i = 0; i < profile__nstacks(p); i++) {
-		const struct stack_stats *st = profile__stack(p, i);
-		struct json_object *frames, *cframes, *entry, *stats, *centry;
+/* The Scalene "py" frames of an entry, outermost first; with strings, also
+ * the legacy "file qualname:line;" strings. */
+static void entry_frames_json(const struct stack_entry *e, struct json_object *cframes,
+			      struct json_object *frames)
+{
+	const struct stack_stats *st = e->rep;
+	int j;
 
-		if (memory && st->malloc_bytes > 0) {
-			struct json_object *mframes = json_object_new_array();
-
-			if (st->truncated)
-				json_object_array_add(mframes, truncated_frame_obj());
-			for (j = 0; j < st->nframes; j++)
-				json_object_array_add(mframes, py_frame_obj(&st->frames[j]));
-			entry = json_object_new_array();
-			json_object_array_add(entry, mframes);
-			json_object_array_add(entry, jdouble(st->malloc_bytes / MB));
-			json_object_array_add(mstacks, entry);
-		}
-		if (emitted)
-			emitted[i] = -1;
-		if (!st->count)
-			continue; /* a stack seen by allocations only */
-		if (emitted)
-			emitted[i] = (int)json_object_array_length(combined);
-		frames = json_object_new_array();
-		cframes = json_object_new_array();
-		if (st->truncated) {
+	if (st->overflow && !e->all) {
+		if (frames)
+			json_object_array_add(frames,
+					      json_object_new_string(" " OVERFLOW_FRAME ":1;"));
+		if (cframes)
+			json_object_array_add(cframes, marker_frame_obj(OVERFLOW_FRAME));
+	}
+	if (st->truncated && !e->all) {
+		if (frames)
 			json_object_array_add(frames,
 					      json_object_new_string(" " TRUNCATED_FRAME ":1;"));
+		if (cframes)
 			json_object_array_add(cframes, truncated_frame_obj());
-		}
-		for (j = 0; j < st->nframes; j++) {
+	}
+	for (j = 0; j < e->depth; j++) {
+		if (frames) {
 			char *s = frame_string(&st->frames[j]);
 
 			json_object_array_add(frames, jstring(s));
 			free(s);
+		}
+		if (cframes)
 			json_object_array_add(cframes, py_frame_obj(&st->frames[j]));
-		}
-		if (st->native_sym) {
-			struct json_object *nf = json_object_new_object();
+	}
+	if (e->cut) {
+		const char *name = e->all ? ALL_MERGED_FRAME : MERGED_FRAME;
 
-			json_object_object_add(nf, "kind", json_object_new_string("native"));
-			json_object_object_add(nf, "display_name", jstring(st->native_sym));
-			json_object_object_add(nf, "filename_or_module",
-					       jstring(st->native_module));
-			json_object_object_add(nf, "line", NULL);
-			json_object_object_add(
-				nf, "ip",
-				st->native_ip ? json_object_new_int64((int64_t)st->native_ip)
-					      : NULL);
-			json_object_object_add(nf, "offset",
-					       st->native_ip && st->native_offset >= 0
-						       ? json_object_new_int64(st->native_offset)
-						       : NULL);
-			json_object_array_add(cframes, nf);
+		if (frames) {
+			char s[64];
+
+			snprintf(s, sizeof(s), " %s:1;", name);
+			json_object_array_add(frames, json_object_new_string(s));
 		}
+		if (cframes)
+			json_object_array_add(cframes, marker_frame_obj(name));
+	}
+}
+
+static struct json_object *bound_facts(const struct stack_bound *b, int distinct)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "distinct", json_object_new_int(distinct));
+	json_object_object_add(o, "written_whole", json_object_new_int(b->whole));
+	json_object_object_add(o, "merged_stacks",
+			       json_object_new_int64((int64_t)b->merged_stacks));
+	json_object_object_add(o, "merged_entries", json_object_new_int(b->n - b->whole));
+	json_object_object_add(o, "merge_depth", json_object_new_int(b->merge_depth));
+	json_object_object_add(o, "merged_weight", jdouble(b->merged_weight));
+	json_object_object_add(o, "total_weight", jdouble(b->total_weight));
+	return o;
+}
+
+static const struct stack_bound_limits stack_limits = {
+	.whole = STACKS_WHOLE,
+	.merged = STACKS_MERGED,
+	.frames = STACK_FRAMES,
+};
+
+static struct json_object *native_frame_obj(const struct stack_stats *st)
+{
+	struct json_object *nf = json_object_new_object();
+
+	json_object_object_add(nf, "kind", json_object_new_string("native"));
+	json_object_object_add(nf, "display_name", jstring(st->native_sym));
+	json_object_object_add(nf, "filename_or_module", jstring(st->native_module));
+	json_object_object_add(nf, "line", NULL);
+	json_object_object_add(
+		nf, "ip", st->native_ip ? json_object_new_int64((int64_t)st->native_ip) : NULL);
+	json_object_object_add(nf, "offset",
+			       st->native_ip && st->native_offset >= 0
+				       ? json_object_new_int64(st->native_offset)
+				       : NULL);
+	return nf;
+}
+
+/* emitted[i]: the index in combined_stacks of profile stack i (whole or
+ * merged), or -1. */
+static void build_stacks(struct sink *snk, const struct profile *p, double total, bool memory,
+			 struct json_object *extra, int *emitted)
+{
+	struct json_object *facts = json_object_new_object();
+	const struct stack_stats **all;
+	struct stack_bound cpu = { 0 }, mem = { 0 };
+	int i, n = profile__nstacks(p), ncpu = 0, nmem = 0;
+	bool ok;
+
+	all = malloc((n ? n : 1) * sizeof(*all));
+	for (i = 0; all && i < n; i++) {
+		all[i] = profile__stack(p, i);
+		ncpu += all[i]->count > 0;
+		nmem += all[i]->malloc_bytes > 0;
+	}
+	ok = all && !stack_bound__compute(all, n, false, &stack_limits, &cpu) &&
+	     (!memory || !stack_bound__compute(all, n, true, &stack_limits, &mem));
+	if (!ok) {
+		stack_bound__free(&cpu);
+		stack_bound__free(&mem);
+	}
+	for (i = 0; emitted && i < n; i++)
+		emitted[i] = ok ? cpu.entry_of[i] : -1;
+	sink_open(snk, "stacks", true);
+	for (i = 0; i < cpu.n; i++) {
+		const struct stack_entry *e = &cpu.e[i];
+		struct json_object *frames = json_object_new_array(), *entry, *stats;
+
+		entry_frames_json(e, NULL, frames);
 		stats = json_object_new_object();
-		json_object_object_add(stats, "count", json_object_new_int64(st->count));
+		json_object_object_add(stats, "count", json_object_new_int64(e->count));
 		json_object_object_add(stats, "python_time",
-				       jdouble(total > 0 ? st->python_ns / total : 0));
+				       jdouble(total > 0 ? e->python_ns / total : 0));
 		json_object_object_add(stats, "c_time",
-				       jdouble(total > 0 ? st->native_ns / total : 0));
+				       jdouble(total > 0 ? e->native_ns / total : 0));
 		json_object_object_add(
 			stats, "cpu_samples",
-			jdouble(total > 0 ? (st->python_ns + st->native_ns + st->system_ns) / total
+			jdouble(total > 0 ? (e->python_ns + e->native_ns + e->system_ns) / total
 					  : 0));
 		entry = json_object_new_array();
 		json_object_array_add(entry, frames);
 		json_object_array_add(entry, stats);
-		json_object_array_add(stacks, entry);
+		sink_add(snk, NULL, entry);
+	}
+	sink_close(snk);
+	sink_open(snk, "combined_stacks", true);
+	for (i = 0; i < cpu.n; i++) {
+		const struct stack_entry *e = &cpu.e[i];
+		struct json_object *cframes = json_object_new_array(), *centry;
+
+		entry_frames_json(e, cframes, NULL);
+		if (!e->cut && e->rep->native_sym)
+			json_object_array_add(cframes, native_frame_obj(e->rep));
 		centry = json_object_new_array();
 		json_object_array_add(centry, cframes);
-		json_object_array_add(centry, json_object_new_int64(st->count));
-		json_object_array_add(combined, centry);
+		json_object_array_add(centry, json_object_new_int64(e->count));
+		sink_add(snk, NULL, centry);
 	}
-	json_object_object_add(doc, "stacks", stacks);
-	json_object_object_add(doc, "combined_stacks", combined);
-	json_object_object_add(doc, "memory_stacks", mstacks);
+	sink_close(snk);
+	sink_open(snk, "memory_stacks", true);
+	for (i = 0; i < mem.n; i++) {
+		struct json_object *mframes = json_object_new_array(), *entry;
+
+		entry_frames_json(&mem.e[i], mframes, NULL);
+		entry = json_object_new_array();
+		json_object_array_add(entry, mframes);
+		json_object_array_add(entry, jdouble(mem.e[i].malloc_bytes / MB));
+		sink_add(snk, NULL, entry);
+	}
+	sink_close(snk);
+	if (ok) {
+		json_object_object_add(facts, "cpu", bound_facts(&cpu, ncpu));
+		if (memory)
+			json_object_object_add(facts, "memory", bound_facts(&mem, nmem));
+	}
+	if (extra)
+		json_object_object_add(extra, "stack_bounds", facts);
+	else
+		json_object_put(facts);
+	stack_bound__free(&cpu);
+	stack_bound__free(&mem);
+	free(all);
 }
 
 /* A file's allocation churn: the sampled bytes its lines and functions asked
@@ -672,6 +909,10 @@ static struct json_object *build_timeline(const struct profile *p, const struct 
 	return arr;
 }
 
+/* Scalene's rule: a file is reported with at least the threshold of CPU
+ * time or FILE_MALLOC_THRESHOLD_MB of net malloc samples (its n_malloc_mb
+ * summed); allocation churn alone, memory the file gave back, does not make
+ * it one (it stays in scalene_bpf.allocation_churn, see churn_reported). */
 static bool file_reported(const struct profile *p, const struct file_stats *f,
 			  const struct output_meta *m, double total)
 {
@@ -690,7 +931,7 @@ static bool file_reported(const struct profile *p, const struct file_stats *f,
 	if (m->memory) {
 		for (i = 0; i < f->nlines; i++) {
 			if (f->lines[i] && f->lines[i]->mem)
-				bytes += f->lines[i]->mem->malloc_bytes;
+				bytes += f->lines[i]->mem->net_bytes;
 		}
 		if (bytes / MB >= FILE_MALLOC_THRESHOLD_MB)
 			return true;
@@ -700,9 +941,23 @@ static bool file_reported(const struct profile *p, const struct file_stats *f,
 	return 100.0 * file_total_ns(p, f) / total >= m->cpu_percent_threshold;
 }
 
-struct json_object *output_build(const struct profile *p, const struct output_meta *m)
+/* A file whose churn is written: reported, or with the threshold of churn. */
+static bool churn_reported(const struct profile *p, const struct file_stats *f,
+			   const struct output_meta *m, double total)
 {
-	struct json_object *doc = json_object_new_object(), *files, *args, *churn = NULL;
+	double bytes = 0;
+	int i;
+
+	for (i = 0; i < f->nlines; i++) {
+		if (f->lines[i] && f->lines[i]->mem)
+			bytes += f->lines[i]->mem->malloc_bytes;
+	}
+	return bytes / MB >= FILE_MALLOC_THRESHOLD_MB || file_reported(p, f, m, total);
+}
+
+static void build_doc(struct sink *snk, const struct profile *p, const struct output_meta *m)
+{
+	struct json_object *args, *churn = NULL;
 	const struct profile_memory *pm = profile__memory(p);
 	struct out_ctx c = { .p = p, .m = m, .pm = pm, .total = profile__total_ns(p) };
 	double total = c.total;
@@ -710,67 +965,87 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 	int *emitted;
 	int i;
 
-	if (!doc)
-		return NULL;
-	json_object_object_add(doc, "alloc_samples",
-			       json_object_new_int64(mem ? (int64_t)pm->alloc_samples : 0));
+	sink_add(snk, "alloc_samples", json_object_new_int64(mem ? (int64_t)pm->alloc_samples : 0));
 	args = json_object_new_array();
 	for (i = 0; i < m->nargs; i++)
 		json_object_array_add(args, jstring(m->args[i]));
-	json_object_object_add(doc, "args", args);
-	json_object_object_add(doc, "async_profile", json_object_new_boolean(0));
-	json_object_object_add(doc, "elapsed_time_sec", jdouble(m->elapsed_sec));
-	json_object_object_add(doc, "start_time_absolute", jdouble(m->start_time_absolute));
-	json_object_object_add(doc, "start_time_perf", jdouble(m->start_time_perf));
-	json_object_object_add(doc, "entrypoint_dir", jstring(m->program_dir));
-	json_object_object_add(doc, "filename", jstring(m->program_dir));
-	json_object_object_add(doc, "program", jstring(m->program));
-	json_object_object_add(doc, "gpu", json_object_new_boolean(0));
-	json_object_object_add(doc, "gpu_device", json_object_new_string(""));
-	json_object_object_add(doc, "growth_rate", jdouble(mem ? growth_rate(pm) : 0));
-	json_object_object_add(doc, "max_footprint_fname",
-			       mem && pm->max_file ? jstring(pm->max_file) : NULL);
-	json_object_object_add(
-		doc, "max_footprint_lineno",
-		mem && pm->max_file && pm->max_line > 0 ? json_object_new_int(pm->max_line) : NULL);
-	json_object_object_add(doc, "max_footprint_mb", jdouble(mem ? pm->max_footprint / MB : 0));
-	json_object_object_add(doc, "max_footprint_python_fraction",
-			       jdouble(mem ? pm->max_python_fraction : 0));
-	json_object_object_add(doc, "memory", json_object_new_boolean(mem));
-	json_object_object_add(doc, "samples", series_json(mem ? &pm->series : NULL, &c));
-	json_object_object_add(doc, "native_allocations_mb",
-			       jdouble(mem ? pm->native_thread_bytes / MB : 0));
-	json_object_object_add(doc, "main_thread_id",
-			       m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id)
-						 : NULL);
-	files = json_object_new_object();
+	sink_add(snk, "args", args);
+	sink_add(snk, "async_profile", json_object_new_boolean(0));
+	sink_add(snk, "elapsed_time_sec", jdouble(m->elapsed_sec));
+	sink_add(snk, "start_time_absolute", jdouble(m->start_time_absolute));
+	sink_add(snk, "start_time_perf", jdouble(m->start_time_perf));
+	sink_add(snk, "entrypoint_dir", jstring(m->program_dir));
+	sink_add(snk, "filename", jstring(m->program_dir));
+	sink_add(snk, "program", jstring(m->program));
+	sink_add(snk, "gpu", json_object_new_boolean(0));
+	sink_add(snk, "gpu_device", json_object_new_string(""));
+	sink_add(snk, "growth_rate", jdouble(mem ? growth_rate(pm) : 0));
+	sink_add(snk, "max_footprint_fname", mem && pm->max_file ? jstring(pm->max_file) : NULL);
+	sink_add(snk, "max_footprint_lineno",
+		 mem && pm->max_file && pm->max_line > 0 ? json_object_new_int(pm->max_line)
+							 : NULL);
+	sink_add(snk, "max_footprint_mb", jdouble(mem ? pm->max_footprint / MB : 0));
+	sink_add(snk, "max_footprint_python_fraction", jdouble(mem ? pm->max_python_fraction : 0));
+	sink_add(snk, "memory", json_object_new_boolean(mem));
+	sink_add(snk, "samples", series_json(mem ? &pm->series : NULL, &c));
+	sink_add(snk, "native_allocations_mb", jdouble(mem ? pm->native_thread_bytes / MB : 0));
+	sink_add(snk, "main_thread_id",
+		 m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id) : NULL);
 	if (mem && m->extra)
 		churn = json_object_new_object();
+	sink_open(snk, "files", false);
 	for (i = 0; i < profile__nfiles(p); i++) {
 		const struct file_stats *f = profile__file(p, i);
+		bool rep = file_reported(p, f, m, total);
 		char *key;
 
-		if (!file_reported(p, f, m, total))
+		if (!rep && !(churn && churn_reported(p, f, m, total)))
 			continue;
 		key = utf8_sanitize(f->path, strlen(f->path));
 		if (!key)
 			continue;
-		json_object_object_add(files, key, build_file(f, &c));
+		if (rep)
+			build_file(snk, key, f, &c);
 		if (churn)
 			json_object_object_add(churn, key, file_churn(f));
 		free(key);
 	}
-	json_object_object_add(doc, "files", files);
+	sink_close(snk);
 	emitted = malloc((profile__nstacks(p) ? profile__nstacks(p) : 1) * sizeof(*emitted));
-	build_stacks(doc, p, total, mem, emitted);
-	json_object_object_add(doc, "combined_stacks_timeline", build_timeline(p, m, emitted));
+	build_stacks(snk, p, total, mem, m->extra, emitted);
+	sink_add(snk, "combined_stacks_timeline", build_timeline(p, m, emitted));
 	free(emitted);
 	if (churn)
 		json_object_object_add(m->extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));
 	if (m->extra)
-		json_object_object_add(doc, "scalene_bpf", json_object_get(m->extra));
-	return doc;
+		sink_add(snk, "scalene_bpf", json_object_get(m->extra));
+}
+
+struct json_object *output_build(const struct profile *p, const struct output_meta *m)
+{
+	struct sink snk = { .depth = 1 };
+
+	snk.open[0] = json_object_new_object();
+	if (!snk.open[0])
+		return NULL;
+	build_doc(&snk, p, m);
+	return snk.open[0];
+}
+
+int output_write(const struct profile *p, const struct output_meta *m, int fd)
+{
+	struct sink snk = { .depth = 1, .writing = true, .fd = fd, .first = { true } };
+
+	snk.buf = malloc(SINK_BUF);
+	if (!snk.buf)
+		return -ENOMEM;
+	sink_put(&snk, "{");
+	build_doc(&snk, p, m);
+	sink_put(&snk, "\n}\n");
+	sink_flush(&snk);
+	free(snk.buf);
+	return snk.err;
 }
 
 char *output_to_string(struct json_object *doc)

@@ -43,6 +43,11 @@ struct output_meta {
  * meta->extra. */
 struct json_object *output_build(const struct profile *p, const struct output_meta *m);
 
+/* Writes the same document to fd piece by piece: each line, stack and
+ * small field is built, serialised and freed in turn, so that the whole
+ * document never sits in memory.  0 or -errno. */
+int output_write(const struct profile *p, const struct output_meta *m, int fd);
+
 /* Serialises doc to a malloc'ed string (strict JSON, UTF-8). */
 char *output_to_string(struct json_object *doc);
 

@@ -9,7 +9,7 @@
 #include "strtab.h"
 
 /* Distinct stacks kept; beyond it stacks are counted as dropped (their time
- * still reaches the lines). */
+ * still reaches the lines, and the stacks' overflow entry). */
 #define MAX_STACKS 20000
 /* Threads with statistics of their own; the threads after them share one
  * entry, so that a service starting threads all day keeps a bounded model. */
@@ -61,6 +61,7 @@ struct profile {
 	struct stack_stats **stacks;
 	int nstacks;
 	uint64_t stacks_dropped;
+	struct stack_stats *overflow; /* stacks that found the table full */
 	struct hmap *threads_by_key;
 	struct thread_stats *other_threads; /* past MAX_THREAD_STATS */
 	uint64_t threads_folded;	    /* threads counted in it */
@@ -175,6 +176,7 @@ void profile__free(struct profile *p)
 		free(p->stacks[i]);
 	}
 	free(p->stacks);
+	free(p->overflow);
 	for (i = 0; i < p->nthreads; i++)
 		free(p->threads[i]);
 	free(p->threads);
@@ -459,7 +461,8 @@ static bool stack_equal(const struct stack_stats *st, const struct stack_key *k)
 	return true;
 }
 
-/* The stack, found or added, and its index; NULL when the table is full. */
+/* The stack, found or added, and its index; the overflow stack (index
+ * MAX_STACKS) when the table is full; NULL out of memory. */
 static struct stack_stats *stack_get(struct profile *p, const struct stack_key *k, int *index)
 {
 	const struct frame_ref *frames = k->frames;
@@ -510,7 +513,17 @@ static struct stack_stats *stack_get(struct profile *p, const struct stack_key *
 	return st;
 dropped:
 	p->stacks_dropped++;
-	return NULL;
+	if (p->nstacks < MAX_STACKS)
+		return NULL;
+	if (!p->overflow) {
+		p->overflow = calloc(1, sizeof(*p->overflow));
+		if (!p->overflow)
+			return NULL;
+		p->overflow->overflow = true;
+		p->overflow->native_offset = -1;
+	}
+	*index = p->nstacks;
+	return p->overflow;
 }
 
 /* ---- the stack timeline ---- */
@@ -1423,11 +1436,13 @@ const struct file_stats *profile__file(const struct profile *p, int i)
 
 int profile__nstacks(const struct profile *p)
 {
-	return p->nstacks;
+	return p->nstacks + !!p->overflow;
 }
 
 const struct stack_stats *profile__stack(const struct profile *p, int i)
 {
+	if (i == p->nstacks)
+		return p->overflow;
 	return i >= 0 && i < p->nstacks ? p->stacks[i] : NULL;
 }
 

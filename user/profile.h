@@ -193,6 +193,9 @@ struct stack_stats {
 	uint64_t native_ip;    /* 0 if unknown */
 	int64_t native_offset; /* ip - the symbol's start, -1 if unknown */
 	bool truncated;	       /* the outermost frames were not walked */
+	/* The one stack of every sample whose stack found the table full: no
+	 * frames, the weights kept (the last stack when there is one). */
+	bool overflow;
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
 	double malloc_bytes; /* net malloc samples on this stack */

@@ -55,42 +55,60 @@ out:
 	return err;
 }
 
-int outfile_write(const char *path, const char *data, size_t len, const struct user_creds *c)
+int outfile_stream(const char *path, outfile_emit_fn emit, void *ctx, const struct user_creds *c)
 {
 	struct fs_creds saved;
 	char tmp[PATH_MAX];
-	size_t off = 0;
-	ssize_t n;
-	int fd, err = 0;
+	int fd, err;
 
+	/* The file is made and renamed as the user; emit runs as before. */
 	creds_fs_user(c, &saved);
 	fd = make_temp(path, tmp, sizeof(tmp));
-	if (fd < 0) {
-		err = fd;
-		goto out;
-	}
-	while (off < len) {
-		n = write(fd, data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
-			break;
-		}
-		off += n;
-	}
+	creds_fs_self(&saved);
+	if (fd < 0)
+		return fd;
+	err = emit(fd, ctx);
 	if (!err && fchmod(fd, 0644))
 		err = -errno;
 	if (!err && fsync(fd))
 		err = -errno;
 	if (close(fd) && !err)
 		err = -errno;
+	creds_fs_user(c, &saved);
 	/* rename replaces a symlink at path, never writes through it. */
 	if (!err && rename(tmp, path))
 		err = -errno;
 	if (err)
 		unlink(tmp);
-out:
 	creds_fs_self(&saved);
 	return err;
+}
+
+struct buf_ctx {
+	const char *data;
+	size_t len;
+};
+
+static int emit_buf(int fd, void *ctx)
+{
+	const struct buf_ctx *b = ctx;
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < b->len) {
+		n = write(fd, b->data + off, b->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		off += n;
+	}
+	return 0;
+}
+
+int outfile_write(const char *path, const char *data, size_t len, const struct user_creds *c)
+{
+	struct buf_ctx b = { data, len };
+
+	return outfile_stream(path, emit_buf, &b, c);
 }

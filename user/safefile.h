@@ -14,4 +14,8 @@ int outfile_check(const char *path, const struct user_creds *c);
  * followed or clobbered in place.  0 or -errno. */
 int outfile_write(const char *path, const char *data, size_t len, const struct user_creds *c);
 
+/* The same, the content written to the open file by emit (0 or -errno). */
+typedef int (*outfile_emit_fn)(int fd, void *ctx);
+int outfile_stream(const char *path, outfile_emit_fn emit, void *ctx, const struct user_creds *c);
+
 #endif /* SAFEFILE_H */

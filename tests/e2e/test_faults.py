@@ -96,7 +96,8 @@ def test_recursion_ten_thousand_deep(python, tmp_path):
     assert marked, "no combined stack is marked as truncated"
     # A truncated stack starts at the mark, then frames of the recursion
     # (with the middle of the stack left out, marked too).
-    assert all(f["display_name"] in ("down", "[truncated]", "[frames elided]")
+    assert all(f["display_name"] in ("down", "[truncated]", "[frames elided]",
+                                     "[deeper frames merged]")
                for fr in marked for f in fr if f["kind"] == "py"), marked[0][:3]
 
 
@@ -123,7 +124,10 @@ def test_program_line_under_a_deep_library_stack(python, tmp_path, depth):
         # library's frames.
         assert "main" in names, names[:5]
         assert names.index("main") < names.index("down"), names[:5]
-        if depth > 120:
+        # Stacks past the profile's stack budget are merged into their
+        # outermost frames (user/stackbound.h): the cut can fall above the
+        # elision.
+        if depth > 120 and names[-1] != "[deeper frames merged]":
             assert names.count("[frames elided]") == 1, names
 
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -120,21 +121,56 @@ static struct json_object *parse_strict(const char *text)
 	return o;
 }
 
-/* Builds, serialises and parses back; *text gets the serialised form. */
+/* The document as output_write streams it to a file (malloc'ed text). */
+static char *streamed(struct profile *p, struct output_meta *m)
+{
+	FILE *f = tmpfile();
+	char *text = NULL;
+	long n;
+
+	CHECK(f != NULL);
+	if (!f)
+		return NULL;
+	CHECK_EQ_INT(output_write(p, m, fileno(f)), 0);
+	n = ftell(f) > 0 ? ftell(f) : lseek(fileno(f), 0, SEEK_END);
+	text = calloc(1, n + 1);
+	if (text && pread(fileno(f), text, n, 0) != n) {
+		free(text);
+		text = NULL;
+	}
+	fclose(f);
+	CHECK(text != NULL);
+	return text;
+}
+
+/* Builds, serialises and parses back; *text gets the serialised form, as
+ * written piece by piece to a file, which must hold the same document as
+ * the one built whole. */
 static struct json_object *build(struct profile *p, struct output_meta *m, char **text)
 {
-	struct json_object *doc = output_build(p, m), *back;
+	struct json_object *doc = output_build(p, m), *back, *whole;
+	char *wtext;
 
 	CHECK(doc != NULL);
 	if (!doc)
 		return NULL;
-	*text = output_to_string(doc);
+	wtext = output_to_string(doc);
 	json_object_put(doc);
-	CHECK(*text != NULL);
-	if (!*text)
+	CHECK(wtext != NULL);
+	if (!wtext)
 		return NULL;
+	whole = parse_strict(wtext);
+	free(wtext);
+	CHECK(whole != NULL);
+	*text = streamed(p, m);
+	if (!*text) {
+		json_object_put(whole);
+		return NULL;
+	}
 	back = parse_strict(*text);
 	CHECK(back != NULL);
+	CHECK(json_object_equal(back, whole));
+	json_object_put(whole);
 	return back;
 }
 

@@ -730,6 +730,35 @@ static void test_nested_functions_are_functions(void)
 
 /* ------------------------------------------------- stacks and threads */
 
+/* Past the stack table's 20 000 distinct stacks, samples go to one overflow
+ * stack: counted as dropped, their weight still among the stacks. */
+static void test_stack_table_full(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "f", 3, 5),
+				 fr(p, "/app/main.py", "<module>", 1, 9) };
+	struct sample_in s = sample(a, 2, 1 * MS);
+	const struct stack_stats *last;
+	uint64_t total = 0;
+	int i, n;
+
+	for (i = 0; i < 20050; i++) {
+		a[0].line = 10 + i; /* a stack of its own each */
+		profile__add(p, &s);
+	}
+	n = profile__nstacks(p);
+	CHECK_EQ_INT(n, 20001);
+	CHECK_EQ_INT(profile__stacks_dropped(p), 50);
+	last = profile__stack(p, n - 1);
+	CHECK(last && last->overflow && last->nframes == 0);
+	CHECK_EQ_INT(last ? last->count : 0, 50);
+	for (i = 0; i < n; i++)
+		total += profile__stack(p, i)->count;
+	CHECK_EQ_INT(total, 20050);
+	CHECK(profile__stack(p, n) == NULL);
+	profile__free(p);
+}
+
 static void test_stacks(void)
 {
 	struct profile *p = new_profile("/app");
@@ -1236,6 +1265,7 @@ int main(void)
 	RUN_TEST(test_comprehensions_fold);
 	RUN_TEST(test_nested_functions_are_functions);
 	RUN_TEST(test_stacks);
+	RUN_TEST(test_stack_table_full);
 	RUN_TEST(test_threads);
 	RUN_TEST(test_thread_limit);
 	RUN_TEST(test_many);
