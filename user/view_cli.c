@@ -780,10 +780,17 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 	if (overhead > 0) {
 		char text[160];
 
-		snprintf(text, sizeof(text),
-			 "profiler overhead: %.2f s of CPU time in the profiler's probes, not "
-			 "counted in the lines' percentages",
-			 overhead);
+		/* A few samples' worth reads as milliseconds, not "0.00 s". */
+		if (overhead < 0.01)
+			snprintf(text, sizeof(text),
+				 "profiler overhead: %.1f ms of CPU time in the profiler's probes, "
+				 "not counted in the lines' percentages",
+				 overhead * 1e3);
+		else
+			snprintf(text, sizeof(text),
+				 "profiler overhead: %.2f s of CPU time in the profiler's probes, "
+				 "not counted in the lines' percentages",
+				 overhead);
 		row_emit(c, &r);
 		print_wrapped(c, &r, text);
 	}
