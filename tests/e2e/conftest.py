@@ -21,6 +21,8 @@ Options:
 import os
 import re
 import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +86,18 @@ def user_python():
             return user, path
     pytest.skip(f"no interpreter that {user.pw_name} can run: apt-get "
                 "install python3.11")
+
+
+@pytest.fixture
+def user_dir():
+    """(test user, a directory that user owns outside root's private ones),
+    removed afterwards."""
+    user = ensure_test_user()
+    d = Path(tempfile.mkdtemp(prefix="sbpf-e2e-"))
+    os.chmod(d, 0o755)
+    os.chown(d, user.pw_uid, user.pw_gid)
+    yield user, d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------

@@ -19,12 +19,11 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, default_interpreter, ensure_test_user, file_entry,
+from e2e_helpers import (BIN, default_interpreter, file_entry,
                          line_time, markers, profile_run, program,
                          runnable_by, sudo_env, invoke, finish)
 
@@ -165,16 +164,6 @@ def test_decorated_in_a_child_process(any_python, tmp_path):
                       opts=["--cpu-only", "--no-follow"])
     assert res.profile["scalene_bpf"]["profile_decorator"]["functions"] == 0
     assert "spin" in _functions(res.profile, parent)
-
-
-@pytest.fixture
-def user_dir():
-    user = ensure_test_user()
-    d = tempfile.mkdtemp(prefix="sbpf-e2e-")
-    os.chmod(d, 0o755)
-    os.chown(d, user.pw_uid, user.pw_gid)
-    yield user, d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_decorator_under_sudo(user_python, user_dir):

@@ -8,15 +8,13 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from e2e_helpers import (BIN, REPO, RUN_TIMEOUT, bpf_snapshot, check_compat,
-                         check_no_bpf_left, clean_env, ensure_test_user,
-                         file_entry, finish, function_time, hot_lines, invoke, line_time,
+                         check_no_bpf_left, clean_env, file_entry, finish, function_time, hot_lines, invoke, line_time,
                          markers, profile_run, program, runnable_by, sudo_env)
 
 def _bpf_fds(fds):
@@ -102,17 +100,6 @@ def test_program_that_exits_at_once(python, tmp_path):
 # --------------------------------------------------------------------------
 # sudo
 # --------------------------------------------------------------------------
-
-@pytest.fixture
-def user_dir():
-    """A directory the test user owns, outside root's private ones."""
-    user = ensure_test_user()
-    d = tempfile.mkdtemp(prefix="sbpf-e2e-")
-    os.chmod(d, 0o755)
-    os.chown(d, user.pw_uid, user.pw_gid)
-    yield user, d
-    shutil.rmtree(d, ignore_errors=True)
-
 
 def test_sudo_runs_the_program_as_the_user(user_python, user_dir):
     user, d = user_dir

@@ -30,13 +30,12 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from e2e_helpers import (BIN, REPO, clean_env, default_interpreter,
-                         ensure_test_user, profile_run, reference_dir,
+                         profile_run, reference_dir,
                          sudo_env)
 
 REFERENCE_PROFILES = ("scalene_ref_cpu.json", "scalene_ref_mem.json",
@@ -721,17 +720,6 @@ def test_wrong_types(tmp_path, pprof_message):
 # --------------------------------------------------------------------------
 # Under sudo
 # --------------------------------------------------------------------------
-
-@pytest.fixture
-def user_dir():
-    """A directory the test user owns, outside root's private ones."""
-    user = ensure_test_user()
-    d = Path(tempfile.mkdtemp(prefix="sbpf-export-"))
-    os.chmod(d, 0o755)
-    os.chown(d, user.pw_uid, user.pw_gid)
-    yield user, d
-    shutil.rmtree(d, ignore_errors=True)
-
 
 def test_sudo_output_belongs_to_the_user(demo, user_dir):
     """Under sudo the export is written by the invoking user, who owns it;

@@ -27,8 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, REPO, clean_env, compat, ensure_test_user,
-                         profile_run, reference_dir, sudo_env)
+from e2e_helpers import (BIN, REPO, clean_env, compat, profile_run, reference_dir, sudo_env)
 
 REFERENCE = reference_dir()
 REFERENCE_FILES = sorted(REFERENCE.glob("*.json")) if REFERENCE.is_dir() \
@@ -815,16 +814,6 @@ def test_stacks_capped(tmp_path):
 # --------------------------------------------------------------------------
 # sudo: the page belongs to the invoking user
 # --------------------------------------------------------------------------
-
-@pytest.fixture
-def user_dir():
-    user = ensure_test_user()
-    d = tempfile.mkdtemp(prefix="sbpf-html-")
-    os.chmod(d, 0o755)
-    os.chown(d, user.pw_uid, user.pw_gid)
-    yield user, Path(d)
-    shutil.rmtree(d, ignore_errors=True)
-
 
 def test_sudo_page_belongs_to_the_user(user_dir):
     user, d = user_dir
