@@ -78,15 +78,21 @@ int find_in_path(const char *name, char *out, unsigned long n)
 	return err;
 }
 
+/* path as an absolute name, relative to cwd when it is not one. */
+static void join_cwd(char *buf, size_t size, const char *path, const char *cwd)
+{
+	if (path[0] == '/')
+		snprintf(buf, size, "%s", path);
+	else
+		snprintf(buf, size, "%s/%s", cwd, path);
+}
+
 static char *absolute(const char *path, const char *cwd)
 {
 	char buf[PATH_MAX * 2];
 	char *real;
 
-	if (path[0] == '/')
-		snprintf(buf, sizeof(buf), "%s", path);
-	else
-		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	join_cwd(buf, sizeof(buf), path, cwd);
 	real = realpath(buf, NULL);
 	return real ? real : strdup(buf);
 }
@@ -129,10 +135,7 @@ static char *given_dir(struct target *t, const char *path, const char *cwd, cons
 {
 	char buf[PATH_MAX * 2], *d;
 
-	if (path[0] == '/')
-		snprintf(buf, sizeof(buf), "%s", path);
-	else
-		snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+	join_cwd(buf, sizeof(buf), path, cwd);
 	normalize_lexically(buf);
 	d = dirname(buf);
 	if (!strcmp(d, real))
