@@ -46,6 +46,7 @@
 #define SGR_SYSTEM "33"
 #define SGR_MEMORY "32"
 #define SGR_GPU "35"
+#define SGR_AWAIT "96"
 #define SGR_WARN "1;33"
 
 struct ctx {
@@ -226,6 +227,7 @@ enum col {
 	COL_NATIVE,
 	COL_SYSTEM,
 	COL_GIL,
+	COL_AWAIT,
 	COL_BAR,
 	COL_AVG_MB,
 	COL_PEAK_MB,
@@ -244,19 +246,20 @@ static const struct {
 } columns[COL_MAX] = {
 	[COL_LINE] = { "line", 5, 5 },	     [COL_PYTHON] = { "python", 6, 6 },
 	[COL_NATIVE] = { "native", 6, 6 },   [COL_SYSTEM] = { "system", 6, 6 },
-	[COL_GIL] = { "GIL", 6, 6 },	     [COL_BAR] = { "time", 10, 4 },
-	[COL_AVG_MB] = { "avg MB", 6, 6 },   [COL_PEAK_MB] = { "peak MB", 7, 7 },
-	[COL_SPARK] = { "timeline", 12, 5 }, [COL_MEM_PCT] = { "mem%", 4, 4 },
-	[COL_CHURN] = { "churn", 6, 6 },     [COL_COPY] = { "MB/s", 5, 5 },
-	[COL_GPU_PCT] = { "gpu%", 4, 4 },    [COL_GPU_MB] = { "gpu MB", 6, 6 },
+	[COL_GIL] = { "GIL", 6, 6 },	     [COL_AWAIT] = { "await", 6, 6 },
+	[COL_BAR] = { "time", 10, 4 },	     [COL_AVG_MB] = { "avg MB", 6, 6 },
+	[COL_PEAK_MB] = { "peak MB", 7, 7 }, [COL_SPARK] = { "timeline", 12, 5 },
+	[COL_MEM_PCT] = { "mem%", 4, 4 },    [COL_CHURN] = { "churn", 6, 6 },
+	[COL_COPY] = { "MB/s", 5, 5 },	     [COL_GPU_PCT] = { "gpu%", 4, 4 },
+	[COL_GPU_MB] = { "gpu MB", 6, 6 },
 };
 
 /* The order in which columns go when the terminal is narrow: the graphics
  * first (while the source would be cut), then, once the source is down to
  * MIN_SOURCE columns, the others. */
 static const enum col drop_order[] = {
-	COL_COPY,    COL_CHURN,	  COL_GPU_MB, COL_AVG_MB, COL_GPU_PCT,
-	COL_MEM_PCT, COL_PEAK_MB, COL_GIL,    COL_SYSTEM, COL_NATIVE,
+	COL_COPY,    COL_CHURN, COL_GPU_MB, COL_AVG_MB, COL_GPU_PCT, COL_MEM_PCT,
+	COL_PEAK_MB, COL_GIL,	COL_SYSTEM, COL_AWAIT,	COL_NATIVE,
 };
 
 struct layout {
@@ -282,7 +285,7 @@ static void layout_make(const struct ctx *c, struct layout *l, int text)
 	for (k = 0; k < COL_MAX; k++) {
 		bool mem = k >= COL_AVG_MB && k <= COL_COPY, gpu = k >= COL_GPU_PCT;
 		bool off = (mem && !c->sel.memory) || (gpu && !c->sel.gpu) ||
-			   (k == COL_GIL && !c->sel.gil);
+			   (k == COL_GIL && !c->sel.gil) || (k == COL_AWAIT && !c->sel.await);
 
 		l->w[k] = off ? 0 : columns[k].width;
 	}
@@ -454,6 +457,42 @@ static void print_header_row(struct ctx *c, const struct layout *l, const char *
 	row_emit(c, &r);
 }
 
+/* Under a row that awaited: the tasks seen waiting there (the first few,
+ * then how many more) and how many tasks waited at once, as one row that
+ * starts under the source text when it fits there, else further left. */
+static void print_await_note(struct ctx *c, const struct layout *l, struct json_object *o,
+			     struct row *r)
+{
+	const char *names[VJ_TASKS_SHOWN];
+	size_t i, n = vj_task_names(o, names, VJ_TASKS_SHOWN);
+	double mean = vj_num(o, "n_async_concurrency_mean");
+	double peak = vj_num(o, "n_async_concurrency_peak");
+	char note[LINE_TEXT];
+	int len = 0, at, w;
+
+	if (!n && mean <= 0 && peak <= 0)
+		return;
+	for (i = 0; i < n && i < VJ_TASKS_SHOWN; i++)
+		len += snprintf(note + len, sizeof(note) - len, "%s%.40s",
+				i ? ", " : "tasks: ", names[i]);
+	if (n > VJ_TASKS_SHOWN)
+		len += snprintf(note + len, sizeof(note) - len, " +%zu more", n - VJ_TASKS_SHOWN);
+	if (mean > 0 || peak > 0)
+		snprintf(note + len, sizeof(note) - len, "%sconcurrency %.1f mean, %.0f peak",
+			 n ? "; " : "", mean, peak);
+	w = text_cols(note);
+	at = layout_used(l);
+	if (at + w > c->width)
+		at = c->width - w;
+	if (at < l->w[COL_LINE] + 2)
+		at = l->w[COL_LINE] + 2;
+	row_reset(r);
+	row_pad_to(c, r, at);
+	row_style(c, r, SGR_DIM);
+	row_text(c, r, note, MAX_WIDTH);
+	row_emit(c, r);
+}
+
 /* One table row: the numbers of l, then text (source or function name);
  * fn: o is a function. */
 static void print_row(struct ctx *c, const struct layout *l, struct json_object *o,
@@ -484,6 +523,12 @@ static void print_row(struct ctx *c, const struct layout *l, struct json_object 
 		double gil = vj_gil_wait(o);
 
 		cell_num(c, &r, l->w[COL_GIL], gil, 1, "%", pct_style(gil, SGR_SYSTEM));
+		row_pad_to(c, &r, r.cols + 1);
+	}
+	if (l->w[COL_AWAIT]) {
+		double aw = vj_await(o);
+
+		cell_num(c, &r, l->w[COL_AWAIT], aw, 1, "%", pct_style(aw, SGR_AWAIT));
 		row_pad_to(c, &r, r.cols + 1);
 	}
 	if (l->w[COL_BAR]) {
@@ -525,10 +570,12 @@ static void print_row(struct ctx *c, const struct layout *l, struct json_object 
 		row_pad_to(c, &r, r.cols + 1);
 	}
 	row_pad_to(c, &r, r.cols + 1);
-	if (py + nat + sys >= 20)
+	if (vj_row_heat(&c->sel, o) >= 20)
 		row_style(c, &r, SGR_BOLD);
 	row_text(c, &r, text, MAX_WIDTH);
 	row_emit(c, &r);
+	if (c->sel.await && vj_await(o) > 0)
+		print_await_note(c, l, o, &r);
 }
 
 /* ---------------------------------------------------------- files */
@@ -563,8 +610,9 @@ static int fn_cmp(const void *a, const void *b)
 	return (x->mem < y->mem) - (x->mem > y->mem);
 }
 
-/* The file's functions that pass the same test as lines, the most time
- * first; NULL when there is none (or no memory for them). */
+/* The file's functions that pass the same test as lines, the hottest
+ * (vj_row_heat: time, and await share) first; NULL when there is none (or
+ * no memory for them). */
 static struct fn *shown_functions(const struct ctx *c, struct json_object *fd, size_t *count)
 {
 	struct json_object *funcs = vj_array(fd, "functions");
@@ -580,7 +628,7 @@ static struct fn *shown_functions(const struct ctx *c, struct json_object *fd, s
 		if (!json_object_is_type(o, json_type_object) || !vj_row_shown(&c->sel, o))
 			continue;
 		v[k].o = o;
-		v[k].time = vj_line_time(o);
+		v[k].time = vj_row_heat(&c->sel, o);
 		v[k].mem = vj_num(o, "n_malloc_mb");
 		k++;
 	}
@@ -714,6 +762,24 @@ static void print_header(struct ctx *c, struct json_object *doc)
 		if (total > 0)
 			row_printf(c, &r, " (%.1f%% of the time, in system)", 100 * gil / total);
 		row_emit(c, &r);
+	}
+	if (c->sel.await || vj_await_s(doc) >= 0) {
+		double aw = vj_await_s(doc);
+		char text[200];
+
+		/* The await column's base: a share of all await time, not of
+		 * the run's time. */
+		if (aw >= 0)
+			snprintf(text, sizeof(text),
+				 "await: %.2f s of event-loop idle time attributed to waiting "
+				 "tasks%s",
+				 aw,
+				 c->sel.await ? "; the await column is each line's share of it"
+					      : "");
+		else
+			snprintf(text, sizeof(text),
+				 "await: the await column is each line's share of all await time");
+		print_wrapped(c, &r, text);
 	}
 	if (c->sel.memory && !vj_footprint_measured(doc)) {
 		print_wrapped(c, &r,

@@ -257,6 +257,72 @@ int vj_check_profile(struct json_object *doc, FILE *err)
 	return check_elapsed(doc, err);
 }
 
+double vj_await(struct json_object *row)
+{
+	double a = vj_num(row, "n_async_await_percent");
+
+	return a > 0 ? (a < 100 ? a : 100) : 0;
+}
+
+double vj_row_heat(const struct vj_select *sel, struct json_object *row)
+{
+	return vj_line_time(row) + (sel->await ? vj_await(row) : 0);
+}
+
+static bool any_awaited(struct json_object *rows)
+{
+	size_t i, n = rows ? json_object_array_length(rows) : 0;
+
+	for (i = 0; i < n; i++) {
+		if (vj_await(json_object_array_get_idx(rows, i)) > 0)
+			return true;
+	}
+	return false;
+}
+
+/* The await column is shown for a profile made with await profiling on
+ * (Scalene's async_profile) in which some line or function awaited. */
+static bool profile_awaits(struct json_object *doc)
+{
+	struct json_object *files = vj_object(doc, "files");
+
+	if (!vj_flag(doc, "async_profile") || !files)
+		return false;
+	json_object_object_foreach (files, name, fd) {
+		(void)name;
+		if (any_awaited(vj_array(fd, "lines")) || any_awaited(vj_array(fd, "functions")))
+			return true;
+	}
+	return false;
+}
+
+double vj_await_s(struct json_object *doc)
+{
+	struct json_object *a = vj_object(vj_object(doc, "scalene_bpf"), "async"), *v;
+
+	if (!a || !json_object_object_get_ex(a, "await_s", &v) ||
+	    (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)))
+		return -1;
+	return vj_num_of(v) > 0 ? vj_num_of(v) : 0;
+}
+
+size_t vj_task_names(struct json_object *row, const char **names, size_t max)
+{
+	struct json_object *a = vj_array(row, "async_task_names");
+	size_t i, k = 0, n = a ? json_object_array_length(a) : 0;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *t = json_object_array_get_idx(a, i);
+
+		if (!json_object_is_type(t, json_type_string))
+			continue;
+		if (names && k < max)
+			names[k] = json_object_get_string(t);
+		k++;
+	}
+	return k;
+}
+
 void vj_select_init(struct vj_select *sel, struct json_object *doc, double threshold,
 		    bool all_lines)
 {
@@ -265,6 +331,7 @@ void vj_select_init(struct vj_select *sel, struct json_object *doc, double thres
 	sel->memory = vj_flag(doc, "memory");
 	sel->gpu = vj_flag(doc, "gpu");
 	sel->gil = vj_num(vj_object(doc, "scalene_bpf"), "gil_wait_s") > 0;
+	sel->await = profile_awaits(doc);
 }
 
 double vj_gil_wait(struct json_object *row)
@@ -284,7 +351,7 @@ double vj_line_time(struct json_object *row)
 
 bool vj_row_shown(const struct vj_select *sel, struct json_object *row)
 {
-	double t = vj_line_time(row);
+	double t = vj_line_time(row), a = vj_await(row);
 
 	if (!json_object_is_type(row, json_type_object))
 		return false;
@@ -293,6 +360,9 @@ bool vj_row_shown(const struct vj_select *sel, struct json_object *row)
 		return true;
 	if (sel->gpu &&
 	    (vj_num(row, "n_gpu_percent") > 0 || vj_num(row, "n_gpu_peak_memory_mb") > 0))
+		return true;
+	/* Time spent waiting in an await is the user's to see, CPU or not. */
+	if (sel->await && a > 0 && (sel->all_lines || a >= sel->threshold))
 		return true;
 	if (sel->all_lines)
 		return t > 0 || (sel->memory &&
@@ -334,6 +404,7 @@ const struct vj_loss vj_losses[] = {
 	{ "memory", "sampler_not_loaded", "processes without the allocation sampler" },
 	{ "memory", "table_overflows", "allocations not tracked: sampler table full" },
 	{ "memory", "untracked_blocks", "allocated blocks not tracked" },
+	{ "async", "tasks_unreadable", "asyncio tasks whose await could not be read" },
 };
 
 const size_t vj_nlosses = sizeof(vj_losses) / sizeof(vj_losses[0]);

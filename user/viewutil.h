@@ -78,6 +78,7 @@ struct vj_select {
 	bool memory;	  /* the profile has memory data ("memory": true) */
 	bool gpu;	  /* and GPU data ("gpu": true) */
 	bool gil;	  /* GIL wait above zero (scalene_bpf.gil_wait_s) */
+	bool await;	  /* async_profile, and some line or function awaited */
 };
 
 void vj_select_init(struct vj_select *sel, struct json_object *doc, double threshold,
@@ -88,14 +89,34 @@ double vj_line_time(struct json_object *row);
  * GIL (n_gil_wait_percent), never more than its system time; 0 in profiles
  * without it (Scalene's). */
 double vj_gil_wait(struct json_object *row);
+/* A line's (or function's) share of all await time (n_async_await_percent),
+ * 0..100; 0 in profiles without await data. */
+double vj_await(struct json_object *row);
+/* How hot a row is, for ranking: its time, plus its await share in an async
+ * profile (sel->await). */
+double vj_row_heat(const struct vj_select *sel, struct json_object *row);
 /* Whether a line or function is shown: it allocated, copied or used the GPU
- * (in a profile with that data), or its time is above zero and reaches the
- * threshold; with all_lines, any time above zero or any memory footprint
- * does.  A row with nothing sampled is never shown. */
+ * (in a profile with that data), or its time, or its await share in an async
+ * profile, is above zero and reaches the threshold; with all_lines, any time
+ * or await share above zero or any memory footprint does.  A row with
+ * nothing sampled is never shown. */
 bool vj_row_shown(const struct vj_select *sel, struct json_object *row);
 /* Whether a file entry is shown: with all_lines, or when its share of the
  * time reaches the threshold, or when one of its lines or functions is. */
 bool vj_file_shown(const struct vj_select *sel, struct json_object *fd);
+
+/* ---- async/await ---- */
+
+/* Task names a view lists for a row before it says "+N more". */
+#define VJ_TASKS_SHOWN 3
+
+/* Seconds of event-loop idle time attributed to awaits
+ * (scalene_bpf.async.await_s); < 0 when the profile does not say
+ * (Scalene's). */
+double vj_await_s(struct json_object *doc);
+/* The row's async_task_names: how many are strings, and the first max of
+ * them in names (NULL for none). */
+size_t vj_task_names(struct json_object *row, const char **names, size_t max);
 
 /* ---- lost data ---- */
 

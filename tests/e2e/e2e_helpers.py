@@ -532,3 +532,51 @@ def runnable_by(user, python):
     except PermissionError:
         return False
     return p.returncode == 0
+
+
+# The hand-built async profile of the view tests: the file of
+# minimal_valid.json with async/await lines as Scalene writes them (plus our
+# scalene_bpf.async facts and [await] stacks), every await on lines without
+# CPU time.
+ASYNC_FILE = "/home/user/demo/fetch.py"
+ASYNC_TASKS = [f"Task-{i}" for i in range(1, 6)]
+
+
+def async_profile(with_async=True):
+    """minimal_valid.json with an async file; with_async=False: the same
+    numbers under "async_profile": false (no await column)."""
+    doc = json.loads((reference_dir() / "minimal_valid.json").read_text())
+    base = next(iter(doc["files"].values()))["lines"][0]
+    zero = {k: (0 if isinstance(v, (int, float)) else v) for k, v in base.items()}
+    zero.update(cpu_samples_list=[], memory_samples=[])
+
+    def line(n, text, await_pct=0.0, names=(), mean=0.0, peak=0.0):
+        return dict(zero, lineno=n, line=text + "\n",
+                    start_region_line=n, end_region_line=n,
+                    start_outermost_loop=n, end_outermost_loop=n,
+                    n_async_await_percent=await_pct,
+                    n_async_concurrency_mean=mean,
+                    n_async_concurrency_peak=peak,
+                    async_task_names=sorted(names))
+    lines = [line(1, "import asyncio"),
+             line(2, "async def fetch(q):"),
+             line(3, "    await asyncio.sleep(1.5)", 69.6, ASYNC_TASKS, 3.25, 5),
+             line(4, "    item = await q.get()", 30.0, ["worker"], 1.0, 1),
+             line(5, "    await asyncio.sleep(0)", 0.4, ["Task-1"], 2.0, 2)]
+    fn = dict(zero, lineno=2, line="fetch", n_async_await_percent=100.0,
+              n_async_concurrency_mean=3.1, n_async_concurrency_peak=5,
+              async_task_names=sorted(ASYNC_TASKS + ["worker"]))
+    fn.pop("start_region_line", None)
+    doc["files"][ASYNC_FILE] = {"functions": [fn], "imports": [], "leaks": {},
+                                "lines": lines, "percent_cpu_time": 0.0}
+    doc["async_profile"] = with_async
+
+    def frame(name, line_no):
+        return {"kind": "py", "display_name": name,
+                "filename_or_module": ASYNC_FILE, "line": line_no}
+    doc["combined_stacks"] = doc.get("combined_stacks", []) + [
+        [[frame("fetch", 3), frame("[await] fetch (Task-3)", 3)], 7],
+        [[frame("fetch", 4), frame("[await] fetch (worker)", 4)], 3]]
+    doc["scalene_bpf"] = {"async": {"await_s": 2.5, "snapshots": 250,
+                                    "tasks_read": 900, "tasks_unreadable": 4}}
+    return doc

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, REPO, default_interpreter,
+from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, default_interpreter,
                          ensure_test_user, profile_run, program,
                          reference_dir, sudo_env)
 
@@ -373,10 +373,29 @@ def hot(line, threshold=1.0):
             + line["n_sys_percent"]) >= threshold
 
 
-def check_numbers(out, entry, text):
+def awaits(prof):
+    """The await column's rule: await profiling on, and some line or
+    function awaited."""
+    return prof.get("async_profile") is True and any(
+        r.get("n_async_await_percent", 0) > 0
+        for fd in prof["files"].values()
+        for r in fd["lines"] + fd.get("functions", []))
+
+
+def shown(prof, line, threshold=1.0):
+    """Time, or in an async profile the await share, reaching the
+    threshold."""
+    a = line.get("n_async_await_percent", 0) if awaits(prof) else 0
+    return hot(line, threshold) or (a > 0 and a >= threshold)
+
+
+def check_numbers(out, entry, text, prof=None):
     row = row_of(out, entry["lineno"], text)
-    for key in ("n_cpu_percent_python", "n_cpu_percent_c", "n_sys_percent"):
-        if entry[key] >= 0.05:
+    keys = ["n_cpu_percent_python", "n_cpu_percent_c", "n_sys_percent"]
+    if prof is not None and awaits(prof):
+        keys.append("n_async_await_percent")
+    for key in keys:
+        if entry.get(key, 0) >= 0.05:
             assert pct(entry[key]) in row, f"{key} {entry[key]} not in {row!r}"
     return row
 
@@ -391,21 +410,147 @@ def test_reference_hot_lines(name):
     assert out.startswith(f"program: {prof['program']}\n")
     assert f"elapsed: {prof['elapsed_time_sec']:.2f} s" in out
     assert "scalene_bpf" not in out  # no footer for Scalene's profiles
-    shown = 0
+    nshown = 0
     for fname, fd in prof["files"].items():
         assert f"{fname}: {fd['percent_cpu_time']:.1f}% of the time" in out
         for line in fd["lines"]:
             text = line["line"].strip()
-            if hot(line) and text:
-                check_numbers(out, line, text)
-                shown += 1
-            elif text and not hot(line, 1e-9) and len(text) > 12:
+            if shown(prof, line) and text:
+                check_numbers(out, line, text, prof)
+                nshown += 1
+            elif text and not shown(prof, line, 1e-9) and len(text) > 12:
                 assert not any(r.rstrip().endswith(text)
                                for r in out.split("\n")), f"cold {text!r} shown"
         for fn in fd["functions"]:
-            if hot(fn):
-                check_numbers(out, fn, fn["line"])
-    assert shown > 0
+            if shown(prof, fn):
+                check_numbers(out, fn, fn["line"], prof)
+    assert nshown > 0
+
+
+# --------------------------------------------------------------------------
+# Async profiles: the await column, task names and concurrency
+# --------------------------------------------------------------------------
+
+def header_row(out, last="source"):
+    return next(r for r in out.split("\n")
+                if re.match(r"^\s*line\s+python\b", r) and r.endswith(last))
+
+
+def note_under(out, row):
+    """The row after a table row: its await note."""
+    rows = out.split("\n")
+    return rows[rows.index(row) + 1]
+
+
+def check_await_note(note, entry, shown_names=3):
+    names = entry["async_task_names"]
+    assert note.lstrip().startswith("tasks: " + ", ".join(names[:shown_names])), note
+    more = len(names) - shown_names
+    assert (f" +{more} more" in note) == (more > 0), note
+    assert (f"concurrency {entry['n_async_concurrency_mean']:.1f} mean, "
+            f"{entry['n_async_concurrency_peak']:.0f} peak") in note, note
+    assert not re.match(r"^\s*\d", note), "a note that reads as a table row"
+
+
+def test_async_reference_profile():
+    """Scalene's async profile: its awaits, on lines without CPU time, are
+    shown with their share of the await time, tasks and concurrency."""
+    path = ref("scalene_ref_async.json")
+    prof = json.loads(path.read_text())
+    assert awaits(prof)
+    rc, out, err = view(path, COLUMNS="100")
+    assert rc == 0, err
+    assert_width(out, 100)
+    assert "await: the await column is each line's share of all await time" in out
+    head = header_row(out)
+    assert re.search(r"\bsystem\s+await\b", head), head
+    awaited = 0
+    for fd in prof["files"].values():
+        for line in fd["lines"]:
+            if line.get("n_async_await_percent", 0) < 1:
+                continue
+            text = line["line"].strip()[:20]
+            row = row_of(out, line["lineno"], text)
+            # Under the title "await", as the other % columns.
+            end = head.index("await") + len("await")
+            assert row[:end].rstrip().endswith(pct(line["n_async_await_percent"])), \
+                (head, row)
+            check_await_note(note_under(out, row), line)
+            awaited += 1
+    assert awaited >= 2
+
+
+def test_async_made_profile(tmp_path):
+    prof = async_profile()
+    path = write(tmp_path, "async.json", json.dumps(prof))
+    rc, out, err = view(path, COLUMNS="100")
+    assert rc == 0, err
+    assert_width(out, 100)
+    assert_terminal_safe(out)
+    assert "await: 2.50 s of event-loop idle time attributed to waiting tasks" in out
+    # A file with no CPU time, shown for its awaits.
+    assert f"{ASYNC_FILE}: 0.0% of the time" in out
+    lines = {l["lineno"]: l for l in prof["files"][ASYNC_FILE]["lines"]}
+    row3 = row_of(out, 3, "await asyncio.sleep(1.5)")
+    assert "69.6%" in row3
+    check_await_note(note_under(out, row3), lines[3])
+    assert "Task-1, Task-2, Task-3 +2 more" in note_under(out, row3)
+    row4 = row_of(out, 4, "item = await q.get()")
+    assert "30.0%" in row4
+    check_await_note(note_under(out, row4), lines[4])
+    # Under the 1% threshold: shown with --all-lines only.
+    assert "await asyncio.sleep(0)" not in out
+    fn = row_of(out, 2, "fetch")
+    assert "100.0%" in fn
+    check_await_note(note_under(out, fn), prof["files"][ASYNC_FILE]["functions"][0])
+    # The counter of unreadable tasks is a loss.
+    assert "async.tasks_unreadable = 4: asyncio tasks whose await could not be read" in out
+    rc, out, _ = view(path, "--all-lines", COLUMNS="100")
+    row5 = row_of(out, 5, "await asyncio.sleep(0)")
+    assert "0.4%" in row5
+    check_await_note(note_under(out, row5), lines[5])
+    # Narrow terminals: still within the width, the note cut.
+    for width in (40, 60, 80):
+        rc, out, _ = view(path, COLUMNS=str(width))
+        assert rc == 0
+        assert_width(out, width)
+
+
+def test_async_made_profile_all_columns_fit(tmp_path):
+    """Memory, GIL, churn and await at once still fit 100 columns."""
+    prof = async_profile()
+    prof["memory"] = True
+    prof["scalene_bpf"].update(gil_wait_s=0.5, allocation_churn={"files": {}})
+    line = prof["files"][ASYNC_FILE]["lines"][2]
+    line.update(n_malloc_mb=3.0, n_usage_fraction=0.5, n_avg_mb=1.0, n_peak_mb=2.0,
+                n_sys_percent=3.0, n_gil_wait_percent=1.0)
+    path = write(tmp_path, "all.json", json.dumps(prof))
+    rc, out, err = view(path, COLUMNS="100")
+    assert rc == 0, err
+    assert_width(out, 100)
+    head = header_row(out)
+    for title in ("GIL", "await", "avg MB", "churn"):
+        assert title in head, head
+    assert "69.6%" in row_of(out, 3, "await asyncio.sleep(1.5)")
+
+
+@pytest.mark.parametrize("name", ["scalene_ref_cpu.json", "made"])
+def test_no_await_column(name, tmp_path):
+    """No column without await time (Scalene's CPU profile: async_profile
+    true, no await), nor without async_profile (the same awaits)."""
+    if name == "made":
+        path = write(tmp_path, "sync.json", json.dumps(async_profile(with_async=False)))
+    else:
+        path = ref(name)
+        assert json.loads(path.read_text())["async_profile"] is True
+    rc, out, err = view(path, "--all-lines", COLUMNS="100")
+    assert rc == 0, err
+    assert "await" not in header_row(out)
+    assert "tasks:" not in out and "concurrency" not in out
+    assert "the await column" not in out
+    if name == "made":
+        # Lines with await time only are not hot without it.
+        assert "await asyncio.sleep(1.5)" not in out
 
 
 def test_threshold_and_all_lines():
