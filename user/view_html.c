@@ -41,6 +41,7 @@
 #define MAX_LINE_SAMPLES 200
 #define MAX_SOURCE_BYTES 1000
 #define MAX_NAME_BYTES 400
+#define MAX_TASK_BYTES 160
 
 /* The page's parts (user/html/assets.S). */
 extern const char html_page[], html_css[], html_js[];
@@ -161,7 +162,24 @@ static struct json_object *time_series(struct json_object *a, size_t max)
 /* A shown line's weight when a file has too many for the page. */
 static double line_weight(const struct model *m, struct json_object *l)
 {
-	return vj_line_time(l) + (m->sel.memory ? 100 * vj_num(l, "n_usage_fraction") : 0);
+	return vj_row_heat(&m->sel, l) + (m->sel.memory ? 100 * vj_num(l, "n_usage_fraction") : 0);
+}
+
+/* The await share of a row that awaited, the first task names seen waiting
+ * there with how many more, and how many tasks waited at once. */
+static void await_model(struct json_object *r, struct json_object *l)
+{
+	const char *names[VJ_TASKS_SHOWN];
+	size_t i, n = vj_task_names(l, names, VJ_TASKS_SHOWN);
+	struct json_object *tasks = json_object_new_array();
+
+	add(r, "await", num(vj_await(l)));
+	for (i = 0; tasks && i < n && i < VJ_TASKS_SHOWN; i++)
+		json_object_array_add(tasks, text(names[i], MAX_TASK_BYTES));
+	add(r, "tasks", tasks);
+	add(r, "tasks_more", json_object_new_int64(n > VJ_TASKS_SHOWN ? n - VJ_TASKS_SHOWN : 0));
+	add(r, "cmean", num(vj_num(l, "n_async_concurrency_mean")));
+	add(r, "cpeak", num(vj_num(l, "n_async_concurrency_peak")));
 }
 
 /* One line or function of the page; lineno as the profile gives it. */
@@ -183,8 +201,8 @@ static struct json_object *row_model(const struct model *m, struct json_object *
 	add(r, "sys", num(vj_num(l, "n_sys_percent")));
 	if (m->sel.gil)
 		add(r, "gil", num(vj_gil_wait(l)));
-	if (vj_num(l, "n_async_await_percent") > 0)
-		add(r, "await", num(vj_num(l, "n_async_await_percent")));
+	if (m->sel.await && vj_await(l) > 0)
+		await_model(r, l);
 	if (m->sel.memory) {
 		add(r, "avg", num(vj_num(l, "n_avg_mb")));
 		add(r, "peak", num(vj_num(l, "n_peak_mb")));
@@ -555,6 +573,9 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "gpu", json_object_new_boolean(m->sel.gpu));
 	add(r, "gpu_device", text(vj_str(doc, "gpu_device"), 40));
 	add(r, "async", json_object_new_boolean(vj_flag(doc, "async_profile")));
+	add(r, "await", json_object_new_boolean(m->sel.await));
+	if (vj_await_s(doc) >= 0)
+		add(r, "await_s", num(vj_await_s(doc)));
 	add(r, "threshold", num(m->sel.all_lines ? 0 : m->sel.threshold));
 	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
 	add(r, "footprint_measured", json_object_new_boolean(vj_footprint_measured(doc)));

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, REPO, clean_env, compat, profile_run, reference_dir, sudo_env)
+from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, clean_env, compat, profile_run,
+                         reference_dir, sudo_env)
 
 REFERENCE = reference_dir()
 REFERENCE_FILES = sorted(REFERENCE.glob("*.json")) if REFERENCE.is_dir() \
@@ -373,10 +374,22 @@ def check_hottest_line(profile, probe):
     return name, row
 
 
+def awaits(profile):
+    """The await column's rule: await profiling on, and some line or
+    function awaited."""
+    return profile.get("async_profile") is True and any(
+        r.get("n_async_await_percent", 0) > 0
+        for fd in profile["files"].values()
+        for r in fd["lines"] + fd.get("functions", []))
+
+
 def row_shown(profile, row):
     """The views' rule (user/viewutil.c vj_row_shown) at the default
-    threshold: time reaching it, or memory activity."""
-    hot = total(row) > 0 and total(row) >= HOT_PERCENT
+    threshold: time, or in an async profile the await share, reaching it,
+    or memory activity."""
+    a = row.get("n_async_await_percent", 0) if awaits(profile) else 0
+    hot = (total(row) > 0 and total(row) >= HOT_PERCENT) or \
+        (a > 0 and a >= HOT_PERCENT)
     active = profile.get("memory") is True and (
         row.get("n_malloc_mb", 0) > 0 or
         row.get("n_usage_fraction", 0) > 0 or
@@ -851,13 +864,14 @@ def test_sudo_page_belongs_to_the_user(user_dir):
 # Optional columns, zoom
 # --------------------------------------------------------------------------
 
-def test_gpu_async_and_leak_columns(tmp_path):
+def test_gpu_and_leak_columns(tmp_path):
     prof = synthetic(3, 2)
     prof.update({"gpu": True, "gpu_device": "GPU", "memory": True,
                  "max_footprint_mb": 64.0, "elapsed_time_sec": 2.0})
     rows = prof["files"]["/s.py"]["lines"]
     rows[0].update({"n_gpu_percent": 71.25, "n_gpu_avg_memory_mb": 123.4,
                     "n_gpu_peak_memory_mb": 456.7,
+                    # Without async_profile: no await column.
                     "n_async_await_percent": 42.5})
     rows[1].update({"n_malloc_mb": 8.0, "n_avg_mb": 3.5, "n_peak_mb": 7.25,
                     "n_usage_fraction": 0.8, "n_copy_mb_s": 12.5,
@@ -872,7 +886,7 @@ def test_gpu_async_and_leak_columns(tmp_path):
     cells = {r["n"]: r["cells"] for r in file_block(probe, "/s.py")["lines"]}
     assert cells["1"]["gpu"] == js_fixed(71.25) + "%" == "71.3%"
     assert cells["1"]["gavg"] == "123.4" and cells["1"]["gpeak"] == "456.7"
-    assert cells["1"]["await"] == "42.5%"
+    assert "await" not in cells["1"] and "tasks" not in cells["1"]
     assert cells["2"]["avg"] == "3.50" and cells["2"]["peak"] == "7.25"
     assert cells["2"]["usage"] == "80.0%" and cells["2"]["copy"] == "12.5"
     assert "possible leak 1.75 MB/s" in cells["2"]["timeline"]
@@ -880,6 +894,63 @@ def test_gpu_async_and_leak_columns(tmp_path):
     # Memory activity alone keeps a cold line.
     assert set(cells) == {"1", "2", "3"}
     assert probe["sparks"] == 1
+
+
+def check_await_cells(cells, row):
+    names = row["async_task_names"]
+    assert cells["await"] == js_fixed(row["n_async_await_percent"]) + "%", cells
+    more = len(names) - 3
+    assert cells["tasks"] == ", ".join(names[:3]) + \
+        (f" +{more} more" if more > 0 else ""), cells
+    assert cells["conc"] == (js_fixed(row["n_async_concurrency_mean"]) + " / " +
+                             js_fixed(row["n_async_concurrency_peak"], 0)), cells
+
+
+def test_async_reference_columns(tmp_path):
+    """Scalene's async profile: Await, Tasks waiting and Concurrency for
+    the lines that awaited, without CPU time."""
+    ref = REFERENCE / "scalene_ref_async.json"
+    prof = json.loads(ref.read_text())
+    probe = render_ok(page_of(ref, tmp_path))
+    assert "async on" in probe["header"] and "await time" not in probe["header"]
+    checked = 0
+    for name, fd in prof["files"].items():
+        cells = {r["n"]: r["cells"] for r in file_block(probe, name)["lines"]}
+        for row in fd["lines"]:
+            if row.get("n_async_await_percent", 0) >= HOT_PERCENT:
+                check_await_cells(cells[str(row["lineno"])], row)
+                checked += 1
+            elif str(row["lineno"]) in cells:
+                assert cells[str(row["lineno"])]["tasks"] == ""
+    assert checked >= 2
+
+
+def test_async_made_profile_columns(tmp_path):
+    prof = async_profile()
+    src = tmp_path / "async.json"
+    src.write_text(json.dumps(prof))
+    probe = render_ok(page_of(src, tmp_path))
+    assert "await time 2.50 s" in probe["header"], probe["header"]
+    assert "async.tasks_unreadable = 4" in probe["quality"]
+    fd = prof["files"][ASYNC_FILE]
+    cells = {r["n"]: r["cells"] for r in file_block(probe, ASYNC_FILE)["lines"]}
+    # The file has no CPU time: its awaits make it shown; 0.4% is under
+    # the threshold.
+    assert set(cells) == {"3", "4"}
+    check_await_cells(cells["3"], fd["lines"][2])
+    assert cells["3"]["tasks"] == "Task-1, Task-2, Task-3 +2 more"
+    check_await_cells(cells["4"], fd["lines"][3])
+    funcs = file_block(probe, ASYNC_FILE)["funcs"]
+    assert len(funcs) == 1
+    check_await_cells(funcs[0]["cells"], fd["functions"][0])
+    # The same numbers without async_profile: no await column, and the
+    # file has nothing to show.
+    src.write_text(json.dumps(async_profile(with_async=False)))
+    probe = render_ok(page_of(src, tmp_path, name="sync.html"))
+    assert ASYNC_FILE not in [f["name"] for f in probe["files"]]
+    for f in probe["files"]:
+        for r in f["lines"] + f["funcs"]:
+            assert not {"await", "tasks", "conc"} & set(r["cells"]), r
 
 
 def test_flame_graph_zoom(tmp_path):

@@ -10,6 +10,9 @@ var tip = document.getElementById('tip');
 var D = readModel();
 var memOn = D.memory === true, gpuOn = D.gpu === true, churnOn = memOn && D.churn === true;
 var gilOn = num(D.gil_s) > 0;
+/* The await column: await profiling was on and some line or function
+ * awaited (user/viewutil.c decides). */
+var awaitOn = D.await === true;
 var redraws = [];
 
 function readModel() {
@@ -120,9 +123,6 @@ FILES.forEach(function (f) {
 	});
 	sources.set(str(f.name), m);
 });
-var hasAwait = FILES.some(function (f) {
-	return arr(f.lines).some(function (l) { return obj(l) && num(l.await) > 0; });
-});
 
 function frame(i) {
 	var f = arr(FRAMES[i]);
@@ -169,6 +169,8 @@ function header() {
 	fact('GPU', gpuOn ? 'on' + (str(D.gpu_device) ? ' (' + str(D.gpu_device) + ')' : '') : 'off');
 	if (D.async === true)
 		fact('async', 'on');
+	if (D.await_s !== undefined)
+		fact('await time', secs(D.await_s));
 	fact('profile', str(D.name) || '?');
 	fact('written by', str(D.producer) || '?');
 	app.appendChild(facts);
@@ -261,6 +263,18 @@ function sparkline(series, leak) {
 	return el('span', null, [s, el('span', 'leak', 'possible leak ' + fix(leak, 2) + ' MB/s')]);
 }
 
+/* The first few task names, then how many more (as the terminal says). */
+function taskNames(r) {
+	var names = arr(r.tasks).filter(function (t) { return typeof t === 'string'; });
+	var more = num(r.tasks_more);
+	return names.join(', ') + (more > 0 ? ' +' + count(more) + ' more' : '');
+}
+function concurrency(r) {
+	if (!(num(r.cmean) > 0 || num(r.cpeak) > 0))
+		return '';
+	return fix(r.cmean, 1) + ' / ' + fix(r.cpeak, 0);
+}
+
 function columns(isFunc) {
 	var c = [{ k: 'n', label: 'Line', v: function (r) { return num(r.n); }, dir: 1 }];
 	if (isFunc)
@@ -275,9 +289,14 @@ function columns(isFunc) {
 	if (gilOn)
 		c.push({ k: 'gil', label: 'GIL wait', title: 'of System: blocked waiting for the GIL, % of all sampled time',
 			 v: function (r) { return num(r.gil); }, show: function (r) { return pct(r.gil); } });
-	if (hasAwait)
-		c.push({ k: 'await', label: 'Await', v: function (r) { return num(r.await); },
-			 show: function (r) { return pct(r.await); } });
+	if (awaitOn) {
+		c.push({ k: 'await', label: 'Await', title: 'share of all await time (tasks suspended here)',
+			 v: function (r) { return num(r.await); }, show: function (r) { return pct(r.await); } });
+		c.push({ k: 'tasks', label: 'Tasks waiting', title: 'asyncio tasks seen suspended here',
+			 v: function (r) { return arr(r.tasks).length + num(r.tasks_more); }, show: taskNames });
+		c.push({ k: 'conc', label: 'Concurrency', title: 'tasks suspended at the same moment: mean / peak',
+			 v: function (r) { return num(r.cmean); }, show: concurrency });
+	}
 	if (memOn) {
 		c.push({ k: 'avg', label: 'Avg MB', v: function (r) { return num(r.avg); }, show: function (r) { return fix(r.avg, 2); } });
 		c.push({ k: 'peak', label: 'Peak MB', v: function (r) { return num(r.peak); }, show: function (r) { return fix(r.peak, 2); } });
