@@ -7,7 +7,8 @@ report the same counters of lost data with the same labels.  The rule they
 are held to is written here (row_shown, file_shown), independently of
 user/viewutil.c; the profiles are Scalene's reference profiles and one made
 here with every loss counter set, lines of zero time and lines with memory
-activity only.  Nothing here profiles: the tests only read files.
+activity only, and one with await time only (with and without
+async_profile).  Nothing here profiles: the tests only read files.
 """
 
 import json
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import BIN, reference_dir
+from e2e_helpers import ASYNC_FILE, BIN, async_profile, reference_dir
 
 TIMEOUT = 60
 REFS = reference_dir()
@@ -32,6 +33,7 @@ LOSSES = {
             "truncated_stacks"],
     "memory": ["records_lost", "sampler_not_loaded", "table_overflows",
                "untracked_blocks"],
+    "async": ["tasks_unreadable"],
 }
 
 OPTIONS = [(), ("--all-lines",), ("--cpu-percent-threshold", "0"),
@@ -45,9 +47,21 @@ def row_time(row):
                                 "n_sys_percent"))
 
 
+def awaits(prof):
+    """An async profile: await profiling on, and some row awaited."""
+    return prof.get("async_profile") is True and any(
+        isinstance(r.get("n_async_await_percent", 0), (int, float))
+        and r.get("n_async_await_percent", 0) > 0
+        for fd in prof["files"].values()
+        for r in fd["lines"] + fd.get("functions", []))
+
+
 def row_shown(prof, row, threshold, all_lines):
     mem = prof.get("memory") is True
     gpu = prof.get("gpu") is True
+    a = row.get("n_async_await_percent", 0) if awaits(prof) else 0
+    if a > 0 and (all_lines or a >= threshold):
+        return True
     if mem and any(row.get(k, 0) > 0 for k in
                    ("n_malloc_mb", "n_copy_mb_s", "n_usage_fraction")):
         return True
@@ -97,7 +111,7 @@ def terminal(path, opts):
             current = files.setdefault(m.group(1), ([], []))
             rows = None
             continue
-        m = re.match(r"^  ((?:bpf|memory)\.\w+ = \d+: .*)$", line)
+        m = re.match(r"^  ((?:bpf|memory|async)\.\w+ = \d+: .*)$", line)
         if m:
             losses.append(m.group(1))
             continue
@@ -200,6 +214,27 @@ def test_made_profile(opts, tmp_path):
         said = [l.split("data lost or incomplete: ", 1)[1]
                 for l in err.splitlines() if "data lost or incomplete: " in l]
         assert sorted(said) == sorted(term_losses), (fmt, err)
+
+
+@pytest.mark.parametrize("with_async", [True, False], ids=["async", "no-async"])
+@pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: " ".join(o) or "default")
+def test_async_profile(with_async, opts, tmp_path):
+    """Lines and functions with await time only: shown by both views in an
+    async profile, by neither without async_profile."""
+    path = tmp_path / "async.json"
+    path.write_text(json.dumps(async_profile(with_async)))
+    prof = json.loads(path.read_text())
+    want = expected(prof, opts)
+    if with_async:
+        assert 3 in want[ASYNC_FILE][0] and 2 in want[ASYNC_FILE][1]
+    else:
+        assert ASYNC_FILE not in want or not want[ASYNC_FILE][0]
+    term, term_losses = terminal(path, opts)
+    pg, page_losses = page(path, opts, tmp_path)
+    assert sort_funcs(term) == want
+    assert pg == want
+    assert term_losses == page_losses == [
+        "async.tasks_unreadable = 4: asyncio tasks whose await could not be read"]
 
 
 @pytest.mark.parametrize("ref", REFERENCE_FILES, ids=[p.stem for p in REFERENCE_FILES])

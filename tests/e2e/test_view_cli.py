@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, default_interpreter,
+from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile,
+                         default_interpreter,
                          ensure_test_user, profile_run, program,
                          reference_dir, sudo_env)
 
@@ -504,7 +505,8 @@ def test_async_made_profile(tmp_path):
     assert "100.0%" in fn
     check_await_note(note_under(out, fn), prof["files"][ASYNC_FILE]["functions"][0])
     # The counter of unreadable tasks is a loss.
-    assert "async.tasks_unreadable = 4: asyncio tasks whose await could not be read" in out
+    assert ("async.tasks_unreadable = 4: asyncio tasks whose await could "
+            "not be read") in out
     rc, out, _ = view(path, "--all-lines", COLUMNS="100")
     row5 = row_of(out, 5, "await asyncio.sleep(0)")
     assert "0.4%" in row5
@@ -539,7 +541,8 @@ def test_no_await_column(name, tmp_path):
     """No column without await time (Scalene's CPU profile: async_profile
     true, no await), nor without async_profile (the same awaits)."""
     if name == "made":
-        path = write(tmp_path, "sync.json", json.dumps(async_profile(with_async=False)))
+        path = write(tmp_path, "sync.json",
+                     json.dumps(async_profile(with_async=False)))
     else:
         path = ref(name)
         assert json.loads(path.read_text())["async_profile"] is True

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, REPO, clean_env, default_interpreter,
-                         profile_run, reference_dir,
+from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, clean_env,
+                         default_interpreter, profile_run, reference_dir,
                          sudo_env)
 
 REFERENCE_PROFILES = ("scalene_ref_cpu.json", "scalene_ref_mem.json",
@@ -593,6 +593,34 @@ def test_reference_stacks_fallback(tmp_path, pprof_message):
     assert sum(got.values()) == sum(e[1]["count"] for e in doc["stacks"])
     check_speedscope(doc, path, tmp_path)
     check_pprof(doc, path, tmp_path, pprof_message)
+
+
+def test_await_frames(tmp_path, pprof_message):
+    """Stacks ending in a task's await ("[await] coroutine (task)"): a
+    folded line each, and in pprof a function of their own, apart from the
+    coroutine's."""
+    doc = async_profile()
+    path = tmp_path / "async.json"
+    path.write_text(json.dumps(doc))
+    got = check_folded(doc, path, tmp_path)
+    f = ASYNC_FILE
+    assert got == {f"fetch ({f}:3);[await] fetch (Task-3) ({f}:3)": 7,
+                   f"fetch ({f}:4);[await] fetch (worker) ({f}:4)": 3}
+    check_speedscope(doc, path, tmp_path)
+    _, stacks, _, fns = check_pprof(doc, path, tmp_path, pprof_message)
+    names = sorted(n for n, _, _ in fns.values())
+    assert names == ["[await] fetch (Task-3)", "[await] fetch (worker)", "fetch"]
+    assert stacks[(("fetch", f, 3), ("[await] fetch (Task-3)", f, 3))] == [7]
+    # Scalene's own: its await stacks, one folded line per task's await.
+    ref = json.loads((_reference_dir() / "scalene_ref_async.json").read_text())
+    awaits = [e for e in ref["combined_stacks"]
+              if e[0][-1]["display_name"].startswith("[await] ")]
+    assert awaits
+    got = check_folded(ref, _reference_dir() / "scalene_ref_async.json", tmp_path)
+    for e in awaits:
+        fr = e[0][-1]
+        key = f"{fr['display_name']} ({fr['filename_or_module']}:{fr['line']})"
+        assert any(k.endswith(key) for k in got), key
 
 
 def test_minimal_profile_has_no_stacks():

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, clean_env, compat, profile_run,
-                         reference_dir, sudo_env)
+from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, clean_env,
+                         compat, profile_run, reference_dir, sudo_env)
 
 REFERENCE = reference_dir()
 REFERENCE_FILES = sorted(REFERENCE.glob("*.json")) if REFERENCE.is_dir() \
