@@ -65,13 +65,14 @@ static const struct {
 	  AT_0 | ALL },
 };
 
-/* The counters of lost data that scalene_bpf writes (user/session.c). */
+/* The counters of lost data that scalene_bpf writes. */
 static const char *const loss_names[] = {
 	"bpf.lost_ringbuf_full",     "bpf.memory_lost_ringbuf_full", "bpf.process_events_lost",
 	"bpf.process_table_full",    "bpf.thread_state_unavailable", "bpf.walk_read_failed",
 	"bpf.walk_truncated",	     "bpf.frames_unreadable",	     "bpf.bad_records",
 	"bpf.stacks_dropped",	     "bpf.truncated_stacks",	     "memory.records_lost",
 	"memory.sampler_not_loaded", "memory.table_overflows",	     "memory.untracked_blocks",
+	"async.tasks_unreadable",
 };
 
 #define NLOSSES (sizeof(loss_names) / sizeof(loss_names[0]))
@@ -114,6 +115,11 @@ static struct json_object *profile(bool losses)
 		for (i = 0; i < NLOSSES; i++) {
 			if (!strncmp(loss_names[i], "memory.", 7))
 				fprintf(f, ", \"%s\": %zu", loss_names[i] + 7, 100 + i);
+		}
+		fprintf(f, "}, \"async\": {\"snapshots\": 5");
+		for (i = 0; i < NLOSSES; i++) {
+			if (!strncmp(loss_names[i], "async.", 6))
+				fprintf(f, ", \"%s\": %zu", loss_names[i] + 6, 100 + i);
 		}
 		fprintf(f, "}}");
 	}
