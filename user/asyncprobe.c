@@ -525,16 +525,18 @@ static void cloexec_all(void)
 		fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
-static void child(const char *path, const char *script, uid_t uid, gid_t gid, int null_fd,
-		  int out_fd, int err_fd, int exec_fd)
+static void child(pid_t parent, const char *path, const char *script, uid_t uid, gid_t gid,
+		  int null_fd, int out_fd, int err_fd, int exec_fd)
 {
 	static char *const envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
 	char *const argv[] = { (char *)path, "-I", "-S", "-c", (char *)script, NULL };
 	struct sigaction sa = { .sa_handler = SIG_DFL };
 	sigset_t none;
 
-	/* Dies with the loader. */
+	/* Dies with the loader, also when it died before this line. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int sig = 1; sig < NSIG; sig++)
@@ -562,6 +564,7 @@ struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gi
 	const char *script = opts && opts->script ? opts->script : asyncprobe_script;
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, execp[2] = { -1, -1 }, null_fd = -1;
 	struct asyncprobe *p;
+	pid_t parent;
 	int err = 0;
 
 	set_why(why, whylen, "%s", "");
@@ -584,6 +587,7 @@ struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gi
 		goto cleanup;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &p->started);
+	parent = getpid();
 	p->pid = fork();
 	if (p->pid < 0) {
 		err = -errno;
@@ -591,7 +595,7 @@ struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gi
 		goto cleanup;
 	}
 	if (p->pid == 0)
-		child(interp_path, script, uid, gid, null_fd, outp[1], errp[1], execp[1]);
+		child(parent, interp_path, script, uid, gid, null_fd, outp[1], errp[1], execp[1]);
 	p->out_fd = outp[0];
 	p->err_fd = errp[0];
 	p->exec_fd = execp[0];

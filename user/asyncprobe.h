@@ -14,7 +14,7 @@
  * is done.  A successful result is kept in memory per interpreter file
  * (realpath, device, inode, size, mtime): asyncprobe__cached().  Nothing is
  * cached on disk: a root loader writing into a user's files is a risk, and
- * the probe takes about 50 ms.
+ * the probe takes a tenth of a second or two.
  */
 #ifndef ASYNCPROBE_H
 #define ASYNCPROBE_H

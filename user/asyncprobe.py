@@ -81,10 +81,27 @@ async def waits(fut):
     await fut
 
 
+def guarded(what, fn, *args):
+    # One part failing leaves the others' answers standing.
+    try:
+        fn(*args)
+    except Exception as e:
+        note('%s: %r' % (what, e))
+
+
 def task_layout(C, asyncio):
     size = C.Task.__basicsize__
     out['task_size'] = size
     loops = [asyncio.new_event_loop() for _ in range(N)]
+    guarded('fut_loop, task_coro, task_name', pointers, C, loops, size)
+    guarded('task_fut_waiter', waiter, C, loops, size)
+    guarded('task_name', name_format, C, loops[0], out['task_name'])
+    guarded('fut_state', state_layout, C, loops, size)
+    for lp in loops:
+        lp.close()
+
+
+def pointers(C, loops, size):
     coros = [returns() for _ in range(N)]
     names = ['probe-%d-%x' % (i, id(loops[i])) for i in range(N)]
     tasks = [C.Task(coros[i], loop=loops[i], name=names[i]) for i in range(N)]
@@ -94,6 +111,9 @@ def task_layout(C, asyncio):
     for lp in loops:
         step(lp)
 
+
+def waiter(C, loops, size):
+    # Each task runs one step and then waits on its own future.
     futs = [lp.create_future() for lp in loops]
     waiting = [C.Task(waits(futs[i]), loop=loops[i]) for i in range(N)]
     for lp in loops:
@@ -102,13 +122,10 @@ def task_layout(C, asyncio):
         out['task_fut_waiter'] = find_ptr(waiting, futs, size, 'task_fut_waiter')
     else:
         note('task_fut_waiter: the tasks did not wait')
-    name_format(C, loops[0], out['task_name'])
-    state_layout(C, loops, size)
-    for i, t in enumerate(waiting):
-        futs[i].set_result(None)
+    for f in futs:
+        f.set_result(None)
     for lp in loops:
         step(lp)
-        lp.close()
 
 
 def name_format(C, loop, off):
@@ -237,9 +254,10 @@ def main():
         note('asend layout: %r' % e)
 
 
-main()
-sys.stdout.write('asyncprobe=1 ' + ' '.join('%s=%s' % kv for kv in out.items()) + '\n')
-sys.stdout.flush()
-# Skips the interpreter's teardown (warnings about objects left behind).
-import os
-os._exit(0)
+if __name__ == '__main__':
+    main()
+    sys.stdout.write('asyncprobe=1 ' + ' '.join('%s=%s' % kv for kv in out.items()) + '\n')
+    sys.stdout.flush()
+    # Skips the interpreter's teardown (warnings about objects left behind).
+    import os
+    os._exit(0)

@@ -399,6 +399,48 @@ static void test_no_accelerator(void)
 	CHECK(strstr(why, "no C accelerator") != NULL);
 }
 
+/* The probe's matching on canned object words: an offset counts only when
+ * it holds the expected value in every object and no other offset does. */
+static const char logic_script[] =
+	"import os\n"
+	"ns = {'__name__': 'asyncprobe_logic'}\n"
+	"exec(os.environ['PROBE'], ns)\n"
+	"class O: pass\n"
+	"objs = [O() for _ in range(3)]; wants = [O() for _ in range(3)]\n"
+	"table = {}\n"
+	"ns['words'] = lambda obj, size, width: table[id(obj)]\n"
+	"def fill(): table.update({id(o): [1, 2, id(wants[i]), 7] for i, o in enumerate(objs)})\n"
+	"def find(): return str(ns['find_ptr'](objs, wants, 32, 'x'))\n"
+	"r = []\n"
+	"fill(); r.append(find())\n"
+	"table[id(objs[0])][3] = id(wants[0]); r.append(find())\n"
+	"for i, o in enumerate(objs): table[id(o)][3] = id(wants[i])\n"
+	"r.append(find())\n"
+	"fill(); table[id(objs[2])][2] = 0; r.append(find())\n"
+	"print(' '.join(r))\n";
+
+static void test_match_logic(void)
+{
+	char py[512], cmd[1024], line[256] = "";
+	FILE *f;
+
+	if (some_python(py, sizeof(py)))
+		SKIP_TEST("no Python 3.9-3.13 here");
+	setenv("PROBE", asyncprobe_script, 1);
+	setenv("LOGIC", logic_script, 1);
+	snprintf(cmd, sizeof(cmd), "%s -I -S -c \"$LOGIC\" 2>/dev/null", py);
+	f = popen(cmd, "r");
+	if (!f) {
+		CHECK(f != NULL);
+		return;
+	}
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	pclose(f);
+	/* unique; plus a chance match in one object; two everywhere; two of three */
+	CHECK_EQ_STR(line, "16 16 none none\n");
+}
+
 /* A fake interpreter: a shell script in tmpdir. */
 static void fake(const char *name, const char *body, char *path, size_t n)
 {
@@ -557,6 +599,7 @@ int main(void)
 	RUN_TEST(test_parse_bad);
 	RUN_TEST(test_live);
 	RUN_TEST(test_no_accelerator);
+	RUN_TEST(test_match_logic);
 	RUN_TEST(test_not_python);
 	RUN_TEST(test_timeout);
 	RUN_TEST(test_runs_as_user);
