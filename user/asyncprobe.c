@@ -183,7 +183,7 @@ static int parse_value(const struct key_spec *k, const char *s, size_t n, struct
 		return 0;
 	case V_INT32:
 		if (n && s[0] == '-') {
-			if (parse_dec(s + 1, n - 1, (long long)INT32_MAX + 1, &v))
+			if (parse_dec(s + 1, n - 1, (long long)INT32_MAX + 1, &v) || !v)
 				return -1;
 			v = -v;
 		} else if (parse_dec(s, n, INT32_MAX, &v)) {
@@ -435,14 +435,17 @@ static struct {
 static unsigned long long cache_clock;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The file's identity through the path as given (/proc/PID/exe is the
+ * running binary itself), its name through the resolved path when there is
+ * one (not for a deleted binary). */
 static int interp_identify(const char *path, struct interp_id *id)
 {
 	struct stat st;
 
+	if (stat(path, &st))
+		return -errno;
 	if (!realpath(path, id->path))
-		return -errno;
-	if (stat(id->path, &st))
-		return -errno;
+		snprintf(id->path, sizeof(id->path), "%s", path);
 	id->dev = st.st_dev;
 	id->ino = st.st_ino;
 	id->size = st.st_size;
@@ -748,7 +751,7 @@ static int finish(struct asyncprobe *p, int status)
 		return err;
 	}
 	stderr_text(p, false, p->why, sizeof(p->why));
-	if (p->have_id && !interp_identify(p->id.path, &now) && id_equal(&now, &p->id))
+	if (p->have_id && !interp_identify(p->path, &now) && id_equal(&now, &p->id))
 		cache_store(&p->id, &p->layout);
 	return 0;
 }

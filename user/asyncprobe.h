@@ -65,7 +65,10 @@ struct asyncprobe_opts {
 extern const char asyncprobe_script[];
 
 /* Starts the probe: interp_path -I -S -c <probe>, as uid/gid when running as
- * root, with an empty environment but PATH, stdin /dev/null.  NULL with
+ * root, with an empty environment but PATH, stdin /dev/null.  interp_path
+ * may be /proc/PID/exe (the profiled program's binary even if replaced on
+ * disk); the interpreter then looks for its library where that binary's
+ * path leads in the loader's mount namespace.  NULL with
  * errno and the reason in why when it cannot be started. */
 struct asyncprobe *asyncprobe__start(const char *interp_path, uid_t uid, gid_t gid, char *why,
 				     size_t whylen);

@@ -167,6 +167,7 @@ static void test_parse_bad(void)
 		{ "state_cancelled=", "state_cancelled=none", "go together" },
 		{ "state_cancelled=", "state_cancelled=2147483648", "bad value" },
 		{ "state_cancelled=", "state_cancelled=-2147483649", "bad value" },
+		{ "state_cancelled=", "state_cancelled=-0", "bad value" },
 		{ "task_name=", "task_name=none", "int task name" },
 		{ "name_int_prefix=", "name_int_prefix=none", "int task name" },
 		{ "name_int_prefix=", "name_int_prefix=Task%d", "bad value" },
@@ -330,6 +331,27 @@ static void check_interp(const char *py, int minor)
 	CHECK(!memcmp(&c, &l, sizeof(c)));
 }
 
+/* Through /proc/PID/exe of a running interpreter: the same file as its
+ * path (test_live cached it), and the probe runs from there too. */
+static void check_proc_exe(const char *py)
+{
+	struct async_layout l, c;
+	char exe[64], why[1024];
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execl(py, py, "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	usleep(100 * 1000);
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	CHECK_EQ_INT(asyncprobe__cached(exe, &c), 0);
+	CHECK_EQ_INT(run_probe(exe, getuid(), getgid(), NULL, &l, why, sizeof(why)), 0);
+	CHECK(!memcmp(&c, &l, sizeof(c)));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 static void test_live(void)
 {
 	char py[512];
@@ -346,6 +368,7 @@ static void test_live(void)
 	}
 	if (!access("/usr/bin/python3.11", X_OK)) {
 		check_interp("/usr/bin/python3.11", 11);
+		check_proc_exe("/usr/bin/python3.11");
 		tested++;
 	} else {
 		SKIP_PART("/usr/bin/python3.11 not found (apt-get install python3.11)");
