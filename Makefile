@@ -36,7 +36,7 @@ PROTO_SRCS	:= $(wildcard user/proto/*.proto)
 PROTO_GEN	:= $(patsubst user/proto/%.proto,$(OUT)/proto/%.pb-c.c,$(PROTO_SRCS))
 PROTO_OBJS	:= $(PROTO_GEN:.c=.o)
 USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS)) $(PROTO_OBJS) \
-		   $(OUT)/user/html_assets.o
+		   $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o
 # The HTML view's page, style and script, embedded with .incbin.
 HTML_ASSETS	:= $(wildcard user/html/*.html user/html/*.css user/html/*.js)
 CORE_OBJS	:= $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
@@ -71,6 +71,10 @@ $(OUT)/user/%.o: user/%.c | $(OUT)/user $(SKELS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(OUT)/user/html_assets.o: user/html/assets.S $(HTML_ASSETS) | $(OUT)/user
+	$(CC) -c $< -o $@
+
+# The asyncio layout probe's Python source, embedded the same way.
+$(OUT)/user/asyncprobe_script.o: user/asyncprobe_script.S user/asyncprobe.py | $(OUT)/user
 	$(CC) -c $< -o $@
 
 # Generated C and header together; user code includes "proto/X.pb-c.h".
@@ -109,10 +113,11 @@ FUZZ_CFLAGS	:= -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
 		   -fno-sanitize-recover=undefined $(WARNINGS)
 FUZZ_SRCS	:= $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS	:= $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
-# The project's C again with the sanitizers; the embedded page and the
+# The project's C again with the sanitizers; the embedded files and the
 # generated protobuf code as they are.
+EMBED_OBJS	:= $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o
 FUZZ_OBJS	:= $(patsubst $(OUT)/user/%.o,$(OUT)/fuzz/user/%.o,\
-		     $(filter-out $(OUT)/user/html_assets.o,$(CORE_OBJS))) $(OUT)/user/html_assets.o
+		     $(filter-out $(EMBED_OBJS),$(CORE_OBJS))) $(EMBED_OBJS)
 
 $(OUT)/fuzz/user/%.o: user/%.c | $(SKELS)
 	@mkdir -p $(@D)
