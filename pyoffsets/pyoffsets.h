@@ -110,6 +110,69 @@ struct py_offsets {
 	uint16_t gil_locked;	      /* _gil_runtime_state.locked (int: -1 before creation) */
 	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
 	uint16_t gil_size;	      /* sizeof(struct _gil_runtime_state) */
+
+	/* Reading an event loop's tasks from outside (async attribution). */
+	uint16_t frame_globals;	   /* f_globals */
+	uint16_t frame_localsplus; /* f_localsplus (<=3.10), localsplus (3.11+) */
+	uint16_t frame_stacktop;   /* f_stacktop (3.9, pointer), f_stackdepth (3.10, int),
+				    * stacktop (3.11+, int: index into localsplus) */
+	uint16_t frame_valuestack; /* f_valuestack (3.10), else NONE */
+	uint16_t frame_state;	   /* f_state (3.10, char), else NONE */
+	uint16_t gen_frame;	   /* gi_frame (<=3.10), else NONE */
+	uint16_t gen_iframe;	   /* gi_iframe: the embedded frame (3.11+), else NONE */
+	uint16_t gen_frame_state;  /* gi_frame_state (3.11+, int8), else NONE */
+	uint16_t gen_running;	   /* gi_running (3.9, char), else NONE */
+	/* Frame states (enum _framestate; 3.10 keeps it in the frame, 3.11+ in
+	 * the generator); 3.9 has none (all 0).  suspended_yf is 3.13's
+	 * FRAME_SUSPENDED_YIELD_FROM, else the same as suspended. */
+	int32_t state_created;
+	int32_t state_suspended;
+	int32_t state_suspended_yf;
+	int32_t state_executing;
+	/* Types and instance dictionaries */
+	uint16_t type_flags;	       /* tp_flags */
+	uint16_t type_dictoffset;      /* tp_dictoffset */
+	uint16_t heaptype_cached_keys; /* PyHeapTypeObject.ht_cached_keys */
+	uint16_t type_base;	       /* tp_base */
+	uint32_t tpflags_heaptype;     /* Py_TPFLAGS_HEAPTYPE */
+	uint32_t tpflags_managed_dict;	/* Py_TPFLAGS_MANAGED_DICT (3.11+), else 0 */
+	uint32_t tpflags_inline_values; /* Py_TPFLAGS_INLINE_VALUES (3.13+), else 0 */
+	/* Where a managed dict lives, from the object's address (the
+	 * interpreter's own inline functions measured on a stand-in object):
+	 * 3.11 values pointer and dict pointer; 3.12 one tagged dict-or-values
+	 * word (both the same); 3.13 the dict pointer (values inline at
+	 * tp_basicsize).  0 where the version has no managed dicts. */
+	int32_t managed_values_off;
+	int32_t managed_dict_off;
+	/* PyDictObject */
+	uint16_t dict_keys;   /* ma_keys */
+	uint16_t dict_values; /* ma_values */
+	/* PyDictKeysObject (3.11+; private before 3.11, measured at run time) */
+	uint16_t keys_log2_size;
+	uint16_t keys_log2_index_bytes;
+	uint16_t keys_kind;
+	uint16_t keys_nentries;
+	uint16_t keys_indices;
+	uint16_t dict_entry_size;  /* sizeof(PyDictKeyEntry) */
+	uint16_t dict_entry_key;   /* me_key */
+	uint16_t dict_entry_value; /* me_value */
+	uint16_t dict_uentry_size; /* sizeof(PyDictUnicodeEntry) */
+	uint16_t dict_uentry_key;
+	uint16_t dict_uentry_value;
+	uint16_t values_values;	  /* PyDictValues.values (3.11+) */
+	uint16_t values_valid;	  /* PyDictValues.valid (3.13+), else NONE */
+	uint16_t keys_kind_general; /* DICT_KEYS_GENERAL */
+	/* PySetObject, setentry */
+	uint16_t set_mask;
+	uint16_t set_table;
+	uint16_t setentry_size;
+	uint16_t setentry_key;
+	/* PyWeakReference */
+	uint16_t weakref_object; /* wr_object */
+	/* PyLongObject: ob_size (<=3.11) or long_value.lv_tag (3.12+), digits */
+	uint16_t long_size;
+	uint16_t long_digits;
+	uint16_t long_shift; /* PyLong_SHIFT */
 };
 
 #endif /* PYOFFSETS_H */

@@ -98,6 +98,7 @@ enum val_kind {
 struct key_spec {
 	const char *key;
 	enum val_kind kind;
+	bool optional; /* may be left out: read as none */
 };
 
 static const struct key_spec keys[] = {
@@ -123,6 +124,14 @@ static const struct key_spec keys[] = {
 	{ "name_int_prefix", V_PREFIX },
 	{ "asend_size", V_SIZE },
 	{ "asend_gen", V_OFF },
+	/* 3.9 and 3.10: the private PyDictKeysObject (none since 3.11, whose
+	 * layout the headers give). */
+	{ "dk_size", V_SIZE, true },
+	{ "dk_nentries", V_SIZE, true },
+	{ "dk_indices", V_SIZE, true },
+	{ "dk_entry_size", V_SIZE, true },
+	{ "dk_entry_key", V_SIZE, true },
+	{ "dk_entry_value", V_SIZE, true },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -293,6 +302,10 @@ static int parse_words(const char *buf, size_t len, struct parsed *p, char *why,
 		}
 	}
 	for (size_t i = 0; i < NKEYS; i++) {
+		if (!p->seen[i] && keys[i].optional) {
+			p->none[i] = true;
+			continue;
+		}
 		if (!p->seen[i]) {
 			set_why(why, whylen, "no %s", keys[i].key);
 			return -EBADMSG;
@@ -404,6 +417,25 @@ int asyncprobe__parse(const char *buf, size_t len, struct async_layout *out, cha
 	copy_name(l.task_type, sizeof(l.task_type), p, "task_type");
 	copy_name(l.future_type, sizeof(l.future_type), p, "future_type");
 	copy_name(l.futureiter_type, sizeof(l.futureiter_type), p, "futureiter_type");
+	l.dk_size = off_of(p, "dk_size");
+	l.dk_nentries = off_of(p, "dk_nentries");
+	l.dk_indices = off_of(p, "dk_indices");
+	l.dk_entry_size = off_of(p, "dk_entry_size");
+	l.dk_entry_key = off_of(p, "dk_entry_key");
+	l.dk_entry_value = off_of(p, "dk_entry_value");
+	l.dk_known = l.dk_size != PYOFF_NONE && l.dk_nentries != PYOFF_NONE &&
+		     l.dk_indices != PYOFF_NONE && l.dk_entry_size != PYOFF_NONE &&
+		     l.dk_entry_key != PYOFF_NONE && l.dk_entry_value != PYOFF_NONE;
+	if (l.dk_known &&
+	    (l.dk_size % 8 || l.dk_nentries % 8 || l.dk_size + 8 > l.dk_indices ||
+	     l.dk_nentries + 8 > l.dk_indices || l.dk_indices > 128 || l.dk_entry_size % 8 ||
+	     l.dk_entry_size > 64 || l.dk_entry_key % 8 || l.dk_entry_value % 8 ||
+	     l.dk_entry_key + 8 > l.dk_entry_size || l.dk_entry_value + 8 > l.dk_entry_size ||
+	     l.dk_entry_key == l.dk_entry_value)) {
+		set_why(why, whylen, "a dict keys layout that does not hold together");
+		err = -EBADMSG;
+		goto cleanup;
+	}
 	ts = p->str[find_key("task_set")];
 	if (p->none[find_key("task_set")])
 		l.task_set = ASYNC_TASKS_UNKNOWN;

@@ -48,6 +48,12 @@ struct async_layout {
 	char name_int_prefix[16];
 	uint16_t asend_size; /* async_generator_asend's __basicsize__ */
 	uint16_t asend_gen;  /* async_generator_asend -> its async generator */
+	/* 3.9, 3.10: PyDictKeysObject (private then): offsets of dk_size,
+	 * dk_nentries and dk_indices, and of an entry's key and value; all
+	 * PYOFF_NONE otherwise (dk_known false). */
+	bool dk_known;
+	uint16_t dk_size, dk_nentries, dk_indices;
+	uint16_t dk_entry_size, dk_entry_key, dk_entry_value;
 	enum async_task_set task_set;
 	/* tp_name of asyncio.Task and asyncio.Future, of _asyncio.FutureIter;
 	 * "" when unknown or absent */

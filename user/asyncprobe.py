@@ -208,6 +208,72 @@ def asend_layout():
         s.close()
 
 
+class _Attrs:
+    pass
+
+
+def dict_keys_layout():
+    # 3.9 and 3.10 keep PyDictKeysObject private.  Its address: the word of
+    # an instance's __dict__ that two instances of one class share (their
+    # split tables share one keys object) and that is neither the type nor
+    # a small number.  Its layout: in combined dicts of known keys and
+    # values, where the keys', the values' and the counts' words lie.
+    import ctypes
+    w = ctypes.sizeof(ctypes.c_void_p)
+    a, b = _Attrs(), _Attrs()
+    for o in (a, b):
+        o.x0, o.x1, o.x2 = 1, 2, 3
+    da, db = words(a.__dict__, dict.__basicsize__, w), words(b.__dict__, dict.__basicsize__, w)
+    shared = [i * w for i in range(len(da))
+              if da[i] == db[i] and da[i] != id(dict) and da[i] > 1 << 20]
+    ma_keys = only(shared, 'dk: ma_keys')
+    if ma_keys == NONE:
+        return
+    found = None
+    for n in (5, 10, 20):
+        ks = ['dkprobe_%d_%d' % (n, i) for i in range(n)]
+        vs = [object() for _ in range(n)]
+        d = dict(zip(ks, vs))
+        keys = ctypes.c_void_p.from_address(id(d) + ma_keys).value
+        size = sys.getsizeof(d) - dict.__basicsize__
+        if size <= 0 or size > 1 << 16:
+            note('dk: a keys object of %d bytes' % size)
+            return
+        kw = list((ctypes.c_uint64 * (size // w)).from_address(keys))
+        pos = {v: i * w for i, v in enumerate(kw)}
+        if any(id(k) not in pos or id(v) not in pos for k, v in zip(ks, vs)):
+            note('dk: the entries were not found')
+            return
+        k0, k1, v0 = pos[id(ks[0])], pos[id(ks[1])], pos[id(vs[0])]
+        esize = k1 - k0
+        h0 = hash(ks[0]) & ((1 << 64) - 1)
+        hpos = [i * w for i, v in enumerate(kw) if v == h0]
+        start = min([k0, v0] + [h for h in hpos if h < k0 and k0 - h < esize])
+        # The table: the smallest power of two of which two thirds hold n.
+        tsize = 8
+        while tsize * 2 // 3 < n:
+            tsize *= 2
+        ix = 1 if tsize <= 0xff else 2 if tsize <= 0xffff else 4
+        indices = start - tsize * ix
+        head = [i * w for i in range(indices // w)]
+        size_at = [o for o in head if kw[o // w] == tsize]
+        nent_at = [o for o in head if kw[o // w] == n]
+        cand = (tuple(size_at), tuple(nent_at), indices, esize, k0 - start, v0 - start)
+        found = cand if found is None else found
+        if cand[2:] != found[2:]:
+            note('dk: the entries move between dicts')
+            return
+        found = (tuple(set(found[0]) & set(size_at)), tuple(set(found[1]) & set(nent_at))) + \
+            found[2:]
+    dk_size = only(sorted(found[0]), 'dk_size')
+    dk_nentries = only(sorted(found[1]), 'dk_nentries')
+    if NONE in (dk_size, dk_nentries):
+        return
+    out['dk_size'], out['dk_nentries'] = dk_size, dk_nentries
+    out['dk_indices'], out['dk_entry_size'] = found[2], found[3]
+    out['dk_entry_key'], out['dk_entry_value'] = found[4], found[5]
+
+
 def main():
     for k in ('c_task', 'c_future', 'name_may_be_int'):
         out[k] = 0
@@ -215,6 +281,9 @@ def main():
               'fut_loop', 'fut_state', 'state_pending', 'state_cancelled',
               'state_finished', 'task_fut_waiter', 'task_coro', 'task_name',
               'name_int_prefix', 'asend_size', 'asend_gen'):
+        out[k] = NONE
+    for k in ('dk_size', 'dk_nentries', 'dk_indices', 'dk_entry_size', 'dk_entry_key',
+              'dk_entry_value'):
         out[k] = NONE
     out['hexversion'] = '0x%x' % sys.hexversion
     try:
@@ -252,6 +321,11 @@ def main():
         asend_layout()
     except Exception as e:
         note('asend layout: %r' % e)
+    if sys.version_info < (3, 11):
+        try:
+            dict_keys_layout()
+        except Exception as e:
+            note('dict keys layout: %r' % e)
 
 
 if __name__ == '__main__':

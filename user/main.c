@@ -120,6 +120,7 @@ static int write_profile(struct run_state *rs, bool final)
 		.cpu_percent_threshold = rs->opts->cpu_percent_threshold,
 		.memory = rs->memory || rs->uprobes,
 		.no_footprint = rs->uprobes,
+		.async_waits = !rs->opts->no_async,
 		.leaks = !rs->opts->no_leaks,
 		.read_source = session__read_source,
 		.ctx = rs->session,
@@ -275,7 +276,9 @@ static int setup(struct run_state *rs)
 				    : 0,
 		.on_event = session__handle,
 	};
-	struct session_opts so = { .memory = rs->memory, .creds = &rs->creds };
+	struct session_opts so = { .memory = rs->memory,
+				   .async_waits = !rs->opts->no_async,
+				   .creds = &rs->creds };
 	struct session_bpf bpf = {
 		.track = bpf_track,
 		.untrack = bpf_untrack,

@@ -31,6 +31,7 @@ enum {
 	OPT_NO_LEAKS,
 	OPT_HTML,
 	OPT_FORMAT,
+	OPT_NO_ASYNC,
 };
 
 static const struct option long_opts[] = {
@@ -52,6 +53,7 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
 	{ "config", required_argument, NULL, 'c' },
 	{ "cli", no_argument, NULL, OPT_CLI },
 	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
@@ -111,6 +113,8 @@ void options_usage(FILE *f)
 	      "      --profile-interval SECONDS also write the profile this often while running\n"
 	      "      --idle                     count the waiting of parked worker threads too\n"
 	      "      --no-follow                do not follow child processes\n"
+	      "      --no-async                 no await attribution (on by default, as in\n"
+	      "                                 Scalene: where asyncio tasks wait, per line)\n"
 	      "  -c, --config FILE              options as \"name: value\" lines (long names)\n"
 	      "  -v, --verbose                  more messages (-vv: BPF loader messages too)\n"
 	      "  -h, --help                     this text\n"
@@ -299,6 +303,9 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_NO_FOLLOW:
 		o->no_follow = true;
+		return 0;
+	case OPT_NO_ASYNC:
+		o->no_async = true;
 		return 0;
 	case OPT_CLI:
 		o->view_cli = true;

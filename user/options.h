@@ -35,6 +35,7 @@ struct options {
 	bool profile_all;
 	bool idle;
 	bool no_follow;
+	bool no_async; /* no await attribution */
 	const char *profile_only[MAX_FILTERS];
 	int nprofile_only;
 	const char *profile_exclude[MAX_FILTERS];

@@ -282,6 +282,34 @@ static void put_memory(struct json_object *o, const struct mem_stats *ms, const 
 		series_json(c->m->memory && !c->m->no_footprint && ms ? &ms->series : NULL, c));
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Scalene's await fields: the line's share of all await time, the tasks
+ * suspended with one waiting here (mean, peak), and their names, sorted. */
+static void put_await(struct json_object *o, const struct await_stats *aw, const struct out_ctx *c)
+{
+	double all = profile__await_ns(c->p);
+	struct json_object *names = json_object_new_array();
+	const char *sorted[AWAIT_NAMES_MAX];
+	int i;
+
+	json_object_object_add(o, "n_async_await_percent",
+			       jdouble(aw && all > 0 ? 100.0 * aw->ns / all : 0));
+	json_object_object_add(o, "n_async_concurrency_mean",
+			       jdouble(aw && aw->conc_n ? aw->conc_sum / aw->conc_n : 0));
+	json_object_object_add(o, "n_async_concurrency_peak", jdouble(aw ? aw->conc_peak : 0));
+	if (aw) {
+		memcpy(sorted, aw->names, aw->nnames * sizeof(*sorted));
+		qsort(sorted, aw->nnames, sizeof(*sorted), cmp_str);
+		for (i = 0; i < aw->nnames; i++)
+			json_object_array_add(names, jstring(sorted[i]));
+	}
+	json_object_object_add(o, "async_task_names", names);
+}
+
 /* The fields common to lines and functions (Scalene's FunctionDetail). */
 static void put_stats(struct json_object *o, const struct line_stats *st, const struct out_ctx *cx,
 		      bool with_times)
@@ -326,6 +354,8 @@ static void put_stats(struct json_object *o, const struct line_stats *st, const 
 		json_object_object_add(o, "n_gil_wait_percent",
 				       jdouble(100.0 * st->gil_ns / total));
 	}
+	if (cx->m->async_waits)
+		put_await(o, st ? st->aw : NULL, cx);
 	if (st && st->nsyms) {
 		struct json_object *syms = json_object_new_array();
 		int k;
@@ -700,6 +730,60 @@ static struct json_object *native_frame_obj(const struct stack_stats *st)
 	return nf;
 }
 
+/* The await stacks (profile.h), after the CPU stacks, as Scalene writes
+ * them in combined_stacks: the frame a task waits in is named "[await]
+ * function (task)".  `stacks` gets the same entries (the exports match the
+ * two lists entry for entry), with no CPU time and their waiting time. */
+static void build_await_stacks(struct sink *snk, const struct profile *p, bool legacy)
+{
+	int i, j, n = profile__nawait_stacks(p);
+
+	for (i = 0; i < n; i++) {
+		const struct await_stack *as = profile__await_stack(p, i);
+		struct json_object *frames = json_object_new_array(), *entry, *stats;
+
+		for (j = 0; j < as->nframes; j++) {
+			struct frame_ref fr = as->frames[j];
+			char *name = NULL, *str;
+			size_t len;
+
+			if (j == as->nframes - 1) {
+				len = strlen(fr.qualname) +
+				      (as->task_name ? strlen(as->task_name) : 1) + 16;
+				name = malloc(len);
+				if (name) {
+					snprintf(name, len, "[await] %s (%s)", fr.qualname,
+						 as->task_name ? as->task_name : "?");
+					fr.qualname = name;
+				}
+			}
+			if (legacy) {
+				str = frame_string(&fr);
+				json_object_array_add(frames, jstring(str));
+				free(str);
+			} else {
+				json_object_array_add(frames, py_frame_obj(&fr));
+			}
+			free(name);
+		}
+		entry = json_object_new_array();
+		json_object_array_add(entry, frames);
+		if (legacy) {
+			stats = json_object_new_object();
+			json_object_object_add(stats, "count",
+					       json_object_new_int64((int64_t)as->count));
+			json_object_object_add(stats, "python_time", jdouble(0));
+			json_object_object_add(stats, "c_time", jdouble(0));
+			json_object_object_add(stats, "cpu_samples", jdouble(0));
+			json_object_object_add(stats, "await_s", jdouble(as->ns / 1e9));
+			json_object_array_add(entry, stats);
+		} else {
+			json_object_array_add(entry, json_object_new_int64((int64_t)as->count));
+		}
+		sink_add(snk, NULL, entry);
+	}
+}
+
 /* emitted[i]: the index in combined_stacks of profile stack i (whole or
  * merged), or -1. */
 static void build_stacks(struct sink *snk, const struct profile *p, double total, bool memory,
@@ -746,6 +830,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		json_object_array_add(entry, stats);
 		sink_add(snk, NULL, entry);
 	}
+	build_await_stacks(snk, p, true);
 	sink_close(snk);
 	sink_open(snk, "combined_stacks", true);
 	for (i = 0; i < cpu.n; i++) {
@@ -760,6 +845,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		json_object_array_add(centry, json_object_new_int64(e->count));
 		sink_add(snk, NULL, centry);
 	}
+	build_await_stacks(snk, p, false);
 	sink_close(snk);
 	sink_open(snk, "memory_stacks", true);
 	for (i = 0; i < mem.n; i++) {
@@ -936,6 +1022,16 @@ static bool file_reported(const struct profile *p, const struct file_stats *f,
 		if (bytes / MB >= FILE_MALLOC_THRESHOLD_MB)
 			return true;
 	}
+	if (m->async_waits && profile__await_ns(p) > 0) {
+		double aw = 0;
+
+		for (i = 0; i < f->nlines; i++) {
+			if (f->lines[i] && f->lines[i]->aw)
+				aw += f->lines[i]->aw->ns;
+		}
+		if (100.0 * aw / profile__await_ns(p) >= m->cpu_percent_threshold)
+			return true;
+	}
 	if (total <= 0)
 		return false;
 	return 100.0 * file_total_ns(p, f) / total >= m->cpu_percent_threshold;
@@ -970,7 +1066,7 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	for (i = 0; i < m->nargs; i++)
 		json_object_array_add(args, jstring(m->args[i]));
 	sink_add(snk, "args", args);
-	sink_add(snk, "async_profile", json_object_new_boolean(0));
+	sink_add(snk, "async_profile", json_object_new_boolean(m->async_waits));
 	sink_add(snk, "elapsed_time_sec", jdouble(m->elapsed_sec));
 	sink_add(snk, "start_time_absolute", jdouble(m->start_time_absolute));
 	sink_add(snk, "start_time_perf", jdouble(m->start_time_perf));

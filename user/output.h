@@ -34,6 +34,7 @@ struct output_meta {
 	bool memory;		      /* memory was profiled: the memory fields are filled */
 	bool leaks;		      /* report suspected leaks */
 	bool no_footprint;	      /* memory from uprobes: allocations only, frees not seen */
+	bool async_waits; /* await attribution was on: the n_async_* fields are filled */
 	read_source_fn read_source;
 	void *ctx;
 	struct json_object *extra; /* facts of this profiler, stored under "scalene_bpf" */

@@ -148,6 +148,21 @@ struct mem_stats {
 	uint64_t net_samples;		    /* net malloc samples */
 };
 
+/* Await time of a line or function (Scalene's n_async_* fields): the event
+ * loop's idle time, split evenly over the tasks suspended at that moment,
+ * credited to each task's innermost await in the profiled files. */
+#define AWAIT_NAMES_MAX 100
+struct await_stats {
+	double ns;		/* idle time credited here */
+	double conc_sum;	/* tasks suspended, summed over the snapshots that found one here */
+	uint64_t conc_n;	/* those snapshots */
+	int conc_peak;		/* the most tasks suspended in one of them */
+	uint64_t last_snapshot; /* the snapshot counted last (one count per snapshot) */
+	const char *names[AWAIT_NAMES_MAX]; /* task names seen here, interned */
+	int nnames;
+	uint64_t names_dropped; /* names past AWAIT_NAMES_MAX */
+};
+
 struct native_sym {
 	const char *name;
 	const char *module;
@@ -166,7 +181,8 @@ struct line_stats {
 	uint64_t cpu_times_seen;
 	struct native_sym syms[LINE_NATIVE_SYMS];
 	int nsyms;
-	struct mem_stats *mem; /* NULL until a memory event lands here */
+	struct mem_stats *mem;	/* NULL until a memory event lands here */
+	struct await_stats *aw; /* NULL until a task waits here */
 };
 
 struct func_stats {
@@ -294,6 +310,27 @@ struct profile_filter {
 	int nexclude;
 };
 
+/* One suspended task of an event-loop snapshot. */
+struct await_in {
+	uint64_t snapshot;		/* the snapshot's number (from 1) */
+	const char *task_name;		/* interned */
+	const struct frame_ref *frames; /* its await chain, innermost first */
+	int nframes;
+	double ns;	 /* its share of the loop's idle time */
+	int concurrency; /* tasks suspended in the snapshot */
+};
+
+/* An await stack: a task's await chain down to the line it waits at. */
+struct await_stack {
+	const struct frame_ref *frames; /* outermost first; the last one waits */
+	int nframes;
+	const char *task_name;
+	uint64_t count; /* snapshots that found it */
+	double ns;
+};
+
+#define MAX_AWAIT_STACKS 4096
+
 struct profile;
 
 struct profile *profile__new(const struct profile_filter *filter);
@@ -302,6 +339,16 @@ const char *profile__intern(struct profile *p, const char *s);
 bool profile__file_profiled(const struct profile *p, const char *path);
 void profile__add(struct profile *p, const struct sample_in *s);
 void profile__add_mem(struct profile *p, const struct mem_in *m);
+/* A suspended task: its share of idle time goes to its innermost frame in
+ * a profiled file (as a sample's time does), and to its await stack. */
+void profile__add_await(struct profile *p, const struct await_in *a);
+/* Idle time credited to lines, and to nothing (no frame in a profiled file). */
+double profile__await_ns(const struct profile *p);
+double profile__await_unattributed_ns(const struct profile *p);
+int profile__nawait_stacks(const struct profile *p);
+const struct await_stack *profile__await_stack(const struct profile *p, int i);
+/* Await stacks not kept: the table was full. */
+uint64_t profile__await_stacks_dropped(const struct profile *p);
 /* A process ended: its live blocks leave the footprint. */
 void profile__proc_exit(struct profile *p, int tgid, uint64_t ts_ns);
 const struct profile_memory *profile__memory(const struct profile *p);

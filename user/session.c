@@ -12,12 +12,14 @@
 #include <linux/types.h>
 
 #include "abi.h"
+#include "asyncprobe.h"
 #include "cpython.h"
 #include "hmap.h"
 #include "memread.h"
 #include "sampler.h"
 #include "log.h"
 #include "profile.h"
+#include "pyasync.h"
 #include "pycode.h"
 #include "python.h"
 #include "runner.h"
@@ -66,6 +68,13 @@ struct tproc {
 	bool sampler_final; /* its exit probe fired: state is final */
 	uint64_t sampler_addr;
 	struct scalene_bpf_sampler_state sampler;
+	/* Await attribution: the reader of its event loops' tasks, and the
+	 * measurement of the _asyncio layout it needs (asyncprobe.h). */
+	struct session *session;
+	struct pyasync *aw;
+	struct asyncprobe *probe;
+	bool probe_done;
+	uint64_t next_async_ns;
 };
 
 struct mem_summary {
@@ -119,9 +128,14 @@ struct session {
 	uint64_t walk_status[8];
 	uint64_t mem_records;
 	bool memory;
+	bool async_waits;
+	struct pyasync_stats async_retired; /* of processes gone from procs */
+	struct json_object *async_layouts;  /* what the probes found or why not */
 	int interpreters;
 	struct json_object *interp_list;
 };
+
+static void async_stop(struct tproc *tp);
 
 struct session *session__new(const struct session_opts *opts)
 {
@@ -133,14 +147,17 @@ struct session *session__new(const struct session_opts *opts)
 	s->period_ns = opts->period_ns;
 	s->creds = opts->creds;
 	s->memory = opts->memory;
+	s->async_waits = opts->async_waits;
 	s->ncpus = opts->ncpus > 0 ? opts->ncpus : 1;
 	s->procs = hmap__new(sizeof(int));
 	s->tnames = hmap__new(sizeof(struct thread_name_key));
 	s->codes = pycode_cache__new(CODE_CACHE_ENTRIES);
 	s->elves = elf_cache__new(NULL);
 	s->interp_list = json_object_new_array();
+	s->async_layouts = json_object_new_array();
 	s->next_space = 1;
-	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->interp_list) {
+	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->interp_list ||
+	    !s->async_layouts) {
 		session__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -164,14 +181,197 @@ void session__free(struct session *s)
 		struct tproc *tp = v;
 
 		usyms__free(tp->usyms);
+		async_stop(tp);
 		free(tp);
 	}
 	hmap__free(s->procs);
+	json_object_put(s->async_layouts);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
 	elf_cache__free(s->elves);
 	json_object_put(s->interp_list);
 	free(s);
+}
+
+/* ---- await attribution ---- */
+
+/* Folds one reader's counters into a total. */
+static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
+{
+	t->polls += a->polls;
+	t->idle_polls += a->idle_polls;
+	t->snapshots += a->snapshots;
+	t->tasks_read += a->tasks_read;
+	t->tasks_unreadable += a->tasks_unreadable;
+	t->partial += a->partial;
+	t->no_task_set += a->no_task_set;
+	t->reads += a->reads;
+	t->idle_ns += a->idle_ns;
+	t->credited_ns += a->credited_ns;
+	t->empty_ns += a->empty_ns;
+	t->cost_ns += a->cost_ns;
+	t->loops += a->loops;
+	if (a->max_tasks > t->max_tasks)
+		t->max_tasks = a->max_tasks;
+}
+
+static void async_stop(struct tproc *tp)
+{
+	asyncprobe__free(tp->probe);
+	tp->probe = NULL;
+	if (tp->aw) {
+		async_add(&tp->session->async_retired, pyasync__stats(tp->aw));
+		pyasync__free(tp->aw);
+		tp->aw = NULL;
+	}
+	tp->probe_done = false;
+}
+
+static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64_t code,
+				     uint64_t tag);
+
+/* The await reader's frames, through the same code cache as the samples'. */
+static int async_resolve(void *ctx, uint64_t code, uint64_t tag, int offset, struct frame_ref *out)
+{
+	struct tproc *tp = ctx;
+	struct session *s = tp->session;
+	const struct pycode *pc = code_for(s, tp, code, tag);
+	int line;
+
+	if (!pc)
+		return -errno ? -errno : -EFAULT;
+	line = pycode__line(pc, offset);
+	out->filename = profile__intern(s->profile, pc->filename);
+	out->qualname = profile__intern(s->profile, pc->qualname);
+	out->firstlineno = pc->firstlineno;
+	out->line = line > 0 ? line : pc->firstlineno;
+	return out->filename && out->qualname ? 0 : -ENOMEM;
+}
+
+static void async_start(struct session *s, struct tproc *tp)
+{
+	if (!s->async_waits || tp->aw)
+		return;
+	tp->session = s;
+	tp->aw = pyasync__new(&tp->pp, s->profile, async_resolve, tp);
+	if (!tp->aw)
+		pr_warn("process %d: no await attribution: out of memory\n", tp->pid);
+}
+
+/* The uid and gid the process runs as: the probe runs as them. */
+static int proc_ids(int pid, uid_t *uid, gid_t *gid)
+{
+	char path[64], line[256];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned int a;
+
+		if (sscanf(line, "Uid: %u", &a) == 1)
+			*uid = a, found |= 1;
+		else if (sscanf(line, "Gid: %u", &a) == 1)
+			*gid = a, found |= 2;
+	}
+	fclose(f);
+	return found == 3 ? 0 : -EINVAL;
+}
+
+static void async_layout_note(struct session *s, struct tproc *tp, const struct async_layout *l,
+			      const char *why)
+{
+	struct json_object *o = json_object_new_object();
+	char ver[32];
+
+	python__version_string(tp->pp.version_hex, ver, sizeof(ver));
+	json_object_object_add(o, "pid", json_object_new_int(tp->pid));
+	json_object_object_add(o, "python", json_object_new_string(ver));
+	if (l) {
+		json_object_object_add(o, "c_task", json_object_new_boolean(l->c_task));
+		json_object_object_add(o, "task_type", json_object_new_string(l->task_type));
+	} else {
+		json_object_object_add(o, "unavailable", json_object_new_string(why));
+	}
+	if (json_object_array_length(s->async_layouts) < 16)
+		json_object_array_add(s->async_layouts, o);
+	else
+		json_object_put(o);
+}
+
+/* The probe measures the layout once the process shows an event loop. */
+static void async_probe(struct session *s, struct tproc *tp)
+{
+	struct pyasync_layout pl;
+	struct async_layout l;
+	char why[256] = "", exe[64];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int err;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", tp->pid);
+	if (!tp->probe) {
+		if (asyncprobe__cached(exe, &l) == 0)
+			goto have;
+		err = proc_ids(tp->pid, &uid, &gid);
+		if (!err)
+			tp->probe = asyncprobe__start(exe, uid, gid, why, sizeof(why));
+		if (!tp->probe) {
+			if (!why[0])
+				snprintf(why, sizeof(why), "cannot read its ids: %s",
+					 strerror(-err));
+			goto failed;
+		}
+	}
+	err = asyncprobe__poll(tp->probe, &l, why, sizeof(why));
+	if (err == -EAGAIN)
+		return;
+	asyncprobe__free(tp->probe);
+	tp->probe = NULL;
+	if (err)
+		goto failed;
+have:
+	tp->probe_done = true;
+	memset(&pl, 0, sizeof(pl));
+	pl.c_task = l.c_task && l.fut_loop != PYOFF_NONE && l.fut_state != PYOFF_NONE &&
+		    l.task_coro != PYOFF_NONE && l.task_name != PYOFF_NONE;
+	pl.fut_loop = l.fut_loop;
+	pl.fut_state = l.fut_state;
+	pl.task_coro = l.task_coro;
+	pl.task_name = l.task_name;
+	pl.task_fut_waiter = l.task_fut_waiter;
+	pl.state_pending = l.state_pending;
+	pl.asend_gen = l.asend_gen;
+	pl.keys.known = l.dk_known;
+	pl.keys.size = l.dk_size;
+	pl.keys.nentries = l.dk_nentries;
+	pl.keys.indices = l.dk_indices;
+	pl.keys.entry_size = l.dk_entry_size;
+	pl.keys.entry_key = l.dk_entry_key;
+	pl.keys.entry_value = l.dk_entry_value;
+	pyasync__set_layout(tp->aw, &pl);
+	async_layout_note(s, tp, &l, NULL);
+	return;
+failed:
+	tp->probe_done = true;
+	pr_warn("process %d: where its coroutines wait is not measured: %s\n", tp->pid, why);
+	async_layout_note(s, tp, NULL, why);
+}
+
+/* Polls the process's event loops every SLOW_POLL_MS. */
+static void async_tick(struct session *s, struct tproc *tp, uint64_t now)
+{
+	int r;
+
+	if (!tp->aw || tp->exited || tp->state != TP_PYTHON || now < tp->next_async_ns)
+		return;
+	tp->next_async_ns = now + SLOW_POLL_MS * 1000000ULL;
+	r = pyasync__poll(tp->aw, now);
+	if (r == 1 && !pyasync__has_layout(tp->aw) && !tp->probe_done)
+		async_probe(s, tp);
 }
 
 static uint64_t now_ns(void)
@@ -234,6 +434,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	note_interpreter(s, tp);
+	async_start(s, tp);
 }
 
 int session__add_root(struct session *s, int pid, const struct py_proc *pp)
@@ -306,6 +507,7 @@ void session__tick(struct session *s, uint64_t now)
 
 		if (tp->state == TP_DETECTING && !tp->exited && now >= tp->next_try_ns)
 			try_detect(s, tp, now);
+		async_tick(s, tp, now);
 	}
 }
 
@@ -359,6 +561,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->retry_ns = 0;
 	usyms__free(tp->usyms);
 	tp->usyms = NULL;
+	async_stop(tp);
 	/* The old image's memory is gone; a new sampler will announce itself. */
 	profile__proc_exit(s->profile, tp->pid, r->ts);
 	tp->sampler_loaded = tp->sampler_final = false;
@@ -377,6 +580,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		/* Its symbols are not needed any more. */
 		usyms__free(tp->usyms);
 		tp->usyms = NULL;
+		async_stop(tp);
 	}
 	profile__proc_exit(s->profile, r->tgid, r->ts);
 	s->bpf.untrack(s->bpf.ctx, r->tgid);
@@ -878,6 +1082,7 @@ static void retire_exited(struct session *s)
 			continue;
 		summarise_proc(tp, &s->retired);
 		usyms__free(tp->usyms);
+		async_stop(tp);
 		/* Deleting leaves a tombstone: the iteration goes on. */
 		hmap__del(s->procs, k);
 		free(tp);
@@ -1000,6 +1205,49 @@ static struct json_object *seconds(double ns)
 	return json_object_new_double(ns / 1e9);
 }
 
+/* scalene_bpf.async: how the await fields were measured, and what it cost. */
+static struct json_object *async_facts(struct session *s)
+{
+	struct json_object *o = json_object_new_object();
+	struct pyasync_stats t = s->async_retired;
+	const struct profile *p = s->profile;
+	size_t it = 0;
+	void *v;
+
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		const struct tproc *tp = v;
+
+		if (tp->aw)
+			async_add(&t, pyasync__stats(tp->aw));
+	}
+	json_object_object_add(
+		o, "method",
+		json_object_new_string("task-set snapshots read from outside while the event "
+				       "loop waits in its selector"));
+	json_object_object_add(o, "await_s", seconds(profile__await_ns(p)));
+	json_object_object_add(o, "await_outside_profiled_files_s",
+			       seconds(profile__await_unattributed_ns(p)));
+	json_object_object_add(o, "idle_loop_s", seconds(t.idle_ns));
+	json_object_object_add(o, "idle_loop_without_tasks_s", seconds(t.empty_ns));
+	json_object_object_add(o, "loops", json_object_new_int(t.loops));
+	json_object_object_add(o, "polls", json_object_new_int64((int64_t)t.polls));
+	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));
+	json_object_object_add(o, "snapshots", json_object_new_int64((int64_t)t.snapshots));
+	json_object_object_add(o, "partial_snapshots", json_object_new_int64((int64_t)t.partial));
+	json_object_object_add(o, "task_set_unreadable",
+			       json_object_new_int64((int64_t)t.no_task_set));
+	json_object_object_add(o, "tasks_read", json_object_new_int64((int64_t)t.tasks_read));
+	json_object_object_add(o, "tasks_unreadable",
+			       json_object_new_int64((int64_t)t.tasks_unreadable));
+	json_object_object_add(o, "max_tasks", json_object_new_int(t.max_tasks));
+	json_object_object_add(o, "await_stacks_dropped",
+			       json_object_new_int64((int64_t)profile__await_stacks_dropped(p)));
+	json_object_object_add(o, "reader_s", seconds(t.cost_ns));
+	json_object_object_add(o, "reads", json_object_new_int64((int64_t)t.reads));
+	json_object_object_add(o, "layouts", json_object_get(s->async_layouts));
+	return o;
+}
+
 struct json_object *session__facts(struct session *s)
 {
 	struct json_object *o = json_object_new_object(), *bpf = json_object_new_object();
@@ -1017,6 +1265,8 @@ struct json_object *session__facts(struct session *s)
 
 	bool have_stats = !s->bpf.stats(s->bpf.ctx, stats);
 
+	if (s->async_waits)
+		json_object_object_add(o, "async", async_facts(s));
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
 	json_object_object_add(o, "total_sampled_s", seconds(profile__total_ns(p)));

@@ -21,7 +21,8 @@ struct session_opts {
 	struct profile *profile;
 	uint64_t period_ns;
 	int ncpus;
-	bool memory; /* the allocation sampler is preloaded into the program */
+	bool memory;	  /* the allocation sampler is preloaded into the program */
+	bool async_waits; /* await attribution (pyasync.h) */
 	/* Whose files the profile may show: source text is read with these
 	 * file-system credentials (the user under sudo), never root's. */
 	const struct user_creds *creds;

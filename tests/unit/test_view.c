@@ -443,8 +443,18 @@ static void ref_text(struct json_object *l, char *buf, size_t n)
 		buf[--len] = '\0';
 }
 
-/* Every line of the first file: the shown ones (time >= threshold, or
- * memory activity) are in the output, the others are not, unless their text
+/* A line hot by its share of the await time, in an async profile. */
+static bool ref_await_hot(struct json_object *doc, struct json_object *l, double threshold)
+{
+	struct json_object *a;
+	double w = vj_num(l, "n_async_await_percent");
+
+	return json_object_object_get_ex(doc, "async_profile", &a) && json_object_get_boolean(a) &&
+	       w > 0 && w >= threshold;
+}
+
+/* Every line of the first file: the shown ones (time >= threshold, await
+ * share >= threshold, or memory activity) are in the output, the others are not, unless their text
  * is part of a shown one's.  Returns how many lines are shown. */
 static int check_ref_lines(struct json_object *doc, double threshold)
 {
@@ -469,7 +479,8 @@ static int check_ref_lines(struct json_object *doc, double threshold)
 		double t = ref_time(l);
 
 		ref_text(l, text, sizeof(text));
-		if (text[0] && ((t > 0 && t >= threshold) || ref_mem_active(doc, l))) {
+		if (text[0] && ((t > 0 && t >= threshold) || ref_mem_active(doc, l) ||
+				ref_await_hot(doc, l, threshold))) {
 			CHECK_HAS(text);
 			if (nshown < 256)
 				strcpy(shown_text[nshown++], text);
@@ -480,7 +491,8 @@ static int check_ref_lines(struct json_object *doc, double threshold)
 		double t = ref_time(l);
 
 		ref_text(l, text, sizeof(text));
-		if (strlen(text) < 12 || (t > 0 && t >= threshold) || ref_mem_active(doc, l))
+		if (strlen(text) < 12 || (t > 0 && t >= threshold) || ref_mem_active(doc, l) ||
+		    ref_await_hot(doc, l, threshold))
 			continue;
 		for (part = false, j = 0; j < (size_t)nshown && !part; j++)
 			part = strstr(shown_text[j], text) != NULL;

@@ -31,6 +31,8 @@
 #if PY_VERSION_HEX >= 0x030b0000
 #include <internal/pycore_frame.h>
 #include <internal/pycore_code.h>
+#include <internal/pycore_dict.h>
+#include <internal/pycore_object.h>
 #endif
 
 #include <errno.h>
@@ -277,6 +279,122 @@ static void fill_gil(struct py_offsets *o)
 	o->gil_size = SIZE(struct _gil_runtime_state);
 }
 
+/* Frames of suspended coroutines, and how they say they are suspended. */
+static void fill_async_frames(struct py_offsets *o)
+{
+#if PY_VERSION_HEX >= 0x030b0000
+	o->frame_globals = OFF(_PyInterpreterFrame, f_globals);
+	o->frame_localsplus = OFF(_PyInterpreterFrame, localsplus);
+	o->frame_stacktop = OFF(_PyInterpreterFrame, stacktop);
+	o->gen_iframe = OFF(PyGenObject, gi_iframe);
+	o->gen_frame_state = OFF(PyGenObject, gi_frame_state);
+#else
+	o->frame_globals = OFF(PyFrameObject, f_globals);
+	o->frame_localsplus = OFF(PyFrameObject, f_localsplus);
+	o->gen_frame = OFF(PyGenObject, gi_frame);
+#if PY_VERSION_HEX >= 0x030a0000
+	o->frame_stacktop = OFF(PyFrameObject, f_stackdepth);
+	o->frame_valuestack = OFF(PyFrameObject, f_valuestack);
+	o->frame_state = OFF(PyFrameObject, f_state);
+#else
+	o->frame_stacktop = OFF(PyFrameObject, f_stacktop);
+	o->gen_running = OFF(PyGenObject, gi_running);
+#endif
+#endif
+#if PY_VERSION_HEX >= 0x030a0000
+	o->state_created = FRAME_CREATED;
+	o->state_suspended = FRAME_SUSPENDED;
+	o->state_executing = FRAME_EXECUTING;
+#if PY_VERSION_HEX >= 0x030d0000
+	o->state_suspended_yf = FRAME_SUSPENDED_YIELD_FROM;
+#else
+	o->state_suspended_yf = FRAME_SUSPENDED;
+#endif
+#else
+	o->state_created = o->state_suspended = o->state_suspended_yf = o->state_executing = 0;
+#endif
+}
+
+#if PY_VERSION_HEX >= 0x030b0000
+/* Where the interpreter's own inline functions put an object's managed dict,
+ * measured on a stand-in object whose type has the flag. */
+static PyTypeObject stand_in_type;
+
+static int32_t from_obj(const void *p, const PyObject *obj)
+{
+	return (int32_t)((const char *)p - (const char *)obj);
+}
+#endif
+
+static void fill_dicts(struct py_offsets *o)
+{
+	o->type_flags = OFF(PyTypeObject, tp_flags);
+	o->type_dictoffset = OFF(PyTypeObject, tp_dictoffset);
+	o->heaptype_cached_keys = OFF(PyHeapTypeObject, ht_cached_keys);
+	o->type_base = OFF(PyTypeObject, tp_base);
+	o->tpflags_heaptype = Py_TPFLAGS_HEAPTYPE;
+	o->dict_keys = OFF(PyDictObject, ma_keys);
+	o->dict_values = OFF(PyDictObject, ma_values);
+	o->tpflags_managed_dict = 0;
+	o->tpflags_inline_values = 0;
+	o->managed_values_off = 0;
+	o->managed_dict_off = 0;
+#if PY_VERSION_HEX >= 0x030b0000
+	{
+		_Alignas(16) char mem[256];
+		PyObject *obj = (PyObject *)(mem + 128);
+
+		stand_in_type.tp_flags = Py_TPFLAGS_MANAGED_DICT;
+		stand_in_type.tp_basicsize = sizeof(PyObject);
+		obj->ob_type = &stand_in_type;
+		o->tpflags_managed_dict = Py_TPFLAGS_MANAGED_DICT;
+#if PY_VERSION_HEX >= 0x030d0000
+		o->tpflags_inline_values = Py_TPFLAGS_INLINE_VALUES;
+		o->managed_dict_off = from_obj(_PyObject_ManagedDictPointer(obj), obj);
+#elif PY_VERSION_HEX >= 0x030c0000
+		o->managed_dict_off = from_obj(_PyObject_DictOrValuesPointer(obj), obj);
+		o->managed_values_off = o->managed_dict_off;
+#else
+		o->managed_dict_off = from_obj(_PyObject_ManagedDictPointer(obj), obj);
+		o->managed_values_off = from_obj(_PyObject_ValuesPointer(obj), obj);
+#endif
+	}
+	o->keys_log2_size = OFF(PyDictKeysObject, dk_log2_size);
+	o->keys_log2_index_bytes = OFF(PyDictKeysObject, dk_log2_index_bytes);
+	o->keys_kind = OFF(PyDictKeysObject, dk_kind);
+	o->keys_nentries = OFF(PyDictKeysObject, dk_nentries);
+	o->keys_indices = OFF(PyDictKeysObject, dk_indices);
+	o->dict_entry_size = SIZE(PyDictKeyEntry);
+	o->dict_entry_key = OFF(PyDictKeyEntry, me_key);
+	o->dict_entry_value = OFF(PyDictKeyEntry, me_value);
+	o->dict_uentry_size = SIZE(PyDictUnicodeEntry);
+	o->dict_uentry_key = OFF(PyDictUnicodeEntry, me_key);
+	o->dict_uentry_value = OFF(PyDictUnicodeEntry, me_value);
+	o->values_values = OFF(PyDictValues, values);
+#if PY_VERSION_HEX >= 0x030d0000
+	o->values_valid = OFF(PyDictValues, valid);
+#endif
+	o->keys_kind_general = DICT_KEYS_GENERAL;
+#endif
+}
+
+static void fill_containers(struct py_offsets *o)
+{
+	o->set_mask = OFF(PySetObject, mask);
+	o->set_table = OFF(PySetObject, table);
+	o->setentry_size = SIZE(setentry);
+	o->setentry_key = OFF(setentry, key);
+	o->weakref_object = OFF(PyWeakReference, wr_object);
+#if PY_VERSION_HEX >= 0x030c0000
+	o->long_size = OFF(PyLongObject, long_value.lv_tag);
+	o->long_digits = OFF(PyLongObject, long_value.ob_digit);
+#else
+	o->long_size = OFF(PyVarObject, ob_size);
+	o->long_digits = OFF(PyLongObject, ob_digit);
+#endif
+	o->long_shift = PyLong_SHIFT;
+}
+
 /* Every field of struct py_offsets, in declaration order. */
 struct field {
 	const char *name;
@@ -284,13 +402,15 @@ struct field {
 	size_t size;
 	size_t align;
 	bool hex;
+	bool sgn;
 };
 
-#define FIELD(f, h)                                                                      \
+#define FIELD(f, h, s)                                                                   \
 	{ #f, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f),        \
-	  __alignof__(((struct py_offsets *)0)->f), h }
-#define DEC(f) FIELD(f, false)
-#define HEX(f) FIELD(f, true)
+	  __alignof__(((struct py_offsets *)0)->f), h, s }
+#define DEC(f) FIELD(f, false, false)
+#define HEX(f) FIELD(f, true, false)
+#define SDEC(f) FIELD(f, false, true)
 
 static const struct field fields[] = {
 	HEX(version_hex),
@@ -360,6 +480,53 @@ static const struct field fields[] = {
 	DEC(gil_locked),
 	DEC(gil_locks),
 	DEC(gil_size),
+	/* async */
+	DEC(frame_globals),
+	DEC(frame_localsplus),
+	DEC(frame_stacktop),
+	DEC(frame_valuestack),
+	DEC(frame_state),
+	DEC(gen_frame),
+	DEC(gen_iframe),
+	DEC(gen_frame_state),
+	DEC(gen_running),
+	SDEC(state_created),
+	SDEC(state_suspended),
+	SDEC(state_suspended_yf),
+	SDEC(state_executing),
+	DEC(type_flags),
+	DEC(type_dictoffset),
+	DEC(heaptype_cached_keys),
+	DEC(type_base),
+	HEX(tpflags_heaptype),
+	HEX(tpflags_managed_dict),
+	HEX(tpflags_inline_values),
+	SDEC(managed_values_off),
+	SDEC(managed_dict_off),
+	DEC(dict_keys),
+	DEC(dict_values),
+	DEC(keys_log2_size),
+	DEC(keys_log2_index_bytes),
+	DEC(keys_kind),
+	DEC(keys_nentries),
+	DEC(keys_indices),
+	DEC(dict_entry_size),
+	DEC(dict_entry_key),
+	DEC(dict_entry_value),
+	DEC(dict_uentry_size),
+	DEC(dict_uentry_key),
+	DEC(dict_uentry_value),
+	DEC(values_values),
+	DEC(values_valid),
+	DEC(keys_kind_general),
+	DEC(set_mask),
+	DEC(set_table),
+	DEC(setentry_size),
+	DEC(setentry_key),
+	DEC(weakref_object),
+	DEC(long_size),
+	DEC(long_digits),
+	DEC(long_shift),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -416,6 +583,10 @@ static void print_field(const struct py_offsets *o, const struct field *f)
 	}
 	if (f->size == sizeof(v32)) {
 		memcpy(&v32, p, sizeof(v32));
+		if (f->sgn) {
+			printf("\t.%s = %d,\n", f->name, (int)(int32_t)v32);
+			return;
+		}
 		printf("\t.%s = %s%x,\n", f->name, f->hex ? "0x" : "", v32);
 		return;
 	}
@@ -477,6 +648,9 @@ int main(int argc, char **argv)
 	if (fill_call_ops(&o))
 		return 1;
 	fill_gil(&o);
+	fill_async_frames(&o);
+	fill_dicts(&o);
+	fill_containers(&o);
 	if (n_too_big)
 		return 1;
 
