@@ -7,7 +7,7 @@ argv[1] seconds have passed or, when argv[1] is not a number, until the file
 it names exists (to be attached to: it says "ready" on stdout once the
 tasks wait).  The program counts its pending tasks every few milliseconds
 (async_truth.Truth.watch) and writes that count's mean and peak, and its own
-clock's time per line, to argv[2] (JSON).
+clock's time per line and how long the loop was idle, to argv[2] (JSON).
 """
 import asyncio
 import os
@@ -38,9 +38,11 @@ async def main(arg):
              for i in range(TASKS)]
     truth.watch()
     print("ready", flush=True)
+    truth.loop_start()
     t = truth.now()
     await asyncio.gather(*tasks)  # LINE: gather
     truth.add("gather", t)
+    truth.loop_end()
     truth.stop()
 
 

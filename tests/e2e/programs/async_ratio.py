@@ -8,7 +8,8 @@ profiler's sampling).  The tasks run side by side until argv[1] seconds have
 passed, so the loop is idle, all of them suspended, nearly all the time; the
 main task waits for them on the `gather` line.  Each task reads
 time.monotonic around its awaits; the totals per line, with the names of the
-tasks that waited there, go to argv[2] (JSON).
+tasks that waited there and how long the loop was idle (wall time less the
+loop thread's CPU time), go to argv[2] (JSON).
 """
 import asyncio
 import random
@@ -37,9 +38,11 @@ async def main(seconds):
     tasks = [asyncio.create_task(worker(i, seconds), name=f"ratio-{i}")
              for i in range(TASKS)]
     truth.watch()
+    truth.loop_start()
     t = truth.now()
     await asyncio.gather(*tasks)  # LINE: gather
     truth.add("gather", t)
+    truth.loop_end()
     truth.stop()
 
 

@@ -14,6 +14,10 @@ program's behalf would be the innermost frame instead of the marked line.
 watch() counts, every few milliseconds from a loop callback (no task runs
 then, so every unfinished task is suspended), how many tasks are pending:
 the concurrency the profile should report while they wait.
+
+loop_start() and loop_end(), on the thread that runs the loop, measure how
+long the loop was idle in between: the wall time less the thread's CPU time
+(the loop is either running callbacks, or blocked in the selector).
 """
 import asyncio
 import json
@@ -53,6 +57,16 @@ class Truth:
             loop.call_later(period * rng.uniform(0.5, 1.5), look)
 
         loop.call_soon(look)
+
+    def loop_start(self):
+        self._loop0 = (self.now(), time.thread_time())
+
+    def loop_end(self):
+        wall = self.now() - self._loop0[0]
+        cpu = time.thread_time() - self._loop0[1]
+        self.extra["loop_wall_s"] = wall
+        self.extra["loop_cpu_s"] = cpu
+        self.extra["loop_idle_s"] = wall - cpu
 
     def stop(self):
         self._watching = False
