@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""async/await: while the event loop is idle, the waiting goes to the lines
+where the suspended tasks wait, as in Scalene.
+
+While the loop's thread is blocked in the selector, the profile credits the
+idle time, split evenly over the suspended tasks, to each task's innermost
+await line in the reported files.  Per line: n_async_await_percent (share
+of all await time, summing to 100), n_async_concurrency_mean / _peak (tasks
+suspended at the same moment, over the snapshots that found one at the
+line) and async_task_names; top level async_profile; scalene_bpf.async
+(await_s, snapshots, tasks_read, tasks_unreadable); in combined_stacks,
+stacks whose innermost frame is named "[await] ...".
+
+The programs (programs/async_*.py) time each marked await with
+time.monotonic and write the totals per line, the tasks' names and the
+pending-task counts (programs/async_truth.py).  Whenever the loop is idle
+every live task is suspended, so a line's share of the await time is its
+tasks' waiting there over all the tasks' waiting: the programs' clocks give
+it, and where the design fixes it (1:3 by sleep length or by task count)
+the test checks the design too.  Shares are compared among the marked
+lines of a program (a few short awaits, connecting or closing, are left
+unmarked).
+"""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from e2e_helpers import (clean_env, default_interpreter, file_entry, finish,
+                         hot_lines, invoke, line_time, markers, profile_run,
+                         program)
+
+# --profile-exclude spin_helper: its loop's time lands on the calling line
+# (async_cpu.py's `cpu` line), as in test_accuracy.py.
+EXCLUDE_SPIN = ("--profile-exclude", "spin_helper")
+# Percentage points allowed between a line's share of the await time and
+# the share by the programs' clocks or design: the waits are ~2 s of idle
+# loop time, thousands of snapshots; what is left is the moments around a
+# wake-up (a task resumed but not yet at its next await).
+SHARE_POINTS = 5.0
+AWAIT_FIELDS = ("n_async_await_percent", "n_async_concurrency_mean",
+                "n_async_concurrency_peak")
+
+
+def version_of(python):
+    p = subprocess.run([python, "-c", "import sys; print(*sys.version_info"
+                        "[:2])"], capture_output=True, text=True, check=True)
+    return tuple(int(x) for x in p.stdout.split())
+
+
+def run_async(python, name, tmp, seconds="2", opts=(), gui=False):
+    """Profiles programs/NAME with (seconds, side file); returns (result,
+    the program's truth, {marker: line row})."""
+    prog = program(name)
+    side = tmp / "truth.json"
+    res = profile_run(python, prog, [seconds, side], tmp=tmp, opts=opts,
+                      gui=gui)
+    truth = json.loads(side.read_text())
+    rows = file_entry(res.profile, prog)["lines"]
+    marked = {m: rows[n - 1] for m, n in markers(prog).items()}
+    return res, truth, marked
+
+
+def all_rows(profile):
+    for name, detail in profile["files"].items():
+        for row in detail["lines"]:
+            yield name, row
+
+
+def awaited(profile, limit=10):
+    """The lines with await time, for failure messages."""
+    rows = sorted(((r.get("n_async_await_percent", 0), n, r)
+                   for n, r in all_rows(profile)
+                   if r.get("n_async_await_percent")),
+                  key=lambda x: -x[0])
+    text = "; ".join(f"{n.rsplit('/', 1)[-1]}:{r['lineno']} "
+                     f"{p:.1f}% (conc {r.get('n_async_concurrency_mean', 0):.1f}"
+                     f", {len(r.get('async_task_names', []))} names)"
+                     for p, n, r in rows[:limit])
+    return (f"await lines: {text or '(none)'}; scalene_bpf.async "
+            f"{profile.get('scalene_bpf', {}).get('async')}; cpu: "
+            f"{hot_lines(profile)}")
+
+
+def shares(values):
+    total = sum(values.values())
+    assert total > 0, f"no await time at all on the lines {list(values)}"
+    return {k: 100.0 * v / total for k, v in values.items()}
+
+
+def check_async_on(profile, prog):
+    """What every profile with async attribution has."""
+    ctx = awaited(profile)
+    assert profile.get("async_profile") is True, (
+        f"async_profile is {profile.get('async_profile')!r}; {ctx}")
+    total = sum(r.get("n_async_await_percent", 0)
+                for _, r in all_rows(profile))
+    # Shares of all await time: 100 over the lines, up to rounding.
+    assert abs(total - 100.0) <= 0.5, f"await % sums to {total:.2f}; {ctx}"
+    facts = profile["scalene_bpf"].get("async")
+    assert isinstance(facts, dict), f"no scalene_bpf.async; {ctx}"
+    for key in ("await_s", "snapshots", "tasks_read", "tasks_unreadable"):
+        assert key in facts, f"scalene_bpf.async has no {key}: {facts}"
+    assert facts["await_s"] > 0 and facts["snapshots"] > 0, facts
+    assert facts["tasks_read"] >= facts["snapshots"], facts
+    # A task that ends while it is read may be lost; a few, not a share.
+    assert facts["tasks_unreadable"] <= 2 + 0.01 * facts["tasks_read"], facts
+    assert facts["await_s"] <= profile["elapsed_time_sec"] + 0.05, (
+        facts, profile["elapsed_time_sec"])
+    # The flame chart: the await stacks end in a frame named "[await] ..."
+    # at an await line of the program.
+    ends = [s[0][-1] for s in profile.get("combined_stacks", []) if s[0]]
+    aw = [f for f in ends if f["display_name"].startswith("[await] ")]
+    assert aw, f"no combined_stacks entry ends in an [await] frame; {ctx}"
+    assert any(f["filename_or_module"] == prog and f["line"] for f in aw), (
+        f"no [await] frame at a line of {prog}: {aw[:5]}")
+    return facts
+
+
+def check_share(accuracy, what, got, want, ctx, points=SHARE_POINTS):
+    accuracy(what, round(want, 2), round(got, 2), f"{points} points")
+    assert abs(got - want) <= points, (
+        f"{what}: {got:.2f}% in the profile, {want:.2f}% expected; {ctx}")
+
+
+def check_names(row, want, marker, ctx):
+    got = row.get("async_task_names", [])
+    assert got == sorted(got), f"{marker}: names not sorted: {got}"
+    assert set(got) == set(want), (
+        f"{marker}: task names {got}, the program saw {sorted(want)}; {ctx}")
+
+
+# --------------------------------------------------------------------------
+# Known-truth programs
+# --------------------------------------------------------------------------
+
+def test_two_await_lines_1_to_3(python, tmp_path, accuracy):
+    prog = program("async_ratio.py")
+    res, truth, rows = run_async(python, "async_ratio.py", tmp_path,
+                                 gui=python == default_interpreter())
+    prof = res.profile
+    facts = check_async_on(prof, prog)
+    ctx = f"truth {truth}; {awaited(prof)}"
+    pair = ("short", "long")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
+    real = shares({m: truth["await_s"][m] for m in pair})
+    for m, design in zip(pair, (25.0, 75.0)):
+        check_share(accuracy, f"{m} share of the two lines (design), %",
+                    got[m], design, ctx)
+        check_share(accuracy, f"{m} share of the two lines (clocks), %",
+                    got[m], real[m], ctx)
+    # Of all the await time, the main task's gather included.
+    three = ("short", "long", "gather")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in three})
+    real = shares({m: truth["await_s"][m] for m in three})
+    for m in three:
+        check_share(accuracy, f"{m} share of all await time (clocks), %",
+                    got[m], real[m], ctx)
+    # Six workers and the main task are suspended together.
+    for m in pair:
+        mean = rows[m].get("n_async_concurrency_mean", 0)
+        accuracy(f"{m} concurrency mean", round(truth["concurrency_mean"], 2),
+                 mean, "10%")
+        assert abs(mean / truth["concurrency_mean"] - 1) <= 0.10, (m, ctx)
+        assert rows[m].get("n_async_concurrency_peak", 0) <= \
+            truth["concurrency_peak"], (m, ctx)
+        check_names(rows[m], truth["task_names"][m], m, ctx)
+    # The loop was idle for loop_idle_s (wall less its CPU); 15 %: on a busy
+    # machine the loop's thread also waits for a CPU, which is neither.
+    accuracy("scalene_bpf.async.await_s vs loop idle s",
+             round(truth["loop_idle_s"], 3), facts["await_s"], "15%")
+    assert abs(facts["await_s"] / truth["loop_idle_s"] - 1) <= 0.15, ctx
+    # Waiting is not CPU time: the await lines have (almost) no Python or
+    # native time of their own.
+    for m in pair:
+        t = line_time(prof, prog, markers(prog)[m])
+        assert t.python + t.native <= 2.0, (m, ctx)
+
+
+def test_gather_of_100(python, tmp_path, accuracy):
+    prog = program("async_gather.py")
+    res, truth, rows = run_async(python, "async_gather.py", tmp_path)
+    prof = res.profile
+    facts = check_async_on(prof, prog)
+    ctx = f"{awaited(prof)}; program: mean {truth['concurrency_mean']:.1f}"
+    check_gather(prof, truth, rows, accuracy, ctx)
+    accuracy("scalene_bpf.async.await_s vs loop idle s",
+             round(truth["loop_idle_s"], 3), facts["await_s"], "15%")
+    assert abs(facts["await_s"] / truth["loop_idle_s"] - 1) <= 0.15, ctx
+
+
+def check_gather(prof, truth, rows, accuracy, ctx):
+    wait = rows["wait"]
+    mean = wait.get("n_async_concurrency_mean", 0)
+    accuracy("wait line concurrency mean", round(truth["concurrency_mean"], 2),
+             mean, "10%")
+    assert abs(mean / truth["concurrency_mean"] - 1) <= 0.10, ctx
+    peak = wait.get("n_async_concurrency_peak", 0)
+    assert truth["tasks"] <= peak <= truth["concurrency_peak"], (peak, ctx)
+    pair = ("wait", "gather")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
+    real = shares({m: truth["await_s"][m] for m in pair})
+    check_share(accuracy, "wait share (clocks: 100 of 101 tasks), %",
+                got["wait"], real["wait"], ctx)
+    check_names(wait, truth["task_names"]["wait"], "wait", ctx)
+
+
+def test_cpu_coroutine_keeps_its_cpu(python, tmp_path, accuracy):
+    prog = program("async_cpu.py")
+    res, truth, rows = run_async(python, "async_cpu.py", tmp_path,
+                                 seconds="1.0", opts=EXCLUDE_SPIN)
+    prof = res.profile
+    check_async_on(prof, prog)
+    ctx = f"truth {truth}; {awaited(prof)}"
+    cpu = line_time(prof, prog, markers(prog)["cpu"])
+    # The busy line's CPU: its Python time against its thread_time, 10 %
+    # as in test_accuracy.py; pure Python.
+    accuracy("cpu line s vs thread_time", round(truth["cpu_s"], 3),
+             round(cpu.seconds, 3), "10%")
+    assert abs(cpu.seconds / truth["cpu_s"] - 1) <= 0.10, ctx
+    assert cpu.python >= 0.9 * cpu.percent, ctx
+    # Computing is not waiting: no await time on the busy line.
+    aw = rows["cpu"].get("n_async_await_percent", 0)
+    accuracy("cpu line await %", 0.0, aw, "<= 1")
+    assert aw <= 1.0, ctx
+    # The idle loop's time splits 3:1:1 by the tasks waiting at each line.
+    at = truth["tasks_at"]
+    lines = ("wait", "pause", "gather")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in lines})
+    want = shares({m: at[m] for m in lines})
+    for m in lines:
+        check_share(accuracy, f"{m} share (by tasks waiting there), %",
+                    got[m], want[m], ctx)
+    check_names(rows["wait"], truth["task_names"]["wait"], "wait", ctx)
+    check_names(rows["pause"], ["busy"], "pause", ctx)
+
+
+def test_server_handler_waits(python, tmp_path, accuracy):
+    prog = program("async_server.py")
+    res, truth, rows = run_async(python, "async_server.py", tmp_path)
+    prof = res.profile
+    check_async_on(prof, prog)
+    ctx = f"truth {truth}; {awaited(prof)}"
+    assert truth["echoed"] > 0, truth
+    lines = ("handler_read", "client_sleep", "client_read", "gather")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in lines})
+    real = shares({m: truth["await_s"][m] for m in lines})
+    for m in lines:
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+    check_names(rows["handler_read"], truth["task_names"]["handler_read"],
+                "handler_read", ctx)
+    check_names(rows["client_sleep"], truth["task_names"]["client_sleep"],
+                "client_sleep", ctx)
+
+
+def test_taskgroup(python, tmp_path, accuracy):
+    if version_of(python) < (3, 11):
+        pytest.skip("asyncio.TaskGroup is new in Python 3.11")
+    prog = program("async_taskgroup.py")
+    res, truth, rows = run_async(python, "async_taskgroup.py", tmp_path)
+    prof = res.profile
+    check_async_on(prof, prog)
+    ctx = f"truth {truth}; {awaited(prof)}"
+    pair = ("one", "three")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
+    real = shares({m: truth["await_s"][m] for m in pair})
+    design = shares({m: truth["tasks_at"][m] for m in pair})
+    for m in pair:
+        check_share(accuracy, f"{m} share (1 task : 3 tasks), %", got[m],
+                    design[m], ctx)
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+        check_names(rows[m], truth["task_names"][m], m, ctx)
+
+
+def test_wait_for_timeout(python, tmp_path, accuracy):
+    prog = program("async_wait_for.py")
+    res, truth, rows = run_async(python, "async_wait_for.py", tmp_path)
+    prof = res.profile
+    check_async_on(prof, prog)
+    ctx = f"truth {truth}; {awaited(prof)}"
+    assert truth["timeouts"] > 0, truth
+    # The caller's own line counts only where slow() ran in a task apart
+    # (before 3.12); else the caller's innermost await is slow()'s line.
+    lines = ("slow", "wait_for", "beside", "gather")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in lines})
+    real = shares({m: truth["await_s"].get(m, 0.0) for m in lines})
+    for m in lines:
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+    check_names(rows["slow"], truth["task_names"]["slow"], "slow", ctx)
+
+
+def test_async_generator(python, tmp_path, accuracy):
+    prog = program("async_agen.py")
+    res, truth, rows = run_async(python, "async_agen.py", tmp_path)
+    prof = res.profile
+    check_async_on(prof, prog)
+    ctx = f"truth {truth}; {awaited(prof)}"
+    # Waiting for the next item, the consumer's innermost await is the
+    # generator's own line, not the `async for`.
+    pair = ("produce", "consume")
+    got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
+    real = shares({m: truth["await_s"][m] for m in pair})
+    for m, design in zip(pair, (25.0, 75.0)):
+        check_share(accuracy, f"{m} share (design), %", got[m], design, ctx)
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+        check_names(rows[m], ["consumer"], m, ctx)
+    aw = rows["async_for"].get("n_async_await_percent", 0)
+    accuracy("async for line await %", 0.0, aw, "<= 2")
+    assert aw <= 2.0, ctx
+
+
+# --------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------
+
+def check_async_off(profile):
+    ctx = awaited(profile)
+    assert profile.get("async_profile") is False, (
+        f"async_profile is {profile.get('async_profile')!r}; {ctx}")
+    for name, row in all_rows(profile):
+        for key in AWAIT_FIELDS:
+            assert not row.get(key), f"{name}:{row['lineno']} {key}; {ctx}"
+        assert not row.get("async_task_names"), (name, row["lineno"], ctx)
+    assert "async" not in profile["scalene_bpf"], ctx
+    for stack, _ in profile.get("combined_stacks", []):
+        assert not any(f["display_name"].startswith("[await] ")
+                       for f in stack), stack
+
+
+@pytest.mark.parametrize("opts", [("--no-async",),
+                                  ("--cpu-only", "--no-async")],
+                         ids=["no-async", "cpu-only-no-async"])
+def test_no_async(any_python, tmp_path, opts):
+    res, truth, rows = run_async(any_python, "async_ratio.py", tmp_path,
+                                 seconds="1", opts=opts)
+    check_async_off(res.profile)
+    # The program did wait (a profile without await fields says nothing
+    # otherwise).
+    assert truth["await_s"]["long"] > 0, truth
+
+
+def test_cpu_only_keeps_async(any_python, tmp_path):
+    """--cpu-only leaves memory out, not the await time (Scalene's
+    --cpu-only profiles keep async_profile true)."""
+    prog = program("async_ratio.py")
+    res, truth, rows = run_async(any_python, "async_ratio.py", tmp_path,
+                                 seconds="1", opts=("--cpu-only",))
+    check_async_on(res.profile, prog)
+    assert rows["long"].get("n_async_await_percent", 0) > \
+        rows["short"].get("n_async_await_percent", 0), awaited(res.profile)
+
+
+# --------------------------------------------------------------------------
+# Attach
+# --------------------------------------------------------------------------
+
+def test_attach_to_gather(python, tmp_path, accuracy):
+    """--pid on the gather of 100, started apart and left running: the
+    tasks are found in a process that scalene-bpf did not start."""
+    prog = program("async_gather.py")
+    stop, side = tmp_path / "stop", tmp_path / "truth.json"
+    target = subprocess.Popen([python, prog, str(stop), str(side)],
+                              cwd=str(tmp_path), env=clean_env(),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    out = tmp_path / "profile.json"
+    try:
+        line = target.stdout.readline()
+        assert line.strip() == "ready", (line, target.stderr.read())
+        res = invoke(["--pid", target.pid, "--duration", "2", "-o", out],
+                     cwd=tmp_path, timeout=30)
+        time.sleep(0.2)
+        assert target.poll() is None, "the target ended during the attach"
+    finally:
+        stop.touch()
+    try:
+        _, err = target.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        target.kill()
+        raise AssertionError("the target did not stop when asked")
+    assert target.returncode == 0, (target.returncode, err)
+    finish(res, out)
+    prof = res.profile
+    check_async_on(prof, prog)
+    truth = json.loads(side.read_text())
+    rows = file_entry(prof, prog)["lines"]
+    marked = {m: rows[n - 1] for m, n in markers(prog).items()}
+    check_gather(prof, truth, marked, accuracy,
+                 f"{awaited(prof)}; program: mean "
+                 f"{truth['concurrency_mean']:.1f}")
