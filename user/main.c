@@ -135,6 +135,8 @@ static int write_profile(struct run_state *rs, bool final)
 	}
 	if (rs->hook_ready)
 		pyhook__poll(&rs->hook, rs->profile);
+	if (final)
+		session__flush_async(rs->session);
 	m.extra = session__facts(rs->session);
 	if (m.extra) {
 		const struct profile_timeline *tl = profile__timeline(rs->profile);

@@ -31,8 +31,11 @@
 #define MAX_POLL_GAP_NS 50000000ULL
 /* Snapshots at most every MIN_SNAPSHOT_NS, and further apart when they
  * cost more: their own time stays near 1 / COST_RATIO of the time between. */
+/* Frames of each task of the last snapshot kept for the idle time after it
+ * (pyasync__flush): the innermost ones, where the wait is credited. */
+#define SAVED_FRAMES 8
 #define MIN_SNAPSHOT_NS 10000000ULL
-#define COST_RATIO 100
+#define COST_RATIO 50
 /* Reads a snapshot may make: a base, and this many per task. */
 #define BUDGET_BASE 512
 #define BUDGET_PER_TASK 48
@@ -51,6 +54,14 @@ struct pending_task {
 	uint64_t coro;
 	const char *name;
 	int loop; /* index in loops[] */
+};
+
+/* A task of the last snapshot, as credited. */
+struct saved_task {
+	const char *name;
+	int loop;
+	int nframes;
+	struct frame_ref frames[SAVED_FRAMES];
 };
 
 struct pyasync {
@@ -72,6 +83,10 @@ struct pyasync {
 	struct hmap *names; /* name object -> interned name */
 	uint64_t *members;
 	struct pending_task *tasks;
+	struct saved_task *saved;
+	int nsaved;
+	int saved_per_loop[MAX_LOOPS];
+	struct hmap *codes; /* code address -> tag and flags, for one poll or snapshot */
 	struct pyasync_stats st;
 	char last_error[160];
 };
@@ -93,6 +108,26 @@ static void set_error(struct pyasync *a, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* What a code object's header says, remembered for one poll or snapshot:
+ * the tasks of one coroutine function share their code objects. */
+struct code_memo {
+	uint64_t tag;
+	uint32_t flags;
+};
+
+static void codes_clear(struct pyasync *a)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!a->codes || !hmap__count(a->codes))
+		return;
+	while (hmap__next(a->codes, &it, NULL, &v))
+		free(v);
+	hmap__free(a->codes);
+	a->codes = hmap__new(sizeof(uint64_t));
+}
+
 struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 			     pyasync_resolve_fn resolve, void *ctx)
 {
@@ -107,7 +142,10 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 	a->names = hmap__new(sizeof(uint64_t));
 	a->members = malloc(MAX_MEMBERS * sizeof(*a->members));
 	a->tasks = malloc(MAX_TASKS * sizeof(*a->tasks));
-	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks) {
+	a->saved = malloc(MAX_TASKS * sizeof(*a->saved));
+	a->codes = hmap__new(sizeof(uint64_t));
+	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->saved ||
+	    !a->codes) {
 		pyasync__free(a);
 		return NULL;
 	}
@@ -122,6 +160,9 @@ void pyasync__free(struct pyasync *a)
 	hmap__free(a->names);
 	free(a->members);
 	free(a->tasks);
+	free(a->saved);
+	codes_clear(a);
+	hmap__free(a->codes);
 	free(a);
 }
 
@@ -219,12 +260,19 @@ static int frame_ref_of(struct pyasync *a, const struct rframe *f, struct frame_
 			uint32_t *co_flags)
 {
 	const struct py_offsets *o = a->pp->off;
+	struct code_memo *memo = a->codes ? hmap__get(a->codes, &f->code) : NULL;
 	uint8_t buf[256];
 	size_t len = 0;
 	uint64_t fn, nm;
 	int32_t first;
 	uint32_t flags;
 	int err;
+
+	if (memo) {
+		if (co_flags)
+			*co_flags = memo->flags;
+		return a->resolve(a->ctx, f->code, memo->tag, f->offset, out);
+	}
 
 #define SPAN(off, sz) (len = (size_t)(off) + (sz) > len ? (size_t)(off) + (sz) : len)
 	SPAN(o->code_firstlineno, 4);
@@ -243,6 +291,13 @@ static int frame_ref_of(struct pyasync *a, const struct rframe *f, struct frame_
 	memcpy(&flags, buf + o->code_flags, 4);
 	if (co_flags)
 		*co_flags = flags;
+	memo = malloc(sizeof(*memo));
+	if (memo) {
+		memo->tag = pycode_tag((uint32_t)first, code_ident(fn, nm));
+		memo->flags = flags;
+		if (hmap__put(a->codes, &f->code, memo))
+			free(memo);
+	}
 	return a->resolve(a->ctx, f->code, pycode_tag((uint32_t)first, code_ident(fn, nm)),
 			  f->offset, out);
 }
@@ -614,6 +669,8 @@ static void snapshot(struct pyasync *a)
 	if (m < nmem)
 		partial = true;
 	a->st.snapshots++;
+	a->nsaved = 0;
+	memset(a->saved_per_loop, 0, sizeof(a->saved_per_loop));
 	if (partial)
 		a->st.partial++;
 	for (i = 0; i < (size_t)ntasks; i++) {
@@ -633,6 +690,15 @@ static void snapshot(struct pyasync *a)
 		in.frames = frames;
 		in.nframes = n;
 		profile__add_await(a->profile, &in);
+		{
+			struct saved_task *sv = &a->saved[a->nsaved++];
+
+			sv->name = in.task_name;
+			sv->loop = tasks[i].loop;
+			sv->nframes = n < SAVED_FRAMES ? n : SAVED_FRAMES;
+			memcpy(sv->frames, frames, sv->nframes * sizeof(*frames));
+			a->saved_per_loop[sv->loop]++;
+		}
 		a->st.tasks_read++;
 		a->st.credited_ns += in.ns;
 	}
@@ -646,6 +712,41 @@ static void snapshot(struct pyasync *a)
 		a->loops[l].pending_ns = 0;
 	}
 	a->po.budget = UINT64_MAX;
+}
+
+void pyasync__flush(struct pyasync *a)
+{
+	int i, l;
+
+	for (l = 0; l < a->nloops; l++) {
+		struct loop_state *ls = &a->loops[l];
+
+		if (ls->pending_ns <= 0)
+			continue;
+		if (!a->saved_per_loop[l]) {
+			a->st.empty_ns += ls->pending_ns;
+			ls->pending_ns = 0;
+			continue;
+		}
+		for (i = 0; i < a->nsaved; i++) {
+			const struct saved_task *sv = &a->saved[i];
+			struct await_in in = {
+				.snapshot = a->st.snapshots,
+				.task_name = sv->name,
+				.frames = sv->frames,
+				.nframes = sv->nframes,
+				.ns = ls->pending_ns / a->saved_per_loop[l],
+				.concurrency = a->saved_per_loop[l],
+			};
+
+			if (sv->loop != l)
+				continue;
+			profile__add_await(a->profile, &in);
+			a->st.credited_ns += in.ns;
+		}
+		a->st.after_last_ns += ls->pending_ns;
+		ls->pending_ns = 0;
+	}
 }
 
 int pyasync__poll(struct pyasync *a, uint64_t now_ns)
@@ -697,6 +798,7 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 								: MIN_SNAPSHOT_NS);
 		}
 	}
+	codes_clear(a);
 	a->st.reads += a->po.reads - reads0;
 	a->st.cost_ns += mono_ns() - t0;
 	return a->ever_idle ? 1 : 0;

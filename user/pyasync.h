@@ -55,6 +55,7 @@ struct pyasync_stats {
 	double idle_ns;		   /* idle loop time seen */
 	double credited_ns;	   /* ... handed to tasks */
 	double empty_ns;	   /* ... of loops that had no pending task */
+	double after_last_ns;	   /* ... after the last snapshot: credited as it found the tasks */
 	double cost_ns;		   /* this reader's own time */
 	int loops;		   /* distinct event loops seen idle */
 	int max_tasks;		   /* the most tasks of one snapshot */
@@ -71,6 +72,9 @@ bool pyasync__has_layout(const struct pyasync *a);
  * was seen (now or before: the process runs asyncio), 0 when none was ever
  * seen, -errno when the process cannot be read. */
 int pyasync__poll(struct pyasync *a, uint64_t now_ns);
+/* The idle time seen since the last snapshot goes to the tasks as that
+ * snapshot found them (at the end of a run or of a process). */
+void pyasync__flush(struct pyasync *a);
 const struct pyasync_stats *pyasync__stats(const struct pyasync *a);
 /* The last reason a snapshot or a task could not be read, or "". */
 const char *pyasync__last_error(const struct pyasync *a);

@@ -209,6 +209,7 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->idle_ns += a->idle_ns;
 	t->credited_ns += a->credited_ns;
 	t->empty_ns += a->empty_ns;
+	t->after_last_ns += a->after_last_ns;
 	t->cost_ns += a->cost_ns;
 	t->loops += a->loops;
 	if (a->max_tasks > t->max_tasks)
@@ -220,11 +221,25 @@ static void async_stop(struct tproc *tp)
 	asyncprobe__free(tp->probe);
 	tp->probe = NULL;
 	if (tp->aw) {
+		pyasync__flush(tp->aw);
 		async_add(&tp->session->async_retired, pyasync__stats(tp->aw));
 		pyasync__free(tp->aw);
 		tp->aw = NULL;
 	}
 	tp->probe_done = false;
+}
+
+void session__flush_async(struct session *s)
+{
+	size_t it = 0;
+	void *v;
+
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		if (tp->aw)
+			pyasync__flush(tp->aw);
+	}
 }
 
 static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64_t code,
@@ -1229,6 +1244,7 @@ static struct json_object *async_facts(struct session *s)
 			       seconds(profile__await_unattributed_ns(p)));
 	json_object_object_add(o, "idle_loop_s", seconds(t.idle_ns));
 	json_object_object_add(o, "idle_loop_without_tasks_s", seconds(t.empty_ns));
+	json_object_object_add(o, "idle_after_last_snapshot_s", seconds(t.after_last_ns));
 	json_object_object_add(o, "loops", json_object_new_int(t.loops));
 	json_object_object_add(o, "polls", json_object_new_int64((int64_t)t.polls));
 	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));

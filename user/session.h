@@ -60,6 +60,9 @@ struct session;
 
 struct session *session__new(const struct session_opts *opts);
 void session__free(struct session *s);
+/* The end of the run: the event loops' idle time since their last task
+ * snapshot goes to the tasks as it found them (pyasync__flush). */
+void session__flush_async(struct session *s);
 /* The BPF side feeding this session (the loader needs the session as its
  * callback context, so it is made second); *bpf is copied. */
 void session__set_bpf(struct session *s, const struct session_bpf *bpf);

@@ -125,11 +125,21 @@ def check_share(accuracy, what, got, want, ctx, points=SHARE_POINTS):
         f"{what}: {got:.2f}% in the profile, {want:.2f}% expected; {ctx}")
 
 
-def check_names(row, want, marker, ctx):
+def check_names(row, want, marker, ctx, least=None):
+    """The names seen waiting at a line are the program's own.  Tasks that
+    live for the whole run are all seen; of short-lived ones (shorter than
+    the time between two snapshots, tens of ms) some may fall between
+    snapshots: at least `least` of them must be seen."""
     got = row.get("async_task_names", [])
     assert got == sorted(got), f"{marker}: names not sorted: {got}"
-    assert set(got) == set(want), (
-        f"{marker}: task names {got}, the program saw {sorted(want)}; {ctx}")
+    if least is None:
+        assert set(got) == set(want), (
+            f"{marker}: task names {got}, the program saw {sorted(want)}; {ctx}")
+        return
+    assert set(got) <= set(want), (
+        f"{marker}: task names {got} not all the program's {sorted(want)}; {ctx}")
+    assert len(got) >= least * len(set(want)), (
+        f"{marker}: {len(got)} of the program's {len(set(want))} task names seen; {ctx}")
 
 
 # --------------------------------------------------------------------------
@@ -288,7 +298,8 @@ def test_wait_for_timeout(python, tmp_path, accuracy):
     real = shares({m: truth["await_s"].get(m, 0.0) for m in lines})
     for m in lines:
         check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
-    check_names(rows["slow"], truth["task_names"]["slow"], "slow", ctx)
+    # Each timed-out call's task lives ~40 ms: most are seen, not all.
+    check_names(rows["slow"], truth["task_names"]["slow"], "slow", ctx, least=0.5)
 
 
 def test_async_generator(python, tmp_path, accuracy):
