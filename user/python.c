@@ -554,6 +554,7 @@ int python__check_binary(const char *path, char *why, size_t whylen)
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 {
 	struct procmaps *m = NULL;
+	const struct map_entry *me;
 	struct elf_file *e = NULL;
 	char exe[PATH_MAX];
 	const char *path;
@@ -602,6 +603,16 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		goto cleanup;
 	}
 	pp->runtime = bias + addr;
+	/* The dynamic loader maps the library as one read-only span first and
+	 * then each segment over it: until the data segment is in place, the
+	 * address holds bytes of the file, not _PyRuntime, and reading it would
+	 * refuse the process for good on garbage (a TSD key, a layout). */
+	me = procmaps__find(m, pp->runtime);
+	if (!me || !me->w) {
+		err = -EAGAIN;
+		snprintf(why, whylen, "%s is not fully mapped yet", path);
+		goto cleanup;
+	}
 	pp->static_build = strncmp(basename(path), "libpython", 9) != 0;
 	err = read_version(pp, e, bias, path, why, whylen);
 	if (err)

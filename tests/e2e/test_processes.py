@@ -27,8 +27,16 @@ def test_pool_workers_lines_in_the_profile(python, method, tmp_path,
     facts = res.profile["scalene_bpf"]
     ctx = (f"worker line {worker.seconds:.3f} s, the children measured "
            f"{info['work_cpu_s']:.3f} s; total {facts['total_sampled_s']:.2f} "
-           f"s, unattributed {facts.get('unattributed')}; hot lines: "
+           f"s, unattributed {facts.get('unattributed')}, not Python "
+           f"{facts.get('not_python_s')} s; hot lines: "
            f"{hot_lines(res.profile)}")
+    # A spawned child is an interpreter started anew, recognised on its own
+    # (a forked one is its parent's copy): one refused at start-up has all
+    # its time apart (not_python_s), none of it on the worker line.
+    if method == "spawn":
+        recognised = {i["pid"] for i in facts["interpreters"]}
+        assert set(info["pids"]) <= recognised, (info["pids"],
+                                                 facts["interpreters"])
     cpu_total = sum(r["n_cpu_percent_python"] + r["n_cpu_percent_c"]
                     for d in res.profile["files"].values() for r in d["lines"])
     accuracy("worker line s vs children's process_time", info["work_cpu_s"],

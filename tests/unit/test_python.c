@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +160,84 @@ static void test_detect_live(void)
 		t_skip_current = 1;
 }
 
+/*
+ * Start-up, one system call at a time: the child is stopped as each of its
+ * system calls from the exec on returns (the dynamic loader mapping libpython
+ * segment by segment, then the interpreter initialising), and detection runs
+ * at every such stop.  Until it succeeds it may only ask to be retried: a
+ * final refusal there (a TSD key or a layout read from a half-mapped library)
+ * would leave the process unprofiled for good.
+ */
+static void check_startup(const char *python)
+{
+	struct py_proc pp;
+	char why[512];
+	int status, sig = 0, calls = 0, err = -EAGAIN, again = 0;
+	bool in_call = false;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execl(python, python, "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	/* The first stop: the exec's SIGTRAP. */
+	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
+		CHECK(0);
+		return;
+	}
+	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)PTRACE_O_TRACESYSGOOD);
+	while (calls < 10000) {
+		if (ptrace(PTRACE_SYSCALL, pid, NULL, (void *)(long)sig) ||
+		    waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))
+			break;
+		/* A signal for the child: passed on at the next resume. */
+		sig = WSTOPSIG(status) == (SIGTRAP | 0x80) ? 0 : WSTOPSIG(status);
+		if (sig)
+			continue;
+		/* Entry and exit stops alternate; the exits show the calls'
+		 * effects (a new mapping). */
+		in_call = !in_call;
+		if (in_call)
+			continue;
+		calls++;
+		err = python__detect(pid, &pp, why, sizeof(why));
+		if (err != -EAGAIN)
+			break;
+		again++;
+	}
+	if (err)
+		fprintf(stderr, "%s, after system call %d: %s\n", python, calls, why);
+	CHECK_EQ_INT(err, 0);
+	/* The loaded library was seen before it could be read. */
+	CHECK(again > 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+static void test_detect_during_startup(void)
+{
+	char py[512];
+	size_t i;
+	int tested = 0;
+
+	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		if (pyenv_python(versions[i], py, sizeof(py))) {
+			SKIP_PART("pyenv %s not found (pyenv install %s)", versions[i],
+				  versions[i]);
+			continue;
+		}
+		check_startup(py);
+		tested++;
+	}
+	if (!access("/usr/bin/python3.11", X_OK)) {
+		check_startup("/usr/bin/python3.11");
+		tested++;
+	}
+	if (!tested)
+		t_skip_current = 1;
+}
+
 static void test_detect_not_python(void)
 {
 	struct py_proc pp;
@@ -186,6 +265,7 @@ int main(void)
 	RUN_TEST(test_version_string);
 	RUN_TEST(test_check_binary);
 	RUN_TEST(test_detect_live);
+	RUN_TEST(test_detect_during_startup);
 	RUN_TEST(test_detect_not_python);
 	return test_summary("python");
 }
