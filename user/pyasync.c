@@ -18,14 +18,15 @@
 #include "profile.h"
 #include "python.h"
 
-#define MAX_THREADS 256	    /* thread states looked at per poll */
-#define IDLE_DEPTH 4	    /* frames from the innermost to _run_once */
-#define MAX_LOOPS 16	    /* event loops followed per process */
-#define MAX_MEMBERS 200000  /* task-set members read per snapshot */
-#define MAX_TASKS 20000	    /* pending tasks credited per snapshot */
-#define MAX_CHAIN 64	    /* coroutines followed down one await chain */
-#define MAX_STACKTOP 100000 /* a frame's value stack index, sanity bound */
-#define MAX_NAMES 65536	    /* task name objects remembered */
+#define MAX_THREADS 256	      /* thread states looked at per poll */
+#define IDLE_DEPTH 4	      /* frames from the innermost to _run_once */
+#define MAX_LOOPS 16	      /* event loops followed per process */
+#define MAX_MEMBERS 200000    /* task-set members read per snapshot */
+#define TASK_SAMPLE 256	      /* members read per snapshot: a larger set is sampled */
+#define MAX_TASKS TASK_SAMPLE /* pending tasks credited per snapshot */
+#define MAX_CHAIN 64	      /* coroutines followed down one await chain */
+#define MAX_STACKTOP 100000   /* a frame's value stack index, sanity bound */
+#define MAX_NAMES 65536	      /* task name objects remembered */
 /* A poll stands for the time since the one before, up to this much: a
  * loader that stalled for longer does not know what the loop did. */
 #define MAX_POLL_GAP_NS 50000000ULL
@@ -33,9 +34,10 @@
  * cost more: their own time stays near 1 / COST_RATIO of the time between. */
 /* Frames of each task of the last snapshot kept for the idle time after it
  * (pyasync__flush): the innermost ones, where the wait is credited. */
-#define SAVED_FRAMES 8
+#define SAVED_FRAMES 16
 #define MIN_SNAPSHOT_NS 10000000ULL
-#define COST_RATIO 50
+#define COST_RATIO 100
+#define CODE_MEMO_NS 1000000000ULL
 /* Reads a snapshot may make: a base, and this many per task. */
 #define BUDGET_BASE 512
 #define BUDGET_PER_TASK 48
@@ -53,7 +55,8 @@ struct loop_state {
 struct pending_task {
 	uint64_t coro;
 	const char *name;
-	int loop; /* index in loops[] */
+	int loop;    /* index in loops[] */
+	int nframes; /* of its await chain, in chains[] */
 };
 
 /* A task of the last snapshot, as credited. */
@@ -83,10 +86,12 @@ struct pyasync {
 	struct hmap *names; /* name object -> interned name */
 	uint64_t *members;
 	struct pending_task *tasks;
+	struct frame_ref *chains; /* SAVED_FRAMES per task of tasks[] */
 	struct saved_task *saved;
 	int nsaved;
 	int saved_per_loop[MAX_LOOPS];
-	struct hmap *codes; /* code address -> tag and flags, for one poll or snapshot */
+	struct hmap *codes; /* code address -> tag and flags (CODE_MEMO_NS) */
+	uint64_t codes_since_ns;
 	struct pyasync_stats st;
 	char last_error[160];
 };
@@ -108,7 +113,7 @@ static void set_error(struct pyasync *a, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* What a code object's header says, remembered for one poll or snapshot:
+/* What a code object's header says, remembered for CODE_MEMO_NS:
  * the tasks of one coroutine function share their code objects. */
 struct code_memo {
 	uint64_t tag;
@@ -142,10 +147,11 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 	a->names = hmap__new(sizeof(uint64_t));
 	a->members = malloc(MAX_MEMBERS * sizeof(*a->members));
 	a->tasks = malloc(MAX_TASKS * sizeof(*a->tasks));
+	a->chains = malloc((size_t)MAX_TASKS * SAVED_FRAMES * sizeof(*a->chains));
 	a->saved = malloc(MAX_TASKS * sizeof(*a->saved));
 	a->codes = hmap__new(sizeof(uint64_t));
-	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->saved ||
-	    !a->codes) {
+	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->chains ||
+	    !a->saved || !a->codes) {
 		pyasync__free(a);
 		return NULL;
 	}
@@ -160,6 +166,7 @@ void pyasync__free(struct pyasync *a)
 	hmap__free(a->names);
 	free(a->members);
 	free(a->tasks);
+	free(a->chains);
 	free(a->saved);
 	codes_clear(a);
 	hmap__free(a->codes);
@@ -183,6 +190,11 @@ const struct pyasync_stats *pyasync__stats(const struct pyasync *a)
 	return &a->st;
 }
 
+int pyasync__task_sample(void)
+{
+	return TASK_SAMPLE;
+}
+
 const char *pyasync__last_error(const struct pyasync *a)
 {
 	return a->last_error;
@@ -201,27 +213,22 @@ struct rframe {
 	uint64_t local0;
 	uint64_t stack_top; /* 0 when not read or empty */
 	bool shim;	    /* an interpreter entry frame (3.12+) */
+	int8_t state;	    /* f_state (3.10) */
 };
 
 #define FRAME_READ_MAX 512
 
-/* Reads the frame at addr (a PyFrameObject up to 3.10, an
- * _PyInterpreterFrame since); with_top: also the top of its value stack. */
-static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rframe *f)
+/* The frame at addr (a PyFrameObject up to 3.10, an _PyInterpreterFrame
+ * since) from its bytes in buf (frame_size of them); with_top: also reads
+ * the top of its value stack. */
+static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bool with_top,
+			struct rframe *f)
 {
 	const struct py_offsets *o = a->pp->off;
-	uint8_t buf[FRAME_READ_MAX];
-	size_t len = o->frame_size < sizeof(buf) ? o->frame_size : sizeof(buf);
 	uint64_t top_addr = 0, w;
 	int32_t i32;
-	int err;
 
 	memset(f, 0, sizeof(*f));
-	if (!pyobj__ptr_ok(addr))
-		return -EINVAL;
-	err = pyobj__read(&a->po, addr, buf, len);
-	if (err)
-		return err;
 	memcpy(&f->code, buf + o->frame_code, 8);
 	memcpy(&f->prev, buf + o->frame_previous, 8);
 	memcpy(&f->globals, buf + o->frame_globals, 8);
@@ -238,6 +245,7 @@ static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rf
 		memcpy(&i32, buf + o->frame_instr, 4);
 		f->offset = i32 < 0 ? -1 : (a->pp->minor == 10 ? i32 * 2 : i32);
 		if (a->pp->minor == 10) {
+			f->state = (int8_t)buf[o->frame_state];
 			memcpy(&w, buf + o->frame_valuestack, 8);
 			memcpy(&i32, buf + o->frame_stacktop, 4);
 			if (pyobj__ptr_ok(w) && i32 >= 1 && i32 < MAX_STACKTOP)
@@ -252,7 +260,46 @@ static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rf
 		f->shim = true;
 	if (with_top && top_addr && pyobj__u64(&a->po, top_addr, &w) == 0 && pyobj__ptr_ok(w))
 		f->stack_top = w;
+}
+
+static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rframe *f)
+{
+	const struct py_offsets *o = a->pp->off;
+	uint8_t buf[FRAME_READ_MAX];
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	if (!pyobj__ptr_ok(addr) || o->frame_size > sizeof(buf))
+		return -EINVAL;
+	err = pyobj__read(&a->po, addr, buf, o->frame_size);
+	if (err)
+		return err;
+	parse_frame(a, addr, buf, with_top, f);
 	return 0;
+}
+
+/* The first len bytes of the object at addr, in one read, and its type.
+ * An object at the end of a mapping can make a long read fail: then only
+ * its header is read (*len says how much was). */
+static int obj_read(struct pyasync *a, uint64_t addr, uint8_t *buf, size_t *len,
+		    const struct pytype **t)
+{
+	const struct py_offsets *o = a->pp->off;
+	size_t head = o->object_type + 8;
+	uint64_t tp;
+	int err;
+
+	if (!pyobj__ptr_ok(addr))
+		return -EINVAL;
+	err = pyobj__read(&a->po, addr, buf, *len);
+	if (err == -EFAULT && *len > head) {
+		*len = head;
+		err = pyobj__read(&a->po, addr, buf, *len);
+	}
+	if (err)
+		return err;
+	memcpy(&tp, buf + o->object_type, 8);
+	return pyobj__type_at(&a->po, tp, t);
 }
 
 /* The frame's code and line, through the session's code cache. */
@@ -446,38 +493,37 @@ static const char *task_name(struct pyasync *a, uint64_t name_obj)
 	return s;
 }
 
+#define OBJ_READ 512
+
 static int read_task(struct pyasync *a, uint64_t task, struct rtask *t)
 {
 	const struct pyasync_layout *l = &a->lay;
+	size_t len = l->c_task && l->task_size ? l->task_size : 32;
 	const struct pytype *ty;
 	uint64_t name = 0, state;
-	uint8_t buf[1024];
+	uint8_t buf[OBJ_READ];
 	int32_t st;
 	int err;
 
 	memset(t, 0, sizeof(*t));
-	if (l->c_task && pyobj__is_a(&a->po, task, "_asyncio.Task")) {
-		size_t need = 0;
-
-		err = pyobj__type(&a->po, task, &ty);
-		if (err)
-			return err;
-		need = ty->basicsize > 0 && (size_t)ty->basicsize < sizeof(buf)
-			       ? (size_t)ty->basicsize
-			       : sizeof(buf);
-		if (need < (size_t)l->fut_state + 4)
-			return -EINVAL;
-		err = pyobj__read(&a->po, task, buf, need);
-		if (err)
-			return err;
+	if (len > sizeof(buf))
+		return -ENOTSUP;
+	err = obj_read(a, task, buf, &len, &ty);
+	if (err)
+		return err;
+	if (l->c_task && pyobj__type_is_a(&a->po, ty, "_asyncio.Task")) {
+		if (len < l->task_size)
+			return -EFAULT;
 		memcpy(&t->loop, buf + l->fut_loop, 8);
 		memcpy(&t->coro, buf + l->task_coro, 8);
 		memcpy(&name, buf + l->task_name, 8);
 		memcpy(&st, buf + l->fut_state, 4);
 		t->pending = st == l->state_pending;
 	} else {
-		/* The pure-Python Task (asyncio.tasks._PyTask and its kind). */
-		if (pyobj__attr(&a->po, task, "_coro", &t->coro) ||
+		/* The pure-Python Task (asyncio.tasks._PyTask and its kind);
+		 * anything else in the set (a removed member's dummy, a dead
+		 * reference's None) is no task. */
+		if (!strcmp(ty->name, "NoneType") || pyobj__attr(&a->po, task, "_coro", &t->coro) ||
 		    pyobj__attr(&a->po, task, "_loop", &t->loop))
 			return -EINVAL;
 		pyobj__attr(&a->po, task, "_name", &name);
@@ -492,48 +538,65 @@ static int read_task(struct pyasync *a, uint64_t task, struct rtask *t)
 	return 0;
 }
 
-/* The frame of a coroutine, generator or async generator object, or 0 when
- * it has finished; *created when it has not started. */
-static int gen_frame(struct pyasync *a, uint64_t gen, uint64_t *frame, bool *suspended)
+/* The bytes of a coroutine, generator or async generator object read at
+ * once: its header and (3.11+) the frame embedded in it. */
+static size_t gen_read_len(struct pyasync *a)
 {
 	const struct py_offsets *o = a->pp->off;
+	size_t len = a->pp->minor >= 11 ? (size_t)o->gen_iframe + o->frame_size
+					: (size_t)(o->gen_running != PYOFF_NONE ? o->gen_running + 1
+										: o->gen_frame + 8);
+
+	if (a->lay.asend_gen != PYOFF_NONE && (size_t)a->lay.asend_gen + 8 > len)
+		len = (size_t)a->lay.asend_gen + 8;
+	return len;
+}
+
+/* The frame of the generator-like object in buf (read from gen): *frame 0
+ * when it has finished; *suspended when it waits (not created, not
+ * running). */
+static int gen_frame(struct pyasync *a, uint64_t gen, const uint8_t *buf, struct rframe *f,
+		     bool *has_frame, bool *suspended)
+{
+	const struct py_offsets *o = a->pp->off;
+	uint64_t frame;
 	int8_t state;
-	uint8_t running;
 	int err;
 
-	*frame = 0;
-	*suspended = false;
+	*has_frame = *suspended = false;
 	if (a->pp->minor >= 11) {
-		err = pyobj__read(&a->po, gen + o->gen_frame_state, &state, 1);
-		if (err)
-			return err;
-		if (state == o->state_created) {
-			*frame = gen + o->gen_iframe;
-		} else if (state == o->state_suspended || state == o->state_suspended_yf) {
-			*frame = gen + o->gen_iframe;
-			*suspended = true;
-		}
-		return 0;
-	}
-	err = pyobj__u64(&a->po, gen + o->gen_frame, frame);
-	if (err || !*frame)
-		return err;
-	if (!pyobj__ptr_ok(*frame))
-		return -EINVAL;
-	if (a->pp->minor == 10) {
-		err = pyobj__read(&a->po, *frame + o->frame_state, &state, 1);
-		if (err)
-			return err;
-		if (state == o->state_suspended)
+		state = (int8_t)buf[o->gen_frame_state];
+		if (state == o->state_suspended || state == o->state_suspended_yf)
 			*suspended = true;
 		else if (state != o->state_created)
-			*frame = 0;
-	} else {
-		err = pyobj__read(&a->po, gen + o->gen_running, &running, 1);
-		if (err)
-			return err;
-		*suspended = !running;
+			return 0;
+		parse_frame(a, gen + o->gen_iframe, buf + o->gen_iframe, *suspended, f);
+		*has_frame = true;
+		return 0;
 	}
+	memcpy(&frame, buf + o->gen_frame, 8);
+	if (!frame)
+		return 0;
+	if (!pyobj__ptr_ok(frame))
+		return -EINVAL;
+	if (a->pp->minor == 9)
+		*suspended = !buf[o->gen_running];
+	err = read_frame(a, frame, *suspended || a->pp->minor == 10, f);
+	if (err)
+		return err;
+	if (a->pp->minor == 9 && f->offset < 0) {
+		/* Not started yet: nothing on its stack is awaited. */
+		*suspended = false;
+		f->stack_top = 0;
+	}
+	if (a->pp->minor == 10) {
+		*suspended = f->state == o->state_suspended;
+		if (!*suspended && f->state != o->state_created)
+			return 0;
+		if (!*suspended)
+			f->stack_top = 0;
+	}
+	*has_frame = true;
 	return 0;
 }
 
@@ -541,35 +604,38 @@ static int gen_frame(struct pyasync *a, uint64_t gen, uint64_t *frame, bool *sus
 static int await_chain(struct pyasync *a, uint64_t coro, struct frame_ref *out, int max)
 {
 	struct frame_ref chain[MAX_CHAIN];
-	uint64_t obj = coro, frame;
+	uint64_t obj = coro;
+	uint8_t buf[OBJ_READ];
 	struct rframe f;
 	uint32_t flags;
-	bool suspended;
+	bool suspended, has_frame;
 	int n = 0, i, err;
 
 	while (obj && n < MAX_CHAIN) {
+		size_t len = gen_read_len(a);
 		const struct pytype *t;
 
-		err = pyobj__type(&a->po, obj, &t);
+		if (len > sizeof(buf))
+			return n ? n : -ENOTSUP;
+		err = obj_read(a, obj, buf, &len, &t);
 		if (err)
 			return n ? n : err;
 		if (!strcmp(t->name, "async_generator_asend")) {
-			if (a->lay.asend_gen == PYOFF_NONE ||
-			    pyobj__u64(&a->po, obj + a->lay.asend_gen, &obj))
+			if (a->lay.asend_gen == PYOFF_NONE || len < (size_t)a->lay.asend_gen + 8)
 				break;
+			memcpy(&obj, buf + a->lay.asend_gen, 8);
 			continue;
 		}
 		if (strcmp(t->name, "coroutine") && strcmp(t->name, "generator") &&
 		    strcmp(t->name, "async_generator"))
 			break;
-		err = gen_frame(a, obj, &frame, &suspended);
+		if (len < gen_read_len(a))
+			return n ? n : -EFAULT;
+		err = gen_frame(a, obj, buf, &f, &has_frame, &suspended);
 		if (err)
 			return n ? n : err;
-		if (!frame)
+		if (!has_frame)
 			break;
-		err = read_frame(a, frame, suspended, &f);
-		if (err)
-			return n ? n : err;
 		if (f.shim || frame_ref_of(a, &f, &chain[n], &flags))
 			return n ? n : -EINVAL;
 		/* A plain generator is only part of an await chain when it
@@ -595,13 +661,50 @@ static bool loop_idle(struct pyasync *a, uint64_t loop)
 	return false;
 }
 
+/* The task set's members, all of them or (past TASK_SAMPLE) an even
+ * spread of TASK_SAMPLE of them: set order is hash order, so a spread is a
+ * sample of the whole.  Returns how many are in a->members[0..]. */
+static size_t sample_members(struct pyasync *a, size_t nmem)
+{
+	size_t i, k;
+
+	if (nmem <= TASK_SAMPLE)
+		return nmem;
+	for (i = 0; i < TASK_SAMPLE; i++) {
+		k = (size_t)((double)i * nmem / TASK_SAMPLE);
+		a->members[i] = a->members[k];
+	}
+	return TASK_SAMPLE;
+}
+
+/* The task a set member stands for: WeakSet members are weak references;
+ * 0 when it is none (a dead reference). */
+static uint64_t member_task(struct pyasync *a, uint64_t member)
+{
+	const struct py_offsets *o = a->pp->off;
+	size_t len = (size_t)o->weakref_object + 8;
+	const struct pytype *t;
+	uint8_t buf[64];
+	uint64_t target;
+
+	if (len > sizeof(buf) || obj_read(a, member, buf, &len, &t))
+		return 0;
+	/* tp_name "weakref" (3.9), "weakref.ReferenceType" (3.10+) */
+	if (strcmp(t->name, "weakref") && strcmp(t->name, "weakref.ReferenceType"))
+		return member;
+	if (len < (size_t)o->weakref_object + 8)
+		return 0;
+	memcpy(&target, buf + o->weakref_object, 8);
+	return pyobj__ptr_ok(target) ? target : 0;
+}
+
 static void snapshot(struct pyasync *a)
 {
 	struct pending_task *tasks = a->tasks;
-	struct frame_ref frames[MAX_CHAIN];
-	int per_loop[MAX_LOOPS] = { 0 };
-	size_t nmem = 0, m, i;
-	int ntasks = 0, l, n, err = 0, s;
+	int per_loop[MAX_LOOPS] = { 0 }, read_loop[MAX_LOOPS] = { 0 };
+	double scale = 1;
+	size_t nmem = 0, nsamp, m, i;
+	int ntasks = 0, l, err = 0, s;
 	bool partial = false;
 
 	a->po.budget = BUDGET_BASE;
@@ -636,17 +739,18 @@ static void snapshot(struct pyasync *a)
 			return;
 		}
 	}
-	a->po.budget = BUDGET_BASE + BUDGET_PER_TASK * (uint64_t)nmem;
-	for (m = 0; m < nmem && ntasks < MAX_TASKS; m++) {
-		uint64_t task = a->members[m];
+	nsamp = sample_members(a, nmem);
+	if (nsamp < nmem) {
+		scale = (double)nmem / nsamp;
+		a->st.sampled++;
+	}
+	a->po.budget = BUDGET_BASE + BUDGET_PER_TASK * (uint64_t)nsamp;
+	for (m = 0; m < nsamp && ntasks < MAX_TASKS; m++) {
+		uint64_t task = member_task(a, a->members[m]);
 		struct rtask t;
 
-		/* WeakSet members are weak references. */
-		if (pyobj__is_a(&a->po, task, "weakref.ReferenceType") ||
-		    pyobj__is_a(&a->po, task, "weakref")) {
-			if (pyobj__weakref_target(&a->po, task, &task))
-				continue;
-		}
+		if (!task)
+			continue;
 		err = read_task(a, task, &t);
 		if (err == -E2BIG) {
 			partial = true;
@@ -663,51 +767,65 @@ static void snapshot(struct pyasync *a)
 			continue;
 		for (l = 0; l < a->nloops && a->loops[l].loop != t.loop; l++)
 			;
-		tasks[ntasks++] = (struct pending_task){ t.coro, t.name, l };
+		tasks[ntasks] = (struct pending_task){ t.coro, t.name, l, 0 };
 		per_loop[l]++;
+		ntasks++;
 	}
-	if (m < nmem)
+	if (m < nsamp)
 		partial = true;
+	/* The chains, before any credit: the idle time is split over the
+	 * tasks whose wait could be read. */
+	for (i = 0; i < (size_t)ntasks; i++) {
+		struct pending_task *pt = &tasks[i];
+
+		pt->nframes = await_chain(a, pt->coro, a->chains + i * SAVED_FRAMES, SAVED_FRAMES);
+		if (pt->nframes <= 0) {
+			a->st.tasks_unreadable++;
+			pt->nframes = 0;
+			continue;
+		}
+		read_loop[pt->loop]++;
+	}
 	a->st.snapshots++;
 	a->nsaved = 0;
 	memset(a->saved_per_loop, 0, sizeof(a->saved_per_loop));
 	if (partial)
 		a->st.partial++;
 	for (i = 0; i < (size_t)ntasks; i++) {
-		struct loop_state *ls = &a->loops[tasks[i].loop];
+		const struct pending_task *pt = &tasks[i];
+		struct loop_state *ls = &a->loops[pt->loop];
 		struct await_in in = {
 			.snapshot = a->st.snapshots,
-			.task_name = tasks[i].name,
-			.ns = ls->pending_ns / per_loop[tasks[i].loop],
-			.concurrency = per_loop[tasks[i].loop],
+			.task_name = pt->name,
+			.frames = a->chains + i * SAVED_FRAMES,
+			.nframes = pt->nframes,
+			.ns = ls->pending_ns / (read_loop[pt->loop] ? read_loop[pt->loop] : 1),
+			/* Tasks suspended: those found, scaled up when only a
+			 * sample of the set was read. */
+			.concurrency = (int)(per_loop[pt->loop] * scale + 0.5),
 		};
+		struct saved_task *sv;
 
-		n = await_chain(a, tasks[i].coro, frames, MAX_CHAIN);
-		if (n <= 0) {
-			a->st.tasks_unreadable++;
+		if (!pt->nframes)
 			continue;
-		}
-		in.frames = frames;
-		in.nframes = n;
 		profile__add_await(a->profile, &in);
-		{
-			struct saved_task *sv = &a->saved[a->nsaved++];
-
-			sv->name = in.task_name;
-			sv->loop = tasks[i].loop;
-			sv->nframes = n < SAVED_FRAMES ? n : SAVED_FRAMES;
-			memcpy(sv->frames, frames, sv->nframes * sizeof(*frames));
-			a->saved_per_loop[sv->loop]++;
-		}
+		sv = &a->saved[a->nsaved++];
+		sv->name = in.task_name;
+		sv->loop = pt->loop;
+		sv->nframes = pt->nframes;
+		memcpy(sv->frames, in.frames, sv->nframes * sizeof(*sv->frames));
+		a->saved_per_loop[sv->loop]++;
 		a->st.tasks_read++;
 		a->st.credited_ns += in.ns;
 	}
-	if (ntasks > a->st.max_tasks)
-		a->st.max_tasks = ntasks;
 	for (l = 0; l < a->nloops; l++) {
+		int est = (int)(per_loop[l] * scale + 0.5);
+
+		if (est > a->st.max_tasks)
+			a->st.max_tasks = est;
 		if (!a->loops[l].idle)
 			continue;
-		if (!per_loop[l])
+		if (!read_loop[l])
 			a->st.empty_ns += a->loops[l].pending_ns;
 		a->loops[l].pending_ns = 0;
 	}
@@ -798,7 +916,13 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 								: MIN_SNAPSHOT_NS);
 		}
 	}
-	codes_clear(a);
+	/* Code headers are remembered for a second: a code object freed and
+	 * another made at its address within it is not worth a read per
+	 * frame per poll. */
+	if (now_ns - a->codes_since_ns > CODE_MEMO_NS) {
+		codes_clear(a);
+		a->codes_since_ns = now_ns;
+	}
 	a->st.reads += a->po.reads - reads0;
 	a->st.cost_ns += mono_ns() - t0;
 	return a->ever_idle ? 1 : 0;

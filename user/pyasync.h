@@ -31,7 +31,8 @@ struct frame_ref;
 /* The private layouts of the C accelerator (_asyncio), measured in the
  * interpreter (asyncprobe.h); and of 3.9/3.10 dict keys. */
 struct pyasync_layout {
-	bool c_task; /* asyncio.Task is _asyncio.Task */
+	bool c_task;	    /* asyncio.Task is _asyncio.Task */
+	uint16_t task_size; /* _asyncio.Task's basic size */
 	uint16_t fut_loop, fut_state, task_coro, task_name, task_fut_waiter;
 	int32_t state_pending;
 	uint16_t asend_gen; /* async_generator_asend -> its generator, or PYOFF_NONE */
@@ -50,6 +51,7 @@ struct pyasync_stats {
 	uint64_t tasks_read;	   /* pending tasks of idle loops found in them */
 	uint64_t tasks_unreadable; /* tasks (or their chains) that could not be read */
 	uint64_t partial;	   /* snapshots cut short (too many tasks, read budget) */
+	uint64_t sampled;	   /* snapshots that read a sample of a large task set */
 	uint64_t no_task_set;	   /* snapshots that could not find or read the task set */
 	uint64_t reads;		   /* process_vm_readv calls */
 	double idle_ns;		   /* idle loop time seen */
@@ -76,6 +78,8 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns);
  * snapshot found them (at the end of a run or of a process). */
 void pyasync__flush(struct pyasync *a);
 const struct pyasync_stats *pyasync__stats(const struct pyasync *a);
+/* Members read per snapshot at most: a larger task set is sampled. */
+int pyasync__task_sample(void);
 /* The last reason a snapshot or a task could not be read, or "". */
 const char *pyasync__last_error(const struct pyasync *a);
 

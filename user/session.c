@@ -204,6 +204,7 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->tasks_read += a->tasks_read;
 	t->tasks_unreadable += a->tasks_unreadable;
 	t->partial += a->partial;
+	t->sampled += a->sampled;
 	t->no_task_set += a->no_task_set;
 	t->reads += a->reads;
 	t->idle_ns += a->idle_ns;
@@ -353,6 +354,8 @@ have:
 	memset(&pl, 0, sizeof(pl));
 	pl.c_task = l.c_task && l.fut_loop != PYOFF_NONE && l.fut_state != PYOFF_NONE &&
 		    l.task_coro != PYOFF_NONE && l.task_name != PYOFF_NONE;
+	pl.task_size = l.task_size;
+	pl.c_task = pl.c_task && l.task_size > 0;
 	pl.fut_loop = l.fut_loop;
 	pl.fut_state = l.fut_state;
 	pl.task_coro = l.task_coro;
@@ -1250,6 +1253,8 @@ static struct json_object *async_facts(struct session *s)
 	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));
 	json_object_object_add(o, "snapshots", json_object_new_int64((int64_t)t.snapshots));
 	json_object_object_add(o, "partial_snapshots", json_object_new_int64((int64_t)t.partial));
+	json_object_object_add(o, "sampled_snapshots", json_object_new_int64((int64_t)t.sampled));
+	json_object_object_add(o, "task_sample", json_object_new_int(pyasync__task_sample()));
 	json_object_object_add(o, "task_set_unreadable",
 			       json_object_new_int64((int64_t)t.no_task_set));
 	json_object_object_add(o, "tasks_read", json_object_new_int64((int64_t)t.tasks_read));
