@@ -12,6 +12,7 @@
 
 #include "abi.h"
 #include "hmap.h"
+#include "memread.h"
 #include "pyasync.h"
 #include "pycode.h"
 #include "pyoffsets.h"
@@ -38,6 +39,9 @@
 #define MIN_SNAPSHOT_NS 10000000ULL
 #define COST_RATIO 100
 #define CODE_MEMO_NS 1000000000ULL
+#define OBJ_READ 512	   /* bytes of a task or coroutine read at once, at most */
+#define FRAME_READ_MAX 512 /* bytes of a frame */
+#define UVLOOP_CHECK_POLLS 100
 /* Reads a snapshot may make: a base, and this many per task. */
 #define BUDGET_BASE 512
 #define BUDGET_PER_TASK 48
@@ -67,6 +71,40 @@ struct saved_task {
 	struct frame_ref frames[SAVED_FRAMES];
 };
 
+/* What a frame says: its code and instruction, its caller, its globals, its
+ * first local, and the top of its value stack (the awaited object, when the
+ * frame is suspended in an await). */
+struct rframe {
+	uint64_t code;
+	int offset;
+	uint64_t prev;
+	uint64_t globals;
+	uint64_t local0;
+	uint64_t stack_top; /* 0 when not read or empty */
+	bool shim;	    /* an interpreter entry frame (3.12+) */
+	int8_t state;	    /* f_state (3.10) */
+	uint64_t top_addr;  /* where the top of its value stack is, 0 if empty */
+};
+
+/* Chains followed at once, level by level: at each level one batched read
+ * of the objects awaited, one of their frames (<= 3.10, where a frame is an
+ * object of its own) and one of the tops of their value stacks. */
+struct chain_walk {
+	uint64_t obj; /* the object to read at this level; 0: done */
+	int n;	      /* frames found, outermost first */
+	bool has_frame, suspended;
+	uint64_t frame;
+	struct rframe f;
+	const struct pytype *t;
+};
+
+/* A task as the snapshot needs it. */
+struct rtask {
+	uint64_t loop, coro;
+	bool pending;
+	const char *name;
+};
+
 struct pyasync {
 	const struct py_proc *pp;
 	struct profile *profile;
@@ -87,6 +125,15 @@ struct pyasync {
 	uint64_t *members;
 	struct pending_task *tasks;
 	struct frame_ref *chains; /* SAVED_FRAMES per task of tasks[] */
+	/* Batched reads (read_chains): pieces, each object's bytes, each
+	 * frame's (<= 3.10), the walks and their frames outermost first. */
+	struct mem_piece *pieces;
+	uint8_t *bufs, *fbufs;
+	struct chain_walk *walks;
+	struct frame_ref *outer;
+	struct rtask *rtasks;
+	int *rerrs;
+	uint64_t batched; /* objects read in batches (the rest: one call each) */
 	struct saved_task *saved;
 	int nsaved;
 	int saved_per_loop[MAX_LOOPS];
@@ -148,6 +195,13 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 	a->members = malloc(MAX_MEMBERS * sizeof(*a->members));
 	a->tasks = malloc(MAX_TASKS * sizeof(*a->tasks));
 	a->chains = malloc((size_t)MAX_TASKS * SAVED_FRAMES * sizeof(*a->chains));
+	a->pieces = malloc(MAX_TASKS * sizeof(*a->pieces));
+	a->bufs = malloc((size_t)MAX_TASKS * OBJ_READ);
+	a->fbufs = malloc((size_t)MAX_TASKS * FRAME_READ_MAX);
+	a->walks = malloc(MAX_TASKS * sizeof(*a->walks));
+	a->outer = malloc((size_t)MAX_TASKS * MAX_CHAIN * sizeof(*a->outer));
+	a->rtasks = malloc(MAX_TASKS * sizeof(*a->rtasks));
+	a->rerrs = malloc(MAX_TASKS * sizeof(*a->rerrs));
 	a->saved = malloc(MAX_TASKS * sizeof(*a->saved));
 	a->codes = hmap__new(sizeof(uint64_t));
 	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->chains ||
@@ -167,6 +221,13 @@ void pyasync__free(struct pyasync *a)
 	free(a->members);
 	free(a->tasks);
 	free(a->chains);
+	free(a->pieces);
+	free(a->bufs);
+	free(a->fbufs);
+	free(a->walks);
+	free(a->outer);
+	free(a->rtasks);
+	free(a->rerrs);
 	free(a->saved);
 	codes_clear(a);
 	hmap__free(a->codes);
@@ -201,22 +262,6 @@ const char *pyasync__last_error(const struct pyasync *a)
 }
 
 /* ---- frames ---- */
-
-/* What a frame says: its code and instruction, its caller, its globals, its
- * first local, and the top of its value stack (the awaited object, when the
- * frame is suspended in an await). */
-struct rframe {
-	uint64_t code;
-	int offset;
-	uint64_t prev;
-	uint64_t globals;
-	uint64_t local0;
-	uint64_t stack_top; /* 0 when not read or empty */
-	bool shim;	    /* an interpreter entry frame (3.12+) */
-	int8_t state;	    /* f_state (3.10) */
-};
-
-#define FRAME_READ_MAX 512
 
 /* The frame at addr (a PyFrameObject up to 3.10, an _PyInterpreterFrame
  * since) from its bytes in buf (frame_size of them); with_top: also reads
@@ -258,6 +303,7 @@ static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bo
 	}
 	if (!f->code || !pyobj__ptr_ok(f->code))
 		f->shim = true;
+	f->top_addr = top_addr;
 	if (with_top && top_addr && pyobj__u64(&a->po, top_addr, &w) == 0 && pyobj__ptr_ok(w))
 		f->stack_top = w;
 }
@@ -459,13 +505,6 @@ static int find_task_sets(struct pyasync *a, uint64_t globals)
 	return 0;
 }
 
-/* A task as the snapshot needs it. */
-struct rtask {
-	uint64_t loop, coro;
-	bool pending;
-	const char *name;
-};
-
 static const char *task_name(struct pyasync *a, uint64_t name_obj)
 {
 	const char *s = hmap__get(a->names, &name_obj);
@@ -493,51 +532,6 @@ static const char *task_name(struct pyasync *a, uint64_t name_obj)
 	return s;
 }
 
-#define OBJ_READ 512
-
-static int read_task(struct pyasync *a, uint64_t task, struct rtask *t)
-{
-	const struct pyasync_layout *l = &a->lay;
-	size_t len = l->c_task && l->task_size ? l->task_size : 32;
-	const struct pytype *ty;
-	uint64_t name = 0, state;
-	uint8_t buf[OBJ_READ];
-	int32_t st;
-	int err;
-
-	memset(t, 0, sizeof(*t));
-	if (len > sizeof(buf))
-		return -ENOTSUP;
-	err = obj_read(a, task, buf, &len, &ty);
-	if (err)
-		return err;
-	if (l->c_task && pyobj__type_is_a(&a->po, ty, "_asyncio.Task")) {
-		if (len < l->task_size)
-			return -EFAULT;
-		memcpy(&t->loop, buf + l->fut_loop, 8);
-		memcpy(&t->coro, buf + l->task_coro, 8);
-		memcpy(&name, buf + l->task_name, 8);
-		memcpy(&st, buf + l->fut_state, 4);
-		t->pending = st == l->state_pending;
-	} else {
-		/* The pure-Python Task (asyncio.tasks._PyTask and its kind);
-		 * anything else in the set (a removed member's dummy, a dead
-		 * reference's None) is no task. */
-		if (!strcmp(ty->name, "NoneType") || pyobj__attr(&a->po, task, "_coro", &t->coro) ||
-		    pyobj__attr(&a->po, task, "_loop", &t->loop))
-			return -EINVAL;
-		pyobj__attr(&a->po, task, "_name", &name);
-		err = pyobj__attr(&a->po, task, "_state", &state);
-		if (err)
-			return err;
-		t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
-	}
-	if (!pyobj__ptr_ok(t->loop))
-		return -EINVAL;
-	t->name = name ? task_name(a, name) : NULL;
-	return 0;
-}
-
 /* The bytes of a coroutine, generator or async generator object read at
  * once: its header and (3.11+) the frame embedded in it. */
 static size_t gen_read_len(struct pyasync *a)
@@ -552,102 +546,193 @@ static size_t gen_read_len(struct pyasync *a)
 	return len;
 }
 
-/* The frame of the generator-like object in buf (read from gen): *frame 0
- * when it has finished; *suspended when it waits (not created, not
- * running). */
-static int gen_frame(struct pyasync *a, uint64_t gen, const uint8_t *buf, struct rframe *f,
-		     bool *has_frame, bool *suspended)
+static bool generator_like(const char *name)
+{
+	return !strcmp(name, "coroutine") || !strcmp(name, "generator") ||
+	       !strcmp(name, "async_generator");
+}
+
+/* Batched read of pieces: the budget counts each piece. */
+static int read_pieces(struct pyasync *a, struct mem_piece *p, size_t n)
+{
+	if (a->po.budget < n)
+		return -E2BIG;
+	a->po.budget -= n;
+	a->po.reads += n;
+	a->batched += n;
+	a->st.syscalls++;
+	return mem_read_many(a->pp->pid, p, n);
+}
+
+/* One level of every chain still going: what each awaits is read, its
+ * frame parsed, and where it waits appended. */
+static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 {
 	const struct py_offsets *o = a->pp->off;
-	uint64_t frame;
-	int8_t state;
-	int err;
+	size_t glen = gen_read_len(a), np = 0;
+	struct mem_piece *p = a->pieces;
+	int i, err;
 
-	*has_frame = *suspended = false;
-	if (a->pp->minor >= 11) {
-		state = (int8_t)buf[o->gen_frame_state];
-		if (state == o->state_suspended || state == o->state_suspended_yf)
-			*suspended = true;
-		else if (state != o->state_created)
-			return 0;
-		parse_frame(a, gen + o->gen_iframe, buf + o->gen_iframe, *suspended, f);
-		*has_frame = true;
-		return 0;
+	if (glen > OBJ_READ || o->frame_size > FRAME_READ_MAX)
+		return -ENOTSUP;
+	for (i = 0; i < nw; i++) {
+		w[i].has_frame = false;
+		if (w[i].obj && pyobj__ptr_ok(w[i].obj))
+			p[np++] = (struct mem_piece){ w[i].obj, a->bufs + (size_t)i * OBJ_READ,
+						      glen };
+		else
+			w[i].obj = 0;
 	}
-	memcpy(&frame, buf + o->gen_frame, 8);
-	if (!frame)
+	if (!np)
 		return 0;
-	if (!pyobj__ptr_ok(frame))
-		return -EINVAL;
-	if (a->pp->minor == 9)
-		*suspended = !buf[o->gen_running];
-	err = read_frame(a, frame, *suspended || a->pp->minor == 10, f);
+	err = read_pieces(a, p, np);
 	if (err)
 		return err;
-	if (a->pp->minor == 9 && f->offset < 0) {
-		/* Not started yet: nothing on its stack is awaited. */
-		*suspended = false;
-		f->stack_top = 0;
+	for (i = 0, np = 0; i < nw; i++) {
+		const uint8_t *buf = a->bufs + (size_t)i * OBJ_READ;
+		uint64_t tp;
+		int8_t state;
+
+		if (!w[i].obj)
+			continue;
+		if (p[np++].err) {
+			w[i].obj = 0;
+			continue;
+		}
+		memcpy(&tp, buf + o->object_type, 8);
+		if (pyobj__type_at(&a->po, tp, &w[i].t)) {
+			w[i].obj = 0;
+			continue;
+		}
+		if (!strcmp(w[i].t->name, "async_generator_asend")) {
+			/* Stands for its generator: next level reads that. */
+			if (a->lay.asend_gen == PYOFF_NONE)
+				w[i].obj = 0;
+			else
+				memcpy(&w[i].obj, buf + a->lay.asend_gen, 8);
+			w[i].t = NULL;
+			continue;
+		}
+		if (!generator_like(w[i].t->name)) {
+			w[i].obj = 0;
+			continue;
+		}
+		if (a->pp->minor >= 11) {
+			state = (int8_t)buf[o->gen_frame_state];
+			w[i].suspended =
+				state == o->state_suspended || state == o->state_suspended_yf;
+			if (!w[i].suspended && state != o->state_created) {
+				w[i].obj = 0;
+				continue;
+			}
+			parse_frame(a, w[i].obj + o->gen_iframe, buf + o->gen_iframe, false,
+				    &w[i].f);
+			w[i].has_frame = true;
+		} else {
+			memcpy(&w[i].frame, buf + o->gen_frame, 8);
+			w[i].suspended = a->pp->minor == 9 && !buf[o->gen_running];
+			if (!pyobj__ptr_ok(w[i].frame))
+				w[i].obj = 0;
+		}
 	}
-	if (a->pp->minor == 10) {
-		*suspended = f->state == o->state_suspended;
-		if (!*suspended && f->state != o->state_created)
-			return 0;
-		if (!*suspended)
-			f->stack_top = 0;
+	if (a->pp->minor <= 10) {
+		/* The frames, objects of their own before 3.11. */
+		for (i = 0, np = 0; i < nw; i++) {
+			if (w[i].obj && w[i].t)
+				p[np++] = (struct mem_piece){ w[i].frame,
+							      a->fbufs + (size_t)i * FRAME_READ_MAX,
+							      o->frame_size };
+		}
+		if (np && (err = read_pieces(a, p, np)))
+			return err;
+		for (i = 0, np = 0; i < nw; i++) {
+			if (!w[i].obj || !w[i].t)
+				continue;
+			if (p[np++].err) {
+				w[i].obj = 0;
+				continue;
+			}
+			parse_frame(a, w[i].frame, a->fbufs + (size_t)i * FRAME_READ_MAX, false,
+				    &w[i].f);
+			if (a->pp->minor == 9 && w[i].f.offset < 0)
+				w[i].suspended = false; /* not started */
+			if (a->pp->minor == 10) {
+				w[i].suspended = w[i].f.state == o->state_suspended;
+				if (!w[i].suspended && w[i].f.state != o->state_created) {
+					w[i].obj = 0;
+					continue;
+				}
+			}
+			w[i].has_frame = true;
+		}
 	}
-	*has_frame = true;
 	return 0;
 }
 
-/* A task's await chain, innermost first, into out (at most max). */
-static int await_chain(struct pyasync *a, uint64_t coro, struct frame_ref *out, int max)
+/* The await chains of tasks[0 .. ntasks), innermost first, into chains[]
+ * (SAVED_FRAMES each); each task's nframes set (0: unreadable). */
+static int read_chains(struct pyasync *a, int ntasks)
 {
-	struct frame_ref chain[MAX_CHAIN];
-	uint64_t obj = coro;
-	uint8_t buf[OBJ_READ];
-	struct rframe f;
-	uint32_t flags;
-	bool suspended, has_frame;
-	int n = 0, i, err;
+	struct chain_walk *w = a->walks;
+	struct frame_ref *outer = a->outer; /* MAX_CHAIN per task, outermost first */
+	struct mem_piece *p = a->pieces;
+	int i, level, err = 0;
+	size_t np;
 
-	while (obj && n < MAX_CHAIN) {
-		size_t len = gen_read_len(a);
-		const struct pytype *t;
+	for (i = 0; i < ntasks; i++)
+		w[i] = (struct chain_walk){ .obj = a->tasks[i].coro };
+	for (level = 0; level < MAX_CHAIN; level++) {
+		bool any = false;
 
-		if (len > sizeof(buf))
-			return n ? n : -ENOTSUP;
-		err = obj_read(a, obj, buf, &len, &t);
+		err = chain_level(a, w, ntasks);
 		if (err)
-			return n ? n : err;
-		if (!strcmp(t->name, "async_generator_asend")) {
-			if (a->lay.asend_gen == PYOFF_NONE || len < (size_t)a->lay.asend_gen + 8)
-				break;
-			memcpy(&obj, buf + a->lay.asend_gen, 8);
-			continue;
+			break;
+		for (i = 0, np = 0; i < ntasks; i++) {
+			struct frame_ref *fr = &outer[(size_t)i * MAX_CHAIN + w[i].n];
+			uint32_t flags;
+
+			if (!w[i].obj || !w[i].has_frame)
+				continue;
+			if (w[i].f.shim || w[i].n >= MAX_CHAIN ||
+			    frame_ref_of(a, &w[i].f, fr, &flags)) {
+				w[i].obj = 0;
+				continue;
+			}
+			/* A plain generator is only part of an await chain
+			 * when it was made awaitable; otherwise it is something
+			 * iterated. */
+			if (!strcmp(w[i].t->name, "generator") && w[i].n &&
+			    !(flags & CO_ITERABLE_COROUTINE)) {
+				w[i].obj = 0;
+				continue;
+			}
+			w[i].n++;
+			w[i].obj = 0;
+			if (w[i].suspended && w[i].f.top_addr)
+				p[np++] = (struct mem_piece){ w[i].f.top_addr, &w[i].obj, 8 };
 		}
-		if (strcmp(t->name, "coroutine") && strcmp(t->name, "generator") &&
-		    strcmp(t->name, "async_generator"))
+		/* What each suspended frame awaits: the top of its stack. */
+		if (np && (err = read_pieces(a, p, np)))
 			break;
-		if (len < gen_read_len(a))
-			return n ? n : -EFAULT;
-		err = gen_frame(a, obj, buf, &f, &has_frame, &suspended);
-		if (err)
-			return n ? n : err;
-		if (!has_frame)
+		for (i = 0; i < ntasks; i++) {
+			if (w[i].obj && !pyobj__ptr_ok(w[i].obj))
+				w[i].obj = 0;
+			any |= w[i].obj != 0;
+		}
+		/* A failed top read leaves obj as read: 0 or garbage the
+		 * next level's type check turns away. */
+		if (!any)
 			break;
-		if (f.shim || frame_ref_of(a, &f, &chain[n], &flags))
-			return n ? n : -EINVAL;
-		/* A plain generator is only part of an await chain when it
-		 * was made awaitable; otherwise it is something iterated. */
-		if (!strcmp(t->name, "generator") && n && !(flags & CO_ITERABLE_COROUTINE))
-			break;
-		n++;
-		obj = suspended ? f.stack_top : 0;
 	}
-	for (i = 0; i < n && i < max; i++)
-		out[i] = chain[n - 1 - i];
-	return n < max ? n : max;
+	for (i = 0; i < ntasks; i++) {
+		int n = w[i].n, k;
+
+		for (k = 0; k < n && k < SAVED_FRAMES; k++)
+			a->chains[(size_t)i * SAVED_FRAMES + k] =
+				outer[(size_t)i * MAX_CHAIN + n - 1 - k];
+		a->tasks[i].nframes = n < SAVED_FRAMES ? n : SAVED_FRAMES;
+	}
+	return err;
 }
 
 static bool loop_idle(struct pyasync *a, uint64_t loop)
@@ -677,25 +762,116 @@ static size_t sample_members(struct pyasync *a, size_t nmem)
 	return TASK_SAMPLE;
 }
 
-/* The task a set member stands for: WeakSet members are weak references;
- * 0 when it is none (a dead reference). */
-static uint64_t member_task(struct pyasync *a, uint64_t member)
+/* The tasks the sampled set members stand for, into members[] (0: none):
+ * WeakSet members are weak references, read in one batch. */
+static int member_tasks(struct pyasync *a, size_t n)
 {
 	const struct py_offsets *o = a->pp->off;
-	size_t len = (size_t)o->weakref_object + 8;
-	const struct pytype *t;
-	uint8_t buf[64];
-	uint64_t target;
+	size_t len = (size_t)o->weakref_object + 8, i;
+	struct mem_piece *p = a->pieces;
+	int err;
 
-	if (len > sizeof(buf) || obj_read(a, member, buf, &len, &t))
-		return 0;
-	/* tp_name "weakref" (3.9), "weakref.ReferenceType" (3.10+) */
-	if (strcmp(t->name, "weakref") && strcmp(t->name, "weakref.ReferenceType"))
-		return member;
-	if (len < (size_t)o->weakref_object + 8)
-		return 0;
-	memcpy(&target, buf + o->weakref_object, 8);
-	return pyobj__ptr_ok(target) ? target : 0;
+	if (len > OBJ_READ)
+		return -ENOTSUP;
+	for (i = 0; i < n; i++)
+		p[i] = (struct mem_piece){ a->members[i], a->bufs + i * OBJ_READ, len };
+	err = read_pieces(a, p, n);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		const uint8_t *buf = a->bufs + i * OBJ_READ;
+		const struct pytype *t;
+		uint64_t tp, target;
+
+		memcpy(&tp, buf + o->object_type, 8);
+		if (p[i].err || pyobj__type_at(&a->po, tp, &t)) {
+			a->members[i] = 0;
+			continue;
+		}
+		/* tp_name "weakref" (3.9), "weakref.ReferenceType" (3.10+) */
+		if (strcmp(t->name, "weakref") && strcmp(t->name, "weakref.ReferenceType"))
+			continue;
+		memcpy(&target, buf + o->weakref_object, 8);
+		a->members[i] = pyobj__ptr_ok(target) ? target : 0;
+	}
+	return 0;
+}
+
+/* The tasks of members[0 .. n), read in one batch: C tasks at the probe's
+ * offsets, pure-Python ones through their attributes.  err per task: 0,
+ * -EINVAL (not a task: a removed member's dummy, a dead reference's None),
+ * or why it could not be read. */
+static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
+{
+	const struct pyasync_layout *l = &a->lay;
+	size_t len = l->c_task && l->task_size ? l->task_size : 32, i, np = 0;
+	struct mem_piece *p = a->pieces;
+	int err;
+
+	if (len > OBJ_READ)
+		return -ENOTSUP;
+	for (i = 0; i < n; i++) {
+		errs[i] = -EINVAL;
+		if (pyobj__ptr_ok(a->members[i]))
+			p[np++] = (struct mem_piece){ a->members[i], a->bufs + i * OBJ_READ, len };
+	}
+	err = read_pieces(a, p, np);
+	if (err)
+		return err;
+	for (i = 0, np = 0; i < n; i++) {
+		uint64_t task = a->members[i], tp, name = 0, state;
+		uint8_t *buf = a->bufs + i * OBJ_READ;
+		const struct pytype *ty;
+		struct rtask *t = &out[i];
+		int32_t st;
+
+		if (!pyobj__ptr_ok(task))
+			continue;
+		memset(t, 0, sizeof(*t));
+		if (p[np++].err) {
+			/* At the end of a mapping: its header alone, then. */
+			size_t head = 32;
+
+			if (obj_read(a, task, buf, &head, &ty)) {
+				errs[i] = -EFAULT;
+				continue;
+			}
+		} else {
+			memcpy(&tp, buf + a->pp->off->object_type, 8);
+			if (pyobj__type_at(&a->po, tp, &ty))
+				continue;
+		}
+		if (l->c_task && pyobj__type_is_a(&a->po, ty, "_asyncio.Task")) {
+			if (p[np - 1].err) {
+				errs[i] = -EFAULT;
+				continue;
+			}
+			memcpy(&t->loop, buf + l->fut_loop, 8);
+			memcpy(&t->coro, buf + l->task_coro, 8);
+			memcpy(&name, buf + l->task_name, 8);
+			memcpy(&st, buf + l->fut_state, 4);
+			t->pending = st == l->state_pending;
+		} else {
+			/* The pure-Python Task (asyncio.tasks._PyTask and its
+			 * kind); anything else is no task. */
+			if (!strcmp(ty->name, "NoneType") ||
+			    pyobj__attr(&a->po, task, "_coro", &t->coro) ||
+			    pyobj__attr(&a->po, task, "_loop", &t->loop))
+				continue;
+			pyobj__attr(&a->po, task, "_name", &name);
+			err = pyobj__attr(&a->po, task, "_state", &state);
+			if (err) {
+				errs[i] = err;
+				continue;
+			}
+			t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
+		}
+		if (!pyobj__ptr_ok(t->loop))
+			continue;
+		t->name = name ? task_name(a, name) : NULL;
+		errs[i] = 0;
+	}
+	return 0;
 }
 
 static void snapshot(struct pyasync *a)
@@ -745,21 +921,25 @@ static void snapshot(struct pyasync *a)
 		a->st.sampled++;
 	}
 	a->po.budget = BUDGET_BASE + BUDGET_PER_TASK * (uint64_t)nsamp;
+	err = member_tasks(a, nsamp);
+	if (!err)
+		err = read_tasks(a, nsamp, a->rtasks, a->rerrs);
+	if (err) {
+		a->st.no_task_set++;
+		set_error(a, "reading the tasks: %s", strerror(-err));
+		a->po.budget = UINT64_MAX;
+		return;
+	}
 	for (m = 0; m < nsamp && ntasks < MAX_TASKS; m++) {
-		uint64_t task = member_task(a, a->members[m]);
-		struct rtask t;
+		const struct rtask t = a->rtasks[m];
 
-		if (!task)
-			continue;
-		err = read_task(a, task, &t);
-		if (err == -E2BIG) {
+		if (a->rerrs[m] == -E2BIG) {
 			partial = true;
 			break;
 		}
-		if (err) {
-			/* The dummy of a removed set member is no task: only
-			 * objects that are tasks count as unreadable. */
-			if (err != -EINVAL)
+		if (a->rerrs[m]) {
+			/* Only objects that are tasks count as unreadable. */
+			if (a->rerrs[m] != -EINVAL)
 				a->st.tasks_unreadable++;
 			continue;
 		}
@@ -775,16 +955,14 @@ static void snapshot(struct pyasync *a)
 		partial = true;
 	/* The chains, before any credit: the idle time is split over the
 	 * tasks whose wait could be read. */
+	if (read_chains(a, ntasks) == -E2BIG)
+		partial = true;
 	for (i = 0; i < (size_t)ntasks; i++) {
-		struct pending_task *pt = &tasks[i];
-
-		pt->nframes = await_chain(a, pt->coro, a->chains + i * SAVED_FRAMES, SAVED_FRAMES);
-		if (pt->nframes <= 0) {
+		if (!tasks[i].nframes) {
 			a->st.tasks_unreadable++;
-			pt->nframes = 0;
 			continue;
 		}
-		read_loop[pt->loop]++;
+		read_loop[tasks[i].loop]++;
 	}
 	a->st.snapshots++;
 	a->nsaved = 0;
@@ -867,12 +1045,36 @@ void pyasync__flush(struct pyasync *a)
 	}
 }
 
+/* Whether the process has uvloop loaded: its event loop is compiled code,
+ * with no Python frame that says it is idle, so this reader cannot see it
+ * wait (and says so rather than report nothing). */
+static bool uses_uvloop(int pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/uvloop/loop.") != NULL;
+	fclose(f);
+	return found;
+}
+
+bool pyasync__uvloop(const struct pyasync *a)
+{
+	return a->st.uvloop;
+}
+
 int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 {
 	const struct py_offsets *o = a->pp->off;
 	double t0 = mono_ns(), gap;
 	uint64_t interp = 0, ts = 0, loop, globals;
-	uint64_t reads0 = a->po.reads;
+	uint64_t reads0 = a->po.reads, batched0 = a->batched;
 	bool any = false;
 	int i, n;
 
@@ -903,6 +1105,9 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 		if (pyobj__u64(&a->po, ts + o->tstate_next, &ts))
 			break;
 	}
+	/* No idle loop after a second of polls: is it uvloop? (once) */
+	if (!a->ever_idle && a->st.polls == UVLOOP_CHECK_POLLS)
+		a->st.uvloop = uses_uvloop(a->pp->pid);
 	if (any) {
 		a->st.idle_polls++;
 		a->ever_idle = true;
@@ -924,6 +1129,7 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 		a->codes_since_ns = now_ns;
 	}
 	a->st.reads += a->po.reads - reads0;
+	a->st.syscalls += (a->po.reads - reads0) - (a->batched - batched0);
 	a->st.cost_ns += mono_ns() - t0;
 	return a->ever_idle ? 1 : 0;
 }

@@ -53,14 +53,17 @@ struct pyasync_stats {
 	uint64_t partial;	   /* snapshots cut short (too many tasks, read budget) */
 	uint64_t sampled;	   /* snapshots that read a sample of a large task set */
 	uint64_t no_task_set;	   /* snapshots that could not find or read the task set */
-	uint64_t reads;		   /* process_vm_readv calls */
+	uint64_t reads;		   /* objects read */
+	uint64_t syscalls;	   /* ... in batches: process_vm_readv calls for them */
 	double idle_ns;		   /* idle loop time seen */
 	double credited_ns;	   /* ... handed to tasks */
 	double empty_ns;	   /* ... of loops that had no pending task */
 	double after_last_ns;	   /* ... after the last snapshot: credited as it found the tasks */
 	double cost_ns;		   /* this reader's own time */
 	int loops;		   /* distinct event loops seen idle */
-	int max_tasks;		   /* the most tasks of one snapshot */
+	int max_tasks;
+	bool uvloop;
+	/* uvloop's loop runs here: not recognised (pyasync.c) */ /* the most tasks of one snapshot */
 };
 
 struct pyasync;
@@ -70,6 +73,8 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 void pyasync__free(struct pyasync *a);
 void pyasync__set_layout(struct pyasync *a, const struct pyasync_layout *l);
 bool pyasync__has_layout(const struct pyasync *a);
+/* uvloop runs in the process: its waiting is not seen. */
+bool pyasync__uvloop(const struct pyasync *a);
 /* One poll; now_ns is CLOCK_MONOTONIC.  Returns 1 when an idle event loop
  * was seen (now or before: the process runs asyncio), 0 when none was ever
  * seen, -errno when the process cannot be read. */
