@@ -2,7 +2,7 @@
 """An asyncio service: a JSON echo server on 127.0.0.1 (asyncio.start_server)
 and 50 concurrent client tasks in the same event loop, each sending small
 JSON requests over its own connection, waiting for the answer, then
-pausing 2-10 ms before the next (clients that do not hammer).  The
+pausing 5-25 ms before the next (clients that do not hammer).  The
 handler does a little CPU work per request (json loads and dumps, a digest
 of the payload) and one request in three awaits asyncio.sleep of 1-5 ms, a
 stand-in for a call to a downstream service.  So the loop alternates between
@@ -69,7 +69,7 @@ async def client(port, ident, requests):
         if answer["id"] != n or answer["client"] != ident:
             raise RuntimeError(f"client {ident}: answer {answer} to request {n}")
         total = (total + answer["digest"]) % 1_000_000_007
-        await asyncio.sleep(0.002 * (1 + (seed >> 7) % 5))
+        await asyncio.sleep(0.005 * (1 + (seed >> 7) % 5))
     writer.close()
     await writer.wait_closed()
     return total
