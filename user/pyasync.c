@@ -481,10 +481,15 @@ static int read_task(struct pyasync *a, uint64_t task, struct rtask *t)
 		    pyobj__attr(&a->po, task, "_loop", &t->loop))
 			return -EINVAL;
 		pyobj__attr(&a->po, task, "_name", &name);
+		/* A pending Future has no `_state` of its own: the class's
+		 * `_state = _PENDING` holds until the result is set. */
 		err = pyobj__attr(&a->po, task, "_state", &state);
-		if (err)
+		if (err == -ENOENT)
+			t->pending = true;
+		else if (err)
 			return err;
-		t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
+		else
+			t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
 	}
 	if (!pyobj__ptr_ok(t->loop))
 		return -EINVAL;
