@@ -542,6 +542,25 @@ static int gen_frame(struct pyasync *a, uint64_t gen, uint64_t *frame, bool *sus
 	return 0;
 }
 
+/* Whether a task's coroutine has started: one that has not (a task made
+ * but not yet run) waits at no await and is not counted as waiting. */
+static bool coro_started(struct pyasync *a, uint64_t coro)
+{
+	const struct py_offsets *o = a->pp->off;
+	uint64_t frame;
+	bool suspended;
+	int32_t lasti;
+
+	if (gen_frame(a, coro, &frame, &suspended) || !frame)
+		return true; /* not ours to judge here: the chain says */
+	if (a->pp->minor >= 10)
+		return suspended;
+	/* 3.9: a frame that never ran has f_lasti -1. */
+	if (pyobj__read(&a->po, frame + o->frame_instr, &lasti, 4))
+		return true;
+	return lasti >= 0;
+}
+
 /* A task's await chain, innermost first, into out (at most max). */
 static int await_chain(struct pyasync *a, uint64_t coro, struct frame_ref *out, int max)
 {
@@ -570,6 +589,10 @@ static int await_chain(struct pyasync *a, uint64_t coro, struct frame_ref *out, 
 		err = gen_frame(a, obj, &frame, &suspended);
 		if (err)
 			return n ? n : err;
+		/* The task's own coroutine running or done: the loop left its
+		 * selector while the snapshot read, and the task went on. */
+		if (!frame && !n)
+			return -EAGAIN;
 		if (!frame)
 			break;
 		err = read_frame(a, frame, suspended, &f);
@@ -666,6 +689,10 @@ static void snapshot(struct pyasync *a)
 		}
 		if (!t.pending || !loop_idle(a, t.loop))
 			continue;
+		if (!coro_started(a, t.coro)) {
+			a->st.tasks_unstarted++;
+			continue;
+		}
 		for (l = 0; l < a->nloops && a->loops[l].loop != t.loop; l++)
 			;
 		tasks[ntasks++] = (struct pending_task){ t.coro, t.name, l };
@@ -688,6 +715,10 @@ static void snapshot(struct pyasync *a)
 		};
 
 		n = await_chain(a, tasks[i].coro, frames, MAX_CHAIN);
+		if (n == -EAGAIN) {
+			a->st.tasks_resumed++;
+			continue;
+		}
 		if (n <= 0) {
 			a->st.tasks_unreadable++;
 			continue;
