@@ -12,4 +12,17 @@ int mem_read(int pid, uint64_t addr, void *buf, size_t len);
 int mem_read_u64(int pid, uint64_t addr, uint64_t *v);
 int mem_read_u32(int pid, uint64_t addr, uint32_t *v);
 
+/* One piece of a batched read: addr and len in, err out (0 or -EFAULT). */
+struct mem_piece {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+	int err;
+};
+
+/* Reads every piece, as few system calls as can be: each piece's err says
+ * whether it was read whole.  0, or -errno when the process cannot be read
+ * at all (-ESRCH: gone). */
+int mem_read_many(int pid, struct mem_piece *p, size_t n);
+
 #endif /* MEMREAD_H */

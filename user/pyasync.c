@@ -12,20 +12,22 @@
 
 #include "abi.h"
 #include "hmap.h"
+#include "memread.h"
 #include "pyasync.h"
 #include "pycode.h"
 #include "pyoffsets.h"
 #include "profile.h"
 #include "python.h"
 
-#define MAX_THREADS 256	    /* thread states looked at per poll */
-#define IDLE_DEPTH 4	    /* frames from the innermost to _run_once */
-#define MAX_LOOPS 16	    /* event loops followed per process */
-#define MAX_MEMBERS 200000  /* task-set members read per snapshot */
-#define MAX_TASKS 20000	    /* pending tasks credited per snapshot */
-#define MAX_CHAIN 64	    /* coroutines followed down one await chain */
-#define MAX_STACKTOP 100000 /* a frame's value stack index, sanity bound */
-#define MAX_NAMES 65536	    /* task name objects remembered */
+#define MAX_THREADS 256	      /* thread states looked at per poll */
+#define IDLE_DEPTH 4	      /* frames from the innermost to _run_once */
+#define MAX_LOOPS 16	      /* event loops followed per process */
+#define MAX_MEMBERS 200000    /* task-set members read per snapshot */
+#define TASK_SAMPLE 256	      /* members read per snapshot: a larger set is sampled */
+#define MAX_TASKS TASK_SAMPLE /* pending tasks credited per snapshot */
+#define MAX_CHAIN 64	      /* coroutines followed down one await chain */
+#define MAX_STACKTOP 100000   /* a frame's value stack index, sanity bound */
+#define MAX_NAMES 65536	      /* task name objects remembered */
 /* A poll stands for the time since the one before, up to this much: a
  * loader that stalled for longer does not know what the loop did. */
 #define MAX_POLL_GAP_NS 50000000ULL
@@ -33,9 +35,13 @@
  * cost more: their own time stays near 1 / COST_RATIO of the time between. */
 /* Frames of each task of the last snapshot kept for the idle time after it
  * (pyasync__flush): the innermost ones, where the wait is credited. */
-#define SAVED_FRAMES 8
+#define SAVED_FRAMES 16
 #define MIN_SNAPSHOT_NS 10000000ULL
-#define COST_RATIO 50
+#define COST_RATIO 100
+#define CODE_MEMO_NS 1000000000ULL
+#define OBJ_READ 512	   /* bytes of a task or coroutine read at once, at most */
+#define FRAME_READ_MAX 512 /* bytes of a frame */
+#define UVLOOP_CHECK_POLLS 100
 /* Reads a snapshot may make: a base, and this many per task. */
 #define BUDGET_BASE 512
 #define BUDGET_PER_TASK 48
@@ -53,7 +59,9 @@ struct loop_state {
 struct pending_task {
 	uint64_t coro;
 	const char *name;
-	int loop; /* index in loops[] */
+	int loop;    /* index in loops[] */
+	int nframes; /* of its await chain, in chains[] */
+	int why;     /* CHAIN_*: why nframes is 0 */
 };
 
 /* A task of the last snapshot, as credited. */
@@ -62,6 +70,50 @@ struct saved_task {
 	int loop;
 	int nframes;
 	struct frame_ref frames[SAVED_FRAMES];
+};
+
+/* What a frame says: its code and instruction, its caller, its globals, its
+ * first local, and the top of its value stack (the awaited object, when the
+ * frame is suspended in an await). */
+struct rframe {
+	uint64_t code;
+	int offset;
+	uint64_t prev;
+	uint64_t globals;
+	uint64_t local0;
+	uint64_t stack_top; /* 0 when not read or empty */
+	bool shim;	    /* an interpreter entry frame (3.12+) */
+	int8_t state;	    /* f_state (3.10) */
+	uint64_t top_addr;  /* where the top of its value stack is, 0 if empty */
+};
+
+/* Chains followed at once, level by level: at each level one batched read
+ * of the objects awaited, one of their frames (<= 3.10, where a frame is an
+ * object of its own) and one of the tops of their value stacks. */
+/* Why a task's chain has no frame: its coroutine has not started (it
+ * waits at no await yet), or is running or done (it went on after the loop
+ * left its selector during the snapshot). */
+enum {
+	CHAIN_READ,
+	CHAIN_UNSTARTED,
+	CHAIN_GONE
+};
+
+struct chain_walk {
+	uint64_t obj; /* the object to read at this level; 0: done */
+	int n;	      /* frames found, outermost first */
+	int why;      /* CHAIN_*, when the task's own coroutine is not waiting */
+	bool has_frame, suspended;
+	uint64_t frame;
+	struct rframe f;
+	const struct pytype *t;
+};
+
+/* A task as the snapshot needs it. */
+struct rtask {
+	uint64_t loop, coro;
+	bool pending;
+	const char *name;
 };
 
 struct pyasync {
@@ -83,10 +135,21 @@ struct pyasync {
 	struct hmap *names; /* name object -> interned name */
 	uint64_t *members;
 	struct pending_task *tasks;
+	struct frame_ref *chains; /* SAVED_FRAMES per task of tasks[] */
+	/* Batched reads (read_chains): pieces, each object's bytes, each
+	 * frame's (<= 3.10), the walks and their frames outermost first. */
+	struct mem_piece *pieces;
+	uint8_t *bufs, *fbufs;
+	struct chain_walk *walks;
+	struct frame_ref *outer;
+	struct rtask *rtasks;
+	int *rerrs;
+	uint64_t batched; /* objects read in batches (the rest: one call each) */
 	struct saved_task *saved;
 	int nsaved;
 	int saved_per_loop[MAX_LOOPS];
-	struct hmap *codes; /* code address -> tag and flags, for one poll or snapshot */
+	struct hmap *codes; /* code address -> tag and flags (CODE_MEMO_NS) */
+	uint64_t codes_since_ns;
 	struct pyasync_stats st;
 	char last_error[160];
 };
@@ -108,7 +171,7 @@ static void set_error(struct pyasync *a, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* What a code object's header says, remembered for one poll or snapshot:
+/* What a code object's header says, remembered for CODE_MEMO_NS:
  * the tasks of one coroutine function share their code objects. */
 struct code_memo {
 	uint64_t tag;
@@ -142,10 +205,18 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 	a->names = hmap__new(sizeof(uint64_t));
 	a->members = malloc(MAX_MEMBERS * sizeof(*a->members));
 	a->tasks = malloc(MAX_TASKS * sizeof(*a->tasks));
+	a->chains = malloc((size_t)MAX_TASKS * SAVED_FRAMES * sizeof(*a->chains));
+	a->pieces = malloc(MAX_TASKS * sizeof(*a->pieces));
+	a->bufs = malloc((size_t)MAX_TASKS * OBJ_READ);
+	a->fbufs = malloc((size_t)MAX_TASKS * FRAME_READ_MAX);
+	a->walks = malloc(MAX_TASKS * sizeof(*a->walks));
+	a->outer = malloc((size_t)MAX_TASKS * MAX_CHAIN * sizeof(*a->outer));
+	a->rtasks = malloc(MAX_TASKS * sizeof(*a->rtasks));
+	a->rerrs = malloc(MAX_TASKS * sizeof(*a->rerrs));
 	a->saved = malloc(MAX_TASKS * sizeof(*a->saved));
 	a->codes = hmap__new(sizeof(uint64_t));
-	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->saved ||
-	    !a->codes) {
+	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->chains ||
+	    !a->saved || !a->codes) {
 		pyasync__free(a);
 		return NULL;
 	}
@@ -160,6 +231,14 @@ void pyasync__free(struct pyasync *a)
 	hmap__free(a->names);
 	free(a->members);
 	free(a->tasks);
+	free(a->chains);
+	free(a->pieces);
+	free(a->bufs);
+	free(a->fbufs);
+	free(a->walks);
+	free(a->outer);
+	free(a->rtasks);
+	free(a->rerrs);
 	free(a->saved);
 	codes_clear(a);
 	hmap__free(a->codes);
@@ -183,6 +262,11 @@ const struct pyasync_stats *pyasync__stats(const struct pyasync *a)
 	return &a->st;
 }
 
+int pyasync__task_sample(void)
+{
+	return TASK_SAMPLE;
+}
+
 const char *pyasync__last_error(const struct pyasync *a)
 {
 	return a->last_error;
@@ -190,38 +274,17 @@ const char *pyasync__last_error(const struct pyasync *a)
 
 /* ---- frames ---- */
 
-/* What a frame says: its code and instruction, its caller, its globals, its
- * first local, and the top of its value stack (the awaited object, when the
- * frame is suspended in an await). */
-struct rframe {
-	uint64_t code;
-	int offset;
-	uint64_t prev;
-	uint64_t globals;
-	uint64_t local0;
-	uint64_t stack_top; /* 0 when not read or empty */
-	bool shim;	    /* an interpreter entry frame (3.12+) */
-};
-
-#define FRAME_READ_MAX 512
-
-/* Reads the frame at addr (a PyFrameObject up to 3.10, an
- * _PyInterpreterFrame since); with_top: also the top of its value stack. */
-static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rframe *f)
+/* The frame at addr (a PyFrameObject up to 3.10, an _PyInterpreterFrame
+ * since) from its bytes in buf (frame_size of them); with_top: also reads
+ * the top of its value stack. */
+static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bool with_top,
+			struct rframe *f)
 {
 	const struct py_offsets *o = a->pp->off;
-	uint8_t buf[FRAME_READ_MAX];
-	size_t len = o->frame_size < sizeof(buf) ? o->frame_size : sizeof(buf);
 	uint64_t top_addr = 0, w;
 	int32_t i32;
-	int err;
 
 	memset(f, 0, sizeof(*f));
-	if (!pyobj__ptr_ok(addr))
-		return -EINVAL;
-	err = pyobj__read(&a->po, addr, buf, len);
-	if (err)
-		return err;
 	memcpy(&f->code, buf + o->frame_code, 8);
 	memcpy(&f->prev, buf + o->frame_previous, 8);
 	memcpy(&f->globals, buf + o->frame_globals, 8);
@@ -238,6 +301,7 @@ static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rf
 		memcpy(&i32, buf + o->frame_instr, 4);
 		f->offset = i32 < 0 ? -1 : (a->pp->minor == 10 ? i32 * 2 : i32);
 		if (a->pp->minor == 10) {
+			f->state = (int8_t)buf[o->frame_state];
 			memcpy(&w, buf + o->frame_valuestack, 8);
 			memcpy(&i32, buf + o->frame_stacktop, 4);
 			if (pyobj__ptr_ok(w) && i32 >= 1 && i32 < MAX_STACKTOP)
@@ -250,9 +314,49 @@ static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rf
 	}
 	if (!f->code || !pyobj__ptr_ok(f->code))
 		f->shim = true;
+	f->top_addr = top_addr;
 	if (with_top && top_addr && pyobj__u64(&a->po, top_addr, &w) == 0 && pyobj__ptr_ok(w))
 		f->stack_top = w;
+}
+
+static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rframe *f)
+{
+	const struct py_offsets *o = a->pp->off;
+	uint8_t buf[FRAME_READ_MAX];
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	if (!pyobj__ptr_ok(addr) || o->frame_size > sizeof(buf))
+		return -EINVAL;
+	err = pyobj__read(&a->po, addr, buf, o->frame_size);
+	if (err)
+		return err;
+	parse_frame(a, addr, buf, with_top, f);
 	return 0;
+}
+
+/* The first len bytes of the object at addr, in one read, and its type.
+ * An object at the end of a mapping can make a long read fail: then only
+ * its header is read (*len says how much was). */
+static int obj_read(struct pyasync *a, uint64_t addr, uint8_t *buf, size_t *len,
+		    const struct pytype **t)
+{
+	const struct py_offsets *o = a->pp->off;
+	size_t head = o->object_type + 8;
+	uint64_t tp;
+	int err;
+
+	if (!pyobj__ptr_ok(addr))
+		return -EINVAL;
+	err = pyobj__read(&a->po, addr, buf, *len);
+	if (err == -EFAULT && *len > head) {
+		*len = head;
+		err = pyobj__read(&a->po, addr, buf, *len);
+	}
+	if (err)
+		return err;
+	memcpy(&tp, buf + o->object_type, 8);
+	return pyobj__type_at(&a->po, tp, t);
 }
 
 /* The frame's code and line, through the session's code cache. */
@@ -412,13 +516,6 @@ static int find_task_sets(struct pyasync *a, uint64_t globals)
 	return 0;
 }
 
-/* A task as the snapshot needs it. */
-struct rtask {
-	uint64_t loop, coro;
-	bool pending;
-	const char *name;
-};
-
 static const char *task_name(struct pyasync *a, uint64_t name_obj)
 {
 	const char *s = hmap__get(a->names, &name_obj);
@@ -446,170 +543,226 @@ static const char *task_name(struct pyasync *a, uint64_t name_obj)
 	return s;
 }
 
-static int read_task(struct pyasync *a, uint64_t task, struct rtask *t)
+/* The bytes of a coroutine, generator or async generator object read at
+ * once: its header and (3.11+) the frame embedded in it. */
+static size_t gen_read_len(struct pyasync *a)
 {
-	const struct pyasync_layout *l = &a->lay;
-	const struct pytype *ty;
-	uint64_t name = 0, state;
-	uint8_t buf[1024];
-	int32_t st;
-	int err;
+	const struct py_offsets *o = a->pp->off;
+	size_t len = a->pp->minor >= 11 ? (size_t)o->gen_iframe + o->frame_size
+					: (size_t)(o->gen_running != PYOFF_NONE ? o->gen_running + 1
+										: o->gen_frame + 8);
 
-	memset(t, 0, sizeof(*t));
-	if (l->c_task && pyobj__is_a(&a->po, task, "_asyncio.Task")) {
-		size_t need = 0;
+	if (a->lay.asend_gen != PYOFF_NONE && (size_t)a->lay.asend_gen + 8 > len)
+		len = (size_t)a->lay.asend_gen + 8;
+	return len;
+}
 
-		err = pyobj__type(&a->po, task, &ty);
-		if (err)
-			return err;
-		need = ty->basicsize > 0 && (size_t)ty->basicsize < sizeof(buf)
-			       ? (size_t)ty->basicsize
-			       : sizeof(buf);
-		if (need < (size_t)l->fut_state + 4)
-			return -EINVAL;
-		err = pyobj__read(&a->po, task, buf, need);
-		if (err)
-			return err;
-		memcpy(&t->loop, buf + l->fut_loop, 8);
-		memcpy(&t->coro, buf + l->task_coro, 8);
-		memcpy(&name, buf + l->task_name, 8);
-		memcpy(&st, buf + l->fut_state, 4);
-		t->pending = st == l->state_pending;
-	} else {
-		/* The pure-Python Task (asyncio.tasks._PyTask and its kind). */
-		if (pyobj__attr(&a->po, task, "_coro", &t->coro) ||
-		    pyobj__attr(&a->po, task, "_loop", &t->loop))
-			return -EINVAL;
-		pyobj__attr(&a->po, task, "_name", &name);
-		/* A pending Future has no `_state` of its own: the class's
-		 * `_state = _PENDING` holds until the result is set. */
-		err = pyobj__attr(&a->po, task, "_state", &state);
-		if (err == -ENOENT)
-			t->pending = true;
-		else if (err)
-			return err;
+static bool generator_like(const char *name)
+{
+	return !strcmp(name, "coroutine") || !strcmp(name, "generator") ||
+	       !strcmp(name, "async_generator");
+}
+
+/* Batched read of pieces: the budget counts each piece. */
+static int read_pieces(struct pyasync *a, struct mem_piece *p, size_t n)
+{
+	if (a->po.budget < n)
+		return -E2BIG;
+	a->po.budget -= n;
+	a->po.reads += n;
+	a->batched += n;
+	a->st.syscalls++;
+	return mem_read_many(a->pp->pid, p, n);
+}
+
+/* One level of every chain still going: what each awaits is read, its
+ * frame parsed, and where it waits appended. */
+static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
+{
+	const struct py_offsets *o = a->pp->off;
+	size_t glen = gen_read_len(a), np = 0;
+	struct mem_piece *p = a->pieces;
+	int i, err;
+
+	if (glen > OBJ_READ || o->frame_size > FRAME_READ_MAX)
+		return -ENOTSUP;
+	for (i = 0; i < nw; i++) {
+		w[i].has_frame = false;
+		if (w[i].obj && pyobj__ptr_ok(w[i].obj))
+			p[np++] = (struct mem_piece){ w[i].obj, a->bufs + (size_t)i * OBJ_READ,
+						      glen };
 		else
-			t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
+			w[i].obj = 0;
 	}
-	if (!pyobj__ptr_ok(t->loop))
-		return -EINVAL;
-	t->name = name ? task_name(a, name) : NULL;
-	return 0;
-}
-
-/* The frame of a coroutine, generator or async generator object, or 0 when
- * it has finished; *created when it has not started. */
-static int gen_frame(struct pyasync *a, uint64_t gen, uint64_t *frame, bool *suspended)
-{
-	const struct py_offsets *o = a->pp->off;
-	int8_t state;
-	uint8_t running;
-	int err;
-
-	*frame = 0;
-	*suspended = false;
-	if (a->pp->minor >= 11) {
-		err = pyobj__read(&a->po, gen + o->gen_frame_state, &state, 1);
-		if (err)
-			return err;
-		if (state == o->state_created) {
-			*frame = gen + o->gen_iframe;
-		} else if (state == o->state_suspended || state == o->state_suspended_yf) {
-			*frame = gen + o->gen_iframe;
-			*suspended = true;
-		}
+	if (!np)
 		return 0;
-	}
-	err = pyobj__u64(&a->po, gen + o->gen_frame, frame);
-	if (err || !*frame)
+	err = read_pieces(a, p, np);
+	if (err)
 		return err;
-	if (!pyobj__ptr_ok(*frame))
-		return -EINVAL;
-	if (a->pp->minor == 10) {
-		err = pyobj__read(&a->po, *frame + o->frame_state, &state, 1);
-		if (err)
-			return err;
-		if (state == o->state_suspended)
-			*suspended = true;
-		else if (state != o->state_created)
-			*frame = 0;
-	} else {
-		err = pyobj__read(&a->po, gen + o->gen_running, &running, 1);
-		if (err)
-			return err;
-		*suspended = !running;
-	}
-	return 0;
-}
+	for (i = 0, np = 0; i < nw; i++) {
+		const uint8_t *buf = a->bufs + (size_t)i * OBJ_READ;
+		uint64_t tp;
+		int8_t state;
 
-/* Whether a task's coroutine has started: one that has not (a task made
- * but not yet run) waits at no await and is not counted as waiting. */
-static bool coro_started(struct pyasync *a, uint64_t coro)
-{
-	const struct py_offsets *o = a->pp->off;
-	uint64_t frame;
-	bool suspended;
-	int32_t lasti;
-
-	if (gen_frame(a, coro, &frame, &suspended) || !frame)
-		return true; /* not ours to judge here: the chain says */
-	if (a->pp->minor >= 10)
-		return suspended;
-	/* 3.9: a frame that never ran has f_lasti -1. */
-	if (pyobj__read(&a->po, frame + o->frame_instr, &lasti, 4))
-		return true;
-	return lasti >= 0;
-}
-
-/* A task's await chain, innermost first, into out (at most max). */
-static int await_chain(struct pyasync *a, uint64_t coro, struct frame_ref *out, int max)
-{
-	struct frame_ref chain[MAX_CHAIN];
-	uint64_t obj = coro, frame;
-	struct rframe f;
-	uint32_t flags;
-	bool suspended;
-	int n = 0, i, err;
-
-	while (obj && n < MAX_CHAIN) {
-		const struct pytype *t;
-
-		err = pyobj__type(&a->po, obj, &t);
-		if (err)
-			return n ? n : err;
-		if (!strcmp(t->name, "async_generator_asend")) {
-			if (a->lay.asend_gen == PYOFF_NONE ||
-			    pyobj__u64(&a->po, obj + a->lay.asend_gen, &obj))
-				break;
+		if (!w[i].obj)
+			continue;
+		if (p[np++].err) {
+			w[i].obj = 0;
 			continue;
 		}
-		if (strcmp(t->name, "coroutine") && strcmp(t->name, "generator") &&
-		    strcmp(t->name, "async_generator"))
-			break;
-		err = gen_frame(a, obj, &frame, &suspended);
-		if (err)
-			return n ? n : err;
-		/* The task's own coroutine running or done: the loop left its
-		 * selector while the snapshot read, and the task went on. */
-		if (!frame && !n)
-			return -EAGAIN;
-		if (!frame)
-			break;
-		err = read_frame(a, frame, suspended, &f);
-		if (err)
-			return n ? n : err;
-		if (f.shim || frame_ref_of(a, &f, &chain[n], &flags))
-			return n ? n : -EINVAL;
-		/* A plain generator is only part of an await chain when it
-		 * was made awaitable; otherwise it is something iterated. */
-		if (!strcmp(t->name, "generator") && n && !(flags & CO_ITERABLE_COROUTINE))
-			break;
-		n++;
-		obj = suspended ? f.stack_top : 0;
+		memcpy(&tp, buf + o->object_type, 8);
+		if (pyobj__type_at(&a->po, tp, &w[i].t)) {
+			w[i].obj = 0;
+			continue;
+		}
+		if (!strcmp(w[i].t->name, "async_generator_asend")) {
+			/* Stands for its generator: next level reads that. */
+			if (a->lay.asend_gen == PYOFF_NONE)
+				w[i].obj = 0;
+			else
+				memcpy(&w[i].obj, buf + a->lay.asend_gen, 8);
+			w[i].t = NULL;
+			continue;
+		}
+		if (!generator_like(w[i].t->name)) {
+			w[i].obj = 0;
+			continue;
+		}
+		if (a->pp->minor >= 11) {
+			state = (int8_t)buf[o->gen_frame_state];
+			w[i].suspended =
+				state == o->state_suspended || state == o->state_suspended_yf;
+			if (!w[i].suspended && state != o->state_created) {
+				if (!w[i].n)
+					w[i].why = CHAIN_GONE;
+				w[i].obj = 0;
+				continue;
+			}
+			if (!w[i].suspended && !w[i].n) {
+				w[i].why = CHAIN_UNSTARTED;
+				w[i].obj = 0;
+				continue;
+			}
+			parse_frame(a, w[i].obj + o->gen_iframe, buf + o->gen_iframe, false,
+				    &w[i].f);
+			w[i].has_frame = true;
+		} else {
+			memcpy(&w[i].frame, buf + o->gen_frame, 8);
+			w[i].suspended = a->pp->minor == 9 && !buf[o->gen_running];
+			if (!pyobj__ptr_ok(w[i].frame)) {
+				if (!w[i].frame && !w[i].n)
+					w[i].why = CHAIN_GONE;
+				w[i].obj = 0;
+			}
+		}
 	}
-	for (i = 0; i < n && i < max; i++)
-		out[i] = chain[n - 1 - i];
-	return n < max ? n : max;
+	if (a->pp->minor <= 10) {
+		/* The frames, objects of their own before 3.11. */
+		for (i = 0, np = 0; i < nw; i++) {
+			if (w[i].obj && w[i].t)
+				p[np++] = (struct mem_piece){ w[i].frame,
+							      a->fbufs + (size_t)i * FRAME_READ_MAX,
+							      o->frame_size };
+		}
+		if (np && (err = read_pieces(a, p, np)))
+			return err;
+		for (i = 0, np = 0; i < nw; i++) {
+			if (!w[i].obj || !w[i].t)
+				continue;
+			if (p[np++].err) {
+				w[i].obj = 0;
+				continue;
+			}
+			parse_frame(a, w[i].frame, a->fbufs + (size_t)i * FRAME_READ_MAX, false,
+				    &w[i].f);
+			if (a->pp->minor == 9 && w[i].f.offset < 0)
+				w[i].suspended = false; /* not started */
+			if (a->pp->minor == 10) {
+				w[i].suspended = w[i].f.state == o->state_suspended;
+				if (!w[i].suspended && w[i].f.state != o->state_created) {
+					if (!w[i].n)
+						w[i].why = CHAIN_GONE;
+					w[i].obj = 0;
+					continue;
+				}
+			}
+			if (!w[i].n && (a->pp->minor == 9 ? w[i].f.offset < 0
+							  : w[i].f.state == o->state_created)) {
+				w[i].why = CHAIN_UNSTARTED;
+				w[i].obj = 0;
+				continue;
+			}
+			w[i].has_frame = true;
+		}
+	}
+	return 0;
+}
+
+/* The await chains of tasks[0 .. ntasks), innermost first, into chains[]
+ * (SAVED_FRAMES each); each task's nframes set (0: unreadable). */
+static int read_chains(struct pyasync *a, int ntasks)
+{
+	struct chain_walk *w = a->walks;
+	struct frame_ref *outer = a->outer; /* MAX_CHAIN per task, outermost first */
+	struct mem_piece *p = a->pieces;
+	int i, level, err = 0;
+	size_t np;
+
+	for (i = 0; i < ntasks; i++)
+		w[i] = (struct chain_walk){ .obj = a->tasks[i].coro };
+	for (level = 0; level < MAX_CHAIN; level++) {
+		bool any = false;
+
+		err = chain_level(a, w, ntasks);
+		if (err)
+			break;
+		for (i = 0, np = 0; i < ntasks; i++) {
+			struct frame_ref *fr = &outer[(size_t)i * MAX_CHAIN + w[i].n];
+			uint32_t flags;
+
+			if (!w[i].obj || !w[i].has_frame)
+				continue;
+			if (w[i].f.shim || w[i].n >= MAX_CHAIN ||
+			    frame_ref_of(a, &w[i].f, fr, &flags)) {
+				w[i].obj = 0;
+				continue;
+			}
+			/* A plain generator is only part of an await chain
+			 * when it was made awaitable; otherwise it is something
+			 * iterated. */
+			if (!strcmp(w[i].t->name, "generator") && w[i].n &&
+			    !(flags & CO_ITERABLE_COROUTINE)) {
+				w[i].obj = 0;
+				continue;
+			}
+			w[i].n++;
+			w[i].obj = 0;
+			if (w[i].suspended && w[i].f.top_addr)
+				p[np++] = (struct mem_piece){ w[i].f.top_addr, &w[i].obj, 8 };
+		}
+		/* What each suspended frame awaits: the top of its stack. */
+		if (np && (err = read_pieces(a, p, np)))
+			break;
+		for (i = 0; i < ntasks; i++) {
+			if (w[i].obj && !pyobj__ptr_ok(w[i].obj))
+				w[i].obj = 0;
+			any |= w[i].obj != 0;
+		}
+		/* A failed top read leaves obj as read: 0 or garbage the
+		 * next level's type check turns away. */
+		if (!any)
+			break;
+	}
+	for (i = 0; i < ntasks; i++) {
+		int n = w[i].n, k;
+
+		for (k = 0; k < n && k < SAVED_FRAMES; k++)
+			a->chains[(size_t)i * SAVED_FRAMES + k] =
+				outer[(size_t)i * MAX_CHAIN + n - 1 - k];
+		a->tasks[i].nframes = n < SAVED_FRAMES ? n : SAVED_FRAMES;
+		a->tasks[i].why = n ? CHAIN_READ : w[i].why;
+	}
+	return err;
 }
 
 static bool loop_idle(struct pyasync *a, uint64_t loop)
@@ -623,13 +776,147 @@ static bool loop_idle(struct pyasync *a, uint64_t loop)
 	return false;
 }
 
+/* The task set's members, all of them or (past TASK_SAMPLE) an even
+ * spread of TASK_SAMPLE of them: set order is hash order, so a spread is a
+ * sample of the whole.  Returns how many are in a->members[0..]. */
+static size_t sample_members(struct pyasync *a, size_t nmem)
+{
+	size_t i, k;
+
+	if (nmem <= TASK_SAMPLE)
+		return nmem;
+	for (i = 0; i < TASK_SAMPLE; i++) {
+		k = (size_t)((double)i * nmem / TASK_SAMPLE);
+		a->members[i] = a->members[k];
+	}
+	return TASK_SAMPLE;
+}
+
+/* The tasks the sampled set members stand for, into members[] (0: none):
+ * WeakSet members are weak references, read in one batch. */
+static int member_tasks(struct pyasync *a, size_t n)
+{
+	const struct py_offsets *o = a->pp->off;
+	size_t len = (size_t)o->weakref_object + 8, i;
+	struct mem_piece *p = a->pieces;
+	int err;
+
+	if (len > OBJ_READ)
+		return -ENOTSUP;
+	for (i = 0; i < n; i++)
+		p[i] = (struct mem_piece){ a->members[i], a->bufs + i * OBJ_READ, len };
+	err = read_pieces(a, p, n);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		const uint8_t *buf = a->bufs + i * OBJ_READ;
+		const struct pytype *t;
+		uint64_t tp, target;
+
+		memcpy(&tp, buf + o->object_type, 8);
+		if (p[i].err || pyobj__type_at(&a->po, tp, &t)) {
+			a->members[i] = 0;
+			continue;
+		}
+		/* tp_name "weakref" (3.9), "weakref.ReferenceType" (3.10+) */
+		if (strcmp(t->name, "weakref") && strcmp(t->name, "weakref.ReferenceType"))
+			continue;
+		memcpy(&target, buf + o->weakref_object, 8);
+		a->members[i] = pyobj__ptr_ok(target) ? target : 0;
+	}
+	return 0;
+}
+
+/* The tasks of members[0 .. n), read in one batch: C tasks at the probe's
+ * offsets, pure-Python ones through their attributes.  err per task: 0,
+ * -EINVAL (not a task: a removed member's dummy, a dead reference's None),
+ * or why it could not be read. */
+static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
+{
+	const struct pyasync_layout *l = &a->lay;
+	size_t len = l->c_task && l->task_size ? l->task_size : 32, i, np = 0;
+	struct mem_piece *p = a->pieces;
+	int err;
+
+	if (len > OBJ_READ)
+		return -ENOTSUP;
+	for (i = 0; i < n; i++) {
+		errs[i] = -EINVAL;
+		if (pyobj__ptr_ok(a->members[i]))
+			p[np++] = (struct mem_piece){ a->members[i], a->bufs + i * OBJ_READ, len };
+	}
+	err = read_pieces(a, p, np);
+	if (err)
+		return err;
+	for (i = 0, np = 0; i < n; i++) {
+		uint64_t task = a->members[i], tp, name = 0, state;
+		uint8_t *buf = a->bufs + i * OBJ_READ;
+		const struct pytype *ty;
+		struct rtask *t = &out[i];
+		int32_t st;
+
+		if (!pyobj__ptr_ok(task))
+			continue;
+		memset(t, 0, sizeof(*t));
+		if (p[np++].err) {
+			/* At the end of a mapping: its header alone, then. */
+			size_t head = 32;
+
+			if (obj_read(a, task, buf, &head, &ty)) {
+				errs[i] = -EFAULT;
+				continue;
+			}
+		} else {
+			memcpy(&tp, buf + a->pp->off->object_type, 8);
+			if (pyobj__type_at(&a->po, tp, &ty))
+				continue;
+		}
+		if (l->c_task && pyobj__type_is_a(&a->po, ty, "_asyncio.Task")) {
+			if (p[np - 1].err) {
+				errs[i] = -EFAULT;
+				continue;
+			}
+			memcpy(&t->loop, buf + l->fut_loop, 8);
+			memcpy(&t->coro, buf + l->task_coro, 8);
+			memcpy(&name, buf + l->task_name, 8);
+			memcpy(&st, buf + l->fut_state, 4);
+			t->pending = st == l->state_pending;
+		} else {
+			/* The pure-Python Task (asyncio.tasks._PyTask and its
+			 * kind); anything else is no task. */
+			if (!strcmp(ty->name, "NoneType") ||
+			    pyobj__attr(&a->po, task, "_coro", &t->coro) ||
+			    pyobj__attr(&a->po, task, "_loop", &t->loop))
+				continue;
+			pyobj__attr(&a->po, task, "_name", &name);
+			/* A pending Future has no `_state` of its own: the
+			 * class's `_state = _PENDING` holds until the result is
+			 * set. */
+			err = pyobj__attr(&a->po, task, "_state", &state);
+			if (err == -ENOENT) {
+				t->pending = true;
+			} else if (err) {
+				errs[i] = err;
+				continue;
+			} else {
+				t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
+			}
+		}
+		if (!pyobj__ptr_ok(t->loop))
+			continue;
+		t->name = name ? task_name(a, name) : NULL;
+		errs[i] = 0;
+	}
+	return 0;
+}
+
 static void snapshot(struct pyasync *a)
 {
 	struct pending_task *tasks = a->tasks;
-	struct frame_ref frames[MAX_CHAIN];
-	int per_loop[MAX_LOOPS] = { 0 };
-	size_t nmem = 0, m, i;
-	int ntasks = 0, l, n, err = 0, s;
+	int per_loop[MAX_LOOPS] = { 0 }, read_loop[MAX_LOOPS] = { 0 };
+	double scale = 1;
+	size_t nmem = 0, nsamp, m, i;
+	int ntasks = 0, l, err = 0, s;
 	bool partial = false;
 
 	a->po.budget = BUDGET_BASE;
@@ -664,86 +951,100 @@ static void snapshot(struct pyasync *a)
 			return;
 		}
 	}
-	a->po.budget = BUDGET_BASE + BUDGET_PER_TASK * (uint64_t)nmem;
-	for (m = 0; m < nmem && ntasks < MAX_TASKS; m++) {
-		uint64_t task = a->members[m];
-		struct rtask t;
+	nsamp = sample_members(a, nmem);
+	if (nsamp < nmem) {
+		scale = (double)nmem / nsamp;
+		a->st.sampled++;
+	}
+	a->po.budget = BUDGET_BASE + BUDGET_PER_TASK * (uint64_t)nsamp;
+	err = member_tasks(a, nsamp);
+	if (!err)
+		err = read_tasks(a, nsamp, a->rtasks, a->rerrs);
+	if (err) {
+		a->st.no_task_set++;
+		set_error(a, "reading the tasks: %s", strerror(-err));
+		a->po.budget = UINT64_MAX;
+		return;
+	}
+	for (m = 0; m < nsamp && ntasks < MAX_TASKS; m++) {
+		const struct rtask t = a->rtasks[m];
 
-		/* WeakSet members are weak references. */
-		if (pyobj__is_a(&a->po, task, "weakref.ReferenceType") ||
-		    pyobj__is_a(&a->po, task, "weakref")) {
-			if (pyobj__weakref_target(&a->po, task, &task))
-				continue;
-		}
-		err = read_task(a, task, &t);
-		if (err == -E2BIG) {
+		if (a->rerrs[m] == -E2BIG) {
 			partial = true;
 			break;
 		}
-		if (err) {
-			/* The dummy of a removed set member is no task: only
-			 * objects that are tasks count as unreadable. */
-			if (err != -EINVAL)
+		if (a->rerrs[m]) {
+			/* Only objects that are tasks count as unreadable. */
+			if (a->rerrs[m] != -EINVAL)
 				a->st.tasks_unreadable++;
 			continue;
 		}
 		if (!t.pending || !loop_idle(a, t.loop))
 			continue;
-		if (!coro_started(a, t.coro)) {
-			a->st.tasks_unstarted++;
-			continue;
-		}
 		for (l = 0; l < a->nloops && a->loops[l].loop != t.loop; l++)
 			;
-		tasks[ntasks++] = (struct pending_task){ t.coro, t.name, l };
+		tasks[ntasks] = (struct pending_task){ t.coro, t.name, l, 0, CHAIN_READ };
 		per_loop[l]++;
+		ntasks++;
 	}
-	if (m < nmem)
+	if (m < nsamp)
 		partial = true;
+	/* The chains, before any credit: the idle time is split over the
+	 * tasks whose wait could be read. */
+	if (read_chains(a, ntasks) == -E2BIG)
+		partial = true;
+	for (i = 0; i < (size_t)ntasks; i++) {
+		if (!tasks[i].nframes) {
+			if (tasks[i].why == CHAIN_UNSTARTED)
+				a->st.tasks_unstarted++;
+			else if (tasks[i].why == CHAIN_GONE)
+				a->st.tasks_resumed++;
+			else
+				a->st.tasks_unreadable++;
+			continue;
+		}
+		read_loop[tasks[i].loop]++;
+	}
 	a->st.snapshots++;
 	a->nsaved = 0;
 	memset(a->saved_per_loop, 0, sizeof(a->saved_per_loop));
 	if (partial)
 		a->st.partial++;
 	for (i = 0; i < (size_t)ntasks; i++) {
-		struct loop_state *ls = &a->loops[tasks[i].loop];
+		const struct pending_task *pt = &tasks[i];
+		struct loop_state *ls = &a->loops[pt->loop];
 		struct await_in in = {
 			.snapshot = a->st.snapshots,
-			.task_name = tasks[i].name,
-			.ns = ls->pending_ns / per_loop[tasks[i].loop],
-			.concurrency = per_loop[tasks[i].loop],
+			.task_name = pt->name,
+			.frames = a->chains + i * SAVED_FRAMES,
+			.nframes = pt->nframes,
+			.ns = ls->pending_ns / (read_loop[pt->loop] ? read_loop[pt->loop] : 1),
+			/* Tasks suspended: those found, scaled up when only a
+			 * sample of the set was read. */
+			.concurrency = (int)(per_loop[pt->loop] * scale + 0.5),
 		};
+		struct saved_task *sv;
 
-		n = await_chain(a, tasks[i].coro, frames, MAX_CHAIN);
-		if (n == -EAGAIN) {
-			a->st.tasks_resumed++;
+		if (!pt->nframes)
 			continue;
-		}
-		if (n <= 0) {
-			a->st.tasks_unreadable++;
-			continue;
-		}
-		in.frames = frames;
-		in.nframes = n;
 		profile__add_await(a->profile, &in);
-		{
-			struct saved_task *sv = &a->saved[a->nsaved++];
-
-			sv->name = in.task_name;
-			sv->loop = tasks[i].loop;
-			sv->nframes = n < SAVED_FRAMES ? n : SAVED_FRAMES;
-			memcpy(sv->frames, frames, sv->nframes * sizeof(*frames));
-			a->saved_per_loop[sv->loop]++;
-		}
+		sv = &a->saved[a->nsaved++];
+		sv->name = in.task_name;
+		sv->loop = pt->loop;
+		sv->nframes = pt->nframes;
+		memcpy(sv->frames, in.frames, sv->nframes * sizeof(*sv->frames));
+		a->saved_per_loop[sv->loop]++;
 		a->st.tasks_read++;
 		a->st.credited_ns += in.ns;
 	}
-	if (ntasks > a->st.max_tasks)
-		a->st.max_tasks = ntasks;
 	for (l = 0; l < a->nloops; l++) {
+		int est = (int)(per_loop[l] * scale + 0.5);
+
+		if (est > a->st.max_tasks)
+			a->st.max_tasks = est;
 		if (!a->loops[l].idle)
 			continue;
-		if (!per_loop[l])
+		if (!read_loop[l])
 			a->st.empty_ns += a->loops[l].pending_ns;
 		a->loops[l].pending_ns = 0;
 	}
@@ -785,12 +1086,36 @@ void pyasync__flush(struct pyasync *a)
 	}
 }
 
+/* Whether the process has uvloop loaded: its event loop is compiled code,
+ * with no Python frame that says it is idle, so this reader cannot see it
+ * wait (and says so rather than report nothing). */
+static bool uses_uvloop(int pid)
+{
+	char path[64], line[512];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/uvloop/loop.") != NULL;
+	fclose(f);
+	return found;
+}
+
+bool pyasync__uvloop(const struct pyasync *a)
+{
+	return a->st.uvloop;
+}
+
 int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 {
 	const struct py_offsets *o = a->pp->off;
 	double t0 = mono_ns(), gap;
 	uint64_t interp = 0, ts = 0, loop, globals;
-	uint64_t reads0 = a->po.reads;
+	uint64_t reads0 = a->po.reads, batched0 = a->batched;
 	bool any = false;
 	int i, n;
 
@@ -821,6 +1146,9 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 		if (pyobj__u64(&a->po, ts + o->tstate_next, &ts))
 			break;
 	}
+	/* No idle loop after a second of polls: is it uvloop? (once) */
+	if (!a->ever_idle && a->st.polls == UVLOOP_CHECK_POLLS)
+		a->st.uvloop = uses_uvloop(a->pp->pid);
 	if (any) {
 		a->st.idle_polls++;
 		a->ever_idle = true;
@@ -834,8 +1162,15 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 								: MIN_SNAPSHOT_NS);
 		}
 	}
-	codes_clear(a);
+	/* Code headers are remembered for a second: a code object freed and
+	 * another made at its address within it is not worth a read per
+	 * frame per poll. */
+	if (now_ns - a->codes_since_ns > CODE_MEMO_NS) {
+		codes_clear(a);
+		a->codes_since_ns = now_ns;
+	}
 	a->st.reads += a->po.reads - reads0;
+	a->st.syscalls += (a->po.reads - reads0) - (a->batched - batched0);
 	a->st.cost_ns += mono_ns() - t0;
 	return a->ever_idle ? 1 : 0;
 }

@@ -31,7 +31,8 @@ struct frame_ref;
 /* The private layouts of the C accelerator (_asyncio), measured in the
  * interpreter (asyncprobe.h); and of 3.9/3.10 dict keys. */
 struct pyasync_layout {
-	bool c_task; /* asyncio.Task is _asyncio.Task */
+	bool c_task;	    /* asyncio.Task is _asyncio.Task */
+	uint16_t task_size; /* _asyncio.Task's basic size */
 	uint16_t fut_loop, fut_state, task_coro, task_name, task_fut_waiter;
 	int32_t state_pending;
 	uint16_t asend_gen; /* async_generator_asend -> its generator, or PYOFF_NONE */
@@ -52,15 +53,19 @@ struct pyasync_stats {
 	uint64_t tasks_unstarted;  /* pending tasks whose coroutine has not run yet */
 	uint64_t tasks_resumed;	   /* ... that ran on while the snapshot read them */
 	uint64_t partial;	   /* snapshots cut short (too many tasks, read budget) */
+	uint64_t sampled;	   /* snapshots that read a sample of a large task set */
 	uint64_t no_task_set;	   /* snapshots that could not find or read the task set */
-	uint64_t reads;		   /* process_vm_readv calls */
+	uint64_t reads;		   /* objects read */
+	uint64_t syscalls;	   /* ... in batches: process_vm_readv calls for them */
 	double idle_ns;		   /* idle loop time seen */
 	double credited_ns;	   /* ... handed to tasks */
 	double empty_ns;	   /* ... of loops that had no pending task */
 	double after_last_ns;	   /* ... after the last snapshot: credited as it found the tasks */
 	double cost_ns;		   /* this reader's own time */
 	int loops;		   /* distinct event loops seen idle */
-	int max_tasks;		   /* the most tasks of one snapshot */
+	int max_tasks;
+	bool uvloop;
+	/* uvloop's loop runs here: not recognised (pyasync.c) */ /* the most tasks of one snapshot */
 };
 
 struct pyasync;
@@ -70,6 +75,8 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 void pyasync__free(struct pyasync *a);
 void pyasync__set_layout(struct pyasync *a, const struct pyasync_layout *l);
 bool pyasync__has_layout(const struct pyasync *a);
+/* uvloop runs in the process: its waiting is not seen. */
+bool pyasync__uvloop(const struct pyasync *a);
 /* One poll; now_ns is CLOCK_MONOTONIC.  Returns 1 when an idle event loop
  * was seen (now or before: the process runs asyncio), 0 when none was ever
  * seen, -errno when the process cannot be read. */
@@ -78,6 +85,8 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns);
  * snapshot found them (at the end of a run or of a process). */
 void pyasync__flush(struct pyasync *a);
 const struct pyasync_stats *pyasync__stats(const struct pyasync *a);
+/* Members read per snapshot at most: a larger task set is sampled. */
+int pyasync__task_sample(void);
 /* The last reason a snapshot or a task could not be read, or "". */
 const char *pyasync__last_error(const struct pyasync *a);
 

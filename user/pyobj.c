@@ -65,7 +65,7 @@ static uint64_t word(const uint8_t *buf, size_t off)
 }
 
 /* The type object at tp, read once and cached by address. */
-static int type_at(struct pyobj *po, uint64_t tp, const struct pytype **out)
+int pyobj__type_at(struct pyobj *po, uint64_t tp, const struct pytype **out)
 {
 	const struct py_offsets *o = po->pp->off;
 	uint8_t buf[TYPE_READ];
@@ -135,23 +135,27 @@ int pyobj__type(struct pyobj *po, uint64_t obj, const struct pytype **out)
 	err = pyobj__u64(po, obj + o->object_type, &tp);
 	if (err)
 		return err;
-	return type_at(po, tp, out);
+	return pyobj__type_at(po, tp, out);
+}
+
+bool pyobj__type_is_a(struct pyobj *po, const struct pytype *t, const char *name)
+{
+	int depth;
+
+	for (depth = 0; t && depth < 8; depth++) {
+		if (!strcmp(t->name, name))
+			return true;
+		if (!t->base || pyobj__type_at(po, t->base, &t))
+			return false;
+	}
+	return false;
 }
 
 bool pyobj__is_a(struct pyobj *po, uint64_t obj, const char *name)
 {
 	const struct pytype *t;
-	int depth;
 
-	if (pyobj__type(po, obj, &t))
-		return false;
-	for (depth = 0; depth < 8; depth++) {
-		if (!strcmp(t->name, name))
-			return true;
-		if (!t->base || type_at(po, t->base, &t))
-			return false;
-	}
-	return false;
+	return !pyobj__type(po, obj, &t) && pyobj__type_is_a(po, t, name);
 }
 
 /* The header and the first bytes of a str: its length, and where and in

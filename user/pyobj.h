@@ -62,8 +62,12 @@ static inline bool pyobj__ptr_ok(uint64_t a)
 
 int pyobj__read(struct pyobj *po, uint64_t addr, void *buf, size_t len);
 int pyobj__u64(struct pyobj *po, uint64_t addr, uint64_t *v);
+/* The type object at tp (cached by address). */
+int pyobj__type_at(struct pyobj *po, uint64_t tp, const struct pytype **t);
 /* The type of obj (cached by address). */
 int pyobj__type(struct pyobj *po, uint64_t obj, const struct pytype **t);
+/* True when t, or one of its bases (up to 8), is named name. */
+bool pyobj__type_is_a(struct pyobj *po, const struct pytype *t, const char *name);
 /* True when obj's type, or one of its bases (up to 8), is named name. */
 bool pyobj__is_a(struct pyobj *po, uint64_t obj, const char *name);
 /* 1 when the str at addr equals s (ASCII), 0 when not, -errno. */

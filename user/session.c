@@ -74,6 +74,7 @@ struct tproc {
 	struct pyasync *aw;
 	struct asyncprobe *probe;
 	bool probe_done;
+	bool uvloop_told;
 	uint64_t next_async_ns;
 };
 
@@ -206,8 +207,10 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->tasks_unstarted += a->tasks_unstarted;
 	t->tasks_resumed += a->tasks_resumed;
 	t->partial += a->partial;
+	t->sampled += a->sampled;
 	t->no_task_set += a->no_task_set;
 	t->reads += a->reads;
+	t->syscalls += a->syscalls;
 	t->idle_ns += a->idle_ns;
 	t->credited_ns += a->credited_ns;
 	t->empty_ns += a->empty_ns;
@@ -216,6 +219,7 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->loops += a->loops;
 	if (a->max_tasks > t->max_tasks)
 		t->max_tasks = a->max_tasks;
+	t->uvloop |= a->uvloop;
 }
 
 static void async_stop(struct tproc *tp)
@@ -355,6 +359,8 @@ have:
 	memset(&pl, 0, sizeof(pl));
 	pl.c_task = l.c_task && l.fut_loop != PYOFF_NONE && l.fut_state != PYOFF_NONE &&
 		    l.task_coro != PYOFF_NONE && l.task_name != PYOFF_NONE;
+	pl.task_size = l.task_size;
+	pl.c_task = pl.c_task && l.task_size > 0;
 	pl.fut_loop = l.fut_loop;
 	pl.fut_state = l.fut_state;
 	pl.task_coro = l.task_coro;
@@ -387,6 +393,13 @@ static void async_tick(struct session *s, struct tproc *tp, uint64_t now)
 		return;
 	tp->next_async_ns = now + SLOW_POLL_MS * 1000000ULL;
 	r = pyasync__poll(tp->aw, now);
+	if (pyasync__uvloop(tp->aw) && !tp->uvloop_told) {
+		tp->uvloop_told = true;
+		pr_warn("process %d runs uvloop: where its coroutines wait is not measured (its "
+			"event loop is compiled code; use the default asyncio loop for await "
+			"times)\n",
+			tp->pid);
+	}
 	if (r == 1 && !pyasync__has_layout(tp->aw) && !tp->probe_done)
 		async_probe(s, tp);
 }
@@ -1252,6 +1265,8 @@ static struct json_object *async_facts(struct session *s)
 	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));
 	json_object_object_add(o, "snapshots", json_object_new_int64((int64_t)t.snapshots));
 	json_object_object_add(o, "partial_snapshots", json_object_new_int64((int64_t)t.partial));
+	json_object_object_add(o, "sampled_snapshots", json_object_new_int64((int64_t)t.sampled));
+	json_object_object_add(o, "task_sample", json_object_new_int(pyasync__task_sample()));
 	json_object_object_add(o, "task_set_unreadable",
 			       json_object_new_int64((int64_t)t.no_task_set));
 	json_object_object_add(o, "tasks_read", json_object_new_int64((int64_t)t.tasks_read));
@@ -1265,7 +1280,14 @@ static struct json_object *async_facts(struct session *s)
 			       json_object_new_int64((int64_t)profile__await_stacks_dropped(p)));
 	json_object_object_add(o, "reader_s", seconds(t.cost_ns));
 	json_object_object_add(o, "reads", json_object_new_int64((int64_t)t.reads));
+	json_object_object_add(o, "read_calls", json_object_new_int64((int64_t)t.syscalls));
 	json_object_object_add(o, "layouts", json_object_get(s->async_layouts));
+	if (t.uvloop)
+		json_object_object_add(
+			o, "not_covered",
+			json_object_new_string(
+				"uvloop: its event loop is compiled code, so its "
+				"waiting and tasks are not read; await fields stay 0"));
 	return o;
 }
 

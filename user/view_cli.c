@@ -763,7 +763,12 @@ static void print_header(struct ctx *c, struct json_object *doc)
 			row_printf(c, &r, " (%.1f%% of the time, in system)", 100 * gil / total);
 		row_emit(c, &r);
 	}
-	if (c->sel.await || vj_await_s(doc) >= 0) {
+	if (vj_async_not_covered(doc)) {
+		char text[300];
+
+		snprintf(text, sizeof(text), "await: not measured: %s", vj_async_not_covered(doc));
+		print_wrapped(c, &r, text);
+	} else if (c->sel.await || vj_await_s(doc) > 0) {
 		double aw = vj_await_s(doc);
 		char text[200];
 

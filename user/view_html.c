@@ -576,6 +576,8 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "await", json_object_new_boolean(m->sel.await));
 	if (vj_await_s(doc) >= 0)
 		add(r, "await_s", num(vj_await_s(doc)));
+	if (vj_async_not_covered(doc))
+		add(r, "await_not_covered", text(vj_async_not_covered(doc), 300));
 	add(r, "threshold", num(m->sel.all_lines ? 0 : m->sel.threshold));
 	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
 	add(r, "footprint_measured", json_object_new_boolean(vj_footprint_measured(doc)));

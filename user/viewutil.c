@@ -306,6 +306,13 @@ double vj_await_s(struct json_object *doc)
 	return vj_num_of(v) > 0 ? vj_num_of(v) : 0;
 }
 
+const char *vj_async_not_covered(struct json_object *doc)
+{
+	const char *s = vj_str(vj_object(vj_object(doc, "scalene_bpf"), "async"), "not_covered");
+
+	return s && *s ? s : NULL;
+}
+
 size_t vj_task_names(struct json_object *row, const char **names, size_t max)
 {
 	struct json_object *a = vj_array(row, "async_task_names");

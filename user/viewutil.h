@@ -116,6 +116,9 @@ bool vj_file_shown(const struct vj_select *sel, struct json_object *fd);
 double vj_await_s(struct json_object *doc);
 /* The row's async_task_names: how many are strings, and the first max of
  * them in names (NULL for none). */
+/* scalene_bpf.async.not_covered: why waiting was not measured (uvloop), or
+ * NULL. */
+const char *vj_async_not_covered(struct json_object *doc);
 size_t vj_task_names(struct json_object *row, const char **names, size_t max);
 
 /* ---- lost data ---- */

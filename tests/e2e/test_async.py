@@ -24,7 +24,9 @@ unmarked).
 
 import json
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -609,3 +611,24 @@ def test_attach_to_server(python, tmp_path, accuracy):
     rows = file_entry(res.profile, prog)["lines"]
     marked = {m: rows[n - 1] for m, n in markers(prog).items()}
     check_server(res.profile, prog, truth, marked, accuracy)
+
+
+# --------------------------------------------------------------------------
+# uvloop
+# --------------------------------------------------------------------------
+
+def test_uvloop_said_not_covered(tmp_path):
+    """uvloop's event loop is compiled code: its waiting is not recognised.
+    The run says so (stderr and scalene_bpf.async.not_covered) instead of
+    reporting no await time as if there were none."""
+    venv_py = Path(sys.executable)
+    if subprocess.run([str(venv_py), "-c", "import uvloop"]).returncode:
+        pytest.fail("uvloop is not installed in the test venv (tests/requirements.txt)")
+    prog = tmp_path / "uv.py"
+    prog.write_text("import asyncio\nimport uvloop\n\n\nasync def wait():\n"
+                    "    await asyncio.sleep(2)\n\n\nuvloop.run(wait())\n")
+    res = profile_run(str(venv_py), str(prog), tmp=tmp_path, opts=("--cpu-only",))
+    facts = res.profile["scalene_bpf"]["async"]
+    assert "uvloop" in facts.get("not_covered", ""), facts
+    assert "uvloop" in res.stderr, res.stderr[-2000:]
+    assert facts["await_s"] == 0, facts

@@ -169,7 +169,9 @@ function header() {
 	fact('GPU', gpuOn ? 'on' + (str(D.gpu_device) ? ' (' + str(D.gpu_device) + ')' : '') : 'off');
 	if (D.async === true)
 		fact('async', 'on');
-	if (D.await_s !== undefined)
+	if (str(D.await_not_covered))
+		fact('await time', 'not measured: ' + str(D.await_not_covered));
+	else if (D.await_s !== undefined)
 		fact('await time', secs(D.await_s));
 	fact('profile', str(D.name) || '?');
 	fact('written by', str(D.producer) || '?');
