@@ -649,6 +649,13 @@ static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 		} else {
 			memcpy(&w[i].frame, buf + o->gen_frame, 8);
 			w[i].suspended = a->pp->minor == 9 && !buf[o->gen_running];
+			if (a->pp->minor == 9 && buf[o->gen_running]) {
+				/* Running: the loop left its selector. */
+				if (!w[i].n)
+					w[i].why = CHAIN_GONE;
+				w[i].obj = 0;
+				continue;
+			}
 			if (!pyobj__ptr_ok(w[i].frame)) {
 				if (!w[i].frame && !w[i].n)
 					w[i].why = CHAIN_GONE;

@@ -42,10 +42,6 @@ EXCLUDE_SPIN = ("--profile-exclude", "spin_helper")
 # loop time, thousands of snapshots; what is left is the moments around a
 # wake-up (a task resumed but not yet at its next await).
 SHARE_POINTS = 5.0
-# Task churn: some 25 snapshots in 2 s (their own cost spaces them), each
-# at a moment when 0 to 20 short tasks wait: the shares are compared more
-# loosely than where the tasks waiting stay the same.
-CHURN_POINTS = 12.0
 AWAIT_FIELDS = ("n_async_await_percent", "n_async_concurrency_mean",
                 "n_async_concurrency_peak")
 
@@ -364,7 +360,10 @@ def test_two_loops_in_two_threads(python, tmp_path, accuracy):
     in loop a, 13 in loop b; one pool of 20 over both loops would give a's
     lines 35 % where they have about half."""
     prog = program("async_two_loops.py")
-    res, truth, rows = run_async(python, "async_two_loops.py", tmp_path)
+    # 3 s: each loop's lines are credited only at the snapshots that find
+    # that loop idle.
+    res, truth, rows = run_async(python, "async_two_loops.py", tmp_path,
+                                 seconds="3")
     prof = res.profile
     facts = check_async_on(prof, prog)
     ctx = f"truth {truth}; {awaited(prof)}"
@@ -443,12 +442,12 @@ def test_task_churn(python, tmp_path, accuracy):
              facts["tasks_unreadable"], "<= 2 + 1%")
     accuracy("tasks resumed while read (of tasks_read)", facts["tasks_read"],
              facts.get("tasks_resumed"), "(reported)")
-    # The suspended tasks number 2 to 22 from one moment to the next: the
+    # The suspended tasks come and go from one moment to the next: the
     # shares are the program's samples of the idle moments, not its clocks.
     for m in ("tiny", "spawn", "main"):
         check_share(accuracy, f"{m} share (idle samples), %",
                     rows[m].get("n_async_await_percent", 0),
-                    truth["idle_shares"][m], ctx, points=CHURN_POINTS)
+                    truth["idle_shares"][m], ctx)
     # A bare yield is no wait: the loop runs the task again at once.
     zero = rows["zero"].get("n_async_await_percent", 0)
     accuracy("zero line await %", 0.0, zero, "<= 2")
@@ -488,8 +487,11 @@ def test_100k_pending_tasks(python, tmp_path, accuracy):
     accuracy("scalene-bpf wall s vs unprofiled process",
              round(plain_s, 2), round(res.wall_s, 2), "+30% + 2 s")
     assert res.wall_s <= 1.3 * plain_s + 2.0, ctx
-    assert facts["partial_snapshots"] > 0 or \
-        facts["max_tasks"] < truth["tasks"], f"snapshots unbounded: {ctx}"
+    # Bounded: the snapshots read a sample of the set (or were cut short).
+    bounded = facts.get("sampled_snapshots", 0) + facts["partial_snapshots"]
+    accuracy("sampled or partial snapshots (of snapshots)",
+             facts["snapshots"], bounded, "> 0")
+    assert bounded > 0, f"snapshots unbounded: {facts}; {ctx}"
     share = rows["wait"].get("n_async_await_percent", 0)
     accuracy("wait line await %", 100.0, share, ">= 98")
     assert share >= 98.0, ctx

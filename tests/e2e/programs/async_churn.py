@@ -1,15 +1,17 @@
 """Task churn: thousands of short tasks a second, each created, run and
 gone within a few milliseconds, for argv[1] seconds.
 
-A spawner creates a batch of 20 tasks, then sleeps 4 ms on the `spawn`
+A spawner creates a batch of 5 tasks, then sleeps 0.5 to 1.5 ms (seeded:
+a fixed round could keep in step with the profiler's polls) on the `spawn`
 line, and again; each short task awaits asyncio.sleep(0) on the `zero`
-line (a bare yield: the loop does not wait for it), then sleeps 1 to 3 ms
-(seeded) on the `tiny` line, and ends.  The main task waits for the
-spawner on the `main` line.  The task set changes all the time while it is
-read, and so does the number of suspended tasks (2 to 22): the lines'
-shares of the idle time are sampled (async_truth.Truth.watch_idle).
-Writes to argv[2] (JSON) those shares, the clocks per marked line, the
-tasks' names, how many short tasks ran, and how long the loop was idle.
+line (a bare yield: the loop does not wait for it), then sleeps 2 to 6 ms
+(seeded) on the `tiny` line, and ends: some 15 of them wait at any moment.
+The main task waits for the spawner on the `main` line.  The task set
+changes all the time while it is read, and so does the number of suspended
+tasks: the lines' shares of the idle time are sampled
+(async_truth.Truth.watch_idle).  Writes to argv[2] (JSON) those shares, the
+clocks per marked line, the tasks' names, how many short tasks ran, and how
+long the loop was idle.
 """
 import asyncio
 import random
@@ -17,7 +19,7 @@ import sys
 
 from async_truth import Truth
 
-BATCH = 20
+BATCH = 5
 truth = Truth()
 done = 0
 
@@ -40,13 +42,13 @@ async def spawner(seconds):
     n = 0
     while truth.now() < end:
         for _ in range(BATCH):
-            task = asyncio.create_task(short(rng.uniform(0.001, 0.003)),
+            task = asyncio.create_task(short(rng.uniform(0.002, 0.006)),
                                        name=f"short-{n}")
             n += 1
             live.add(task)
             task.add_done_callback(live.discard)
         t = truth.enter("spawn")
-        await asyncio.sleep(0.004)  # LINE: spawn
+        await asyncio.sleep(rng.uniform(0.0005, 0.0015))  # LINE: spawn
         truth.add("spawn", t)
     while live:
         t = truth.enter("drain")
