@@ -60,6 +60,7 @@ struct asyncprobe {
 	char path[PATH_MAX]; /* as given */
 	struct interp_id id;
 	bool have_id;
+	bool builtin; /* the built-in probe: its result may be kept on disk */
 	char out[PROBE_OUT_MAX + 1];
 	size_t nout;
 	bool out_overflow;
@@ -492,6 +493,84 @@ static bool id_equal(const struct interp_id *a, const struct interp_id *b)
 	       !strcmp(a->path, b->path);
 }
 
+static void cache_store(const struct interp_id *id, const struct async_layout *l);
+
+/* ---- the on-disk cache ----------------------------------------------- */
+
+/* A probe's output line is kept per interpreter file in a directory only
+ * root writes (SCALENE_BPF_CACHE_DIR overrides it), so that later runs do
+ * not wait for the probe: the event loop's first idle time is otherwise
+ * lost while it runs.  What is read back goes through the same strict
+ * parser as the probe's own output. */
+#define DISK_CACHE_DIR "/var/cache/scalene-bpf"
+
+static const char *disk_dir(void)
+{
+	const char *d = getenv("SCALENE_BPF_CACHE_DIR");
+
+	return d && *d ? d : DISK_CACHE_DIR;
+}
+
+static int disk_path(const struct interp_id *id, char *buf, size_t n)
+{
+	unsigned long long h = 1469598103934665603ULL;
+	const char *c;
+
+	for (c = id->path; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	h ^= (unsigned long long)id->dev * 0x9e3779b97f4a7c15ULL;
+	h ^= (unsigned long long)id->ino * 0xc2b2ae3d27d4eb4fULL;
+	h ^= (unsigned long long)id->size * 0x165667b19e3779f9ULL;
+	h ^= (unsigned long long)id->mtime.tv_sec * 0x27d4eb2f165667c5ULL;
+	h ^= (unsigned long long)id->mtime.tv_nsec;
+	return snprintf(buf, n, "%s/asyncprobe-%016llx", disk_dir(), h) < (int)n ? 0
+										 : -ENAMETOOLONG;
+}
+
+static int disk_load(const struct interp_id *id, struct async_layout *out)
+{
+	char path[PATH_MAX], buf[PROBE_OUT_MAX + 1], why[160];
+	ssize_t n;
+	int fd, err;
+
+	if (disk_path(id, path, sizeof(path)))
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n <= 0 || n > PROBE_OUT_MAX)
+		return -EBADMSG;
+	err = asyncprobe__parse(buf, (size_t)n, out, why, sizeof(why));
+	return err;
+}
+
+static void disk_store(const struct interp_id *id, const char *line, size_t len)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 16];
+	int fd;
+
+	if (geteuid() != 0 && !getenv("SCALENE_BPF_CACHE_DIR"))
+		return;
+	if (disk_path(id, path, sizeof(path)))
+		return;
+	if (mkdir(disk_dir(), 0700) && errno != EEXIST)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, len) != (ssize_t)len || fsync(fd)) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	close(fd);
+	if (rename(tmp, path))
+		unlink(tmp);
+}
+
 int asyncprobe__cached(const char *interp_path, struct async_layout *out)
 {
 	struct interp_id id;
@@ -510,6 +589,10 @@ int asyncprobe__cached(const char *interp_path, struct async_layout *out)
 		}
 	}
 	pthread_mutex_unlock(&cache_lock);
+	if (err && !disk_load(&id, out)) {
+		cache_store(&id, out);
+		err = 0;
+	}
 	return err;
 }
 
@@ -614,6 +697,7 @@ struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gi
 	p->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : PROBE_TIMEOUT_MS;
 	snprintf(p->path, sizeof(p->path), "%s", interp_path);
 	p->have_id = !interp_identify(interp_path, &p->id);
+	p->builtin = script == asyncprobe_script;
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0 || pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC) ||
 	    pipe2(execp, O_CLOEXEC)) {
@@ -783,8 +867,11 @@ static int finish(struct asyncprobe *p, int status)
 		return err;
 	}
 	stderr_text(p, false, p->why, sizeof(p->why));
-	if (p->have_id && !interp_identify(p->path, &now) && id_equal(&now, &p->id))
+	if (p->have_id && !interp_identify(p->path, &now) && id_equal(&now, &p->id)) {
 		cache_store(&p->id, &p->layout);
+		if (p->builtin)
+			disk_store(&p->id, p->out, p->nout);
+	}
 	return 0;
 }
 

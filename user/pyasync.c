@@ -2,11 +2,13 @@
 /* Where an asyncio program's coroutines wait, read from outside (see
  * pyasync.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <linux/types.h>
 
@@ -30,14 +32,14 @@
 #define MAX_NAMES 65536	      /* task name objects remembered */
 /* A poll stands for the time since the one before, up to this much: a
  * loader that stalled for longer does not know what the loop did. */
-#define MAX_POLL_GAP_NS 50000000ULL
+#define MAX_POLL_GAP_NS 250000000ULL
 /* Snapshots at most every MIN_SNAPSHOT_NS, and further apart when they
  * cost more: their own time stays near 1 / COST_RATIO of the time between. */
 /* Frames of each task of the last snapshot kept for the idle time after it
  * (pyasync__flush): the innermost ones, where the wait is credited. */
 #define SAVED_FRAMES 16
-#define MIN_SNAPSHOT_NS 10000000ULL
-#define COST_RATIO 100
+#define MIN_SNAPSHOT_NS 5000000ULL
+#define COST_RATIO 50
 #define CODE_MEMO_NS 1000000000ULL
 #define OBJ_READ 512	   /* bytes of a task or coroutine read at once, at most */
 #define FRAME_READ_MAX 512 /* bytes of a frame */
@@ -436,8 +438,30 @@ static uint64_t top_frame(struct pyasync *a, uint64_t tstate)
 	return pyobj__ptr_ok(f) ? f : 0;
 }
 
+/* 'S' when the thread sleeps (in the selector's epoll_wait, here), 'R'
+ * when it runs or waits for a CPU; 0 when it cannot be told. */
+static char thread_state(int pid, int tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 /* When the thread is an event loop blocked in its selector: its loop and
- * the globals of base_events. */
+ * the globals of base_events.  Blocked, not only there: a loop just woken
+ * that waits for a CPU, its stack still in the selector, is not idle. */
 static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uint64_t *globals)
 {
 	uint64_t addr = top_frame(a, tstate);
@@ -453,13 +477,23 @@ static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uin
 		if (frame_ref_of(a, &f, &fr, NULL))
 			return false;
 		if (is_run_once(&fr)) {
+			int tid;
+
 			/* Idle only when it waits in the selector: the frames
 			 * inside it are the selector's. */
-			if (!python)
+			if (!python || !pyobj__ptr_ok(f.local0))
 				return false;
+			if (!python__thread_tid(a->pp, tstate, &tid)) {
+				char st = thread_state(a->pp->pid, tid);
+
+				if (st && st != 'S' && st != 'D')
+					return false;
+			} else {
+				a->st.state_unknown++;
+			}
 			*loop = f.local0;
 			*globals = f.globals;
-			return pyobj__ptr_ok(f.local0);
+			return true;
 		}
 		if (!ends_with(fr.filename, "/selectors.py"))
 			return false;
@@ -1145,7 +1179,13 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 			if (ls) {
 				ls->idle = true;
 				ls->globals = globals;
-				ls->pending_ns += gap;
+				/* Before the layout is known no snapshot can
+				 * say which tasks waited: that time is kept
+				 * apart, not given to the first snapshot. */
+				if (a->have_layout)
+					ls->pending_ns += gap;
+				else
+					a->st.before_layout_ns += gap;
 				a->st.idle_ns += gap;
 				any = true;
 			}

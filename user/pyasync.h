@@ -47,6 +47,7 @@ typedef int (*pyasync_resolve_fn)(void *ctx, uint64_t code, uint64_t tag, int of
 struct pyasync_stats {
 	uint64_t polls;		   /* thread scans */
 	uint64_t idle_polls;	   /* ... that found an idle event loop */
+	uint64_t state_unknown;	   /* ... of a thread whose sleep could not be checked */
 	uint64_t snapshots;	   /* task sets read */
 	uint64_t tasks_read;	   /* pending tasks of idle loops found in them */
 	uint64_t tasks_unreadable; /* tasks (or their chains) that could not be read */
@@ -60,6 +61,7 @@ struct pyasync_stats {
 	double idle_ns;		   /* idle loop time seen */
 	double credited_ns;	   /* ... handed to tasks */
 	double empty_ns;	   /* ... of loops that had no pending task */
+	double before_layout_ns;   /* ... before the probe gave the layout: not credited */
 	double after_last_ns;	   /* ... after the last snapshot: credited as it found the tasks */
 	double cost_ns;		   /* this reader's own time */
 	int loops;		   /* distinct event loops seen idle */

@@ -649,3 +649,34 @@ cleanup:
 	procmaps__free(m);
 	return err;
 }
+
+int python__thread_tid(const struct py_proc *pp, uint64_t tstate, int *tid)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t v = 0, pt;
+	uint32_t t = 0;
+	int err;
+
+	*tid = 0;
+	if (o->tstate_native_thread_id != PYOFF_NONE) {
+		err = mem_read_u64(pp->pid, tstate + o->tstate_native_thread_id, &v);
+		if (err)
+			return err;
+		*tid = (int)v;
+		return v && v < (1u << 30) ? 0 : -EINVAL;
+	}
+	/* Through glibc's struct pthread, whose tid offset must give the
+	 * process's own id for its main thread. */
+	err = mem_read_u32(pp->pid, pp->main_thread + GLIBC_PTHREAD_TID, &t);
+	if (err)
+		return err;
+	if ((int)t != pp->pid)
+		return -ENOTSUP;
+	err = mem_read_u64(pp->pid, tstate + o->tstate_thread_id, &pt);
+	if (!err)
+		err = mem_read_u32(pp->pid, pt + GLIBC_PTHREAD_TID, &t);
+	if (err)
+		return err;
+	*tid = (int)t;
+	return t && t < (1u << 30) ? 0 : -EINVAL;
+}

@@ -63,6 +63,15 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen);
  * reason in why.  Binaries it cannot tell about pass. */
 int python__check_binary(const char *path, char *why, size_t whylen);
 
+/* glibc x86_64: struct pthread.tid, the kernel thread id of a pthread_t
+ * (the thread states of 3.9 and 3.10 hold only the pthread_t).  Checked per
+ * process against the main thread before use (python__thread_tid). */
+#define GLIBC_PTHREAD_TID 0x2d0
+
+/* The kernel thread id of a thread state: native_thread_id (3.11+), or
+ * through its pthread_t (glibc); 0 with -errno when it cannot be told. */
+int python__thread_tid(const struct py_proc *pp, uint64_t tstate, int *tid);
+
 /* The walker's configuration for a layout table (glibc x86_64 TSD). */
 void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c);
 

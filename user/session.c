@@ -100,6 +100,8 @@ struct mem_summary {
 #define FAST_POLL_MS 1
 #define SLOW_POLL_MS 10
 #define FAST_WINDOW_NS 1000000000ULL
+/* Event loops are looked at this often (pyasync.h). */
+#define ASYNC_POLL_NS 10000000ULL
 
 struct thread_name_key {
 	int tgid, tid;
@@ -201,6 +203,7 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 {
 	t->polls += a->polls;
 	t->idle_polls += a->idle_polls;
+	t->state_unknown += a->state_unknown;
 	t->snapshots += a->snapshots;
 	t->tasks_read += a->tasks_read;
 	t->tasks_unreadable += a->tasks_unreadable;
@@ -215,6 +218,7 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->credited_ns += a->credited_ns;
 	t->empty_ns += a->empty_ns;
 	t->after_last_ns += a->after_last_ns;
+	t->before_layout_ns += a->before_layout_ns;
 	t->cost_ns += a->cost_ns;
 	t->loops += a->loops;
 	if (a->max_tasks > t->max_tasks)
@@ -269,14 +273,22 @@ static int async_resolve(void *ctx, uint64_t code, uint64_t tag, int offset, str
 	return out->filename && out->qualname ? 0 : -ENOMEM;
 }
 
+static void async_probe(struct session *s, struct tproc *tp, bool cached_only);
+
 static void async_start(struct session *s, struct tproc *tp)
 {
 	if (!s->async_waits || tp->aw)
 		return;
 	tp->session = s;
 	tp->aw = pyasync__new(&tp->pp, s->profile, async_resolve, tp);
-	if (!tp->aw)
+	if (!tp->aw) {
 		pr_warn("process %d: no await attribution: out of memory\n", tp->pid);
+		return;
+	}
+	/* A layout measured before (this run or an earlier one) is taken
+	 * now, so that no idle time waits for it; else the probe runs when
+	 * an event loop is first seen. */
+	async_probe(s, tp, true);
 }
 
 /* The uid and gid the process runs as: the probe runs as them. */
@@ -323,8 +335,9 @@ static void async_layout_note(struct session *s, struct tproc *tp, const struct 
 		json_object_put(o);
 }
 
-/* The probe measures the layout once the process shows an event loop. */
-static void async_probe(struct session *s, struct tproc *tp)
+/* The probe measures the layout once the process shows an event loop
+ * (cached_only: only a layout measured before is taken). */
+static void async_probe(struct session *s, struct tproc *tp, bool cached_only)
 {
 	struct pyasync_layout pl;
 	struct async_layout l;
@@ -337,6 +350,8 @@ static void async_probe(struct session *s, struct tproc *tp)
 	if (!tp->probe) {
 		if (asyncprobe__cached(exe, &l) == 0)
 			goto have;
+		if (cached_only)
+			return;
 		err = proc_ids(tp->pid, &uid, &gid);
 		if (!err)
 			tp->probe = asyncprobe__start(exe, uid, gid, why, sizeof(why));
@@ -384,14 +399,26 @@ failed:
 	async_layout_note(s, tp, NULL, why);
 }
 
-/* Polls the process's event loops every SLOW_POLL_MS. */
+/*
+ * Polls the process's event loops every ASYNC_POLL_NS, on a fixed schedule
+ * that the loader's wake-ups do not move (session__poll_ms sleeps until the
+ * next poll): a poll made because a record arrived would come just after
+ * the program woke, and the end of every wait would be missed.
+ */
+static bool async_due(const struct tproc *tp)
+{
+	return tp->aw && !tp->exited && tp->state == TP_PYTHON;
+}
+
 static void async_tick(struct session *s, struct tproc *tp, uint64_t now)
 {
 	int r;
 
-	if (!tp->aw || tp->exited || tp->state != TP_PYTHON || now < tp->next_async_ns)
+	if (!async_due(tp) || now < tp->next_async_ns)
 		return;
-	tp->next_async_ns = now + SLOW_POLL_MS * 1000000ULL;
+	tp->next_async_ns += ASYNC_POLL_NS;
+	if (tp->next_async_ns <= now)
+		tp->next_async_ns = now + ASYNC_POLL_NS;
 	r = pyasync__poll(tp->aw, now);
 	if (pyasync__uvloop(tp->aw) && !tp->uvloop_told) {
 		tp->uvloop_told = true;
@@ -401,7 +428,7 @@ static void async_tick(struct session *s, struct tproc *tp, uint64_t now)
 			tp->pid);
 	}
 	if (r == 1 && !pyasync__has_layout(tp->aw) && !tp->probe_done)
-		async_probe(s, tp);
+		async_probe(s, tp, false);
 }
 
 static uint64_t now_ns(void)
@@ -524,7 +551,22 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 
 int session__poll_ms(const struct session *s, uint64_t now)
 {
-	return now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
+	int ms = now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
+	size_t it = 0;
+	void *v;
+
+	/* Awake for the next event-loop poll, on its schedule. */
+	while (s->async_waits && hmap__next(s->procs, &it, NULL, &v)) {
+		const struct tproc *tp = v;
+		uint64_t left;
+
+		if (!async_due(tp))
+			continue;
+		left = tp->next_async_ns > now ? tp->next_async_ns - now : 0;
+		if (left / 1000000 < (uint64_t)ms)
+			ms = (int)((left + 999999) / 1000000);
+	}
+	return ms;
 }
 
 void session__tick(struct session *s, uint64_t now)
@@ -1260,9 +1302,14 @@ static struct json_object *async_facts(struct session *s)
 	json_object_object_add(o, "idle_loop_s", seconds(t.idle_ns));
 	json_object_object_add(o, "idle_loop_without_tasks_s", seconds(t.empty_ns));
 	json_object_object_add(o, "idle_after_last_snapshot_s", seconds(t.after_last_ns));
+	/* The loop's idle time before the probe had measured the layout
+	 * (its first ~0.1-0.3 s): not credited to any line. */
+	json_object_object_add(o, "idle_before_layout_s", seconds(t.before_layout_ns));
 	json_object_object_add(o, "loops", json_object_new_int(t.loops));
 	json_object_object_add(o, "polls", json_object_new_int64((int64_t)t.polls));
 	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));
+	json_object_object_add(o, "idle_unchecked_polls",
+			       json_object_new_int64((int64_t)t.state_unknown));
 	json_object_object_add(o, "snapshots", json_object_new_int64((int64_t)t.snapshots));
 	json_object_object_add(o, "partial_snapshots", json_object_new_int64((int64_t)t.partial));
 	json_object_object_add(o, "sampled_snapshots", json_object_new_int64((int64_t)t.sampled));

@@ -618,6 +618,9 @@ int main(void)
 		return 1;
 	}
 	chmod(tmpdir, 0755);
+	/* Probe results this run keeps on disk go to the test's folder. */
+	snprintf(cmd, sizeof(cmd), "%s/cache", tmpdir);
+	setenv("SCALENE_BPF_CACHE_DIR", cmd, 1);
 	RUN_TEST(test_parse_good);
 	RUN_TEST(test_parse_bad);
 	RUN_TEST(test_live);

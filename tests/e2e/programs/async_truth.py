@@ -103,15 +103,28 @@ class Truth:
         self._idle_thread = threading.Thread(target=run, daemon=True)
         self._idle_thread.start()
 
+    @staticmethod
+    def _runqueue_s():
+        """Time this thread has waited for a CPU while runnable (the
+        kernel's schedstat): not idle, only preempted on a busy machine."""
+        try:
+            with open("/proc/thread-self/schedstat") as f:
+                return int(f.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
     def loop_start(self):
-        self._loop0 = (self.now(), time.thread_time())
+        self._loop0 = (self.now(), time.thread_time(), self._runqueue_s())
 
     def loop_end(self):
         wall = self.now() - self._loop0[0]
         cpu = time.thread_time() - self._loop0[1]
+        waited = self._runqueue_s() - self._loop0[2]
         self.extra["loop_wall_s"] = wall
         self.extra["loop_cpu_s"] = cpu
-        self.extra["loop_idle_s"] = wall - cpu
+        self.extra["loop_runqueue_s"] = waited
+        # Idle: neither running nor waiting for a CPU (in the selector).
+        self.extra["loop_idle_s"] = wall - cpu - waited
 
     def stop(self):
         self._watching = False
