@@ -81,17 +81,26 @@ class Truth:
 
     def watch_idle(self, period=0.002):
         """Until stop(): the idle shares of the lines, sampled from another
-        thread while this one (the loop's) waits in its selector."""
+        thread while this one (the loop's) waits in its selector, asleep
+        there (not a selector call that returns at once)."""
         loop_thread = threading.get_ident()
+        stat = f"/proc/self/task/{threading.get_native_id()}/stat"
         rng = random.Random(9)
         self._idle_watching = True
+
+        def sleeping():
+            try:
+                with open(stat) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "S"
+            except (OSError, IndexError):
+                return False
 
         def run():
             while self._idle_watching:
                 time.sleep(period * rng.uniform(0.5, 1.5))
                 f = sys._current_frames().get(loop_thread)
                 if f is None or not f.f_code.co_filename.endswith(
-                        "selectors.py"):
+                        "selectors.py") or not sleeping():
                     continue
                 n = sum(self.at.values())
                 if n <= 0:
