@@ -63,6 +63,7 @@ struct pending_task {
 	const char *name;
 	int loop;    /* index in loops[] */
 	int nframes; /* of its await chain, in chains[] */
+	int why;     /* CHAIN_*: why nframes is 0 */
 };
 
 /* A task of the last snapshot, as credited. */
@@ -91,9 +92,19 @@ struct rframe {
 /* Chains followed at once, level by level: at each level one batched read
  * of the objects awaited, one of their frames (<= 3.10, where a frame is an
  * object of its own) and one of the tops of their value stacks. */
+/* Why a task's chain has no frame: its coroutine has not started (it
+ * waits at no await yet), or is running or done (it went on after the loop
+ * left its selector during the snapshot). */
+enum {
+	CHAIN_READ,
+	CHAIN_UNSTARTED,
+	CHAIN_GONE
+};
+
 struct chain_walk {
 	uint64_t obj; /* the object to read at this level; 0: done */
 	int n;	      /* frames found, outermost first */
+	int why;      /* CHAIN_*, when the task's own coroutine is not waiting */
 	bool has_frame, suspended;
 	uint64_t frame;
 	struct rframe f;
@@ -656,6 +667,13 @@ static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 			w[i].suspended =
 				state == o->state_suspended || state == o->state_suspended_yf;
 			if (!w[i].suspended && state != o->state_created) {
+				if (!w[i].n)
+					w[i].why = CHAIN_GONE;
+				w[i].obj = 0;
+				continue;
+			}
+			if (!w[i].suspended && !w[i].n) {
+				w[i].why = CHAIN_UNSTARTED;
 				w[i].obj = 0;
 				continue;
 			}
@@ -665,8 +683,18 @@ static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 		} else {
 			memcpy(&w[i].frame, buf + o->gen_frame, 8);
 			w[i].suspended = a->pp->minor == 9 && !buf[o->gen_running];
-			if (!pyobj__ptr_ok(w[i].frame))
+			if (a->pp->minor == 9 && buf[o->gen_running]) {
+				/* Running: the loop left its selector. */
+				if (!w[i].n)
+					w[i].why = CHAIN_GONE;
 				w[i].obj = 0;
+				continue;
+			}
+			if (!pyobj__ptr_ok(w[i].frame)) {
+				if (!w[i].frame && !w[i].n)
+					w[i].why = CHAIN_GONE;
+				w[i].obj = 0;
+			}
 		}
 	}
 	if (a->pp->minor <= 10) {
@@ -693,9 +721,17 @@ static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 			if (a->pp->minor == 10) {
 				w[i].suspended = w[i].f.state == o->state_suspended;
 				if (!w[i].suspended && w[i].f.state != o->state_created) {
+					if (!w[i].n)
+						w[i].why = CHAIN_GONE;
 					w[i].obj = 0;
 					continue;
 				}
+			}
+			if (!w[i].n && (a->pp->minor == 9 ? w[i].f.offset < 0
+							  : w[i].f.state == o->state_created)) {
+				w[i].why = CHAIN_UNSTARTED;
+				w[i].obj = 0;
+				continue;
 			}
 			w[i].has_frame = true;
 		}
@@ -765,6 +801,7 @@ static int read_chains(struct pyasync *a, int ntasks)
 			a->chains[(size_t)i * SAVED_FRAMES + k] =
 				outer[(size_t)i * MAX_CHAIN + n - 1 - k];
 		a->tasks[i].nframes = n < SAVED_FRAMES ? n : SAVED_FRAMES;
+		a->tasks[i].why = n ? CHAIN_READ : w[i].why;
 	}
 	return err;
 }
@@ -893,12 +930,18 @@ static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
 			    pyobj__attr(&a->po, task, "_loop", &t->loop))
 				continue;
 			pyobj__attr(&a->po, task, "_name", &name);
+			/* A pending Future has no `_state` of its own: the
+			 * class's `_state = _PENDING` holds until the result is
+			 * set. */
 			err = pyobj__attr(&a->po, task, "_state", &state);
-			if (err) {
+			if (err == -ENOENT) {
+				t->pending = true;
+			} else if (err) {
 				errs[i] = err;
 				continue;
+			} else {
+				t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
 			}
-			t->pending = pyobj__str_eq(&a->po, state, "PENDING") == 1;
 		}
 		if (!pyobj__ptr_ok(t->loop))
 			continue;
@@ -981,7 +1024,7 @@ static void snapshot(struct pyasync *a)
 			continue;
 		for (l = 0; l < a->nloops && a->loops[l].loop != t.loop; l++)
 			;
-		tasks[ntasks] = (struct pending_task){ t.coro, t.name, l, 0 };
+		tasks[ntasks] = (struct pending_task){ t.coro, t.name, l, 0, CHAIN_READ };
 		per_loop[l]++;
 		ntasks++;
 	}
@@ -993,7 +1036,12 @@ static void snapshot(struct pyasync *a)
 		partial = true;
 	for (i = 0; i < (size_t)ntasks; i++) {
 		if (!tasks[i].nframes) {
-			a->st.tasks_unreadable++;
+			if (tasks[i].why == CHAIN_UNSTARTED)
+				a->st.tasks_unstarted++;
+			else if (tasks[i].why == CHAIN_GONE)
+				a->st.tasks_resumed++;
+			else
+				a->st.tasks_unreadable++;
 			continue;
 		}
 		read_loop[tasks[i].loop]++;

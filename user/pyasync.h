@@ -51,6 +51,8 @@ struct pyasync_stats {
 	uint64_t snapshots;	   /* task sets read */
 	uint64_t tasks_read;	   /* pending tasks of idle loops found in them */
 	uint64_t tasks_unreadable; /* tasks (or their chains) that could not be read */
+	uint64_t tasks_unstarted;  /* pending tasks whose coroutine has not run yet */
+	uint64_t tasks_resumed;	   /* ... that ran on while the snapshot read them */
 	uint64_t partial;	   /* snapshots cut short (too many tasks, read budget) */
 	uint64_t sampled;	   /* snapshots that read a sample of a large task set */
 	uint64_t no_task_set;	   /* snapshots that could not find or read the task set */

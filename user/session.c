@@ -207,6 +207,8 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->snapshots += a->snapshots;
 	t->tasks_read += a->tasks_read;
 	t->tasks_unreadable += a->tasks_unreadable;
+	t->tasks_unstarted += a->tasks_unstarted;
+	t->tasks_resumed += a->tasks_resumed;
 	t->partial += a->partial;
 	t->sampled += a->sampled;
 	t->no_task_set += a->no_task_set;
@@ -1317,6 +1319,9 @@ static struct json_object *async_facts(struct session *s)
 	json_object_object_add(o, "tasks_read", json_object_new_int64((int64_t)t.tasks_read));
 	json_object_object_add(o, "tasks_unreadable",
 			       json_object_new_int64((int64_t)t.tasks_unreadable));
+	json_object_object_add(o, "tasks_unstarted",
+			       json_object_new_int64((int64_t)t.tasks_unstarted));
+	json_object_object_add(o, "tasks_resumed", json_object_new_int64((int64_t)t.tasks_resumed));
 	json_object_object_add(o, "max_tasks", json_object_new_int(t.max_tasks));
 	json_object_object_add(o, "await_stacks_dropped",
 			       json_object_new_int64((int64_t)profile__await_stacks_dropped(p)));

@@ -10,6 +10,11 @@ main task waits for them on the `gather` line.  Each task reads
 time.monotonic around its awaits; the totals per line, with the names of the
 tasks that waited there and how long the loop was idle (wall time less the
 loop thread's CPU time), go to argv[2] (JSON).
+
+With argv[3] "pytask", every task, the main one included, is asyncio's
+pure-Python Task (asyncio.tasks._PyTask, through the loop's task factory)
+instead of the C one: the same waiting, in task objects whose fields are
+instance attributes.  The classes of the tasks that ran go to the JSON too.
 """
 import asyncio
 import random
@@ -19,6 +24,13 @@ from async_truth import Truth
 
 TASKS = 6
 truth = Truth()
+kinds = set()
+
+
+def py_task(loop, coro, **kw):
+    """A task factory: loop.create_task passes name= from 3.13 on, context=
+    from 3.11 on when given (before, it names the task afterwards)."""
+    return asyncio.tasks._PyTask(coro, loop=loop, **kw)
 
 
 async def worker(i, seconds):
@@ -32,6 +44,8 @@ async def worker(i, seconds):
         t = truth.now()
         await asyncio.sleep(3 * d)  # LINE: long
         truth.add("long", t)
+    kinds.add(type(asyncio.current_task()).__module__ + "."
+              + type(asyncio.current_task()).__name__)
 
 
 async def main(seconds):
@@ -46,6 +60,15 @@ async def main(seconds):
     truth.stop()
 
 
-asyncio.run(main(float(sys.argv[1])))
+if sys.argv[3:] == ["pytask"]:
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(py_task)
+    try:
+        loop.run_until_complete(main(float(sys.argv[1])))
+    finally:
+        loop.close()
+else:
+    asyncio.run(main(float(sys.argv[1])))
 truth.extra["tasks"] = TASKS
+truth.extra["task_classes"] = sorted(kinds)
 truth.write(sys.argv[2])

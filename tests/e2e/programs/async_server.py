@@ -9,11 +9,14 @@ it waits as long as its client sleeps.  So the server-side waiting is on
 `handler_read`, about as much as the clients' sleeping, while the echo
 comes back quickly.  The main task waits for the clients on `gather`.
 
-Runs argv[1] seconds; writes to argv[2] (JSON) the time each marked await
+Runs argv[1] seconds or, when argv[1] is not a number, until the file it
+names exists (to be attached to: it says "ready" on stdout once the
+clients are connected); writes to argv[2] (JSON) the time each marked await
 took by the tasks' own clocks (time.monotonic), with the tasks' names, and
 how many lines the server echoed.
 """
 import asyncio
+import os
 import random
 import sys
 
@@ -38,11 +41,15 @@ async def handle(reader, writer):
     writer.close()
 
 
-async def client(i, port, seconds):
+def over(arg, end):
+    return truth.now() >= end or (end == float("inf") and os.path.exists(arg))
+
+
+async def client(i, port, arg, end, connected):
     rng = random.Random(i)
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    end = truth.now() + seconds
-    while truth.now() < end:
+    connected.append(i)
+    while not over(arg, end):
         t = truth.now()
         await asyncio.sleep(rng.uniform(0.020, 0.060))  # LINE: client_sleep
         truth.add("client_sleep", t)
@@ -56,11 +63,22 @@ async def client(i, port, seconds):
     await writer.wait_closed()
 
 
-async def main(seconds):
+async def ready(connected):
+    while len(connected) < CLIENTS:
+        await asyncio.sleep(0.01)
+    print("ready", flush=True)
+
+
+async def main(arg):
+    end = truth.now() + float(arg) if arg[0].isdigit() else float("inf")
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    clients = [asyncio.create_task(client(i, port, seconds), name=f"client-{i}")
+    connected = []
+    clients = [asyncio.create_task(client(i, port, arg, end, connected),
+                                   name=f"client-{i}")
                for i in range(CLIENTS)]
+    if end == float("inf"):
+        await ready(connected)
     t = truth.now()
     await asyncio.gather(*clients)  # LINE: gather
     truth.add("gather", t)
@@ -68,6 +86,6 @@ async def main(seconds):
     await server.wait_closed()
 
 
-asyncio.run(main(float(sys.argv[1])))
+asyncio.run(main(sys.argv[1]))
 truth.extra["echoed"] = echoed
 truth.write(sys.argv[2])

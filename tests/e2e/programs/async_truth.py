@@ -15,6 +15,14 @@ watch() counts, every few milliseconds from a loop callback (no task runs
 then, so every unfinished task is suspended), how many tasks are pending:
 the concurrency the profile should report while they wait.
 
+Where the number of suspended tasks changes all the time, the clocks are
+not the truth: the idle time is split evenly over the tasks suspended at
+each moment.  A program then brackets the awaits with enter(), which
+counts the tasks waiting at each line, and add(); watch_idle() looks, at
+random moments from a thread of its own, whether the loop's thread waits in
+its selector and, if so, adds each line's count over all the waiting tasks:
+the lines' shares of the idle time (idle_shares).
+
 loop_start() and loop_end(), on the thread that runs the loop, measure how
 long the loop was idle in between: the wall time less the thread's CPU time
 (the loop is either running callbacks, or blocked in the selector).
@@ -22,6 +30,8 @@ long the loop was idle in between: the wall time less the thread's CPU time
 import asyncio
 import json
 import random
+import sys
+import threading
 import time
 
 
@@ -33,10 +43,21 @@ class Truth:
         self.counts = []
         self.extra = {}
         self._watching = False
+        self.at = {}
+        self.idle = {}
+        self.idle_looks = 0
+
+    def enter(self, line):
+        """The current task is about to wait at line: counts it there and
+        returns the clock for add()."""
+        self.at[line] = self.at.get(line, 0) + 1
+        return self.now()
 
     def add(self, line, t0):
         """Adds now - t0 seconds to line, for the current task."""
         self.await_s[line] = self.await_s.get(line, 0.0) + self.now() - t0
+        if line in self.at:
+            self.at[line] -= 1
         task = asyncio.current_task()
         if task is not None:
             self.names.setdefault(line, set()).add(task.get_name())
@@ -57,6 +78,39 @@ class Truth:
             loop.call_later(period * rng.uniform(0.5, 1.5), look)
 
         loop.call_soon(look)
+
+    def watch_idle(self, period=0.002):
+        """Until stop(): the idle shares of the lines, sampled from another
+        thread while this one (the loop's) waits in its selector, asleep
+        there (not a selector call that returns at once)."""
+        loop_thread = threading.get_ident()
+        stat = f"/proc/self/task/{threading.get_native_id()}/stat"
+        rng = random.Random(9)
+        self._idle_watching = True
+
+        def sleeping():
+            try:
+                with open(stat) as f:
+                    return f.read().rsplit(")", 1)[1].split()[0] == "S"
+            except (OSError, IndexError):
+                return False
+
+        def run():
+            while self._idle_watching:
+                time.sleep(period * rng.uniform(0.5, 1.5))
+                f = sys._current_frames().get(loop_thread)
+                if f is None or not f.f_code.co_filename.endswith(
+                        "selectors.py") or not sleeping():
+                    continue
+                n = sum(self.at.values())
+                if n <= 0:
+                    continue
+                for k, v in self.at.items():
+                    self.idle[k] = self.idle.get(k, 0.0) + v / n
+                self.idle_looks += 1
+
+        self._idle_thread = threading.Thread(target=run, daemon=True)
+        self._idle_thread.start()
 
     @staticmethod
     def _runqueue_s():
@@ -83,8 +137,12 @@ class Truth:
 
     def stop(self):
         self._watching = False
+        if getattr(self, "_idle_watching", False):
+            self._idle_watching = False
+            self._idle_thread.join()
 
-    def write(self, path):
+    def doc(self):
+        """What write() writes, as a dict."""
         doc = {"await_s": self.await_s,
                "task_names": {k: sorted(v) for k, v in self.names.items()},
                **self.extra}
@@ -92,5 +150,12 @@ class Truth:
             doc["concurrency_mean"] = sum(self.counts) / len(self.counts)
             doc["concurrency_peak"] = max(self.counts)
             doc["concurrency_looks"] = len(self.counts)
+        if self.idle_looks:
+            doc["idle_shares"] = {k: 100.0 * v / self.idle_looks
+                                  for k, v in self.idle.items()}
+            doc["idle_looks"] = self.idle_looks
+        return doc
+
+    def write(self, path):
         with open(path, "w") as f:
-            json.dump(doc, f, indent=1)
+            json.dump(self.doc(), f, indent=1)
