@@ -33,8 +33,9 @@
 /* A poll stands for the time since the one before, up to this much: a
  * loader that stalled for longer does not know what the loop did. */
 #define MAX_POLL_GAP_NS 250000000ULL
-/* Snapshots at most every MIN_SNAPSHOT_NS, and further apart when they
- * cost more: their own time stays near 1 / COST_RATIO of the time between. */
+/* Snapshots at most every MIN_SNAPSHOT_NS (under the poll period: every
+ * poll when they are cheap), and further apart when they cost more: their
+ * own time stays near 1 / COST_RATIO of the time between. */
 /* Frames of each task of the last snapshot kept for the idle time after it
  * (pyasync__flush): the innermost ones, where the wait is credited. */
 #define SAVED_FRAMES 16
@@ -483,11 +484,15 @@ static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uin
 			 * inside it are the selector's. */
 			if (!python || !pyobj__ptr_ok(f.local0))
 				return false;
+			/* A thread id from inside another PID namespace names
+			 * no task here: then the state cannot be told. */
 			if (!python__thread_tid(a->pp, tstate, &tid)) {
 				char st = thread_state(a->pp->pid, tid);
 
 				if (st && st != 'S' && st != 'D')
 					return false;
+				if (!st)
+					a->st.state_unknown++;
 			} else {
 				a->st.state_unknown++;
 			}
