@@ -24,6 +24,7 @@
 #include "python.h"
 #include "runner.h"
 #include "session.h"
+#include "session_int.h"
 #include "usyms.h"
 
 /* About 600 bytes an entry: bounds the cache near 10 MB.  Past it the cache
@@ -42,103 +43,6 @@
 #define UTIL_BUCKETS 64
 /* Source files larger than this are not read. */
 #define MAX_SOURCE_BYTES (64 << 20)
-
-enum tproc_state {
-	TP_DETECTING = 0, /* started or exec'ed: not recognised yet */
-	TP_PYTHON,
-	TP_OTHER,	/* not Python (a shell, a tool): its children may be */
-	TP_UNSUPPORTED, /* Python we cannot walk; the reason was reported */
-};
-
-struct tproc {
-	int pid;
-	int ppid;
-	enum tproc_state state;
-	bool exited;
-	uint64_t space;	       /* code-object cache namespace */
-	uint64_t parent_space; /* the parent's, for code objects inherited at fork */
-	struct py_proc pp;
-	struct usyms *usyms;
-	uint64_t next_try_ns, first_try_ns, retry_ns;
-	uint64_t recognised_ns; /* when it was found to be Python */
-	uint64_t last_refresh_ns;
-	char why[256];
-	/* The allocation sampler in this process, as its probes reported. */
-	bool sampler_loaded;
-	bool sampler_final; /* its exit probe fired: state is final */
-	uint64_t sampler_addr;
-	struct scalene_bpf_sampler_state sampler;
-	/* Await attribution: the reader of its event loops' tasks, and the
-	 * measurement of the _asyncio layout it needs (asyncprobe.h). */
-	struct session *session;
-	struct pyasync *aw;
-	struct asyncprobe *probe;
-	bool probe_done;
-	bool uvloop_told;
-	uint64_t next_async_ns;
-};
-
-struct mem_summary {
-	int python_procs, with_sampler, with_state, not_loaded, shadowed, not_wrapped, foreign;
-	int not_loaded_pid, shadowed_pid, not_wrapped_pid;
-	double alloc, python, copy, sampled, sampled_python, sampled_copy;
-	uint64_t overflows, stale, restores;
-	uint64_t sample_bytes, copy_sample_bytes;
-};
-
-/*
- * Code objects are read from the program's memory when a record first names
- * them, and one that was freed in between (a module's code once its import
- * is done, code of a finished exec()) cannot be read any more.  While code
- * objects come and go (a Python process just started and importing, or a
- * frame just found unreadable) the loader drains every FAST_POLL_MS instead
- * of every SLOW_POLL_MS, for FAST_WINDOW_NS after the last such sign.  The
- * program is never stopped or slowed for it: the cost is the loader's own
- * wake-ups (about 1000 a second in those windows, each a poll and a drain of
- * what came: a few microseconds of the loader's CPU each).
- */
-#define FAST_POLL_MS 1
-#define SLOW_POLL_MS 10
-#define FAST_WINDOW_NS 1000000000ULL
-/* Event loops are looked at this often (pyasync.h). */
-#define ASYNC_POLL_NS 10000000ULL
-
-struct thread_name_key {
-	int tgid, tid;
-};
-
-struct session {
-	struct session_bpf bpf;
-	struct profile *profile;
-	const struct user_creds *creds;
-	uint64_t period_ns;
-	int ncpus;
-	int root_pid;
-	bool root_exited;
-	struct hmap *procs; /* pid -> struct tproc */
-	int nexited;	    /* exited processes still in procs */
-	uint64_t procs_retired;
-	struct mem_summary retired; /* what the memory summary keeps of them */
-	struct hmap *tnames;	    /* (tgid, tid) -> interned name */
-	struct pycode_cache *codes;
-	struct elf_cache *elves;
-	uint64_t next_space;
-	uint64_t fast_until_ns; /* drain every FAST_POLL_MS until then */
-	uint64_t util_bucket[UTIL_BUCKETS];
-	uint64_t util_count[UTIL_BUCKETS];
-	/* Counters for the profile. */
-	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
-	uint64_t walk_status[8];
-	uint64_t mem_records;
-	bool memory;
-	bool async_waits;
-	struct pyasync_stats async_retired; /* of processes gone from procs */
-	struct json_object *async_layouts;  /* what the probes found or why not */
-	int interpreters;
-	struct json_object *interp_list;
-};
-
-static void async_stop(struct tproc *tp);
 
 struct session *session__new(const struct session_opts *opts)
 {
@@ -184,7 +88,7 @@ void session__free(struct session *s)
 		struct tproc *tp = v;
 
 		usyms__free(tp->usyms);
-		async_stop(tp);
+		sasync_stop(tp);
 		free(tp);
 	}
 	hmap__free(s->procs);
@@ -194,241 +98,6 @@ void session__free(struct session *s)
 	elf_cache__free(s->elves);
 	json_object_put(s->interp_list);
 	free(s);
-}
-
-/* ---- await attribution ---- */
-
-/* Folds one reader's counters into a total. */
-static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
-{
-	t->polls += a->polls;
-	t->idle_polls += a->idle_polls;
-	t->state_unknown += a->state_unknown;
-	t->snapshots += a->snapshots;
-	t->tasks_read += a->tasks_read;
-	t->tasks_unreadable += a->tasks_unreadable;
-	t->tasks_unstarted += a->tasks_unstarted;
-	t->tasks_resumed += a->tasks_resumed;
-	t->partial += a->partial;
-	t->sampled += a->sampled;
-	t->no_task_set += a->no_task_set;
-	t->reads += a->reads;
-	t->syscalls += a->syscalls;
-	t->idle_ns += a->idle_ns;
-	t->credited_ns += a->credited_ns;
-	t->empty_ns += a->empty_ns;
-	t->after_last_ns += a->after_last_ns;
-	t->before_layout_ns += a->before_layout_ns;
-	t->cost_ns += a->cost_ns;
-	t->loops += a->loops;
-	if (a->max_tasks > t->max_tasks)
-		t->max_tasks = a->max_tasks;
-	t->uvloop |= a->uvloop;
-}
-
-static void async_stop(struct tproc *tp)
-{
-	asyncprobe__free(tp->probe);
-	tp->probe = NULL;
-	if (tp->aw) {
-		pyasync__flush(tp->aw);
-		async_add(&tp->session->async_retired, pyasync__stats(tp->aw));
-		pyasync__free(tp->aw);
-		tp->aw = NULL;
-	}
-	tp->probe_done = false;
-}
-
-void session__flush_async(struct session *s)
-{
-	size_t it = 0;
-	void *v;
-
-	while (hmap__next(s->procs, &it, NULL, &v)) {
-		struct tproc *tp = v;
-
-		if (tp->aw)
-			pyasync__flush(tp->aw);
-	}
-}
-
-static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64_t code,
-				     uint64_t tag);
-
-/* The await reader's frames, through the same code cache as the samples'. */
-static int async_resolve(void *ctx, uint64_t code, uint64_t tag, int offset, struct frame_ref *out)
-{
-	struct tproc *tp = ctx;
-	struct session *s = tp->session;
-	const struct pycode *pc = code_for(s, tp, code, tag);
-	int line;
-
-	if (!pc)
-		return -errno ? -errno : -EFAULT;
-	line = pycode__line(pc, offset);
-	out->filename = profile__intern(s->profile, pc->filename);
-	out->qualname = profile__intern(s->profile, pc->qualname);
-	out->firstlineno = pc->firstlineno;
-	out->line = line > 0 ? line : pc->firstlineno;
-	return out->filename && out->qualname ? 0 : -ENOMEM;
-}
-
-static void async_probe(struct session *s, struct tproc *tp, bool cached_only);
-
-static void async_start(struct session *s, struct tproc *tp)
-{
-	if (!s->async_waits || tp->aw)
-		return;
-	tp->session = s;
-	tp->aw = pyasync__new(&tp->pp, s->profile, async_resolve, tp);
-	if (!tp->aw) {
-		pr_warn("process %d: no await attribution: out of memory\n", tp->pid);
-		return;
-	}
-	/* A layout measured before (this run or an earlier one) is taken
-	 * now, so that no idle time waits for it; else the probe runs when
-	 * an event loop is first seen. */
-	async_probe(s, tp, true);
-}
-
-/* The uid and gid the process runs as: the probe runs as them. */
-static int proc_ids(int pid, uid_t *uid, gid_t *gid)
-{
-	char path[64], line[256];
-	int found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int a;
-
-		if (sscanf(line, "Uid: %u", &a) == 1)
-			*uid = a, found |= 1;
-		else if (sscanf(line, "Gid: %u", &a) == 1)
-			*gid = a, found |= 2;
-	}
-	fclose(f);
-	return found == 3 ? 0 : -EINVAL;
-}
-
-static void async_layout_note(struct session *s, struct tproc *tp, const struct async_layout *l,
-			      const char *why)
-{
-	struct json_object *o = json_object_new_object();
-	char ver[32];
-
-	python__version_string(tp->pp.version_hex, ver, sizeof(ver));
-	json_object_object_add(o, "pid", json_object_new_int(tp->pid));
-	json_object_object_add(o, "python", json_object_new_string(ver));
-	if (l) {
-		json_object_object_add(o, "c_task", json_object_new_boolean(l->c_task));
-		json_object_object_add(o, "task_type", json_object_new_string(l->task_type));
-	} else {
-		json_object_object_add(o, "unavailable", json_object_new_string(why));
-	}
-	if (json_object_array_length(s->async_layouts) < 16)
-		json_object_array_add(s->async_layouts, o);
-	else
-		json_object_put(o);
-}
-
-/* The probe measures the layout once the process shows an event loop
- * (cached_only: only a layout measured before is taken). */
-static void async_probe(struct session *s, struct tproc *tp, bool cached_only)
-{
-	struct pyasync_layout pl;
-	struct async_layout l;
-	char why[256] = "", exe[64];
-	uid_t uid = 0;
-	gid_t gid = 0;
-	int err;
-
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", tp->pid);
-	if (!tp->probe) {
-		if (asyncprobe__cached(exe, &l) == 0)
-			goto have;
-		if (cached_only)
-			return;
-		err = proc_ids(tp->pid, &uid, &gid);
-		if (!err)
-			tp->probe = asyncprobe__start(exe, uid, gid, why, sizeof(why));
-		if (!tp->probe) {
-			if (!why[0])
-				snprintf(why, sizeof(why), "cannot read its ids: %s",
-					 strerror(-err));
-			goto failed;
-		}
-	}
-	err = asyncprobe__poll(tp->probe, &l, why, sizeof(why));
-	if (err == -EAGAIN)
-		return;
-	asyncprobe__free(tp->probe);
-	tp->probe = NULL;
-	if (err)
-		goto failed;
-have:
-	tp->probe_done = true;
-	memset(&pl, 0, sizeof(pl));
-	pl.c_task = l.c_task && l.fut_loop != PYOFF_NONE && l.fut_state != PYOFF_NONE &&
-		    l.task_coro != PYOFF_NONE && l.task_name != PYOFF_NONE;
-	pl.task_size = l.task_size;
-	pl.c_task = pl.c_task && l.task_size > 0;
-	pl.fut_loop = l.fut_loop;
-	pl.fut_state = l.fut_state;
-	pl.task_coro = l.task_coro;
-	pl.task_name = l.task_name;
-	pl.task_fut_waiter = l.task_fut_waiter;
-	pl.state_pending = l.state_pending;
-	pl.asend_gen = l.asend_gen;
-	pl.keys.known = l.dk_known;
-	pl.keys.size = l.dk_size;
-	pl.keys.nentries = l.dk_nentries;
-	pl.keys.indices = l.dk_indices;
-	pl.keys.entry_size = l.dk_entry_size;
-	pl.keys.entry_key = l.dk_entry_key;
-	pl.keys.entry_value = l.dk_entry_value;
-	pyasync__set_layout(tp->aw, &pl);
-	async_layout_note(s, tp, &l, NULL);
-	return;
-failed:
-	tp->probe_done = true;
-	pr_warn("process %d: where its coroutines wait is not measured: %s\n", tp->pid, why);
-	async_layout_note(s, tp, NULL, why);
-}
-
-/*
- * Polls the process's event loops every ASYNC_POLL_NS, on a fixed schedule
- * that the loader's wake-ups do not move (session__poll_ms sleeps until the
- * next poll): a poll made because a record arrived would come just after
- * the program woke, and the end of every wait would be missed.
- */
-static bool async_due(const struct tproc *tp)
-{
-	return tp->aw && !tp->exited && tp->state == TP_PYTHON;
-}
-
-static void async_tick(struct session *s, struct tproc *tp, uint64_t now)
-{
-	int r;
-
-	if (!async_due(tp) || now < tp->next_async_ns)
-		return;
-	tp->next_async_ns += ASYNC_POLL_NS;
-	if (tp->next_async_ns <= now)
-		tp->next_async_ns = now + ASYNC_POLL_NS;
-	r = pyasync__poll(tp->aw, now);
-	if (pyasync__uvloop(tp->aw) && !tp->uvloop_told) {
-		tp->uvloop_told = true;
-		pr_warn("process %d runs uvloop: where its coroutines wait is not measured (its "
-			"event loop is compiled code; use the default asyncio loop for await "
-			"times)\n",
-			tp->pid);
-	}
-	if (r == 1 && !pyasync__has_layout(tp->aw) && !tp->probe_done)
-		async_probe(s, tp, false);
 }
 
 static uint64_t now_ns(void)
@@ -491,7 +160,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	note_interpreter(s, tp);
-	async_start(s, tp);
+	sasync_start(s, tp);
 }
 
 int session__add_root(struct session *s, int pid, const struct py_proc *pp)
@@ -560,7 +229,7 @@ int session__poll_ms(const struct session *s, uint64_t now)
 		const struct tproc *tp = v;
 		uint64_t left;
 
-		if (!async_due(tp))
+		if (!sasync_due(tp))
 			continue;
 		left = tp->next_async_ns > now ? tp->next_async_ns - now : 0;
 		if (left / 1000000 < (uint64_t)ms)
@@ -579,7 +248,7 @@ void session__tick(struct session *s, uint64_t now)
 
 		if (tp->state == TP_DETECTING && !tp->exited && now >= tp->next_try_ns)
 			try_detect(s, tp, now);
-		async_tick(s, tp, now);
+		sasync_tick(s, tp, now);
 	}
 }
 
@@ -633,7 +302,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->retry_ns = 0;
 	usyms__free(tp->usyms);
 	tp->usyms = NULL;
-	async_stop(tp);
+	sasync_stop(tp);
 	/* The old image's memory is gone; a new sampler will announce itself. */
 	profile__proc_exit(s->profile, tp->pid, r->ts);
 	tp->sampler_loaded = tp->sampler_final = false;
@@ -652,7 +321,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		/* Its symbols are not needed any more. */
 		usyms__free(tp->usyms);
 		tp->usyms = NULL;
-		async_stop(tp);
+		sasync_stop(tp);
 	}
 	profile__proc_exit(s->profile, r->tgid, r->ts);
 	s->bpf.untrack(s->bpf.ctx, r->tgid);
@@ -757,8 +426,8 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	}
 }
 
-static const struct pycode *code_for(struct session *s, struct tproc *tp, uint64_t code,
-				     uint64_t tag)
+const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
+				      uint64_t tag)
 {
 	const struct pycode *pc = NULL;
 
@@ -810,7 +479,7 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		}
 		if (!f->code)
 			continue; /* interpreter shim */
-		pc = code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
+		pc = session_code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
 			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
@@ -1154,7 +823,7 @@ static void retire_exited(struct session *s)
 			continue;
 		summarise_proc(tp, &s->retired);
 		usyms__free(tp->usyms);
-		async_stop(tp);
+		sasync_stop(tp);
 		/* Deleting leaves a tombstone: the iteration goes on. */
 		hmap__del(s->procs, k);
 		free(tp);
@@ -1272,70 +941,9 @@ static struct json_object *memory_facts(struct session *s, const uint64_t *stats
 	return o;
 }
 
-static struct json_object *seconds(double ns)
+struct json_object *session_seconds(double ns)
 {
 	return json_object_new_double(ns / 1e9);
-}
-
-/* scalene_bpf.async: how the await fields were measured, and what it cost. */
-static struct json_object *async_facts(struct session *s)
-{
-	struct json_object *o = json_object_new_object();
-	struct pyasync_stats t = s->async_retired;
-	const struct profile *p = s->profile;
-	size_t it = 0;
-	void *v;
-
-	while (hmap__next(s->procs, &it, NULL, &v)) {
-		const struct tproc *tp = v;
-
-		if (tp->aw)
-			async_add(&t, pyasync__stats(tp->aw));
-	}
-	json_object_object_add(
-		o, "method",
-		json_object_new_string("task-set snapshots read from outside while the event "
-				       "loop waits in its selector"));
-	json_object_object_add(o, "await_s", seconds(profile__await_ns(p)));
-	json_object_object_add(o, "await_outside_profiled_files_s",
-			       seconds(profile__await_unattributed_ns(p)));
-	json_object_object_add(o, "idle_loop_s", seconds(t.idle_ns));
-	json_object_object_add(o, "idle_loop_without_tasks_s", seconds(t.empty_ns));
-	json_object_object_add(o, "idle_after_last_snapshot_s", seconds(t.after_last_ns));
-	/* The loop's idle time before the probe had measured the layout
-	 * (its first ~0.1-0.3 s): not credited to any line. */
-	json_object_object_add(o, "idle_before_layout_s", seconds(t.before_layout_ns));
-	json_object_object_add(o, "loops", json_object_new_int(t.loops));
-	json_object_object_add(o, "polls", json_object_new_int64((int64_t)t.polls));
-	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));
-	json_object_object_add(o, "idle_unchecked_polls",
-			       json_object_new_int64((int64_t)t.state_unknown));
-	json_object_object_add(o, "snapshots", json_object_new_int64((int64_t)t.snapshots));
-	json_object_object_add(o, "partial_snapshots", json_object_new_int64((int64_t)t.partial));
-	json_object_object_add(o, "sampled_snapshots", json_object_new_int64((int64_t)t.sampled));
-	json_object_object_add(o, "task_sample", json_object_new_int(pyasync__task_sample()));
-	json_object_object_add(o, "task_set_unreadable",
-			       json_object_new_int64((int64_t)t.no_task_set));
-	json_object_object_add(o, "tasks_read", json_object_new_int64((int64_t)t.tasks_read));
-	json_object_object_add(o, "tasks_unreadable",
-			       json_object_new_int64((int64_t)t.tasks_unreadable));
-	json_object_object_add(o, "tasks_unstarted",
-			       json_object_new_int64((int64_t)t.tasks_unstarted));
-	json_object_object_add(o, "tasks_resumed", json_object_new_int64((int64_t)t.tasks_resumed));
-	json_object_object_add(o, "max_tasks", json_object_new_int(t.max_tasks));
-	json_object_object_add(o, "await_stacks_dropped",
-			       json_object_new_int64((int64_t)profile__await_stacks_dropped(p)));
-	json_object_object_add(o, "reader_s", seconds(t.cost_ns));
-	json_object_object_add(o, "reads", json_object_new_int64((int64_t)t.reads));
-	json_object_object_add(o, "read_calls", json_object_new_int64((int64_t)t.syscalls));
-	json_object_object_add(o, "layouts", json_object_get(s->async_layouts));
-	if (t.uvloop)
-		json_object_object_add(
-			o, "not_covered",
-			json_object_new_string(
-				"uvloop: its event loop is compiled code, so its "
-				"waiting and tasks are not read; await fields stay 0"));
-	return o;
 }
 
 struct json_object *session__facts(struct session *s)
@@ -1356,25 +964,28 @@ struct json_object *session__facts(struct session *s)
 	bool have_stats = !s->bpf.stats(s->bpf.ctx, stats);
 
 	if (s->async_waits)
-		json_object_object_add(o, "async", async_facts(s));
+		json_object_object_add(o, "async", sasync_facts(s));
 	json_object_object_add(o, "sampling_rate_hz",
 			       json_object_new_double(1e9 / (double)s->period_ns));
-	json_object_object_add(o, "total_sampled_s", seconds(profile__total_ns(p)));
+	json_object_object_add(o, "total_sampled_s", session_seconds(profile__total_ns(p)));
 	/* Blocked time left out of the percentages: parked worker threads'
 	 * (unless --idle), added up in BPF. */
-	json_object_object_add(o, "uncounted_blocked_s", seconds((double)stats[STAT_IDLE_NS]));
-	json_object_object_add(o, "not_python_s", seconds(profile__not_python_ns(p)));
+	json_object_object_add(o, "uncounted_blocked_s",
+			       session_seconds((double)stats[STAT_IDLE_NS]));
+	json_object_object_add(o, "not_python_s", session_seconds(profile__not_python_ns(p)));
 	/* The CPU time of our uprobes' hits (the trap, our program, the
 	 * emulated instruction), sampled in the program's threads and left out
 	 * of its lines and of total_sampled_s. */
 	if (s->bpf.probe_check)
-		json_object_object_add(o, "probe_overhead_s",
-				       seconds((double)stats[STAT_PROBE_SAMPLES] * s->period_ns));
+		json_object_object_add(
+			o, "probe_overhead_s",
+			session_seconds((double)stats[STAT_PROBE_SAMPLES] * s->period_ns));
 	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
 	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
-	json_object_object_add(o, "gil_wait_s", seconds(profile__gil_ns(p)));
+	json_object_object_add(o, "gil_wait_s", session_seconds(profile__gil_ns(p)));
 	for (i = 0; i < UNATTR_MAX; i++)
-		json_object_object_add(un, unattr[i], seconds(profile__unattributed_ns(p, i)));
+		json_object_object_add(un, unattr[i],
+				       session_seconds(profile__unattributed_ns(p, i)));
 	json_object_object_add(o, "unattributed", un);
 	for (i = 0; have_stats && i < STAT_MAX; i++)
 		json_object_object_add(bpf, stat_names[i],
@@ -1415,9 +1026,9 @@ struct json_object *session__facts(struct session *s)
 		json_object_object_add(to, "name", json_object_new_string(t->name ? t->name : ""));
 		json_object_object_add(to, "main_thread", json_object_new_boolean(t->main_thread));
 		json_object_object_add(to, "samples", json_object_new_int64(t->samples));
-		json_object_object_add(to, "cpu_s", seconds(t->cpu_ns));
-		json_object_object_add(to, "blocked_s", seconds(t->blocked_ns));
-		json_object_object_add(to, "gil_wait_s", seconds(t->gil_ns));
+		json_object_object_add(to, "cpu_s", session_seconds(t->cpu_ns));
+		json_object_object_add(to, "blocked_s", session_seconds(t->blocked_ns));
+		json_object_object_add(to, "gil_wait_s", session_seconds(t->gil_ns));
 		json_object_array_add(threads, to);
 	}
 	json_object_object_add(o, "threads", threads);

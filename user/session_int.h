@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The session's own state, shared by its files and by nothing else:
+ * session.c (the process table, records to the profile, the facts) and
+ * session_async.c (await attribution: the reader of each process's event
+ * loops and the probe of its asyncio layout).
+ */
+#ifndef SESSION_INT_H
+#define SESSION_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "abi.h"
+#include "pyasync.h"
+#include "python.h"
+#include "sampler.h"
+#include "session.h"
+
+struct asyncprobe;
+struct elf_cache;
+struct hmap;
+struct json_object;
+struct pycode;
+struct pycode_cache;
+struct usyms;
+
+#define UTIL_BUCKETS 64
+
+enum tproc_state {
+	TP_DETECTING = 0, /* started or exec'ed: not recognised yet */
+	TP_PYTHON,
+	TP_OTHER,	/* not Python (a shell, a tool): its children may be */
+	TP_UNSUPPORTED, /* Python we cannot walk; the reason was reported */
+};
+
+struct tproc {
+	int pid;
+	int ppid;
+	enum tproc_state state;
+	bool exited;
+	uint64_t space;	       /* code-object cache namespace */
+	uint64_t parent_space; /* the parent's, for code objects inherited at fork */
+	struct py_proc pp;
+	struct usyms *usyms;
+	uint64_t next_try_ns, first_try_ns, retry_ns;
+	uint64_t recognised_ns; /* when it was found to be Python */
+	uint64_t last_refresh_ns;
+	char why[256];
+	/* The allocation sampler in this process, as its probes reported. */
+	bool sampler_loaded;
+	bool sampler_final; /* its exit probe fired: state is final */
+	uint64_t sampler_addr;
+	struct scalene_bpf_sampler_state sampler;
+	/* Await attribution: the reader of its event loops' tasks, and the
+	 * measurement of the _asyncio layout it needs (asyncprobe.h). */
+	struct session *session;
+	struct pyasync *aw;
+	struct asyncprobe *probe;
+	bool probe_done;
+	bool uvloop_told;
+	uint64_t next_async_ns;
+};
+
+struct mem_summary {
+	int python_procs, with_sampler, with_state, not_loaded, shadowed, not_wrapped, foreign;
+	int not_loaded_pid, shadowed_pid, not_wrapped_pid;
+	double alloc, python, copy, sampled, sampled_python, sampled_copy;
+	uint64_t overflows, stale, restores;
+	uint64_t sample_bytes, copy_sample_bytes;
+};
+
+/*
+ * Code objects are read from the program's memory when a record first names
+ * them, and one that was freed in between (a module's code once its import
+ * is done, code of a finished exec()) cannot be read any more.  While code
+ * objects come and go (a Python process just started and importing, or a
+ * frame just found unreadable) the loader drains every FAST_POLL_MS instead
+ * of every SLOW_POLL_MS, for FAST_WINDOW_NS after the last such sign.  The
+ * program is never stopped or slowed for it: the cost is the loader's own
+ * wake-ups (about 1000 a second in those windows, each a poll and a drain of
+ * what came: a few microseconds of the loader's CPU each).
+ */
+#define FAST_POLL_MS 1
+#define SLOW_POLL_MS 10
+#define FAST_WINDOW_NS 1000000000ULL
+/* Event loops are looked at this often (pyasync.h). */
+#define ASYNC_POLL_NS 10000000ULL
+
+struct thread_name_key {
+	int tgid, tid;
+};
+
+struct session {
+	struct session_bpf bpf;
+	struct profile *profile;
+	const struct user_creds *creds;
+	uint64_t period_ns;
+	int ncpus;
+	int root_pid;
+	bool root_exited;
+	struct hmap *procs; /* pid -> struct tproc */
+	int nexited;	    /* exited processes still in procs */
+	uint64_t procs_retired;
+	struct mem_summary retired; /* what the memory summary keeps of them */
+	struct hmap *tnames;	    /* (tgid, tid) -> interned name */
+	struct pycode_cache *codes;
+	struct elf_cache *elves;
+	uint64_t next_space;
+	uint64_t fast_until_ns; /* drain every FAST_POLL_MS until then */
+	uint64_t util_bucket[UTIL_BUCKETS];
+	uint64_t util_count[UTIL_BUCKETS];
+	/* Counters for the profile. */
+	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
+	uint64_t walk_status[8];
+	uint64_t mem_records;
+	bool memory;
+	bool async_waits;
+	struct pyasync_stats async_retired; /* of processes gone from procs */
+	struct json_object *async_layouts;  /* what the probes found or why not */
+	int interpreters;
+	struct json_object *interp_list;
+};
+
+/* The code object at code (cached; read from the process on first sight). */
+const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
+				      uint64_t tag);
+/* A duration in ns as the profile's seconds. */
+struct json_object *session_seconds(double ns);
+
+/* Await attribution (session_async.c). */
+void sasync_start(struct session *s, struct tproc *tp);
+void sasync_stop(struct tproc *tp);
+bool sasync_due(const struct tproc *tp);
+void sasync_tick(struct session *s, struct tproc *tp, uint64_t now);
+struct json_object *sasync_facts(struct session *s);
+
+#endif /* SESSION_INT_H */
