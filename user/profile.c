@@ -6,104 +6,12 @@
 
 #include "hmap.h"
 #include "profile.h"
+#include "profile_int.h"
 #include "strtab.h"
 
 /* Distinct stacks kept; beyond it stacks are counted as dropped (their time
  * still reaches the lines, and the stacks' overflow entry). */
-#define MAX_STACKS 20000
-/* Threads with statistics of their own; the threads after them share one
- * entry, so that a service starting threads all day keeps a bounded model. */
-#define MAX_THREAD_STATS 2048
-/* Line numbers beyond this are not real source lines. */
-#define MAX_LINENO 10000000
-/* Sampled blocks followed until their free, all processes together: the
- * sampler itself tracks at most 32768 per process. */
-#define MAX_LIVE_BLOCKS (1 << 20)
-/* Installed packages tallied for the outside-files warning. */
-#define MAX_OUTSIDE_PKGS 16
-
-struct func_key {
-	const char *file;
-	const char *qualname;
-	int firstlineno;
-	int pad;
-};
-
-struct thread_key {
-	int tgid, tid;
-};
-
-struct block_key {
-	int tgid, pad;
-	uint64_t addr;
-};
-
-/* A sampled block not yet freed, and where it was allocated. */
-struct live_block {
-	struct mem_stats *line, *func;
-	double bytes;
-	int small; /* its net window (mem_stats.win_up) */
-};
-
-struct stack_node {
-	struct stack_node *next; /* same hash */
-	int index;
-};
-
-struct profile {
-	struct profile_filter filter;
-	struct strtab *strings;
-	struct hmap *files_by_path; /* interned path -> index + 1 */
-	struct file_stats **files;
-	int nfiles;
-	struct hmap *funcs; /* struct func_key -> struct func_stats */
-	struct hmap *stacks_by_hash;
-	struct stack_stats **stacks;
-	int nstacks;
-	uint64_t stacks_dropped;
-	struct stack_stats *overflow; /* stacks that found the table full */
-	struct hmap *threads_by_key;
-	struct thread_stats *other_threads; /* past MAX_THREAD_STATS */
-	uint64_t threads_folded;	    /* threads counted in it */
-	struct thread_stats **threads;
-	int nthreads;
-	double total_ns, not_python_ns, gil_ns;
-	double unattributed_ns[UNATTR_MAX];
-	/* Installed packages whose code ran in samples outside the profiled
-	 * files, for the warning that suggests --profile-only. */
-	struct outside_pkg {
-		const char *name; /* interned */
-		double ns;
-	} outside[MAX_OUTSIDE_PKGS];
-	uint64_t samples, truncated;
-	uint64_t rng;
-	struct hmap *blocks; /* struct block_key -> struct live_block */
-	struct profile_memory mem;
-	struct profile_timeline timeline;
-	struct decorated_fn *decorated;
-	int ndecorated;
-	struct hmap *decorated_by_code; /* struct decorated_key -> index + 1 */
-	double await_ns, await_unattributed_ns;
-	struct hmap *await_by_key; /* struct await_key -> index + 1 */
-	struct await_stack *await_stacks;
-	int nawait_stacks;
-	uint64_t await_stacks_dropped;
-};
-
-struct decorated_key {
-	const char *file; /* interned */
-	int64_t firstlineno;
-};
-
-/* Most of the sampled Python time outside the profiled files: the profile
- * says little of what the program did, which the user is told. */
-#define OUTSIDE_WARN_SHARE 0.5
-/* ... and at least this much of it: Python's own start-up runs outside
- * every file of the program, and a program of a few milliseconds is mostly
- * start-up. */
-#define OUTSIDE_WARN_MIN_NS 100e6
-
-static void *grow(void *arr, int n, size_t elem)
+void *profile_grow(void *arr, int n, size_t elem)
 {
 	/* Doubling at powers of two: n is the current count. */
 	if (n & (n - 1) || !n) {
@@ -247,7 +155,7 @@ bool profile__file_profiled(const struct profile *p, const char *path)
 	       !strstr(path, "/site-packages/") && !strstr(path, "/dist-packages/");
 }
 
-static struct file_stats *file_get(struct profile *p, const char *path)
+struct file_stats *profile_file_get(struct profile *p, const char *path)
 {
 	struct file_stats *f, **files;
 	intptr_t idx = (intptr_t)hmap__get(p->files_by_path, &path);
@@ -255,7 +163,7 @@ static struct file_stats *file_get(struct profile *p, const char *path)
 	if (idx)
 		return p->files[idx - 1];
 	f = calloc(1, sizeof(*f));
-	files = grow(p->files, p->nfiles, sizeof(*files));
+	files = profile_grow(p->files, p->nfiles, sizeof(*files));
 	if (!f || !files) {
 		free(f);
 		return NULL;
@@ -271,7 +179,7 @@ static struct file_stats *file_get(struct profile *p, const char *path)
 	return f;
 }
 
-static struct line_stats *line_get(struct file_stats *f, int line)
+struct line_stats *profile_line_get(struct file_stats *f, int line)
 {
 	if (line < 1 || line > MAX_LINENO)
 		return NULL;
@@ -378,8 +286,8 @@ int profile_enclosing_function(const char *qualname, char *buf, size_t n)
 	return 1;
 }
 
-static struct func_stats *func_get(struct profile *p, struct file_stats *f,
-				   const struct frame_ref *frames, int nframes, int at)
+struct func_stats *profile_func_get(struct profile *p, struct file_stats *f,
+				    const struct frame_ref *frames, int nframes, int at)
 {
 	const struct frame_ref *fr = &frames[at];
 	struct func_key k = { .file = f->path,
@@ -424,7 +332,7 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 	if (fs)
 		return fs;
 	fs = calloc(1, sizeof(*fs));
-	funcs = grow(f->funcs, f->nfuncs, sizeof(*funcs));
+	funcs = profile_grow(f->funcs, f->nfuncs, sizeof(*funcs));
 	if (!fs || !funcs) {
 		free(fs);
 		return NULL;
@@ -439,16 +347,6 @@ static struct func_stats *func_get(struct profile *p, struct file_stats *f,
 	f->funcs[f->nfuncs++] = fs;
 	return fs;
 }
-
-/* A stack's identity: its frames, its leaf native symbol, and whether its
- * outermost frames are missing. */
-struct stack_key {
-	const struct frame_ref *frames; /* innermost first */
-	int nframes;
-	const char *native_sym;
-	const char *native_module;
-	bool truncated;
-};
 
 static uint64_t stack_hash(const struct stack_key *k)
 {
@@ -475,7 +373,7 @@ static bool stack_equal(const struct stack_stats *st, const struct stack_key *k)
 
 /* The stack, found or added, and its index; the overflow stack (index
  * MAX_STACKS) when the table is full; NULL out of memory. */
-static struct stack_stats *stack_get(struct profile *p, const struct stack_key *k, int *index)
+struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key *k, int *index)
 {
 	const struct frame_ref *frames = k->frames;
 	int nframes = k->nframes;
@@ -496,7 +394,7 @@ static struct stack_stats *stack_get(struct profile *p, const struct stack_key *
 	st = calloc(1, sizeof(*st));
 	n = calloc(1, sizeof(*n));
 	copy = malloc((nframes ? nframes : 1) * sizeof(*copy));
-	stacks = grow(p->stacks, p->nstacks, sizeof(*stacks));
+	stacks = profile_grow(p->stacks, p->nstacks, sizeof(*stacks));
 	if (!st || !n || !copy || !stacks) {
 		free(st);
 		free(n);
@@ -666,7 +564,7 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 	struct stack_key k = { s->frames, s->nframes, s->native_sym, s->native_module,
 			       s->truncated };
 	int index = -1;
-	struct stack_stats *st = stack_get(p, &k, &index);
+	struct stack_stats *st = profile_stack_get(p, &k, &index);
 
 	if (!st)
 		return;
@@ -685,7 +583,7 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 	st->system_ns += blocked;
 }
 
-static struct thread_stats *thread_get(struct profile *p, int tgid, int tid)
+struct thread_stats *profile_thread_get(struct profile *p, int tgid, int tid)
 {
 	struct thread_key k = { tgid, tid };
 	struct thread_stats *t = hmap__get(p->threads_by_key, &k), **threads;
@@ -706,7 +604,7 @@ static struct thread_stats *thread_get(struct profile *p, int tgid, int tid)
 		return t;
 	}
 	t = calloc(1, sizeof(*t));
-	threads = grow(p->threads, p->nthreads, sizeof(*threads));
+	threads = profile_grow(p->threads, p->nthreads, sizeof(*threads));
 	if (!t || !threads) {
 		free(t);
 		return NULL;
@@ -794,7 +692,7 @@ int profile__decorate(struct profile *p, const char *file, int firstlineno, int 
 		return 0;
 	if (p->ndecorated >= MAX_DECORATED)
 		return -ENOSPC;
-	d = grow(p->decorated, p->ndecorated, sizeof(*d));
+	d = profile_grow(p->decorated, p->ndecorated, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
 	p->decorated = d;
@@ -848,7 +746,7 @@ bool profile__line_reported(const struct profile *p, const char *file, int linen
 /* The innermost frame in a profiled file, or -1.  When functions are
  * decorated, the innermost frame of a decorated function: time in what it
  * calls lands on its calling line, as library time does. */
-static int attributed_frame(const struct profile *p, const struct frame_ref *frames, int n)
+int profile_attributed_frame(const struct profile *p, const struct frame_ref *frames, int n)
 {
 	int i;
 
@@ -865,7 +763,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 {
 	double cpu = s->cpu_ns, blocked = s->offcpu_ns;
 	double gil = s->gil_ns < s->offcpu_ns ? s->gil_ns : s->offcpu_ns;
-	struct thread_stats *t = thread_get(p, s->tgid, s->tid);
+	struct thread_stats *t = profile_thread_get(p, s->tgid, s->tid);
 	struct file_stats *f = NULL;
 	struct line_stats *st;
 	struct func_stats *fs;
@@ -891,7 +789,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	if (cpu + blocked <= 0)
 		return;
 	if (reason < 0) {
-		at = attributed_frame(p, s->frames, s->nframes);
+		at = profile_attributed_frame(p, s->frames, s->nframes);
 		if (at < 0)
 			reason = s->nframes ? UNATTR_NOT_PROFILED : UNATTR_UNREADABLE;
 	}
@@ -905,593 +803,18 @@ void profile__add(struct profile *p, const struct sample_in *s)
 			outside_add(p, s, cpu + blocked);
 		return;
 	}
-	f = file_get(p, s->frames[at].filename);
+	f = profile_file_get(p, s->frames[at].filename);
 	if (!f)
 		return;
-	st = line_get(f, s->frames[at].line > 0 ? s->frames[at].line : s->frames[at].firstlineno);
+	st = profile_line_get(f, s->frames[at].line > 0 ? s->frames[at].line
+							: s->frames[at].firstlineno);
 	if (!st)
 		return;
 	add_to_stats(p, st, s, cpu, blocked, gil, true);
 	f->total_ns += cpu + blocked;
-	fs = func_get(p, f, s->frames, s->nframes, at);
+	fs = profile_func_get(p, f, s->frames, s->nframes, at);
 	if (fs)
 		add_to_stats(p, &fs->st, s, cpu, blocked, gil, false);
-}
-
-/* ---- await ---- */
-
-static void await_credit(struct line_stats *st, const struct await_in *a)
-{
-	struct await_stats *aw = st->aw;
-	int i;
-
-	if (!aw) {
-		aw = st->aw = calloc(1, sizeof(*aw));
-		if (!aw)
-			return;
-	}
-	aw->ns += a->ns;
-	if (aw->last_snapshot != a->snapshot) {
-		aw->last_snapshot = a->snapshot;
-		aw->conc_sum += a->concurrency;
-		aw->conc_n++;
-		if (a->concurrency > aw->conc_peak)
-			aw->conc_peak = a->concurrency;
-	}
-	if (!a->task_name)
-		return;
-	for (i = 0; i < aw->nnames; i++) {
-		if (aw->names[i] == a->task_name)
-			return;
-	}
-	if (aw->nnames < AWAIT_NAMES_MAX)
-		aw->names[aw->nnames++] = a->task_name;
-	else
-		aw->names_dropped++;
-}
-
-/* An await stack's identity: its frames down to the waiting one, and the
- * task's name (as Scalene shows it: "[await] func (Task-3)"). */
-struct await_key {
-	uint64_t hash;
-	const char *task_name;
-};
-
-static void await_stack_add(struct profile *p, const struct await_in *a, int at)
-{
-	struct await_key k = { hash_bytes(&a->frames[at], (a->nframes - at) * sizeof(*a->frames)),
-			       a->task_name };
-	struct await_stack *st, *grown;
-	struct frame_ref *fr;
-	intptr_t idx;
-	int i, n = a->nframes - at;
-
-	if (!p->await_by_key && !(p->await_by_key = hmap__new(sizeof(k))))
-		return;
-	idx = (intptr_t)hmap__get(p->await_by_key, &k);
-	if (idx) {
-		st = &p->await_stacks[idx - 1];
-		st->count++;
-		st->ns += a->ns;
-		return;
-	}
-	if (p->nawait_stacks >= MAX_AWAIT_STACKS) {
-		p->await_stacks_dropped++;
-		return;
-	}
-	grown = grow(p->await_stacks, p->nawait_stacks, sizeof(*grown));
-	fr = malloc(n * sizeof(*fr));
-	if (!grown || !fr) {
-		free(fr);
-		return;
-	}
-	p->await_stacks = grown;
-	for (i = 0; i < n; i++)
-		fr[i] = a->frames[a->nframes - 1 - i];
-	st = &p->await_stacks[p->nawait_stacks];
-	*st = (struct await_stack){
-		.frames = fr, .nframes = n, .task_name = a->task_name, .count = 1, .ns = a->ns
-	};
-	if (hmap__put(p->await_by_key, &k, (void *)(intptr_t)(p->nawait_stacks + 1))) {
-		free(fr);
-		return;
-	}
-	p->nawait_stacks++;
-}
-
-void profile__add_await(struct profile *p, const struct await_in *a)
-{
-	struct file_stats *f;
-	struct line_stats *st;
-	struct func_stats *fs;
-	int at = attributed_frame(p, a->frames, a->nframes);
-
-	if (at < 0) {
-		p->await_unattributed_ns += a->ns;
-		return;
-	}
-	f = file_get(p, a->frames[at].filename);
-	st = f ? line_get(f,
-			  a->frames[at].line > 0 ? a->frames[at].line : a->frames[at].firstlineno)
-	       : NULL;
-	if (!st) {
-		p->await_unattributed_ns += a->ns;
-		return;
-	}
-	p->await_ns += a->ns;
-	await_credit(st, a);
-	fs = func_get(p, f, a->frames, a->nframes, at);
-	if (fs)
-		await_credit(&fs->st, a);
-	await_stack_add(p, a, at);
-}
-
-double profile__await_ns(const struct profile *p)
-{
-	return p->await_ns;
-}
-
-double profile__await_unattributed_ns(const struct profile *p)
-{
-	return p->await_unattributed_ns;
-}
-
-int profile__nawait_stacks(const struct profile *p)
-{
-	return p->nawait_stacks;
-}
-
-const struct await_stack *profile__await_stack(const struct profile *p, int i)
-{
-	return i >= 0 && i < p->nawait_stacks ? &p->await_stacks[i] : NULL;
-}
-
-uint64_t profile__await_stacks_dropped(const struct profile *p)
-{
-	return p->await_stacks_dropped;
-}
-
-/* ---- memory ---- */
-
-static void series_push(struct mem_series *s, double t, double y)
-{
-	int i;
-
-	s->t[s->n] = t;
-	s->y[s->n] = y;
-	if (++s->n < MEM_SERIES_MAX)
-		return;
-	/* Full: pairs merge into their higher point, buckets double. */
-	for (i = 0; i < MEM_SERIES_MAX / 2; i++) {
-		int k = s->y[2 * i + 1] > s->y[2 * i] ? 2 * i + 1 : 2 * i;
-
-		s->t[i] = s->t[k];
-		s->y[i] = s->y[k];
-	}
-	s->n = MEM_SERIES_MAX / 2;
-	s->stride *= 2;
-}
-
-static void series_add(struct mem_series *s, double t, double y)
-{
-	if (!s->stride)
-		s->stride = 1;
-	if (!s->in_bucket || y > s->by) {
-		s->bt = t;
-		s->by = y;
-	}
-	if (++s->in_bucket < s->stride)
-		return;
-	s->in_bucket = 0;
-	series_push(s, s->bt, s->by);
-}
-
-int mem_series__points(const struct mem_series *s, double *t, double *y)
-{
-	int n = s->n;
-
-	memcpy(t, s->t, n * sizeof(*t));
-	memcpy(y, s->y, n * sizeof(*y));
-	if (s->in_bucket && n < MEM_SERIES_MAX) {
-		t[n] = s->bt;
-		y[n] = s->by;
-		n++;
-	}
-	return n;
-}
-
-static struct mem_stats *mem_of(struct line_stats *st)
-{
-	if (!st->mem)
-		st->mem = calloc(1, sizeof(*st->mem));
-	return st->mem;
-}
-
-uint64_t mem_stats__mallocs(const struct mem_stats *m)
-{
-	return m->mallocs + (m->open > 0 && m->hwm > 0);
-}
-
-double mem_stats__avg(const struct mem_stats *m)
-{
-	uint64_t n = mem_stats__mallocs(m);
-	double agg = m->aggregate + (m->open > 0 ? m->hwm : 0), avg;
-
-	if (!n)
-		return 0;
-	avg = agg / n;
-	return avg > m->peak ? m->peak : avg;
-}
-
-/* Ends the thread's open execution, if any. */
-static void exec_close(struct thread_stats *t)
-{
-	struct mem_stats *l = t->exec.line, *f = t->exec.func;
-
-	if (!l)
-		return;
-	l->mallocs++;
-	l->aggregate += l->hwm;
-	if (f) {
-		f->mallocs++;
-		f->aggregate += l->hwm;
-		f->open--;
-	}
-	l->cur = l->hwm = 0;
-	l->open--;
-	t->exec.line = t->exec.func = NULL;
-}
-
-/* Starts a new execution unless the sample continues the open one: the same
- * line of the same frame (same code, same depth), at a later instruction. */
-static void exec_at(struct thread_stats *t, struct mem_stats *l, struct mem_stats *f,
-		    const struct frame_ref *fr, int depth, int offset)
-{
-	if (t->exec.line == l && t->exec.file == fr->filename && t->exec.lineno == fr->line &&
-	    t->exec.qualname == fr->qualname && t->exec.firstlineno == fr->firstlineno &&
-	    t->exec.depth == depth && offset > t->exec.offset) {
-		t->exec.offset = offset;
-		return;
-	}
-	exec_close(t);
-	t->exec.line = l;
-	t->exec.func = f;
-	t->exec.file = fr->filename;
-	t->exec.qualname = fr->qualname;
-	t->exec.lineno = fr->line;
-	t->exec.firstlineno = fr->firstlineno;
-	t->exec.depth = depth;
-	t->exec.offset = offset;
-	l->open++;
-	if (f)
-		f->open++;
-}
-
-static void mem_grow(struct mem_stats *m, double bytes)
-{
-	m->cur += bytes;
-	if (m->cur > m->hwm)
-		m->hwm = m->cur;
-	if (m->cur > m->peak)
-		m->peak = m->cur;
-}
-
-static void footprint_add(struct profile *p, double delta, double t)
-{
-	struct profile_memory *m = &p->mem;
-
-	m->footprint += delta;
-	if (m->footprint < 0)
-		m->footprint = 0;
-	series_add(&m->series, t, m->footprint);
-}
-
-/* Changes the live set of the line and the function a block was allocated
- * on: its weight, and how many blocks they had followed and got back. */
-static void owners_update(const struct live_block *b, double live, uint64_t tracked,
-			  uint64_t reclaimed)
-{
-	struct mem_stats *owners[2] = { b->line, b->func };
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		if (!owners[i])
-			continue;
-		owners[i]->live_bytes += live;
-		owners[i]->tracked += tracked;
-		owners[i]->reclaimed += reclaimed;
-	}
-}
-
-/* Where a net malloc sample fires: the allocating event's thread, frame
- * and stack. */
-struct net_site {
-	struct thread_stats *t;
-	const struct frame_ref *fr;
-	int depth, offset;
-	struct stack_stats *stack;
-};
-
-/* The window of blocks of `size` bytes (mem_stats.win_up). */
-static int net_window_of(double size)
-{
-	return size < NET_WINDOW_BYTES;
-}
-
-/* Window w of line l has grown by a window: a net malloc sample of what it
- * holds, on the line, its function and the allocating stack. */
-static void net_malloc_sample(struct profile *p, struct mem_stats *l, struct mem_stats *f, int w,
-			      const struct net_site *at, double t)
-{
-	double bytes = l->win_up[w] - l->win_down[w];
-	double py = l->win_up[w] > 0 ? bytes * (l->win_python[w] / l->win_up[w]) : 0;
-
-	l->win_up[w] = l->win_down[w] = l->win_python[w] = 0;
-	p->mem.net_bytes += bytes;
-	if (at->t && at->fr)
-		exec_at(at->t, l, f, at->fr, at->depth, at->offset);
-	l->net_bytes += bytes;
-	l->net_python_bytes += py;
-	l->net_samples++;
-	mem_grow(l, bytes);
-	series_add(&l->series, t, p->mem.footprint);
-	if (f) {
-		f->net_bytes += bytes;
-		f->net_python_bytes += py;
-		f->net_samples++;
-		if (l->peak > f->peak)
-			f->peak = l->peak;
-		series_add(&f->series, t, p->mem.footprint);
-	}
-	if (at->stack)
-		at->stack->malloc_bytes += bytes;
-}
-
-/* A sampled block of line l (function f) allocated: its window goes up. */
-static void net_up(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes, int w,
-		   bool python, bool no_frees, const struct net_site *at, double t)
-{
-	double window = w ? NET_SMALL_WINDOW_BYTES : NET_WINDOW_BYTES;
-
-	l->win_up[w] += bytes;
-	l->win_python[w] += python ? bytes : 0;
-	/* Frees not seen: every sample is net. */
-	if (no_frees || l->win_up[w] >= l->win_down[w] + window)
-		net_malloc_sample(p, l, f, w, at, t);
-}
-
-/* A block of line l (function f) freed by the program: its window goes
- * down; a net free sample when the frees have outrun the allocations by a
- * window. */
-static void net_down(struct profile *p, struct mem_stats *l, struct mem_stats *f, double bytes,
-		     int w, double t)
-{
-	double window = w ? NET_SMALL_WINDOW_BYTES : NET_WINDOW_BYTES, freed;
-
-	if (!l)
-		return;
-	l->win_down[w] += bytes;
-	if (l->win_down[w] < l->win_up[w] + window)
-		return;
-	freed = l->win_down[w] - l->win_up[w];
-	l->win_up[w] = l->win_down[w] = l->win_python[w] = 0;
-	l->net_freed_bytes += freed;
-	l->cur = l->cur > freed ? l->cur - freed : 0;
-	series_add(&l->series, t, p->mem.footprint);
-	if (f) {
-		f->net_freed_bytes += freed;
-		series_add(&f->series, t, p->mem.footprint);
-	}
-}
-
-static void track_block(struct profile *p, int tgid, uint64_t addr, struct mem_stats *line,
-			struct mem_stats *func, double bytes, int small, double t)
-{
-	struct block_key k = { .tgid = tgid, .addr = addr };
-	struct live_block *b;
-
-	if (hmap__count(p->blocks) >= MAX_LIVE_BLOCKS) {
-		p->mem.blocks_dropped++;
-		return;
-	}
-	b = hmap__get(p->blocks, &k);
-	if (!b) {
-		b = malloc(sizeof(*b));
-		if (!b || hmap__put(p->blocks, &k, b)) {
-			free(b);
-			p->mem.blocks_dropped++;
-			return;
-		}
-	} else {
-		/* Freed behind the sampler's back and handed out again. */
-		p->mem.held_bytes -= b->bytes;
-		p->mem.footprint -= b->bytes;
-		if (p->mem.footprint < 0)
-			p->mem.footprint = 0;
-		owners_update(b, -b->bytes, 0, 0);
-		net_down(p, b->line, b->func, b->bytes, b->small, t);
-	}
-	*b = (struct live_block){ .line = line, .func = func, .bytes = bytes, .small = small };
-	p->mem.held_bytes += bytes;
-	owners_update(b, bytes, 1, 0);
-}
-
-static void mem_malloc(struct profile *p, const struct mem_in *m, struct mem_stats *l,
-		       struct mem_stats *f, const struct net_site *at, double t)
-{
-	struct profile_memory *pm = &p->mem;
-	const struct frame_ref *fr = at->fr;
-	/* A block restored after a failed realloc has no size: its weight. */
-	int w = net_window_of(m->size > 0 ? m->size : m->bytes);
-
-	if (m->restored) {
-		/* Not a new allocation: the block is live again (its free went
-		 * down its line's window: up again, no sample). */
-		footprint_add(p, m->bytes, t);
-		track_block(p, m->tgid, m->addr, l, f, m->bytes, w, t);
-		if (l)
-			l->win_up[w] += m->bytes;
-		return;
-	}
-	pm->malloc_bytes += m->bytes;
-	if (m->python)
-		pm->python_bytes += m->bytes;
-	/* Without frees (uprobes) there is no footprint to follow. */
-	if (!m->no_frees) {
-		footprint_add(p, m->bytes, t);
-		if (pm->footprint > pm->max_footprint) {
-			pm->max_footprint = pm->footprint;
-			pm->max_file = fr ? fr->filename : NULL;
-			pm->max_line = fr ? fr->line : 0;
-			pm->max_python_fraction = m->python ? 1 : 0;
-		}
-		if (m->untracked)
-			pm->untracked++;
-		else
-			track_block(p, m->tgid, m->addr, l, f, m->bytes, w, t);
-	}
-	if (!l)
-		return;
-	l->malloc_bytes += m->bytes;
-	l->python_bytes += m->python ? m->bytes : 0;
-	l->samples++;
-	if (f) {
-		f->malloc_bytes += m->bytes;
-		f->python_bytes += m->python ? m->bytes : 0;
-		f->samples++;
-	}
-	net_up(p, l, f, m->bytes, w, m->python, m->no_frees, at, t);
-}
-
-static void mem_free(struct profile *p, const struct mem_in *m, struct mem_stats *l,
-		     struct mem_stats *f, double t)
-{
-	struct block_key k = { .tgid = m->tgid, .addr = m->addr };
-	struct live_block *b = hmap__del(p->blocks, &k);
-	/* No Python frame on the freeing thread: the interpreter tearing down
-	 * (or a thread that never ran Python).  The block leaves the footprint
-	 * but the program itself never gave it back. */
-	bool teardown = m->nframes == 0;
-	double bytes;
-
-	if (!b) {
-		/* Allocated before the sampler's probes were seen, or in the
-		 * parent before a fork: it was never in this footprint. */
-		p->mem.frees_unknown++;
-		return;
-	}
-	bytes = b->bytes;
-	footprint_add(p, -bytes, t);
-	if (!teardown) {
-		p->mem.held_bytes -= bytes;
-		owners_update(b, -bytes, 0, 1);
-		net_down(p, b->line, b->func, bytes, b->small, t);
-	}
-	free(b);
-	if (!l)
-		return;
-	l->freed_bytes += bytes;
-	if (f)
-		f->freed_bytes += bytes;
-}
-
-void profile__add_mem(struct profile *p, const struct mem_in *m)
-{
-	struct mem_stats *l = NULL, *fm = NULL;
-	const struct frame_ref *fr = NULL;
-	struct net_site net = { 0 };
-	struct thread_stats *t;
-	struct file_stats *f;
-	struct line_stats *st;
-	struct func_stats *fs;
-	double ts = (double)m->ts_ns;
-	int at = -1;
-
-	if (m->not_python) {
-		if (m->kind == MEM_MALLOC && !m->restored)
-			p->mem.not_python_bytes += m->bytes;
-		return;
-	}
-	t = thread_get(p, m->tgid, m->tid);
-	if (m->kind != MEM_COPY)
-		p->mem.alloc_samples++;
-	if (m->unattributed < 0)
-		at = attributed_frame(p, m->frames, m->nframes);
-	if (at >= 0) {
-		fr = &m->frames[at];
-		f = file_get(p, fr->filename);
-		st = f ? line_get(f, fr->line > 0 ? fr->line : fr->firstlineno) : NULL;
-		l = st ? mem_of(st) : NULL;
-		fs = f && l ? func_get(p, f, m->frames, m->nframes, at) : NULL;
-		fm = fs ? mem_of(&fs->st) : NULL;
-	}
-	switch (m->kind) {
-	case MEM_MALLOC:
-		if (!m->restored && t)
-			t->malloc_bytes += m->bytes;
-		if (!l && !m->restored) {
-			if (m->unattributed == UNATTR_NO_PYTHON_THREAD)
-				p->mem.native_thread_bytes += m->bytes;
-			else
-				p->mem.unattributed_bytes += m->bytes;
-		}
-		net.t = t;
-		net.fr = fr;
-		if (fr) {
-			net.depth = m->nframes - at;
-			net.offset = m->offsets ? m->offsets[at] : 0;
-		}
-		if (m->nframes && !m->restored) {
-			struct stack_key k = { m->frames, m->nframes, NULL, NULL, m->truncated };
-			int index;
-
-			net.stack = stack_get(p, &k, &index);
-		}
-		mem_malloc(p, m, l, fm, &net, ts);
-		break;
-	case MEM_FREE:
-		mem_free(p, m, l, fm, ts);
-		break;
-	case MEM_COPY:
-		p->mem.copy_bytes += m->bytes;
-		if (l)
-			l->copy_bytes += m->bytes;
-		if (fm)
-			fm->copy_bytes += m->bytes;
-		break;
-	}
-}
-
-void profile__proc_exit(struct profile *p, int tgid, uint64_t ts_ns)
-{
-	size_t it = 0;
-	const void *key;
-	void *v;
-	double bytes = 0;
-	int i;
-
-	/* The process's memory is released with it; its blocks' lines keep
-	 * them as not reclaimed (the program never freed them). */
-	while (hmap__next(p->blocks, &it, &key, &v)) {
-		const struct block_key *k = key;
-
-		if (k->tgid != tgid)
-			continue;
-		bytes += ((struct live_block *)v)->bytes;
-		/* Deleting leaves a tombstone: the iteration goes on. */
-		free(hmap__del(p->blocks, k));
-	}
-	for (i = 0; i < p->nthreads; i++) {
-		if (p->threads[i]->tgid == tgid)
-			exec_close(p->threads[i]);
-	}
-	if (bytes > 0)
-		footprint_add(p, -bytes, (double)ts_ns);
-}
-
-const struct profile_memory *profile__memory(const struct profile *p)
-{
-	return &p->mem;
 }
 
 double profile__total_ns(const struct profile *p)
