@@ -151,7 +151,9 @@ struct pyasync {
 	struct saved_task *saved;
 	int nsaved;
 	int saved_per_loop[MAX_LOOPS];
-	struct hmap *codes; /* code address -> tag and flags (CODE_MEMO_NS) */
+	int saved_conc[MAX_LOOPS]; /* tasks suspended, as that snapshot counted */
+	uint64_t saved_snapshot;   /* its number */
+	struct hmap *codes;	   /* code address -> tag and flags (CODE_MEMO_NS) */
 	uint64_t codes_since_ns;
 	struct pyasync_stats st;
 	char last_error[160];
@@ -931,14 +933,14 @@ static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
 			/* The pure-Python Task (asyncio.tasks._PyTask and its
 			 * kind); anything else is no task. */
 			if (!strcmp(ty->name, "NoneType") ||
-			    pyobj__attr(&a->po, task, "_coro", &t->coro) ||
-			    pyobj__attr(&a->po, task, "_loop", &t->loop))
+			    pyobj__attr_of(&a->po, task, ty, "_coro", &t->coro) ||
+			    pyobj__attr_of(&a->po, task, ty, "_loop", &t->loop))
 				continue;
-			pyobj__attr(&a->po, task, "_name", &name);
+			pyobj__attr_of(&a->po, task, ty, "_name", &name);
 			/* A pending Future has no `_state` of its own: the
 			 * class's `_state = _PENDING` holds until the result is
 			 * set. */
-			err = pyobj__attr(&a->po, task, "_state", &state);
+			err = pyobj__attr_of(&a->po, task, ty, "_state", &state);
 			if (err == -ENOENT) {
 				t->pending = true;
 			} else if (err) {
@@ -955,6 +957,8 @@ static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
 	}
 	return 0;
 }
+
+static bool credit_saved(struct pyasync *a, int l, double ns);
 
 static void snapshot(struct pyasync *a)
 {
@@ -1052,8 +1056,21 @@ static void snapshot(struct pyasync *a)
 		read_loop[tasks[i].loop]++;
 	}
 	a->st.snapshots++;
+	/* The idle time since the last snapshot, half as that one found the
+	 * tasks and half as this one does: a task that moved on in between
+	 * did so, on average, half way. */
+	for (l = 0; l < a->nloops; l++) {
+		struct loop_state *ls = &a->loops[l];
+
+		if (ls->idle && ls->pending_ns > 0 && read_loop[l] &&
+		    credit_saved(a, l, ls->pending_ns / 2))
+			ls->pending_ns /= 2;
+	}
 	a->nsaved = 0;
+	a->saved_snapshot = a->st.snapshots;
 	memset(a->saved_per_loop, 0, sizeof(a->saved_per_loop));
+	for (l = 0; l < a->nloops; l++)
+		a->saved_conc[l] = (int)(per_loop[l] * scale + 0.5);
 	if (partial)
 		a->st.partial++;
 	for (i = 0; i < (size_t)ntasks; i++) {
@@ -1097,37 +1114,46 @@ static void snapshot(struct pyasync *a)
 	a->po.budget = UINT64_MAX;
 }
 
+/* ns of loop l's idle time to the tasks of the last snapshot, evenly;
+ * false when that snapshot found none of l's. */
+static bool credit_saved(struct pyasync *a, int l, double ns)
+{
+	int i;
+
+	if (!a->saved_per_loop[l])
+		return false;
+	for (i = 0; i < a->nsaved; i++) {
+		const struct saved_task *sv = &a->saved[i];
+		struct await_in in = {
+			.snapshot = a->saved_snapshot,
+			.task_name = sv->name,
+			.frames = sv->frames,
+			.nframes = sv->nframes,
+			.ns = ns / a->saved_per_loop[l],
+			.concurrency = a->saved_conc[l],
+		};
+
+		if (sv->loop != l)
+			continue;
+		profile__add_await(a->profile, &in);
+		a->st.credited_ns += in.ns;
+	}
+	return true;
+}
+
 void pyasync__flush(struct pyasync *a)
 {
-	int i, l;
+	int l;
 
 	for (l = 0; l < a->nloops; l++) {
 		struct loop_state *ls = &a->loops[l];
 
 		if (ls->pending_ns <= 0)
 			continue;
-		if (!a->saved_per_loop[l]) {
+		if (credit_saved(a, l, ls->pending_ns))
+			a->st.after_last_ns += ls->pending_ns;
+		else
 			a->st.empty_ns += ls->pending_ns;
-			ls->pending_ns = 0;
-			continue;
-		}
-		for (i = 0; i < a->nsaved; i++) {
-			const struct saved_task *sv = &a->saved[i];
-			struct await_in in = {
-				.snapshot = a->st.snapshots,
-				.task_name = sv->name,
-				.frames = sv->frames,
-				.nframes = sv->nframes,
-				.ns = ls->pending_ns / a->saved_per_loop[l],
-				.concurrency = a->saved_per_loop[l],
-			};
-
-			if (sv->loop != l)
-				continue;
-			profile__add_await(a->profile, &in);
-			a->st.credited_ns += in.ns;
-		}
-		a->st.after_last_ns += ls->pending_ns;
 		ls->pending_ns = 0;
 	}
 }

@@ -18,6 +18,19 @@
 #define TYPE_READ 320 /* bytes of a type object read at once (tp_dictoffset < 300) */
 #define MAX_TYPES 4096
 
+static void ix_cache_clear(struct pyobj *po)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!po->ixs)
+		return;
+	while (hmap__next(po->ixs, &it, NULL, &v))
+		free(v);
+	hmap__free(po->ixs);
+	po->ixs = NULL;
+}
+
 int pyobj__init(struct pyobj *po, const struct py_proc *pp)
 {
 	memset(po, 0, sizeof(*po));
@@ -38,6 +51,7 @@ void pyobj__fini(struct pyobj *po)
 		free(v);
 	hmap__free(po->types);
 	po->types = NULL;
+	ix_cache_clear(po);
 }
 
 int pyobj__read(struct pyobj *po, uint64_t addr, void *buf, size_t len)
@@ -327,17 +341,37 @@ static int keys_view(struct pyobj *po, uint64_t keys, struct keys_view *kv)
 	return 0;
 }
 
-/* The index of key among the entries, -ENOENT, or -errno. */
-static int keys_find(struct pyobj *po, const struct keys_view *kv, const char *key,
-		     uint8_t **entries_out)
+/* Where a key was found in a keys object: the next lookup reads that one
+ * entry and checks it still holds the same key object. */
+struct ix_key {
+	uint64_t keys;
+	uint64_t name_hash;
+};
+
+struct ix_val {
+	int ix;
+	uint64_t key_obj;
+};
+
+#define MAX_IX_CACHE 4096
+
+/* The index of key among the entries (its entry's bytes in entry, esize of
+ * them), -ENOENT, or -errno. */
+static int keys_find(struct pyobj *po, uint64_t keys, const struct keys_view *kv, const char *key,
+		     uint8_t *entry)
 {
+	struct ix_key ik = { keys, hash_bytes(key, strlen(key)) };
+	struct ix_val *iv = po->ixs ? hmap__get(po->ixs, &ik) : NULL;
 	uint8_t *e;
 	uint64_t i;
 	int err;
 
-	*entries_out = NULL;
-	if (!kv->n)
+	if (!kv->n || kv->esize > 64)
 		return -ENOENT;
+	if (iv && (uint64_t)iv->ix < kv->n &&
+	    !pyobj__read(po, kv->entries + (uint64_t)iv->ix * kv->esize, entry, kv->esize) &&
+	    word(entry, kv->ekey) == iv->key_obj)
+		return iv->ix;
 	e = malloc(kv->n * kv->esize);
 	if (!e)
 		return -ENOMEM;
@@ -353,7 +387,18 @@ static int keys_find(struct pyobj *po, const struct keys_view *kv, const char *k
 			continue;
 		err = pyobj__str_eq(po, k, key);
 		if (err == 1) {
-			*entries_out = e;
+			memcpy(entry, e + i * kv->esize, kv->esize);
+			free(e);
+			if (!po->ixs || hmap__count(po->ixs) >= MAX_IX_CACHE) {
+				ix_cache_clear(po);
+				po->ixs = hmap__new(sizeof(struct ix_key));
+			}
+			iv = po->ixs ? malloc(sizeof(*iv)) : NULL;
+			if (iv) {
+				*iv = (struct ix_val){ (int)i, k };
+				if (hmap__put(po->ixs, &ik, iv))
+					free(iv);
+			}
 			return (int)i;
 		}
 		if (err == -E2BIG || err == -ESRCH)
@@ -377,7 +422,7 @@ int pyobj__dict_get(struct pyobj *po, uint64_t dict, const char *key, uint64_t *
 	const struct py_offsets *o = po->pp->off;
 	struct keys_view kv;
 	uint64_t keys, values;
-	uint8_t *e;
+	uint8_t e[64];
 	int ix, err;
 
 	if (!pyobj__is_a(po, dict, "dict"))
@@ -389,14 +434,13 @@ int pyobj__dict_get(struct pyobj *po, uint64_t dict, const char *key, uint64_t *
 		err = keys_view(po, keys, &kv);
 	if (err)
 		return err;
-	ix = keys_find(po, &kv, key, &e);
+	ix = keys_find(po, keys, &kv, key, e);
 	if (ix < 0)
 		return ix;
 	if (values)
 		err = split_value(po, values, ix, val);
 	else
-		*val = word(e, (size_t)ix * kv.esize + kv.evalue);
-	free(e);
+		*val = word(e, kv.evalue);
 	if (err)
 		return err;
 	return *val ? 0 : -ENOENT;
@@ -407,16 +451,15 @@ static int shared_value(struct pyobj *po, const struct pytype *t, uint64_t value
 			uint64_t *val)
 {
 	struct keys_view kv;
-	uint8_t *e;
+	uint8_t e[64];
 	int ix, err;
 
 	err = keys_view(po, t->cached_keys, &kv);
 	if (err)
 		return err;
-	ix = keys_find(po, &kv, name, &e);
+	ix = keys_find(po, t->cached_keys, &kv, name, e);
 	if (ix < 0)
 		return ix;
-	free(e);
 	err = split_value(po, values, ix, val);
 	if (err)
 		return err;
@@ -425,17 +468,20 @@ static int shared_value(struct pyobj *po, const struct pytype *t, uint64_t value
 
 int pyobj__attr(struct pyobj *po, uint64_t obj, const char *name, uint64_t *val)
 {
-	const struct py_offsets *o = po->pp->off;
 	const struct pytype *t;
-	struct pytype tcopy;
+	int err = pyobj__type(po, obj, &t);
+
+	return err ? err : pyobj__attr_of(po, obj, t, name, val);
+}
+
+int pyobj__attr_of(struct pyobj *po, uint64_t obj, const struct pytype *type, const char *name,
+		   uint64_t *val)
+{
+	const struct py_offsets *o = po->pp->off;
+	const struct pytype tcopy = *type, *t = &tcopy;
 	uint64_t w, dict = 0;
 	int err;
 
-	err = pyobj__type(po, obj, &t);
-	if (err)
-		return err;
-	tcopy = *t;
-	t = &tcopy;
 	if (o->tpflags_managed_dict && (t->flags & o->tpflags_managed_dict)) {
 		if (po->pp->minor >= 13) {
 			err = pyobj__u64(po, obj + o->managed_dict_off, &dict);

@@ -40,6 +40,7 @@ struct pyobj {
 	uint64_t reads;		    /* reads made, for the cost */
 	uint64_t budget;	    /* reads left before -E2BIG */
 	struct hmap *types;	    /* type address -> struct pytype */
+	struct hmap *ixs;	    /* (keys object, name) -> where it was found */
 };
 
 struct pytype {
@@ -79,6 +80,9 @@ int pyobj__long(struct pyobj *po, uint64_t addr, int64_t *v);
 int pyobj__dict_get(struct pyobj *po, uint64_t dict, const char *key, uint64_t *val);
 /* obj.name from its instance dict (not class attributes, not slots). */
 int pyobj__attr(struct pyobj *po, uint64_t obj, const char *name, uint64_t *val);
+/* The same, obj's type known (no read of it). */
+int pyobj__attr_of(struct pyobj *po, uint64_t obj, const struct pytype *t, const char *name,
+		   uint64_t *val);
 /* The members of a set (or frozenset): at most max into out, *n of them;
  * -E2BIG when there were more (out holds the first max). */
 int pyobj__set_members(struct pyobj *po, uint64_t set, uint64_t *out, size_t max, size_t *n);
