@@ -920,7 +920,8 @@ def test_async_reference_columns(tmp_path):
             if row.get("n_async_await_percent", 0) >= HOT_PERCENT:
                 check_await_cells(cells[str(row["lineno"])], row)
                 checked += 1
-            elif str(row["lineno"]) in cells:
+            elif str(row["lineno"]) in cells and not row.get("async_task_names"):
+                # Shown for its time, with no task waiting there.
                 assert cells[str(row["lineno"])]["tasks"] == ""
     assert checked >= 2
 
