@@ -467,11 +467,22 @@ static char thread_state(int pid, int tid)
  * that waits for a CPU, its stack still in the selector, is not idle. */
 static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uint64_t *globals)
 {
-	uint64_t addr = top_frame(a, tstate);
+	uint64_t addr;
 	struct frame_ref fr;
 	struct rframe f;
-	int depth, python = 0;
+	int depth, python = 0, tid;
+	char st = 0;
 
+	/* The thread's state first, then its frames: a loop that wakes while
+	 * they are read still shows the selector's frames, so the look tells
+	 * what the thread did at its start, whatever the reads take.  A
+	 * thread id from inside another PID namespace names no task here:
+	 * then the state cannot be told. */
+	if (!python__thread_tid(a->pp, tstate, &tid))
+		st = thread_state(a->pp->pid, tid);
+	if (st && st != 'S' && st != 'D')
+		return false;
+	addr = top_frame(a, tstate);
 	for (depth = 0; addr && depth < IDLE_DEPTH + 2; depth++, addr = f.prev) {
 		if (read_frame(a, addr, false, &f))
 			return false;
@@ -480,24 +491,12 @@ static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uin
 		if (frame_ref_of(a, &f, &fr, NULL))
 			return false;
 		if (is_run_once(&fr)) {
-			int tid;
-
 			/* Idle only when it waits in the selector: the frames
 			 * inside it are the selector's. */
 			if (!python || !pyobj__ptr_ok(f.local0))
 				return false;
-			/* A thread id from inside another PID namespace names
-			 * no task here: then the state cannot be told. */
-			if (!python__thread_tid(a->pp, tstate, &tid)) {
-				char st = thread_state(a->pp->pid, tid);
-
-				if (st && st != 'S' && st != 'D')
-					return false;
-				if (!st)
-					a->st.state_unknown++;
-			} else {
+			if (!st)
 				a->st.state_unknown++;
-			}
 			*loop = f.local0;
 			*globals = f.globals;
 			return true;
