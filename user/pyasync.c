@@ -57,6 +57,7 @@ struct loop_state {
 	double pending_ns; /* idle time not yet handed to tasks */
 	bool idle;	   /* idle at the last poll */
 	uint64_t globals;  /* f_globals of its _run_once frame */
+	uint64_t tstate;   /* the thread state it was last seen idle in */
 };
 
 struct pending_task {
@@ -473,15 +474,23 @@ static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uin
 	int depth, python = 0, tid;
 	char st = 0;
 
-	/* The thread's state first, then its frames: a loop that wakes while
-	 * they are read still shows the selector's frames, so the look tells
-	 * what the thread did at its start, whatever the reads take.  A
-	 * thread id from inside another PID namespace names no task here:
-	 * then the state cannot be told. */
-	if (!python__thread_tid(a->pp, tstate, &tid))
+	/* For a thread known to run a loop, its state first, then its frames:
+	 * a loop that wakes while they are read still shows the selector's
+	 * frames, so the look tells what the thread did at its start, however
+	 * long the reads take.  Other threads (most threads of most programs)
+	 * are judged by their frames alone, and a loop newly found reads its
+	 * state after them.  A thread id from inside another PID namespace
+	 * names no task here: then the state cannot be told. */
+	bool known = false;
+	int i;
+
+	for (i = 0; i < a->nloops && !known; i++)
+		known = a->loops[i].tstate == tstate;
+	if (known && !python__thread_tid(a->pp, tstate, &tid)) {
 		st = thread_state(a->pp->pid, tid);
-	if (st && st != 'S' && st != 'D')
-		return false;
+		if (st && st != 'S' && st != 'D')
+			return false;
+	}
 	addr = top_frame(a, tstate);
 	for (depth = 0; addr && depth < IDLE_DEPTH + 2; depth++, addr = f.prev) {
 		if (read_frame(a, addr, false, &f))
@@ -495,6 +504,11 @@ static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uin
 			 * inside it are the selector's. */
 			if (!python || !pyobj__ptr_ok(f.local0))
 				return false;
+			if (!known && !python__thread_tid(a->pp, tstate, &tid)) {
+				st = thread_state(a->pp->pid, tid);
+				if (st && st != 'S' && st != 'D')
+					return false;
+			}
 			if (!st)
 				a->st.state_unknown++;
 			*loop = f.local0;
@@ -1209,6 +1223,7 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 			if (ls) {
 				ls->idle = true;
 				ls->globals = globals;
+				ls->tstate = ts;
 				/* Before the layout is known no snapshot can
 				 * say which tasks waited: that time is kept
 				 * apart, not given to the first snapshot. */
