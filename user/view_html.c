@@ -15,6 +15,7 @@
  * textContent.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,12 +57,18 @@ struct model {
 	struct json_object *churn_files, *churn;
 };
 
-/* Numbers with six significant digits: the page shows at most three. */
+/* Numbers as the shortest text that reads back as the same double: the page
+ * rounds them once, as the profile's reader would (six digits rounded here
+ * first turned 1.5050001 into 1.505, which the page then showed as 1.50). */
 static struct json_object *num(double d)
 {
 	char buf[32];
 
-	snprintf(buf, sizeof(buf), "%.6g", d);
+	for (int digits = 6; digits <= 17; digits++) {
+		snprintf(buf, sizeof(buf), "%.*g", digits, d);
+		if (strtod(buf, NULL) == d || !isfinite(d))
+			break;
+	}
 	return json_object_new_double_s(d, buf);
 }
 

@@ -1047,3 +1047,18 @@ def test_attach_memory_not_measured(tmp_path):
     model = embedded_model(page_of(ours, tmp_path, "run.html"))
     assert model["footprint_measured"] is True
     assert "probe_overhead_s" not in model
+
+
+def test_numbers_rounded_once(tmp_path):
+    """The page carries the profile's numbers as they are and rounds them
+    once: an elapsed time of 1.5050001 s shows as 1.51 s (rounded to six
+    digits first, it became 1.505, shown as 1.50)."""
+    ours = REPO / "tests" / "fuzz" / "corpus" / "view" / "ours-demo.json"
+    doc = json.loads(ours.read_text())
+    doc["elapsed_time_sec"] = 1.5050001
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps(doc))
+    html = page_of(path, tmp_path)
+    assert embedded_model(html)["elapsed"] == 1.5050001
+    probe = render_ok(html)
+    assert "elapsed 1.51 s" in probe["header"], probe["header"]
