@@ -230,6 +230,7 @@ struct proc_record {
 	__u32 ppid;	 /* EV_FORK: the parent's tgid */
 	__u32 exit_code; /* EV_EXIT */
 	__u64 ts;
+	__u64 maxrss_pages; /* the process's peak resident set so far (EV_EXIT: final) */
 	__u8 comm[16];
 };
 

@@ -52,6 +52,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u64 sample_period_ns = 1000000;
 const volatile __u8 follow_children = 1;
+/* System-wide (--all): every exec on the host is reported, so that the loader
+ * can look at the new image and track it if it is Python. */
+const volatile __u8 track_all = 0;
 /* Length of a clock tick: start times are compared in the unit of
  * /proc/PID/stat, which is all the loader can see. */
 const volatile __u64 tick_ns = 10000000;
@@ -462,6 +465,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid, __u32 code,
 					     struct task_struct *task)
 {
+	struct signal_struct *sig = task->signal;
 	struct proc_record *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
 	if (!e) {
@@ -473,6 +477,9 @@ static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid,
 	e->ppid = ppid;
 	e->exit_code = code;
 	e->ts = bpf_ktime_get_ns();
+	/* The group's peak resident set so far, in pages (the kernel keeps it
+	 * there for getrusage; at the exit of the last thread it is final). */
+	e->maxrss_pages = sig ? BPF_CORE_READ(sig, maxrss) : 0;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	/* Process events are rare and the loader wants them promptly. */
 	bpf_ringbuf_submit(e, 0);
@@ -513,8 +520,12 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	__u32 tgid = task->tgid;
 	struct proc_info *p = tracked_proc(task, tgid);
 
-	if (!p)
+	if (!p) {
+		/* Not followed: the loader decides whether to (ppid: 0). */
+		if (track_all)
+			emit_proc_record(EV_EXEC, tgid, 0, 0, task);
 		return 0;
+	}
 	/* New image: the old interpreter layout is gone. */
 	p->has_cfg = 0;
 	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);

@@ -29,7 +29,7 @@ _Static_assert(sizeof(struct py_walk_cfg) == 176, "py_walk_cfg layout");
 _Static_assert(sizeof(struct proc_info) == 208, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
 _Static_assert(SAMPLE_HDR_SIZE == 120, "sample_event header layout");
-_Static_assert(sizeof(struct proc_record) == 40, "proc_record layout");
+_Static_assert(sizeof(struct proc_record) == 48, "proc_record layout");
 _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
 	       "sampler state block size");
@@ -419,6 +419,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	l->skel->rodata->sample_period_ns = l->period_ns;
 	l->skel->rodata->follow_children = opts->follow_children;
+	l->skel->rodata->track_all = opts->track_all;
 	l->skel->rodata->count_idle = opts->count_idle;
 	l->skel->rodata->nr_futex = SYS_futex;
 #ifdef SYS_futex_waitv

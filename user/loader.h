@@ -19,6 +19,7 @@ typedef int (*loader_event_fn)(void *ctx, const void *data, size_t size);
 struct loader_opts {
 	unsigned int rate_hz; /* samples per second per CPU */
 	bool follow_children;
+	bool track_all;		    /* every exec on the host becomes an EV_EXEC record */
 	bool count_idle;	    /* parked threads' waiting becomes records too */
 	unsigned int max_procs;	    /* tracked processes at once */
 	unsigned int ringbuf_bytes; /* power of two */

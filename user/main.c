@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 #include <json-c/json.h>
 
+#include "host.h"
 #include "loader.h"
 #include "memprobe.h"
 #include "log.h"
@@ -93,6 +94,7 @@ struct run_state {
 	struct pyhook hook;	/* run: the @profile builtin */
 	bool hook_ready;
 	struct memprobe_report probes;
+	struct host *host; /* --all */
 };
 
 struct write_ctx {
@@ -138,18 +140,8 @@ static int write_profile(struct run_state *rs, bool final)
 	if (final)
 		session__flush_async(rs->session);
 	m.extra = session__facts(rs->session);
-	if (m.extra) {
-		const struct profile_timeline *tl = profile__timeline(rs->profile);
-		struct json_object *t = json_object_new_object();
-
-		/* How the stack timeline was thinned (profile.h has the rule). */
-		json_object_object_add(t, "events", json_object_new_int(tl->n));
-		json_object_object_add(t, "max_events", json_object_new_int(TIMELINE_MAX_EVENTS));
-		json_object_object_add(t, "slot_s", json_object_new_double(tl->slot_ns / 1e9));
-		json_object_object_add(t, "samples_dropped",
-				       json_object_new_int64((int64_t)tl->dropped));
-		json_object_object_add(m.extra, "timeline", t);
-	}
+	if (m.extra)
+		json_object_object_add(m.extra, "timeline", output_timeline_facts(rs->profile));
 	if (rs->hook_ready && m.extra) {
 		struct json_object *d = json_object_new_object();
 
@@ -279,7 +271,9 @@ static int setup(struct run_state *rs)
 		.on_event = session__handle,
 	};
 	struct session_opts so = { .memory = rs->memory,
-				   .async_waits = !rs->opts->no_async,
+				   /* Not yet with --all: each event loop of each
+				    * process would be polled every 10 ms. */
+				   .async_waits = !rs->opts->no_async && !rs->host,
 				   .creds = &rs->creds };
 	struct session_bpf bpf = {
 		.track = bpf_track,
@@ -290,9 +284,16 @@ static int setup(struct run_state *rs)
 		.prog_runtime = bpf_prog_runtime,
 	};
 
-	rs->profile = profile__new(&filter);
-	if (!rs->profile)
-		return -ENOMEM;
+	if (rs->host) {
+		/* Every exec on the host is looked at; each Python process
+		 * gets a profile of its own. */
+		lo.track_all = true;
+		so.host = host__session_host(rs->host);
+	} else {
+		rs->profile = profile__new(&filter);
+		if (!rs->profile)
+			return -ENOMEM;
+	}
 	/* The session is the ring buffer's consumer: made first, wired after. */
 	so.profile = rs->profile;
 	so.ncpus = libbpf_num_possible_cpus();
@@ -307,6 +308,8 @@ static int setup(struct run_state *rs)
 	bpf.ctx = rs->loader;
 	bpf.probe_check = loader__probe_check(rs->loader);
 	session__set_bpf(rs->session, &bpf);
+	if (rs->host)
+		host__set_session(rs->host, rs->session);
 	return 0;
 }
 
@@ -321,6 +324,7 @@ static void teardown(struct run_state *rs)
 	rs->hook_ready = false;
 	loader__free(rs->loader);
 	session__free(rs->session);
+	host__free(rs->host);
 	profile__free(rs->profile);
 	target_free(&rs->target);
 }
@@ -614,7 +618,7 @@ static int cmd_attach(const struct options *o)
 		pr_warn("cannot profile process %d: %s\n", o->pid, why);
 		return 1;
 	}
-	err = target_from_pid(o, &rs.target);
+	err = target_from_pid(o->pid, &rs.target);
 	if (!err)
 		err = outfile_check(o->outfile, &rs.creds);
 	if (err) {
@@ -654,6 +658,48 @@ static int cmd_attach(const struct options *o)
 	return err ? 1 : 0;
 }
 
+/* --all: every Python process the filters take, until Ctrl-C or
+ * --duration; one profile each and index.json in the output directory. */
+static int cmd_all(const struct options *o)
+{
+	struct run_state rs = { .opts = o };
+	struct host_opts ho = { .o = o, .creds = &rs.creds, .rate_hz = o->rate_hz };
+	double deadline, next = 0;
+	int err, n;
+
+	install_signals();
+	if (creds_from_env(&rs.creds))
+		return 1;
+	rs.start_mono = mono_s();
+	rs.start_wall = wall_s();
+	ho.start_mono = rs.start_mono;
+	ho.start_wall = rs.start_wall;
+	rs.host = host__new(&ho);
+	if (!rs.host)
+		return 1;
+	err = setup(&rs);
+	if (err) {
+		teardown(&rs);
+		return 1;
+	}
+	/* After BPF is in place: a process started during the scan is seen by
+	 * its exec, one that was there by the scan (both: followed once). */
+	n = host__scan(rs.host);
+	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
+	pr_info("following %d process%s that the filters take; Ctrl-C to stop\n", n,
+		n == 1 ? "" : "es");
+	while (!got_signal) {
+		loop_step(&rs, &next);
+		if (deadline && mono_s() >= deadline)
+			break;
+	}
+	loader__drain(rs.loader);
+	session__end_all(rs.session);
+	err = host__finish(rs.host, mono_s() - rs.start_mono);
+	teardown_written(&rs);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -663,7 +709,7 @@ int main(int argc, char **argv)
 		return 2;
 	log_set_level(o.verbose);
 	if (!o.outfile && o.cmd != CMD_VIEW)
-		o.outfile = DEFAULT_OUTFILE;
+		o.outfile = o.cmd == CMD_ALL ? DEFAULT_OUTDIR : DEFAULT_OUTFILE;
 	switch (o.cmd) {
 	case CMD_HELP:
 		options_usage(stdout);
@@ -678,6 +724,9 @@ int main(int argc, char **argv)
 		break;
 	case CMD_ATTACH:
 		ret = cmd_attach(&o);
+		break;
+	case CMD_ALL:
+		ret = cmd_all(&o);
 		break;
 	default:
 		options_usage(stderr);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -32,6 +33,10 @@ enum {
 	OPT_HTML,
 	OPT_FORMAT,
 	OPT_NO_ASYNC,
+	OPT_ALL,
+	OPT_COMM,
+	OPT_UID,
+	OPT_EXCLUDE_PID,
 };
 
 static const struct option long_opts[] = {
@@ -54,6 +59,10 @@ static const struct option long_opts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
+	{ "all", no_argument, NULL, OPT_ALL },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "uid", required_argument, NULL, OPT_UID },
+	{ "exclude-pid", required_argument, NULL, OPT_EXCLUDE_PID },
 	{ "config", required_argument, NULL, 'c' },
 	{ "cli", no_argument, NULL, OPT_CLI },
 	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
@@ -70,6 +79,8 @@ void options_usage(FILE *f)
 	fputs("usage: scalene-bpf run [options] prog.py [args...]\n"
 	      "       scalene-bpf run [options] -- command [args...]\n"
 	      "       scalene-bpf --pid PID [options]\n"
+	      "       scalene-bpf --all [--pid P] [--comm NAME] [--uid U] [--exclude-pid P]\n"
+	      "                   [--duration S] [-o DIR] [options]\n"
 	      "       scalene-bpf view [--cli | --html [OUT.html] | --format FMT -o FILE]\n"
 	      "                        [profile.json]\n"
 	      "\n"
@@ -83,6 +94,7 @@ void options_usage(FILE *f)
 	      "  sudo scalene-bpf run -o out.json --python python3.12 prog.py\n"
 	      "  sudo scalene-bpf run -- python3.12 -m pkg.tool --flag\n"
 	      "  sudo scalene-bpf --pid 1234 --duration 10\n"
+	      "  sudo scalene-bpf --all --duration 30 -o profiles/\n"
 	      "  scalene-bpf view --cli scalene-profile.json\n"
 	      "\n"
 	      "options (before the program; everything after it belongs to the program):\n"
@@ -90,7 +102,17 @@ void options_usage(FILE *f)
 	      "      --python PATH              interpreter for a script [python3]\n"
 	      "      --pid PID                  attach to a running Python process; never pauses\n"
 	      "                                 or signals it; ends on Ctrl-C, --duration or exit\n"
-	      "      --duration SECONDS         attach: stop after this long\n"
+	      "      --duration SECONDS         --pid, --all: stop after this long\n"
+	      "      --all                      every Python process on the host, running or\n"
+	      "                                 started during the run (containers too): one\n"
+	      "                                 profile per process and index.json in DIR\n"
+	      "                                 (-o DIR [scalene-bpf-profiles]); CPU only, no\n"
+	      "                                 await attribution.  Filters, repeatable or\n"
+	      "                                 comma-separated: --pid P, --comm NAME (the\n"
+	      "                                 process name), --uid USER, --exclude-pid P;\n"
+	      "                                 children of a profiled process are profiled\n"
+	      "                                 unless excluded (--no-follow: they must pass\n"
+	      "                                 the filters themselves)\n"
 	      "      --rate HZ                  samples per second per CPU [997]\n"
 	      "      --cpu-only                 no memory profiling (run profiles memory by\n"
 	      "                                 default: it preloads the allocation sampler,\n"
@@ -230,6 +252,32 @@ static int parse_list(char *s, const char **out, int *n)
 	return 0;
 }
 
+/* Process IDs, comma-separated, added to out[*n]. */
+static int parse_pids(char *arg, int *out, int *n, const char *name, FILE *err)
+{
+	char *save = NULL, *tok;
+	double d;
+
+	/* Exactly digits between the commas: no spaces, no empty items. */
+	if (!*arg || arg[strlen(arg) - 1] == ',') {
+		fprintf(err, "scalene-bpf: --%s needs a process ID, got '%s'\n", name, arg);
+		return -EINVAL;
+	}
+	for (tok = strtok_r(arg, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (parse_double(tok, &d, 1, 4194304) || d != (int)d || !isdigit(*tok)) {
+			fprintf(err, "scalene-bpf: --%s needs a process ID, got '%s'\n", name, tok);
+			return -EINVAL;
+		}
+		if (*n >= MAX_FILTERS) {
+			fprintf(err, "scalene-bpf: --%s: at most %d process IDs\n", name,
+				MAX_FILTERS);
+			return -EINVAL;
+		}
+		out[(*n)++] = (int)d;
+	}
+	return 0;
+}
+
 /* Applies one option; arg may be NULL for flags.  Shared by the command
  * line and the config file. */
 static int apply(struct options *o, int id, char *arg, const char *name, FILE *err)
@@ -288,11 +336,22 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		o->python = arg;
 		return 0;
 	case OPT_PID:
-		if (parse_double(arg, &d, 1, 4194304) || d != (int)d) {
-			fprintf(err, "scalene-bpf: --pid needs a process ID, got '%s'\n", arg);
+		if (parse_pids(arg, o->pids, &o->npids, name, err))
 			return -EINVAL;
-		}
-		o->pid = (int)d;
+		o->pid = o->pids[0];
+		return 0;
+	case OPT_EXCLUDE_PID:
+		return parse_pids(arg, o->exclude_pids, &o->nexclude_pids, name, err);
+	case OPT_ALL:
+		o->all = true;
+		return 0;
+	case OPT_COMM:
+		if (parse_list(arg, o->comms, &o->ncomms))
+			goto too_many;
+		return 0;
+	case OPT_UID:
+		if (parse_list(arg, o->uids, &o->nuids))
+			goto too_many;
 		return 0;
 	case OPT_DURATION:
 		if (parse_double(arg, &o->duration, 0.001, 1e9))
@@ -498,6 +557,31 @@ int options_load_config(const char *path, struct options *o, FILE *err)
 	return ret;
 }
 
+/* --all: no program, and the options that need one process refused. */
+static int check_all(struct options *o, int argc, char **argv, FILE *err)
+{
+	const char *why = NULL;
+
+	if (o->cmd == CMD_RUN)
+		why = "run starts one program; --all profiles the processes already there and "
+		      "those started during the run";
+	else if (optind < argc)
+		why = "--all takes no program";
+	else if (o->memory)
+		why = "--memory is not available with --all yet: profile one process with "
+		      "--pid PID --memory";
+	else if (o->profile_interval > 0)
+		why = "--profile-interval is not available with --all yet: the profiles are "
+		      "written when each process ends and at the end of the run";
+	if (why) {
+		fprintf(err, "scalene-bpf: %s%s%s\n", why, optind < argc ? ": " : "",
+			optind < argc ? argv[optind] : "");
+		return -EINVAL;
+	}
+	o->cmd = CMD_ALL;
+	return 0;
+}
+
 static int parse_run_target(int argc, char **argv, struct options *o, const char *last_optarg,
 			    FILE *err)
 {
@@ -590,6 +674,15 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 	}
 	if (o->cmd == CMD_VIEW)
 		return view_operands(o, view_args, nview, err);
+	if (o->all)
+		return check_all(o, argc, argv, err);
+	if (o->npids > 1 || o->ncomms || o->nuids || o->nexclude_pids) {
+		fprintf(err, "scalene-bpf: %s\n",
+			o->npids > 1
+				? "--pid takes one process, or several with --all"
+				: "--comm, --uid and --exclude-pid choose processes for --all");
+		return -EINVAL;
+	}
 	if (o->cmd == CMD_RUN) {
 		if (o->pid) {
 			fprintf(err, "scalene-bpf: run starts a program; use --pid without run "

@@ -10,6 +10,7 @@ enum command {
 	CMD_NONE = 0,
 	CMD_RUN,    /* scalene-bpf run [options] prog.py args | -- cmd args */
 	CMD_ATTACH, /* scalene-bpf --pid N [options] */
+	CMD_ALL,    /* scalene-bpf --all [filters] [options] */
 	CMD_VIEW,   /* scalene-bpf view [--cli|--html|--format F] [profile.json] */
 	CMD_HELP,
 	CMD_VERSION,
@@ -25,6 +26,16 @@ struct options {
 	int argc;
 	bool raw_command; /* run: argv given after --, exec'ed as is */
 	int pid;
+	/* --all: every Python process on the host that the filters take */
+	bool all;
+	int pids[MAX_FILTERS]; /* --pid, repeatable with --all */
+	int npids;
+	const char *comms[MAX_FILTERS]; /* --comm: process names */
+	int ncomms;
+	const char *uids[MAX_FILTERS]; /* --uid: user IDs or names */
+	int nuids;
+	int exclude_pids[MAX_FILTERS]; /* --exclude-pid */
+	int nexclude_pids;
 	double duration; /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
@@ -57,6 +68,7 @@ struct options {
 
 #define DEFAULT_RATE_HZ 997
 #define DEFAULT_OUTFILE "scalene-profile.json"
+#define DEFAULT_OUTDIR "scalene-bpf-profiles"
 
 /* Parses argv into *o.  Returns 0, or -EINVAL after printing a one-line
  * reason to err. */

@@ -1169,3 +1169,16 @@ char *output_to_string(struct json_object *doc)
 	*o = '\0';
 	return out;
 }
+
+struct json_object *output_timeline_facts(const struct profile *p)
+{
+	const struct profile_timeline *tl = profile__timeline(p);
+	struct json_object *t = json_object_new_object();
+
+	/* How the stack timeline was thinned (profile.h has the rule). */
+	json_object_object_add(t, "events", json_object_new_int(tl->n));
+	json_object_object_add(t, "max_events", json_object_new_int(TIMELINE_MAX_EVENTS));
+	json_object_object_add(t, "slot_s", json_object_new_double(tl->slot_ns / 1e9));
+	json_object_object_add(t, "samples_dropped", json_object_new_int64((int64_t)tl->dropped));
+	return t;
+}

@@ -49,6 +49,9 @@ struct json_object *output_build(const struct profile *p, const struct output_me
  * document never sits in memory.  0 or -errno. */
 int output_write(const struct profile *p, const struct output_meta *m, int fd);
 
+/* How the profile's stack timeline was thinned, for the facts. */
+struct json_object *output_timeline_facts(const struct profile *p);
+
 /* Serialises doc to a malloc'ed string (strict JSON, UTF-8). */
 char *output_to_string(struct json_object *doc);
 

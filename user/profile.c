@@ -785,6 +785,8 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		return;
 	}
 	p->total_ns += cpu + blocked;
+	p->split_ns[s->where <= WHERE_SYSTEM ? s->where : WHERE_SYSTEM] += cpu;
+	p->split_ns[WHERE_SYSTEM] += blocked;
 	p->gil_ns += gil;
 	if (cpu + blocked <= 0)
 		return;
@@ -820,6 +822,13 @@ void profile__add(struct profile *p, const struct sample_in *s)
 double profile__total_ns(const struct profile *p)
 {
 	return p->total_ns;
+}
+
+void profile__split_ns(const struct profile *p, double *python, double *native, double *system)
+{
+	*python = p->split_ns[WHERE_PYTHON];
+	*native = p->split_ns[WHERE_NATIVE];
+	*system = p->split_ns[WHERE_SYSTEM];
 }
 
 double profile__not_python_ns(const struct profile *p)

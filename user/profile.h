@@ -365,6 +365,9 @@ double mem_stats__avg(const struct mem_stats *m);
 double profile__total_ns(const struct profile *p);
 /* Time of tracked processes that are not Python (launchers, shells, the
  * interpreter before it is recognised): not part of the percentages. */
+/* total_ns split by where the time went (blocked time is system time),
+ * whether or not it reached a profiled line. */
+void profile__split_ns(const struct profile *p, double *python, double *native, double *system);
 double profile__not_python_ns(const struct profile *p);
 /* Of total_ns, the blocked time spent waiting for the GIL. */
 double profile__gil_ns(const struct profile *p);

@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <linux/openat2.h>
 #include <linux/types.h>
 
 #include "abi.h"
@@ -51,6 +53,7 @@ struct session *session__new(const struct session_opts *opts)
 	if (!s)
 		return NULL;
 	s->profile = opts->profile;
+	s->host = opts->host;
 	s->period_ns = opts->period_ns;
 	s->creds = opts->creds;
 	s->memory = opts->memory;
@@ -77,6 +80,17 @@ void session__set_bpf(struct session *s, const struct session_bpf *bpf)
 	s->bpf = *bpf;
 }
 
+static void tproc_free(struct tproc *tp)
+{
+	usyms__free(tp->usyms);
+	sasync_stop(tp);
+	if (tp->root_fd >= 0)
+		close(tp->root_fd);
+	if (tp->cwd_fd >= 0)
+		close(tp->cwd_fd);
+	free(tp);
+}
+
 void session__free(struct session *s)
 {
 	size_t it = 0;
@@ -84,13 +98,8 @@ void session__free(struct session *s)
 
 	if (!s)
 		return;
-	while (s->procs && hmap__next(s->procs, &it, NULL, &v)) {
-		struct tproc *tp = v;
-
-		usyms__free(tp->usyms);
-		sasync_stop(tp);
-		free(tp);
-	}
+	while (s->procs && hmap__next(s->procs, &it, NULL, &v))
+		tproc_free(v);
 	hmap__free(s->procs);
 	json_object_put(s->async_layouts);
 	hmap__free(s->tnames);
@@ -98,6 +107,13 @@ void session__free(struct session *s)
 	elf_cache__free(s->elves);
 	json_object_put(s->interp_list);
 	free(s);
+}
+
+/* The profile a process's records go to: its own (system-wide), or the
+ * session's (a program and its children, as Scalene reports them). */
+static struct profile *tp_profile(const struct session *s, const struct tproc *tp)
+{
+	return s->host ? tp->profile : s->profile;
 }
 
 static uint64_t now_ns(void)
@@ -117,6 +133,8 @@ static struct tproc *tproc_new(struct session *s, int pid, int ppid)
 	tp->pid = pid;
 	tp->ppid = ppid;
 	tp->space = s->next_space++;
+	tp->root_fd = tp->cwd_fd = -1;
+	tp->session = s;
 	if (hmap__put(s->procs, &pid, tp)) {
 		free(tp);
 		return NULL;
@@ -124,16 +142,11 @@ static struct tproc *tproc_new(struct session *s, int pid, int ppid)
 	return tp;
 }
 
-static void note_interpreter(struct session *s, const struct tproc *tp)
+static struct json_object *interpreter_facts(const struct tproc *tp)
 {
 	struct json_object *o = json_object_new_object();
 	char ver[32];
 
-	/* One entry per distinct interpreter binary is plenty. */
-	if (s->interpreters++ >= 16) {
-		json_object_put(o);
-		return;
-	}
 	python__version_string(tp->pp.version_hex, ver, sizeof(ver));
 	json_object_object_add(o, "pid", json_object_new_int(tp->pid));
 	json_object_object_add(o, "version", json_object_new_string(ver));
@@ -144,7 +157,91 @@ static void note_interpreter(struct session *s, const struct tproc *tp)
 	if (!tp->pp.gil_hi)
 		json_object_object_add(o, "gil_wait_unmeasured",
 				       json_object_new_string(tp->pp.gil_why));
-	json_object_array_add(s->interp_list, o);
+	return o;
+}
+
+static void note_interpreter(struct session *s, const struct tproc *tp)
+{
+	/* One entry per distinct interpreter binary is plenty. */
+	if (s->interpreters++ >= 16 || s->host)
+		return;
+	json_object_array_add(s->interp_list, interpreter_facts(tp));
+}
+
+/* System-wide: the process is not followed any more; its entry goes (the
+ * caller may be iterating the table: deleting leaves a tombstone). */
+static void let_go(struct session *s, struct tproc *tp)
+{
+	int pid = tp->pid;
+	size_t it = 0;
+	const void *k;
+	void *v;
+
+	s->bpf.untrack(s->bpf.ctx, pid);
+	/* Its thread names were interned in its profile. */
+	while (hmap__next(s->tnames, &it, &k, &v)) {
+		if (((const struct thread_name_key *)k)->tgid == pid)
+			hmap__del(s->tnames, k);
+	}
+	hmap__del(s->procs, &pid);
+	tproc_free(tp);
+}
+
+/* System-wide: the end of a process's image; the host writes its profile. */
+static void end_image(struct session *s, struct tproc *tp, enum session_end_why why, int exit_code,
+		      uint64_t maxrss_kb, uint64_t ts)
+{
+	struct session_end e = {
+		.why = why,
+		.exit_code = exit_code,
+		.maxrss_kb = maxrss_kb,
+		.ts_ns = ts,
+		.profile = tp->profile,
+		.source_ctx = tp,
+	};
+
+	if (!tp->profile)
+		return;
+	sasync_stop(tp);
+	profile__proc_exit(tp->profile, tp->pid, ts);
+	s->host->ended(s->host->ctx, tp->pid, &e);
+	tp->profile = NULL;
+	if (tp->root_fd >= 0)
+		close(tp->root_fd);
+	if (tp->cwd_fd >= 0)
+		close(tp->cwd_fd);
+	tp->root_fd = tp->cwd_fd = -1;
+}
+
+/* A directory of /proc/PID held open; a fork child gone already has its
+ * parent's (the same at the fork). */
+static int hold_dir(int pid, const char *what, int parent_fd)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && parent_fd >= 0)
+		fd = fcntl(parent_fd, F_DUPFD_CLOEXEC, 0);
+	return fd;
+}
+
+/* System-wide: a Python process gets its profile from the host, and its
+ * root and working directory are held for reading its files later.  parent:
+ * the followed process that forked it, or NULL. */
+static bool host_python(struct session *s, struct tproc *tp, const struct tproc *parent)
+{
+	struct session_proc sp = {
+		.pid = tp->pid, .ppid = tp->ppid, .start_ns = tp->start_ns, .pp = &tp->pp
+	};
+
+	tp->profile = s->host->python(s->host->ctx, &sp);
+	if (!tp->profile)
+		return false;
+	tp->root_fd = hold_dir(tp->pid, "root", parent ? parent->root_fd : -1);
+	tp->cwd_fd = hold_dir(tp->pid, "cwd", parent ? parent->cwd_fd : -1);
+	return true;
 }
 
 static void set_python(struct session *s, struct tproc *tp, const struct py_proc *pp)
@@ -159,8 +256,49 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
+	if (s->host && !host_python(s, tp, NULL)) {
+		let_go(s, tp);
+		return;
+	}
 	note_interpreter(s, tp);
 	sasync_start(s, tp);
+}
+
+static void try_detect(struct session *s, struct tproc *tp, uint64_t now);
+
+/* Starts following pid: BPF records it, its threads get their off-CPU
+ * state. */
+static int follow(struct session *s, struct tproc *tp)
+{
+	int err = s->bpf.track(s->bpf.ctx, tp->pid);
+
+	if (err) {
+		pr_warn("failed to track process %d: %s\n", tp->pid, strerror(-err));
+		return err;
+	}
+	if (s->bpf.seed_threads(s->bpf.ctx, tp->pid) <= 0)
+		pr_debug("process %d: no thread could be given off-CPU state yet\n", tp->pid);
+	return 0;
+}
+
+int session__add_proc(struct session *s, int pid)
+{
+	struct tproc *tp;
+	int err;
+
+	if (hmap__get(s->procs, &pid))
+		return 0;
+	tp = tproc_new(s, pid, 0);
+	if (!tp)
+		return -ENOMEM;
+	err = follow(s, tp);
+	if (err) {
+		hmap__del(s->procs, &pid);
+		tproc_free(tp);
+		return err;
+	}
+	try_detect(s, tp, now_ns());
+	return 0;
 }
 
 int session__add_root(struct session *s, int pid, const struct py_proc *pp)
@@ -211,11 +349,20 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	if (err == -ENOENT || err == -ESRCH) {
 		pr_debug("process %d: %s\n", tp->pid, tp->why);
 		tp->state = TP_OTHER;
+		if (s->host) {
+			s->host->skipped(s->host->ctx, tp->pid, NULL);
+			let_go(s, tp);
+		}
 		return;
 	}
 	/* -EAGAIN past the give-up time: report why it never became ready. */
-	pr_warn("process %d is not profiled: %s\n", tp->pid, tp->why);
+	if (!s->host)
+		pr_warn("process %d is not profiled: %s\n", tp->pid, tp->why);
 	tp->state = TP_UNSUPPORTED;
+	if (s->host) {
+		s->host->skipped(s->host->ctx, tp->pid, tp->why);
+		let_go(s, tp);
+	}
 }
 
 int session__poll_ms(const struct session *s, uint64_t now)
@@ -246,8 +393,12 @@ void session__tick(struct session *s, uint64_t now)
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
-		if (tp->state == TP_DETECTING && !tp->exited && now >= tp->next_try_ns)
-			try_detect(s, tp, now);
+		if (tp->state == TP_DETECTING && !tp->exited) {
+			/* (It may be let go, and gone, after this.) */
+			if (now >= tp->next_try_ns)
+				try_detect(s, tp, now);
+			continue;
+		}
 		sasync_tick(s, tp, now);
 	}
 }
@@ -257,10 +408,22 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 	struct tproc *parent = hmap__get(s->procs, &(int){ (int)r->ppid });
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
 
+	if (tp && s->host) {
+		/* A PID used again before its exit record was read. */
+		end_image(s, tp, END_EXIT, 0, 0, r->ts);
+		let_go(s, tp);
+		tp = NULL;
+	}
+	if (s->host && !s->host->accept(s->host->ctx, (int)r->tgid, (int)r->ppid)) {
+		/* BPF follows a fork child by itself. */
+		s->bpf.untrack(s->bpf.ctx, r->tgid);
+		return;
+	}
 	if (!tp)
 		tp = tproc_new(s, r->tgid, r->ppid);
 	if (!tp)
 		return;
+	tp->start_ns = r->ts;
 	pr_debug("process %d forked %d\n", (int)r->ppid, (int)r->tgid);
 	tp->exited = false;
 	if (parent) {
@@ -277,6 +440,11 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		tp->sampler_addr = parent->sampler_addr;
 		tp->sampler_final = false;
 		memset(&tp->sampler, 0, sizeof(tp->sampler));
+		/* System-wide, a profile of its own from the start. */
+		if (s->host && tp->state == TP_PYTHON && !host_python(s, tp, parent)) {
+			let_go(s, tp);
+			return;
+		}
 	} else {
 		tp->state = TP_DETECTING;
 	}
@@ -286,15 +454,38 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 {
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
 
-	if (!tp)
-		tp = tproc_new(s, r->tgid, 0);
-	if (!tp)
-		return;
 	/* Recognised already, after this exec: the record was just late. */
-	if (tp->state == TP_PYTHON && tp->recognised_ns > r->ts)
+	if (tp && tp->state == TP_PYTHON && tp->recognised_ns > r->ts)
+		return;
+	if (s->host && tp) {
+		/* The old image's profile is complete; the new one is judged
+		 * afresh (its name has changed). */
+		end_image(s, tp, END_EXEC, 0, r->maxrss_pages * (getpagesize() / 1024), r->ts);
+		if (!s->host->accept(s->host->ctx, tp->pid, 0)) {
+			let_go(s, tp);
+			return;
+		}
+	} else if (s->host) {
+		/* Any exec on the host (BPF reports them all): followed only
+		 * if the filters take it. */
+		if (!s->host->accept(s->host->ctx, (int)r->tgid, 0))
+			return;
+		tp = tproc_new(s, r->tgid, 0);
+		if (tp && follow(s, tp)) {
+			hmap__del(s->procs, &tp->pid);
+			tproc_free(tp);
+			return;
+		}
+	} else if (!tp) {
+		tp = tproc_new(s, r->tgid, 0);
+	}
+	if (!tp)
 		return;
 	pr_debug("process %d exec'ed %.16s\n", (int)r->tgid, (const char *)r->comm);
 	tp->state = TP_DETECTING;
+	tp->cpu_samples = 0;
+	tp->start_ns = r->ts;
+	tp->ppid = 0;
 	tp->parent_space = 0;
 	tp->space = s->next_space++;
 	tp->first_try_ns = 0;
@@ -304,7 +495,8 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->usyms = NULL;
 	sasync_stop(tp);
 	/* The old image's memory is gone; a new sampler will announce itself. */
-	profile__proc_exit(s->profile, tp->pid, r->ts);
+	if (!s->host)
+		profile__proc_exit(s->profile, tp->pid, r->ts);
 	tp->sampler_loaded = tp->sampler_final = false;
 	try_detect(s, tp, now_ns());
 }
@@ -316,6 +508,14 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
 
 	pr_debug("process %d exited\n", (int)r->tgid);
+	if (s->host) {
+		if (tp) {
+			end_image(s, tp, END_EXIT, (int)r->exit_code,
+				  r->maxrss_pages * (getpagesize() / 1024), r->ts);
+			let_go(s, tp);
+		}
+		return;
+	}
 	if (tp && !tp->exited) {
 		tp->exited = true;
 		/* Its symbols are not needed any more. */
@@ -333,7 +533,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 
 /* The thread's name as the record carries it, interned; the last name
  * seen per thread is kept so that a thread's samples intern it once. */
-static const char *thread_name(struct session *s, const struct sample_event *ev)
+static const char *thread_name(struct session *s, struct profile *p, const struct sample_event *ev)
 {
 	struct thread_name_key k = { (int)ev->tgid, (int)ev->tid };
 	const char *name = hmap__get(s->tnames, &k);
@@ -351,7 +551,7 @@ static const char *thread_name(struct session *s, const struct sample_event *ev)
 			s->tnames = fresh;
 		}
 	}
-	name = profile__intern(s->profile, buf[0] ? buf : "?");
+	name = profile__intern(p, buf[0] ? buf : "?");
 	if (name)
 		hmap__put(s->tnames, &k, (void *)name);
 	return name;
@@ -413,8 +613,8 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	} else if (err) {
 		return;
 	}
-	in->native_module = profile__intern(s->profile, sym.module);
-	in->native_sym = profile__intern(s->profile, sym.name ? sym.name : "");
+	in->native_module = profile__intern(tp_profile(s, tp), sym.module);
+	in->native_sym = profile__intern(tp_profile(s, tp), sym.name ? sym.name : "");
 	in->native_ip = ip;
 	/* Without a symbol, sym.offset is a file offset, not one from a start. */
 	in->native_offset = sym.name && sym.name[0] ? (int64_t)sym.offset : -1;
@@ -422,7 +622,7 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 		char buf[64];
 
 		snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)sym.offset);
-		in->native_sym = profile__intern(s->profile, buf);
+		in->native_sym = profile__intern(tp_profile(s, tp), buf);
 	}
 }
 
@@ -490,8 +690,8 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 			continue;
 		}
 		line = pycode__line(pc, f->offset);
-		out[k].filename = profile__intern(s->profile, pc->filename);
-		out[k].qualname = profile__intern(s->profile, pc->qualname);
+		out[k].filename = profile__intern(tp_profile(s, tp), pc->filename);
+		out[k].qualname = profile__intern(tp_profile(s, tp), pc->qualname);
 		out[k].firstlineno = pc->firstlineno;
 		out[k].line = line > 0 ? line : pc->firstlineno;
 		if (!out[k].filename || !out[k].qualname)
@@ -559,7 +759,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 		m.offsets = offsets;
 		m.nframes = sample_frames(s, tp, ev, frames, offsets, &m.unattributed);
 	}
-	profile__add_mem(s->profile, &m);
+	profile__add_mem(tp_profile(s, tp), &m);
 }
 
 static void on_sampler(struct session *s, const struct sampler_record *r)
@@ -582,6 +782,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
 	struct sample_in in = { .unattributed = -1, .native_offset = -1 };
+	struct profile *p;
 	struct tproc *tp;
 
 	if (size < SAMPLE_HDR_SIZE || ev->nframes > MAX_FRAMES ||
@@ -596,6 +797,12 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->samples_unknown_proc++;
 		return;
 	}
+	p = tp_profile(s, tp);
+	if (!p) {
+		/* System-wide: not known as Python yet, or let go. */
+		s->samples_unknown_proc++;
+		return;
+	}
 	if (ev->mode >= MODE_MALLOC) {
 		if (ev->mode <= MODE_COPY)
 			on_mem_sample(s, tp, ev);
@@ -603,10 +810,12 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 			s->bad_records++;
 		return;
 	}
+	if (ev->cpu_ns)
+		tp->cpu_samples++;
 	in.tgid = ev->tgid;
 	in.tid = ev->tid;
 	in.main_thread = ev->tid == ev->tgid;
-	in.thread_name = thread_name(s, ev);
+	in.thread_name = thread_name(s, p, ev);
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
@@ -628,7 +837,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		in.frames = frames;
 		in.nframes = sample_frames(s, tp, ev, frames, NULL, &in.unattributed);
 	}
-	profile__add(s->profile, &in);
+	profile__add(p, &in);
 }
 
 int session__handle(void *ctx, const void *data, size_t size)
@@ -879,9 +1088,10 @@ char *session__memory_warnings(struct session *s)
 	return buf;
 }
 
-static struct json_object *memory_facts(struct session *s, const uint64_t *stats)
+static struct json_object *memory_facts(struct session *s, const struct profile *p,
+					const uint64_t *stats)
 {
-	const struct profile_memory *pm = profile__memory(s->profile);
+	const struct profile_memory *pm = profile__memory(p);
 	struct json_object *o = json_object_new_object(), *exact, *est;
 	struct mem_summary m;
 
@@ -946,7 +1156,9 @@ struct json_object *session_seconds(double ns)
 	return json_object_new_double(ns / 1e9);
 }
 
-struct json_object *session__facts(struct session *s)
+/* The facts of profile p: the session's, or (tp) one process's. */
+static struct json_object *facts_of(struct session *s, const struct profile *p,
+				    const struct tproc *tp)
 {
 	struct json_object *o = json_object_new_object(), *bpf = json_object_new_object();
 	struct json_object *un = json_object_new_object(), *threads = json_object_new_array();
@@ -956,7 +1168,6 @@ struct json_object *session__facts(struct session *s)
 		[UNATTR_NOT_PROFILED] = "outside_profiled_files_s",
 	};
 	uint64_t stats[STAT_MAX] = { 0 }, run_ns = 0, run_cnt = 0;
-	const struct profile *p = s->profile;
 	struct json_object *warnings;
 	char *warn;
 	int i;
@@ -990,6 +1201,14 @@ struct json_object *session__facts(struct session *s)
 	for (i = 0; have_stats && i < STAT_MAX; i++)
 		json_object_object_add(bpf, stat_names[i],
 				       json_object_new_int64((int64_t)stats[i]));
+	if (tp) {
+		/* System-wide, BPF counts for the whole host: this process's
+		 * CPU samples are its own count. */
+		json_object_object_add(bpf, "host_samples",
+				       json_object_new_int64((int64_t)stats[STAT_SAMPLES]));
+		json_object_object_add(bpf, "samples", json_object_new_int64(tp->cpu_samples));
+		json_object_object_add(bpf, "counters_of", json_object_new_string("host"));
+	}
 	if (stats[STAT_SAMPLES]) {
 		json_object_object_add(bpf, "ns_per_sample",
 				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
@@ -1016,7 +1235,7 @@ struct json_object *session__facts(struct session *s)
 			       json_object_new_int64(profile__truncated(p)));
 	json_object_object_add(o, "bpf", bpf);
 	if (s->memory)
-		json_object_object_add(o, "memory", memory_facts(s, stats));
+		json_object_object_add(o, "memory", memory_facts(s, p, stats));
 	for (i = 0; i < profile__nthreads(p); i++) {
 		const struct thread_stats *t = profile__thread(p, i);
 		struct json_object *to = json_object_new_object();
@@ -1037,7 +1256,14 @@ struct json_object *session__facts(struct session *s)
 	json_object_object_add(o, "processes_retired", json_object_new_int64(s->procs_retired));
 	json_object_object_add(o, "threads_folded",
 			       json_object_new_int64(profile__threads_folded(p)));
-	json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
+	if (tp) {
+		struct json_object *one = json_object_new_array();
+
+		json_object_array_add(one, interpreter_facts(tp));
+		json_object_object_add(o, "interpreters", one);
+	} else {
+		json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
+	}
 	/* What the reader should know before trusting the profile: the views
 	 * show these. */
 	warn = profile__outside_warning(p);
@@ -1049,29 +1275,62 @@ struct json_object *session__facts(struct session *s)
 	return o;
 }
 
-char *session__read_source(void *ctx, const char *filename, size_t *len, double *mtime)
+struct json_object *session__facts(struct session *s)
 {
-	struct session *s = ctx;
-	char path[PATH_MAX + 64];
-	struct fs_creds saved;
+	return facts_of(s, s->profile, NULL);
+}
+
+struct json_object *session__proc_facts(struct session *s, int pid)
+{
+	struct tproc *tp = hmap__get(s->procs, &pid);
+
+	if (!tp || !tp->profile)
+		return NULL;
+	return facts_of(s, tp->profile, tp);
+}
+
+/* The peak resident set of a live process, in kB (0: not known). */
+static uint64_t vm_hwm_kb(int pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+void session__end_all(struct session *s)
+{
+	uint64_t now = now_ns();
+	size_t it = 0;
+	void *v;
+
+	if (!s->host)
+		return;
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		end_image(s, tp, END_RUNNING, 0, vm_hwm_kb(tp->pid), now);
+	}
+}
+
+/* A source file's text, from fd (closed here); NULL if it is not a readable
+ * regular file of reasonable size. */
+static char *read_source_fd(int fd, size_t *len, double *mtime)
+{
 	struct stat st;
 	char *buf = NULL;
 	ssize_t n;
-	int fd = -1;
 
-	/* Through the root process's view of the file system (its mount
-	 * namespace, its working directory for relative names). */
-	if (filename[0] == '/')
-		snprintf(path, sizeof(path), "/proc/%d/root%s", s->root_pid, filename);
-	else
-		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename);
-	/* The file name comes from the program's memory: open it as the user
-	 * who asked, so that a profile never shows a file they cannot read. */
-	creds_fs_user(s->creds, &saved);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(filename, O_RDONLY | O_CLOEXEC);
-	creds_fs_self(&saved);
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_SOURCE_BYTES)
@@ -1091,4 +1350,46 @@ char *session__read_source(void *ctx, const char *filename, size_t *len, double 
 out:
 	close(fd);
 	return buf;
+}
+
+char *session__read_source(void *ctx, const char *filename, size_t *len, double *mtime)
+{
+	struct session *s = ctx;
+	char path[PATH_MAX + 64];
+	struct fs_creds saved;
+	int fd;
+
+	/* Through the root process's view of the file system (its mount
+	 * namespace, its working directory for relative names). */
+	if (filename[0] == '/')
+		snprintf(path, sizeof(path), "/proc/%d/root%s", s->root_pid, filename);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename);
+	/* The file name comes from the program's memory: open it as the user
+	 * who asked, so that a profile never shows a file they cannot read. */
+	creds_fs_user(s->creds, &saved);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(filename, O_RDONLY | O_CLOEXEC);
+	creds_fs_self(&saved);
+	return read_source_fd(fd, len, mtime);
+}
+
+char *session__read_proc_source(void *ctx, const char *filename, size_t *len, double *mtime)
+{
+	struct tproc *tp = ctx;
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	struct fs_creds saved;
+	int fd = -1;
+
+	/* Through the directories held open: the process may be gone, and in
+	 * another mount namespace (a container), whose absolute names and
+	 * links resolve inside its own root. */
+	creds_fs_user(tp->session->creds, &saved);
+	if (filename[0] == '/' && tp->root_fd >= 0)
+		fd = syscall(SYS_openat2, tp->root_fd, filename, &how, sizeof(how));
+	else if (filename[0] != '/' && tp->cwd_fd >= 0)
+		fd = openat(tp->cwd_fd, filename, O_RDONLY | O_CLOEXEC);
+	creds_fs_self(&saved);
+	return read_source_fd(fd, len, mtime);
 }

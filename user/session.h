@@ -17,8 +17,56 @@ struct py_walk_cfg;
 struct json_object;
 struct user_creds;
 
-struct session_opts {
+/* How a process's image ended, for its host (system-wide). */
+enum session_end_why {
+	END_EXIT = 0, /* the process exited */
+	END_EXEC,     /* it exec'ed: a new image (and a new profile) follows */
+	END_RUNNING,  /* still running at the end of the run */
+};
+
+struct session_end {
+	enum session_end_why why;
+	int exit_code;	    /* END_EXIT: the wait status's code, as the kernel has it */
+	uint64_t maxrss_kb; /* peak resident set so far (0: not known) */
+	uint64_t ts_ns;	    /* CLOCK_MONOTONIC */
 	struct profile *profile;
+	/* For output_meta: the process's files as it saw them (its root and
+	 * working directory, held open), read by session__read_proc_source. */
+	void *source_ctx;
+};
+
+/* A Python process, as the session knows it. */
+struct session_proc {
+	int pid;
+	int ppid;	   /* the followed parent that forked it, or 0 */
+	uint64_t start_ns; /* its fork or exec record's time (0: found running) */
+	const struct py_proc *pp;
+};
+
+/*
+ * System-wide (--all): the session reports each process to its host, and
+ * each Python process gets a profile of its own from it.  A process that is
+ * not Python is let go at once (its next exec is reported again).
+ */
+struct session_host {
+	void *ctx;
+	/* Whether to follow pid: it exec'ed (ppid 0), or a followed ppid forked
+	 * it (filters). */
+	bool (*accept)(void *ctx, int pid, int ppid);
+	/* A process is Python: its profile, made and owned by the host (NULL:
+	 * let it go). */
+	struct profile *(*python)(void *ctx, const struct session_proc *sp);
+	/* pid was let go: not Python, or Python that cannot be profiled (why
+	 * says; NULL for not Python). */
+	void (*skipped)(void *ctx, int pid, const char *why);
+	/* pid's image ended; the host writes its profile now (the session
+	 * adds nothing to it after this call) and frees it when it likes. */
+	void (*ended)(void *ctx, int pid, const struct session_end *e);
+};
+
+struct session_opts {
+	struct profile *profile; /* NULL with host */
+	const struct session_host *host;
 	uint64_t period_ns;
 	int ncpus;
 	bool memory;	  /* the allocation sampler is preloaded into the program */
@@ -88,6 +136,17 @@ int session__interpreters(const struct session *s);
 void session__explain_root(const struct session *s, char *buf, size_t n);
 /* Facts about the run for the profile's "scalene_bpf" key. */
 struct json_object *session__facts(struct session *s);
+/* System-wide: the same facts for one process's profile (during its
+ * host->ended call). */
+struct json_object *session__proc_facts(struct session *s, int pid);
+/* System-wide: starts following a process found running at the start (the
+ * host has accepted it); 0, or -errno when it is gone. */
+int session__add_proc(struct session *s, int pid);
+/* System-wide, at the end: each live profiled process's image ends
+ * (END_RUNNING). */
+void session__end_all(struct session *s);
+/* A process's file as it sees it (source_ctx of struct session_end). */
+char *session__read_proc_source(void *ctx, const char *filename, size_t *len, double *mtime);
 /* What memory profiling could not measure, one sentence per line (empty
  * when it all went as planned); the caller frees it. */
 char *session__memory_warnings(struct session *s);

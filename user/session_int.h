@@ -62,6 +62,13 @@ struct tproc {
 	bool probe_done;
 	bool uvloop_told;
 	uint64_t next_async_ns;
+	/* System-wide: the process's own profile (the host's), and its root
+	 * and working directory held open (O_PATH) so that its files can be
+	 * read after it exits; -1 when not open. */
+	struct profile *profile;
+	int root_fd, cwd_fd;
+	int64_t cpu_samples; /* of this image */
+	uint64_t start_ns;   /* its fork or exec record's time, 0 if found running */
 };
 
 struct mem_summary {
@@ -96,6 +103,7 @@ struct thread_name_key {
 struct session {
 	struct session_bpf bpf;
 	struct profile *profile;
+	const struct session_host *host;
 	const struct user_creds *creds;
 	uint64_t period_ns;
 	int ncpus;

@@ -43,6 +43,36 @@ void target_free(struct target *t)
 	memset(t, 0, sizeof(*t));
 }
 
+static char *own_copy(struct target *t, const char *s)
+{
+	return s ? own(t, strdup(s)) : NULL;
+}
+
+int target_copy(struct target *dst, const struct target *src)
+{
+	int i;
+
+	memset(dst, 0, sizeof(*dst));
+	dst->program = own_copy(dst, src->program);
+	dst->program_dir = own_copy(dst, src->program_dir);
+	dst->program_dir_given = own_copy(dst, src->program_dir_given);
+	dst->args = calloc(src->nargs + 1, sizeof(char *));
+	if (!dst->args || (src->program && !dst->program) ||
+	    (src->program_dir && !dst->program_dir) ||
+	    (src->program_dir_given && !dst->program_dir_given))
+		goto nomem;
+	for (i = 0; i < src->nargs; i++) {
+		dst->args[i] = own_copy(dst, src->args[i]);
+		if (!dst->args[i])
+			goto nomem;
+	}
+	dst->nargs = src->nargs;
+	return 0;
+nomem:
+	target_free(dst);
+	return -ENOMEM;
+}
+
 int find_in_path(const char *name, char *out, unsigned long n)
 {
 	const char *path = getenv("PATH");
@@ -291,20 +321,20 @@ int target_from_command(const struct options *o, struct target *t)
 	return target_describe(t, t->exec_argv, o->argc + 1, cwd);
 }
 
-int target_from_pid(const struct options *o, struct target *t)
+int target_from_pid(int pid, struct target *t)
 {
 	char path[64], cwd[PATH_MAX], *buf, **argv;
 	ssize_t n, len = 0;
 	int fd, argc = 0, i, err;
 
 	memset(t, 0, sizeof(*t));
-	snprintf(path, sizeof(path), "/proc/%d/cwd", o->pid);
+	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
 	n = readlink(path, cwd, sizeof(cwd) - 1);
 	if (n < 0)
 		snprintf(cwd, sizeof(cwd), "/");
 	else
 		cwd[n] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", o->pid);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

@@ -26,8 +26,11 @@ struct target {
 /* run: checks that the script and interpreter exist.  0, or -errno after a
  * message. */
 int target_from_command(const struct options *o, struct target *t);
-/* --pid: from /proc/PID/cmdline and cwd. */
-int target_from_pid(const struct options *o, struct target *t);
+/* A running process (--pid, --all): from /proc/PID/cmdline and cwd. */
+int target_from_pid(int pid, struct target *t);
+/* A copy of what src describes (not the command to start): a fork
+ * child's, taken from its parent.  0 or -ENOMEM. */
+int target_copy(struct target *dst, const struct target *src);
 void target_free(struct target *t);
 
 /* Finds name in PATH the way execvp does; 0 and the path in out, or -ENOENT. */

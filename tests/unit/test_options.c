@@ -60,20 +60,20 @@ static void free_kept(void)
 	}
 }
 
-#define CHECK_MSG(needle)                                                                  \
-	do {                                                                               \
-		if (!msg || !strstr(msg, needle)) {                                        \
-			fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__,  \
-				__LINE__, msg ? msg : "(none)", needle);                   \
-			t_checks_failed++;                                                 \
-		}                                                                          \
+#define CHECK_MSG(needle)                                                                 \
+	do {                                                                              \
+		if (!msg || !strstr(msg, needle)) {                                       \
+			fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, \
+				__LINE__, msg ? msg : "(none)", needle);                  \
+			t_checks_failed++;                                                \
+		}                                                                         \
 	} while (0)
 
 /* A failed parse says why, on one line or more, and nothing else matters. */
-#define CHECK_REJECTED(ret)                                                                \
-	do {                                                                               \
-		CHECK_EQ_INT((ret), -EINVAL);                                              \
-		CHECK(msg && msglen > 0);                                                  \
+#define CHECK_REJECTED(ret)                   \
+	do {                                  \
+		CHECK_EQ_INT((ret), -EINVAL); \
+		CHECK(msg &&msglen > 0);      \
 	} while (0)
 
 static void test_defaults_and_run(void)
@@ -99,8 +99,8 @@ static void test_run_options(void)
 {
 	struct options o;
 
-	CHECK_EQ_INT(parse(&o, "run", "-o", "out.json", "--python", "python3.12", "--rate",
-			   "499", "--cpu-only", "--profile-all", "--idle", "--no-follow",
+	CHECK_EQ_INT(parse(&o, "run", "-o", "out.json", "--python", "python3.12", "--rate", "499",
+			   "--cpu-only", "--profile-all", "--idle", "--no-follow",
 			   "--cpu-percent-threshold", "0.5", "--profile-interval", "2.5", "-vv",
 			   "--profile-only", "src/,lib", "--profile-only", "extra",
 			   "--profile-exclude", "tests", "prog.py", NULL),
@@ -149,8 +149,8 @@ static void test_program_options_belong_to_program(void)
 {
 	struct options o;
 
-	CHECK_EQ_INT(parse(&o, "run", "--cpu-only", "prog.py", "-o", "theirs.json", "--rate",
-			   "x", "--bogus", "-v", NULL),
+	CHECK_EQ_INT(parse(&o, "run", "--cpu-only", "prog.py", "-o", "theirs.json", "--rate", "x",
+			   "--bogus", "-v", NULL),
 		     0);
 	CHECK(o.outfile == NULL);
 	CHECK_EQ_INT(o.verbose, 0);
@@ -284,8 +284,8 @@ static void test_unknown_and_missing(void)
 static void test_numbers_rejected(void)
 {
 	static const char *const garbage[] = {
-		"", "abc", "nan", "NaN", "inf", "-inf", "infinity", "1e400", "12abc", "0x", "--5",
-		"5 ", "1,5",
+		"",	 "abc",	  "nan", "NaN", "inf", "-inf", "infinity",
+		"1e400", "12abc", "0x",	 "--5", "5 ",  "1,5",
 	};
 	static const struct {
 		const char *opt;
@@ -620,7 +620,7 @@ static void test_usage(void)
 	fclose(f);
 	CHECK(buf && strstr(buf, "usage: scalene-bpf run"));
 	CHECK(buf && strstr(buf, "--cpu-percent-threshold"));
-	CHECK(buf && strstr(buf, "[1]"));  /* "%%" printed through fputs would show twice */
+	CHECK(buf && strstr(buf, "[1]")); /* "%%" printed through fputs would show twice */
 	CHECK(buf && !strstr(buf, "%%"));
 	free(buf);
 }
@@ -629,22 +629,66 @@ static void test_memory_options(void)
 {
 	struct options o;
 
-	CHECK_EQ_INT(parse(&o, "run", "--allocation-sampling-window", "256k", "--copy-sampling-window",
-			   "4M", "--no-memory-leak-detector", "prog.py", NULL),
+	CHECK_EQ_INT(parse(&o, "run", "--allocation-sampling-window", "256k",
+			   "--copy-sampling-window", "4M", "--no-memory-leak-detector", "prog.py",
+			   NULL),
 		     0);
 	CHECK(o.sampling_window == 256 * 1024);
 	CHECK(o.copy_window == 4 * 1024 * 1024);
 	CHECK(o.no_leaks);
 	CHECK(!o.cpu_only && !o.memory);
 	options_free(&o);
-	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", "--allocation-sampling-window", "65536",
-			   NULL),
-		     0);
+	CHECK_EQ_INT(
+		parse(&o, "--pid", "7", "--memory", "--allocation-sampling-window", "65536", NULL),
+		0);
 	CHECK(o.memory && o.sampling_window == 65536);
 	options_free(&o);
 	CHECK_EQ_INT(parse(&o, "run", "--cpu-only", "--memory-leak-detector", "p.py", NULL), 0);
 	CHECK(o.cpu_only && !o.no_leaks);
 	options_free(&o);
+}
+
+/* --all and its filters: repeatable or comma-separated; the filters and
+ * several --pid only with --all; what --all cannot do yet refused. */
+static void test_all(void)
+{
+	struct options o;
+
+	CHECK_EQ_INT(parse(&o, "--all", "--pid", "12,34", "--pid", "56", "--comm",
+			   "gunicorn,celery", "--uid", "www-data", "--uid", "1000", "--exclude-pid",
+			   "7", "--duration", "30", NULL),
+		     0);
+	CHECK_EQ_INT(o.cmd, CMD_ALL);
+	CHECK_EQ_INT(o.npids, 3);
+	CHECK_EQ_INT(o.pids[0], 12);
+	CHECK_EQ_INT(o.pids[2], 56);
+	CHECK_EQ_INT(o.ncomms, 2);
+	CHECK_EQ_STR(o.comms[1], "celery");
+	CHECK_EQ_INT(o.nuids, 2);
+	CHECK_EQ_STR(o.uids[0], "www-data");
+	CHECK_EQ_INT(o.nexclude_pids, 1);
+	CHECK_EQ_INT(o.exclude_pids[0], 7);
+	CHECK(o.duration == 30);
+	/* One --pid without --all is an attach, as before. */
+	CHECK_EQ_INT(parse(&o, "--pid", "12", NULL), 0);
+	CHECK_EQ_INT(o.cmd, CMD_ATTACH);
+	CHECK_EQ_INT(o.pid, 12);
+	CHECK_REJECTED(parse(&o, "--pid", "12,13", NULL));
+	CHECK_MSG("several with --all");
+	CHECK_REJECTED(parse(&o, "--comm", "python3", NULL));
+	CHECK_MSG("for --all");
+	CHECK_REJECTED(parse(&o, "--pid", "1", "--exclude-pid", "2", NULL));
+	CHECK_MSG("for --all");
+	CHECK_REJECTED(parse(&o, "--all", "prog.py", NULL));
+	CHECK_MSG("takes no program");
+	CHECK_REJECTED(parse(&o, "run", "--all", "prog.py", NULL));
+	CHECK_MSG("run starts one program");
+	CHECK_REJECTED(parse(&o, "--all", "--memory", NULL));
+	CHECK_MSG("--pid PID --memory");
+	CHECK_REJECTED(parse(&o, "--all", "--exclude-pid", "1,,", NULL));
+	CHECK_MSG("--exclude-pid");
+	CHECK_REJECTED(parse(&o, "--all", "--pid", "1, 2", NULL));
+	CHECK_MSG("' 2'");
 }
 
 int main(void)
@@ -670,6 +714,7 @@ int main(void)
 	RUN_TEST(test_config_errors);
 	RUN_TEST(test_config_on_command_line);
 	RUN_TEST(test_usage);
+	RUN_TEST(test_all);
 	unlink(cfg_path);
 	free(msg);
 	free_kept();

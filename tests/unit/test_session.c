@@ -1070,6 +1070,215 @@ static void test_deep_stack(void)
 	teardown(&f);
 }
 
+/* ------------------------------------------------ system-wide (--all) */
+
+/* A stand-in host: what the session told it. */
+struct fake_host {
+	int refuse; /* a PID the filters leave out */
+	int accepted, skipped_not_python, skipped_why;
+	char why[256];
+	struct profile *made[8];
+	struct session_proc seen[8];
+	int nmade;
+	struct session_end ended[8];
+	int ended_pid[8], nended;
+	struct json_object *facts[8];
+};
+
+static bool host_accept(void *ctx, int pid, int ppid)
+{
+	struct fake_host *h = ctx;
+
+	if (pid == h->refuse)
+		return false;
+	h->accepted++;
+	return true;
+}
+
+static struct profile *host_python(void *ctx, const struct session_proc *sp)
+{
+	struct profile_filter filter = { .profile_all = true };
+	struct fake_host *h = ctx;
+
+	if (h->nmade >= 8)
+		return NULL;
+	h->seen[h->nmade] = *sp;
+	h->seen[h->nmade].pp = NULL;
+	return h->made[h->nmade++] = profile__new(&filter);
+}
+
+static void host_skipped(void *ctx, int pid, const char *why)
+{
+	struct fake_host *h = ctx;
+
+	if (why) {
+		h->skipped_why++;
+		snprintf(h->why, sizeof(h->why), "%s", why);
+	} else {
+		h->skipped_not_python++;
+	}
+}
+
+static struct session *host_session;
+
+static void host_ended(void *ctx, int pid, const struct session_end *e)
+{
+	struct fake_host *h = ctx;
+
+	if (h->nended >= 8)
+		return;
+	h->ended[h->nended] = *e;
+	h->ended_pid[h->nended] = pid;
+	/* The facts of the process are there while it ends. */
+	h->facts[h->nended] = session__proc_facts(host_session, pid);
+	h->nended++;
+}
+
+/* A system-wide session: an exec'ed interpreter is recognised and gets a
+ * profile of its own from the host, its fork child another one (the same
+ * program), a process that is not Python is let go, one the filters refuse
+ * is never followed; each image's end reaches the host with its profile and
+ * its facts, and the end of the run ends the rest. */
+static void test_host_mode(void)
+{
+	const char *python = "/usr/bin/python3.11";
+	const int child = GONE_PID + 7;
+	struct timespec nap = { 0, 5 * 1000000 };
+	struct fake_host h = { .refuse = GONE_PID + 9 };
+	struct session_host sh = {
+		.ctx = &h,
+		.accept = host_accept,
+		.python = host_python,
+		.skipped = host_skipped,
+		.ended = host_ended,
+	};
+	struct session_opts so = { .period_ns = MS, .ncpus = 1, .host = &sh };
+	struct fake_bpf fb = { 0 };
+	struct session_bpf b = {
+		.ctx = &fb,
+		.track = fake_track,
+		.untrack = fake_untrack,
+		.seed_threads = fake_seed_threads,
+		.set_python = fake_set_python,
+		.stats = fake_stats,
+		.prog_runtime = fake_prog_runtime,
+	};
+	struct fixture f = { 0 };
+	char exe[PATH_MAX], link[64];
+	ssize_t len;
+	pid_t pid;
+	int i;
+
+	if (access(python, X_OK))
+		SKIP_TEST("%s not found (apt-get install python3.11)", python);
+	f.s = host_session = session__new(&so);
+	CHECK(f.s != NULL);
+	if (!f.s)
+		return;
+	session__set_bpf(f.s, &b);
+	pid = fork();
+	if (pid == 0) {
+		execl(python, python, "-c", "import time; time.sleep(30)", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0);
+	if (pid < 0)
+		goto out;
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	for (i = 0; i < 2000; i++) {
+		len = readlink(link, exe, sizeof(exe) - 1);
+		if (len > 0 && (exe[len] = '\0', !strcmp(exe, python)))
+			break;
+		nanosleep(&nap, NULL);
+	}
+	/* Any exec on the host: followed once the filters take it. */
+	send_proc(&f, EV_EXEC, pid, 0, mono_ns());
+	CHECK_EQ_INT(fb.ntracked, 1);
+	CHECK_EQ_INT(fb.tracked[0], pid);
+	for (i = 0; i < 2000 && !h.nmade; i++) {
+		nanosleep(&nap, NULL);
+		session__tick(f.s, mono_ns());
+	}
+	CHECK_EQ_INT(h.nmade, 1);
+	CHECK_EQ_INT(h.seen[0].pid, pid);
+	CHECK_EQ_INT(h.seen[0].ppid, 0);
+	CHECK(h.seen[0].start_ns > 0);
+	CHECK_EQ_INT(fb.python_pid, pid);
+	/* Its samples go to its own profile. */
+	sample_init(pid, pid, 3 * MS, "python3.11");
+	send_sample(&f);
+	CHECK(near(profile__total_ns(h.made[0]), 3 * MS));
+	/* A fork child of it: a profile of its own, its parent's program. */
+	send_proc(&f, EV_FORK, child, pid, mono_ns());
+	CHECK_EQ_INT(h.nmade, 2);
+	CHECK_EQ_INT(h.seen[1].pid, child);
+	CHECK_EQ_INT(h.seen[1].ppid, pid);
+	sample_init(child, child, 5 * MS, "python3.11");
+	send_sample(&f);
+	CHECK(near(profile__total_ns(h.made[1]), 5 * MS));
+	CHECK(near(profile__total_ns(h.made[0]), 3 * MS));
+	/* The child exits: the host gets its profile, code and facts. */
+	{
+		struct proc_record r = { .type = EV_EXIT,
+					 .tgid = child,
+					 .exit_code = 3 << 8,
+					 .ts = mono_ns(),
+					 .maxrss_pages = 256 };
+
+		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+	}
+	CHECK_EQ_INT(h.nended, 1);
+	CHECK_EQ_INT(h.ended_pid[0], child);
+	CHECK_EQ_INT(h.ended[0].why, END_EXIT);
+	CHECK_EQ_INT(h.ended[0].exit_code, 3 << 8);
+	CHECK_EQ_INT(h.ended[0].maxrss_kb, 256 * (getpagesize() / 1024));
+	CHECK(h.ended[0].profile == h.made[1]);
+	CHECK(h.facts[0] != NULL);
+	CHECK_EQ_INT(json_object_get_int(at(h.facts[0], "bpf.samples")), 1);
+	CHECK_EQ_INT(json_object_get_int(at(
+			     json_object_array_get_idx(at(h.facts[0], "interpreters"), 0), "pid")),
+		     child);
+	/* Not followed any more: its samples go nowhere. */
+	sample_init(child, child, 5 * MS, "python3.11");
+	send_sample(&f);
+	CHECK(near(profile__total_ns(h.made[1]), 5 * MS));
+	/* The filters refuse a process: never followed (the fork child was
+	 * followed by BPF itself). */
+	send_proc(&f, EV_EXEC, h.refuse, 0, mono_ns());
+	CHECK_EQ_INT(fb.ntracked, 1);
+	/* This test program execs (as far as the session knows): not Python,
+	 * let go at once. */
+	send_proc(&f, EV_EXEC, getpid(), 0, mono_ns());
+	CHECK_EQ_INT(fb.ntracked, 2);
+	CHECK_EQ_INT(h.skipped_not_python, 1);
+	CHECK(fb.nuntracked >= 2);
+	/* The interpreter execs: its image ends, the new one is looked at
+	 * afresh (the same interpreter: a new profile). */
+	send_proc(&f, EV_EXEC, pid, 0, mono_ns() + 1000 * MS);
+	CHECK_EQ_INT(h.nended, 2);
+	CHECK_EQ_INT(h.ended[1].why, END_EXEC);
+	CHECK(h.ended[1].profile == h.made[0]);
+	for (i = 0; i < 2000 && h.nmade < 3; i++) {
+		nanosleep(&nap, NULL);
+		session__tick(f.s, mono_ns());
+	}
+	CHECK_EQ_INT(h.nmade, 3);
+	/* The end of the run ends what is still running. */
+	session__end_all(f.s);
+	CHECK_EQ_INT(h.nended, 3);
+	CHECK_EQ_INT(h.ended[2].why, END_RUNNING);
+	CHECK(h.ended[2].profile == h.made[2]);
+	CHECK(h.ended[2].maxrss_kb > 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+out:
+	session__free(f.s);
+	for (i = 0; i < h.nmade; i++)
+		profile__free(h.made[i]);
+	for (i = 0; i < h.nended; i++)
+		json_object_put(h.facts[i]);
+}
+
 int main(void)
 {
 	/* The code objects exist before any child is forked. */
@@ -1088,5 +1297,6 @@ int main(void)
 	RUN_TEST(test_pid_reuse);
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_deep_stack);
+	RUN_TEST(test_host_mode);
 	return test_summary("session");
 }

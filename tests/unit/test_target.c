@@ -396,7 +396,7 @@ static void test_from_pid_self(void)
 		fclose(f);
 	self[n] = '\0';
 	CHECK(n > 0);
-	CHECK_EQ_INT(target_from_pid(&o, &t), 0);
+	CHECK_EQ_INT(target_from_pid(o.pid, &t), 0);
 	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
 	/* argv[0] is this program, not a Python script: the program is the
 	 * command itself, the directory the working directory. */
@@ -405,7 +405,7 @@ static void test_from_pid_self(void)
 	target_free(&t);
 
 	o.pid = 0x3fffff; /* above any pid_max default: no such process */
-	CHECK(target_from_pid(&o, &t) < 0);
+	CHECK(target_from_pid(o.pid, &t) < 0);
 	target_free(&t);
 }
 

@@ -1,0 +1,317 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""scalene-bpf --all: every Python process on the host that the filters take,
+running at the start or started during the run, one profile each and
+index.json in the output directory.
+
+The programs run under a name of their own (a symbolic link to the
+interpreter: the kernel names a process after the file it executed), so that
+--comm picks them out of whatever else runs on the machine."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e_helpers import (check_compat, clean_env, hot_lines, invoke,
+                         line_time, markers, program)
+
+TARGET = program("attach_target.py")
+
+
+def _link(python, tmp_path, name):
+    link = tmp_path / name
+    os.symlink(python, link)
+    return link
+
+
+def _start(argv, tmp_path):
+    """Starts a program that says "ready" once it spins."""
+    proc = subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path),
+                            env=clean_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"{argv} did not start: {line!r} "
+                             f"{proc.stderr.read()}")
+    return proc
+
+
+def _stop(proc, stop_file):
+    stop_file.touch()
+    try:
+        proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("a program did not stop when asked")
+    assert proc.returncode == 0, proc.returncode
+
+
+def _index(out_dir):
+    index = json.loads((out_dir / "index.json").read_text())
+    assert index["scalene_bpf_index"] == 1, index
+    return index
+
+
+def _entries(index, pid):
+    return [p for p in index["processes"] if p["pid"] == pid]
+
+
+def _hot_share(prof):
+    return line_time(prof, TARGET, markers(TARGET)["hot"]).percent
+
+
+def test_before_and_during(python, tmp_path, accuracy):
+    """A process running at the start and one started during the run each
+    get a profile of their own, with its hot line, its version and its end;
+    the index ranks them and counts what it left out."""
+    link = _link(python, tmp_path, "sbpf-all-a")
+    stop = tmp_path / "stop"
+    first = _start([link, TARGET, stop], tmp_path)
+    out_dir = tmp_path / "out"
+    later = {}
+
+    def during(proc):
+        time.sleep(1.0)
+        p = _start([link, TARGET, "1.0"], tmp_path)
+        later["pid"] = p.pid
+        later["out"] = p.communicate(timeout=30)
+        later["rc"] = p.returncode
+
+    try:
+        res = invoke(["--all", "--comm", "sbpf-all-a", "--duration", "4",
+                      "-o", out_dir], cwd=tmp_path, timeout=60, during=during)
+    finally:
+        _stop(first, stop)
+    assert res.rc == 0, res.describe()
+    assert later["rc"] == 0, later
+    index = _index(out_dir)
+    version = subprocess.run([str(python), "-c",
+                              "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True).stdout.strip()
+    [a] = _entries(index, first.pid)
+    [b] = _entries(index, later["pid"])
+    assert index["processes"][:2] in ([a, b], [b, a]), index["processes"]
+    for e in (a, b):
+        assert e["python"] == version, e
+        assert e["profile"] and e["not_profiled"] is None, e
+        assert e["comm"] == "sbpf-all-a", e
+        assert e["cmdline"][1:2] == [TARGET], e
+        assert e["peak_rss_mb"] and e["peak_rss_mb"] > 1, e
+        split = e["python_s"] + e["native_s"] + e["system_s"]
+        assert abs(split - e["cpu_s"]) < 1e-6 + 1e-6 * e["cpu_s"], e
+        prof = check_compat(out_dir / e["profile"])
+        assert prof["scalene_bpf"]["process"]["pid"] == e["pid"]
+        share = _hot_share(prof)
+        # The later one's profile has its start-up too (imports, site):
+        # tens of milliseconds of its one second.
+        least = 85 if e is a else 75
+        accuracy(f"--all: hot line % ({'first' if e is a else 'later'})",
+                 100.0, share, f">= {least}")
+        assert share >= least, hot_lines(prof)
+    # The first was there at the start and still running at the end.
+    assert a["started_s"] == 0 and not a["exited"] and a["ended"] == "running", a
+    assert 3.0 <= json.loads((out_dir / a["profile"]).read_text())[
+        "elapsed_time_sec"] <= 5.0
+    # The later one started about a second in and ran about a second.
+    assert 0.5 <= b["started_s"] <= 3.0, b
+    assert b["exited"] and b["exit_code"] == 0 and b["ended"] == "exit", b
+    prof_b = json.loads((out_dir / b["profile"]).read_text())
+    accuracy("--all: elapsed of a 1 s process", 1.0,
+             prof_b["elapsed_time_sec"], "0.8..2")
+    assert 0.8 <= prof_b["elapsed_time_sec"] <= 2.0, prof_b["elapsed_time_sec"]
+    assert b["cpu_s"] > 0.3, b
+    # Everything else on the machine was left out by the filter.
+    assert index["not_profiled"]["filtered"] >= 1, index["not_profiled"]
+    assert index["filters"]["comm"] == ["sbpf-all-a"]
+    assert "2 Python processes profiled" in res.stderr, res.stderr
+
+
+def test_filters(any_python, tmp_path):
+    """--pid keeps only the processes named, --exclude-pid leaves one out,
+    --uid of a user with no processes profiles nothing (and says so)."""
+    link = _link(any_python, tmp_path, "sbpf-all-f")
+    stops = [tmp_path / "stop1", tmp_path / "stop2"]
+    procs = [_start([link, TARGET, s], tmp_path) for s in stops]
+    try:
+        only = tmp_path / "only"
+        res = invoke(["--all", "--pid", procs[0].pid, "--duration", "1.5",
+                      "-o", only], cwd=tmp_path, timeout=60)
+        assert res.rc == 0, res.describe()
+        pids = [p["pid"] for p in _index(only)["processes"]]
+        assert pids == [procs[0].pid], pids
+
+        excl = tmp_path / "excl"
+        res = invoke(["--all", "--comm", "sbpf-all-f", "--exclude-pid",
+                      procs[0].pid, "--duration", "1.5", "-o", excl],
+                     cwd=tmp_path, timeout=60)
+        assert res.rc == 0, res.describe()
+        pids = [p["pid"] for p in _index(excl)["processes"]]
+        assert pids == [procs[1].pid], pids
+
+        nobody = tmp_path / "nobody"
+        res = invoke(["--all", "--uid", "54321", "--duration", "1",
+                      "-o", nobody], cwd=tmp_path, timeout=60)
+        assert res.rc == 0, res.describe()
+        index = _index(nobody)
+        assert index["processes"] == [], index["processes"]
+        assert index["filters"]["uid"] == ["54321"]
+        assert "0 Python processes profiled" in res.stderr, res.stderr
+    finally:
+        for p, s in zip(procs, stops):
+            _stop(p, s)
+
+
+def test_exec_python_into_python(any_python, tmp_path):
+    """A Python process that execs another Python program: one profile per
+    image under the same PID, the first ended by the exec."""
+    link = _link(any_python, tmp_path, "sbpf-all-x")
+    script = tmp_path / "execer.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "print('ready', flush=True)\n"
+        "end = time.monotonic() + 1.0\n"
+        "acc = 0\n"
+        "while time.monotonic() < end:\n"
+        "    for i in range(20_000): acc ^= i  # first image\n"
+        f"os.execv(sys.executable, [sys.executable, {TARGET!r}, '1.0'])\n")
+    out_dir = tmp_path / "out"
+    child = {}
+
+    def during(proc):
+        time.sleep(0.5)
+        p = _start([link, script], tmp_path)
+        child["pid"] = p.pid
+        child["out"] = p.communicate(timeout=30)
+        child["rc"] = p.returncode
+
+    res = invoke(["--all", "--comm", "sbpf-all-x", "--duration", "4",
+                  "-o", out_dir], cwd=tmp_path, timeout=60, during=during)
+    assert res.rc == 0, res.describe()
+    assert child["rc"] == 0, child
+    images = sorted(_entries(_index(out_dir), child["pid"]),
+                    key=lambda e: e["started_s"] + (e["ended"] == "exit"))
+    assert [e["ended"] for e in images] == ["exec", "exit"], images
+    first = check_compat(out_dir / images[0]["profile"])
+    second = check_compat(out_dir / images[1]["profile"])
+    assert images[0]["profile"] != images[1]["profile"]
+    assert first["program"] == str(script), first["program"]
+    assert second["program"] == TARGET, second["program"]
+    assert _hot_share(second) >= 80, hot_lines(second)
+
+
+def test_other_namespaces(any_python, tmp_path):
+    """A process in new mount and PID namespaces (a container's shape) is
+    found by its exec; the index gives its PID both ways and its profile
+    has its source lines."""
+    if not shutil.which("unshare"):
+        pytest.skip("unshare not found (apt-get install util-linux)")
+    link = _link(any_python, tmp_path, "sbpf-all-n")
+    out_dir = tmp_path / "out"
+    child = {}
+
+    def during(proc):
+        time.sleep(0.5)
+        p = subprocess.run(["unshare", "--mount", "--pid", "--fork",
+                            "--mount-proc", str(link), TARGET, "1.0"],
+                           cwd=str(tmp_path), env=clean_env(),
+                           capture_output=True, text=True, timeout=30)
+        child["rc"] = p.returncode
+        child["err"] = p.stderr
+
+    res = invoke(["--all", "--comm", "sbpf-all-n", "--duration", "3",
+                  "-o", out_dir], cwd=tmp_path, timeout=60, during=during)
+    assert res.rc == 0, res.describe()
+    assert child["rc"] == 0, child
+    [e] = _index(out_dir)["processes"]
+    assert e["ns_pid"] == 1 and e["pid"] != 1, e
+    prof = check_compat(out_dir / e["profile"])
+    lines = prof["files"][TARGET]["lines"]
+    hot = markers(TARGET)["hot"]
+    assert "acc ^= i" in lines[hot - 1]["line"], lines[hot - 1]
+    assert _hot_share(prof) >= 80, hot_lines(prof)
+
+
+def test_fork_storm(any_python, tmp_path):
+    """1000 short-lived forks of a followed Python process: each is in the
+    index (a profile, or "no samples" for one too short to be sampled), the
+    parent's profile is intact and nothing is lost."""
+    link = _link(any_python, tmp_path, "sbpf-all-s")
+    script = tmp_path / "storm.py"
+    script.write_text(
+        "import os, sys\n"
+        "print('ready', flush=True)\n"
+        "for n in range(1000):\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        acc = 0\n"
+        "        for i in range(2_000): acc ^= i\n"
+        "        os._exit(0)\n"
+        "    os.waitpid(pid, 0)\n"
+        "print('done', flush=True)\n")
+    out_dir = tmp_path / "out"
+    parent = {}
+
+    def during(proc):
+        time.sleep(0.5)
+        p = _start([link, script], tmp_path)
+        parent["pid"] = p.pid
+        parent["out"] = p.communicate(timeout=120)
+        parent["rc"] = p.returncode
+        # Ctrl-C ends the run once the storm is over.
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+
+    t0 = time.monotonic()
+    res = invoke(["--all", "--comm", "sbpf-all-s", "--duration", "60",
+                  "-o", out_dir], cwd=tmp_path, timeout=120, during=during)
+    assert res.rc == 0, res.describe()
+    assert parent["rc"] == 0 and "done" in parent["out"][0], parent
+    index = _index(out_dir)
+    children = [e for e in index["processes"] if e["ppid"] == parent["pid"]]
+    assert len(children) == 1000, (len(children), index["not_profiled"])
+    for e in children:
+        assert e["exited"] and e["exit_code"] == 0, e
+        assert e["profile"] or e["not_profiled"].startswith("no samples"), e
+    written = [e for e in children if e["profile"]]
+    for e in written[:5]:
+        check_compat(out_dir / e["profile"])
+    files = {p.name for p in out_dir.iterdir()}
+    assert {e["profile"] for e in written} <= files
+    assert len(files) == len(written) + 1 + (1 if _entries(index, parent["pid"])[0]["profile"] else 0)
+    print(f"fork storm: {len(written)} of 1000 children sampled, "
+          f"{time.monotonic() - t0:.1f} s", file=sys.stderr)
+
+
+@pytest.mark.parametrize("argv,rc,message", [
+    (["--all", "prog.py"], 2, "--all takes no program"),
+    (["--all", "--memory"], 2, "--memory is not available with --all"),
+    (["--all", "--profile-interval", "5"], 2, "--profile-interval is not available"),
+    (["run", "--all", "prog.py"], 2, "run starts one program"),
+    (["--pid", "1", "--pid", "2"], 2, "--pid takes one process"),
+    (["--comm", "x", "--pid", "1"], 2, "choose processes for --all"),
+    (["--all", "--uid", "no-such-user-here", "--duration", "1"], 1,
+     "no such user"),
+    (["--all", "--pid", "abc"], 2, "needs a process ID"),
+])
+def test_bad_input(tmp_path, argv, rc, message):
+    res = invoke(argv + ["-o", tmp_path / "out"], cwd=tmp_path, timeout=30)
+    assert res.rc == rc, res.describe()
+    assert message in res.stderr, res.stderr
+
+
+def test_output_is_a_file(tmp_path):
+    f = tmp_path / "profile.json"
+    f.write_text("{}")
+    res = invoke(["--all", "--duration", "1", "-o", f], cwd=tmp_path,
+                 timeout=30)
+    assert res.rc == 1, res.describe()
+    assert "names a directory" in res.stderr, res.stderr
+    assert f.read_text() == "{}"

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * System-wide profiling (--all): which processes are followed (the filters),
+ * one profile per Python process written into the output directory when its
+ * image ends, and index.json, the host's view of them all.  The session
+ * reports each process through struct session_host.
+ */
+#ifndef HOST_H
+#define HOST_H
+
+#include "session.h"
+
+struct options;
+struct user_creds;
+
+struct host_opts {
+	const struct options *o; /* filters, output directory, report filters */
+	const struct user_creds *creds;
+	double start_mono, start_wall; /* CLOCK_MONOTONIC and Unix time, s */
+	double rate_hz;
+};
+
+struct host;
+
+/* Makes the output directory (as the user); NULL with errno set after a
+ * message saying what is wrong. */
+struct host *host__new(const struct host_opts *opts);
+void host__free(struct host *h);
+/* The session's view of the host; the session is needed for the facts of
+ * each profile written. */
+const struct session_host *host__session_host(struct host *h);
+void host__set_session(struct host *h, struct session *s);
+/* Follows every process running now that the filters take; returns how
+ * many were handed to the session. */
+int host__scan(struct host *h);
+/* Writes index.json (the processes still running must have ended first:
+ * session__end_all).  0 or -errno after a message. */
+int host__finish(struct host *h, double elapsed_s);
+/* Profiles written, and processes recognised as Python. */
+int host__profiles(const struct host *h);
+
+#endif /* HOST_H */
