@@ -71,7 +71,7 @@ void options_usage(FILE *f)
 	      "       scalene-bpf run [options] -- command [args...]\n"
 	      "       scalene-bpf --pid PID [options]\n"
 	      "       scalene-bpf view [--cli | --html [OUT.html] | --format FMT -o FILE]\n"
-	      "                        [profile.json]\n"
+	      "                        [profile.json | DIR]\n"
 	      "\n"
 	      "Profiles Python programs with eBPF: time per line and function, split into\n"
 	      "Python, native and system time, written as a Scalene-compatible JSON profile.\n"
