@@ -82,7 +82,7 @@ void options_usage(FILE *f)
 	      "       scalene-bpf --all [--pid P] [--comm NAME] [--uid U] [--exclude-pid P]\n"
 	      "                   [--duration S] [-o DIR] [options]\n"
 	      "       scalene-bpf view [--cli | --html [OUT.html] | --format FMT -o FILE]\n"
-	      "                        [profile.json]\n"
+	      "                        [profile.json | DIR]\n"
 	      "\n"
 	      "Profiles Python programs with eBPF: time per line and function, split into\n"
 	      "Python, native and system time, written as a Scalene-compatible JSON profile.\n"

@@ -13,6 +13,7 @@
 
 struct options;
 struct json_object;
+struct host_index;
 
 int view_main(const struct options *o);
 
@@ -36,6 +37,17 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct vie
  * selects (vo NULL: the default threshold); 0 or -EINVAL as above. */
 int view_write_html(struct json_object *doc, const char *name, const struct view_opts *vo, FILE *f,
 		    FILE *err);
+
+/* The views of a system-wide run's directory (`scalene-bpf --all -o DIR`)
+ * from its index (hostindex.h): the processes ranked by CPU time, those not
+ * profiled with why, the warnings, and how to open one.  dir: the directory
+ * as the user named it.  0 or -errno. */
+int view_print_host_cli(const struct host_index *hi, const char *dir, FILE *f,
+			const struct view_opts *vo);
+/* The host's page (name: the index's path, DIR/index.json); each process
+ * links to the page named by its `page` (beside this one), or says its
+ * `problem`. */
+int view_write_host_html(const struct host_index *hi, const char *name, FILE *f, FILE *err);
 
 enum export_format {
 	EXPORT_FOLDED,	   /* "a;b;c N" lines */

@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
+#include "hostindex.h"
 #include "view.h"
 #include "viewutil.h"
 
@@ -825,7 +827,7 @@ static void print_wrapped(struct ctx *c, struct row *r, const char *text)
 		if (r->cols > 2 && (int)n + 1 > row_room(c, r)) {
 			row_emit(c, r);
 			row_text(c, r, "  ", MAX_WIDTH);
-		} else if (r->cols > 2 && s != text) {
+		} else if (s != text) {
 			row_text(c, r, " ", MAX_WIDTH);
 		}
 		memcpy(word, s, n);
@@ -977,6 +979,362 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct vie
 	}
 	print_footer(c, doc);
 	free(v);
+	free(c);
+	return 0;
+}
+
+/* ------------------------------------------------ a system-wide run */
+
+enum hcol {
+	H_PID,
+	H_NSPID,
+	H_VERSION,
+	H_CPU,
+	H_TOTAL,
+	H_PY,
+	H_NAT,
+	H_SYS,
+	H_PEAK,
+	H_SAMPLES,
+	H_EXIT,
+	H_PROFILE,
+	H_MAX,
+};
+
+static const char *const hcol_title[H_MAX] = {
+	[H_PID] = "pid",	 [H_NSPID] = "ns pid", [H_VERSION] = "Python",
+	[H_CPU] = "CPU s",	 [H_TOTAL] = "total",  [H_PY] = "python",
+	[H_NAT] = "native",	 [H_SYS] = "system",   [H_PEAK] = "peak MB",
+	[H_SAMPLES] = "samples", [H_EXIT] = "exit",    [H_PROFILE] = "profile",
+};
+
+/* The columns that go first on a narrow terminal (H_SYS: the split into
+ * Python, native and system); pid, CPU s and total stay, and the command
+ * keeps at least MIN_SOURCE columns (or a quarter). */
+static const enum hcol hdrop_order[] = {
+	H_SAMPLES, H_PEAK, H_EXIT, H_SYS, H_VERSION, H_NSPID, H_PROFILE,
+};
+
+#define MAX_PROFILE_COLS 40
+
+struct hlayout {
+	int w[H_MAX]; /* 0: not shown */
+};
+
+static int hlayout_used(const struct hlayout *l)
+{
+	int i, used = 0;
+
+	for (i = 0; i < H_MAX; i++)
+		used += l->w[i] ? l->w[i] + 1 : 0;
+	return used + 1;
+}
+
+/* What the profile column says of p. */
+static void profile_cell(const struct host_proc *p, char *buf, size_t n)
+{
+	if (p->profile_refused)
+		snprintf(buf, n, "(name refused)");
+	else if (!p->profile)
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%s%s%s", p->profile, p->problem ? " " : "",
+			 p->problem ? "(missing)" : "");
+}
+
+static void exit_cell(const struct host_proc *p, char *buf, size_t n)
+{
+	if (!p->exited)
+		snprintf(buf, n, "running");
+	else if (p->has_exit_code)
+		snprintf(buf, n, "exit %lld", p->exit_code);
+	else
+		snprintf(buf, n, "exited");
+}
+
+static int max_cols(int a, const char *s)
+{
+	int w = text_cols(s);
+
+	return w > a ? w : a;
+}
+
+static void hlayout_make(const struct ctx *c, const struct host_index *hi, struct hlayout *l)
+{
+	char buf[320];
+	bool ns = false;
+	size_t i;
+	int min, k;
+
+	for (k = 0; k < H_MAX; k++)
+		l->w[k] = (int)strlen(hcol_title[k]);
+	l->w[H_CPU] = 7;
+	l->w[H_TOTAL] = l->w[H_PY] = l->w[H_NAT] = l->w[H_SYS] = 6;
+	l->w[H_SAMPLES] = 7;
+	l->w[H_EXIT] = 8;
+	for (i = 0; i < hi->nprofiled; i++) {
+		const struct host_proc *p = &hi->procs[i];
+
+		snprintf(buf, sizeof(buf), "%lld", p->pid);
+		l->w[H_PID] = max_cols(l->w[H_PID], buf);
+		snprintf(buf, sizeof(buf), "%lld", p->ns_pid);
+		l->w[H_NSPID] = max_cols(l->w[H_NSPID], buf);
+		ns |= p->ns_pid != p->pid;
+		l->w[H_VERSION] = max_cols(l->w[H_VERSION], p->python ? p->python : "-");
+		profile_cell(p, buf, sizeof(buf));
+		l->w[H_PROFILE] = max_cols(l->w[H_PROFILE], buf);
+	}
+	if (!ns)
+		l->w[H_NSPID] = 0;
+	if (l->w[H_VERSION] > 10)
+		l->w[H_VERSION] = 10;
+	if (l->w[H_PROFILE] > MAX_PROFILE_COLS)
+		l->w[H_PROFILE] = MAX_PROFILE_COLS;
+	min = c->width / 4 < MIN_SOURCE ? c->width / 4 : MIN_SOURCE;
+	min = min < 10 ? 10 : min;
+	for (i = 0; i < sizeof(hdrop_order) / sizeof(hdrop_order[0]); i++) {
+		if (hlayout_used(l) + min <= c->width)
+			break;
+		l->w[hdrop_order[i]] = 0;
+		/* The split goes as a whole. */
+		if (hdrop_order[i] == H_SYS)
+			l->w[H_PY] = l->w[H_NAT] = 0;
+	}
+}
+
+/* A left-aligned text cell of width w and the column's gap. */
+static void cell_text(const struct ctx *c, struct row *r, int w, const char *s, const char *sgr)
+{
+	int end = r->cols + w;
+
+	if (sgr)
+		row_style(c, r, sgr);
+	row_text(c, r, s, w);
+	if (sgr)
+		row_style(c, r, "0");
+	row_pad_to(c, r, end + 1);
+}
+
+/* A right-aligned text cell of width w and the column's gap. */
+static void cell_right(const struct ctx *c, struct row *r, int w, const char *s)
+{
+	int len = text_cols(s);
+
+	row_pad_to(c, r, r->cols + (w > len ? w - len : 0));
+	row_text(c, r, s, w);
+	row_pad_to(c, r, r->cols + 1);
+}
+
+static void cell_num_gap(const struct ctx *c, struct row *r, int w, double v, int dec,
+			 const char *suffix, const char *sgr)
+{
+	cell_num(c, r, w, v, dec, suffix, sgr);
+	row_pad_to(c, r, r->cols + 1);
+}
+
+static void host_header_row(struct ctx *c, const struct hlayout *l)
+{
+	struct row r;
+	int k;
+
+	row_reset(&r);
+	row_style(c, &r, SGR_BOLD);
+	for (k = 0; k < H_MAX; k++) {
+		if (!l->w[k])
+			continue;
+		if (k == H_VERSION || k == H_EXIT || k == H_PROFILE)
+			cell_text(c, &r, l->w[k], hcol_title[k], NULL);
+		else
+			cell_right(c, &r, l->w[k], hcol_title[k]);
+	}
+	row_pad_to(c, &r, r.cols + 1);
+	row_text(c, &r, "command", MAX_WIDTH);
+	row_emit(c, &r);
+}
+
+static void host_proc_row(struct ctx *c, const struct hlayout *l, const struct host_proc *p,
+			  double total)
+{
+	double share = total > 0 ? 100 / total : 0;
+	double t = p->cpu_s * share, py = p->python_s * share;
+	double nat = p->native_s * share, sys = p->system_s * share;
+	char buf[320];
+	struct row r;
+
+	row_reset(&r);
+	snprintf(buf, sizeof(buf), "%lld", p->pid);
+	cell_right(c, &r, l->w[H_PID], buf);
+	if (l->w[H_NSPID]) {
+		snprintf(buf, sizeof(buf), "%lld", p->ns_pid);
+		cell_right(c, &r, l->w[H_NSPID], p->ns_pid != p->pid ? buf : "");
+	}
+	if (l->w[H_VERSION])
+		cell_text(c, &r, l->w[H_VERSION], p->python ? p->python : "-", NULL);
+	cell_num_gap(c, &r, l->w[H_CPU], p->cpu_s, 2, "", NULL);
+	cell_num_gap(c, &r, l->w[H_TOTAL], t, 1, "%", pct_style(t, NULL));
+	if (l->w[H_PY])
+		cell_num_gap(c, &r, l->w[H_PY], py, 1, "%", pct_style(py, SGR_PYTHON));
+	if (l->w[H_NAT])
+		cell_num_gap(c, &r, l->w[H_NAT], nat, 1, "%", pct_style(nat, SGR_NATIVE));
+	if (l->w[H_SYS])
+		cell_num_gap(c, &r, l->w[H_SYS], sys, 1, "%", pct_style(sys, SGR_SYSTEM));
+	if (l->w[H_PEAK] && p->peak_rss_mb < 0)
+		cell_right(c, &r, l->w[H_PEAK], "?");
+	else if (l->w[H_PEAK])
+		cell_num_gap(c, &r, l->w[H_PEAK], p->peak_rss_mb, 1, "", SGR_MEMORY);
+	if (l->w[H_SAMPLES])
+		cell_num_gap(c, &r, l->w[H_SAMPLES], p->samples, 0, "", NULL);
+	if (l->w[H_EXIT]) {
+		exit_cell(p, buf, sizeof(buf));
+		cell_text(c, &r, l->w[H_EXIT], buf,
+			  p->exited && p->has_exit_code && p->exit_code ? SGR_WARN : NULL);
+	}
+	if (l->w[H_PROFILE]) {
+		profile_cell(p, buf, sizeof(buf));
+		cell_text(c, &r, l->w[H_PROFILE], buf,
+			  p->problem || p->profile_refused ? SGR_WARN : NULL);
+	}
+	row_pad_to(c, &r, r.cols + 1);
+	if (t >= 20)
+		row_style(c, &r, SGR_BOLD);
+	row_text(c, &r, p->command, MAX_WIDTH);
+	row_emit(c, &r);
+}
+
+/* The processes seen but not profiled, with why. */
+static void host_skipped(struct ctx *c, const struct host_index *hi)
+{
+	int wpid = 3, wwhy = 6, k;
+	char pid[32];
+	struct row r;
+	size_t i;
+
+	if (hi->nprocs == hi->nprofiled)
+		return;
+	for (i = hi->nprofiled; i < hi->nprocs; i++) {
+		snprintf(pid, sizeof(pid), "%lld", hi->procs[i].pid);
+		wpid = max_cols(wpid, pid);
+		wwhy = max_cols(wwhy, hi->procs[i].not_profiled);
+	}
+	k = c->width / 2 > 10 ? c->width / 2 : 10;
+	wwhy = wwhy < k ? wwhy : k;
+	row_reset(&r);
+	row_emit(c, &r);
+	row_style(c, &r, SGR_BOLD);
+	row_printf(c, &r, "not profiled (%zu listed):", hi->nprocs - hi->nprofiled);
+	row_emit(c, &r);
+	row_style(c, &r, SGR_BOLD);
+	cell_right(c, &r, wpid, "pid");
+	cell_text(c, &r, wwhy, "reason", NULL);
+	row_pad_to(c, &r, r.cols + 1);
+	row_text(c, &r, "command", MAX_WIDTH);
+	row_emit(c, &r);
+	for (i = hi->nprofiled; i < hi->nprocs; i++) {
+		const struct host_proc *p = &hi->procs[i];
+
+		snprintf(pid, sizeof(pid), "%lld", p->pid);
+		cell_right(c, &r, wpid, pid);
+		cell_text(c, &r, wwhy, p->not_profiled, SGR_DIM);
+		row_pad_to(c, &r, r.cols + 1);
+		row_text(c, &r, p->command, MAX_WIDTH);
+		row_emit(c, &r);
+	}
+}
+
+static void host_header(struct ctx *c, const struct host_index *hi)
+{
+	double skipped =
+		hi->ncounts ? host_index_not_profiled(hi) : (double)(hi->nprocs - hi->nprofiled);
+	struct row r;
+	size_t i;
+
+	row_reset(&r);
+	row_style(c, &r, SGR_BOLD);
+	row_text(c, &r, "host: ", MAX_WIDTH);
+	row_unstyle(c, &r);
+	row_text(c, &r, hi->host, MAX_WIDTH);
+	row_text(c, &r, ", kernel ", MAX_WIDTH);
+	row_text(c, &r, hi->kernel, MAX_WIDTH);
+	row_emit(c, &r);
+	row_printf(c, &r, "elapsed: %.2f s, sampling at %.0f Hz", hi->elapsed_s, hi->rate_hz);
+	if (hi->start_time > 0) {
+		time_t t = (time_t)hi->start_time;
+		struct tm tm;
+		char when[64];
+
+		if (localtime_r(&t, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+			row_printf(c, &r, ", started %s", when);
+	}
+	row_emit(c, &r);
+	row_printf(c, &r, "processes: %zu profiled, %.0f not profiled", hi->nprofiled, skipped);
+	for (i = 0; i < hi->ncounts; i++) {
+		row_text(c, &r, i ? ", " : " (", MAX_WIDTH);
+		row_text(c, &r, hi->counts[i].reason, MAX_WIDTH);
+		row_printf(c, &r, " %.0f%s", hi->counts[i].count, i + 1 == hi->ncounts ? ")" : "");
+	}
+	row_emit(c, &r);
+	row_printf(c, &r, "CPU: %.2f s sampled in the profiled processes", host_index_cpu_s(hi));
+	row_emit(c, &r);
+}
+
+/* How to open one process's profile. */
+static void host_howto(struct ctx *c, const struct host_index *hi, const char *dir)
+{
+	size_t i, n = strlen(dir);
+	char text[PATH_MAX + 600];
+	struct row r;
+
+	for (i = 0; i < hi->nprofiled; i++) {
+		if (hi->procs[i].profile && !hi->procs[i].problem)
+			break;
+	}
+	if (i == hi->nprofiled) {
+		snprintf(text, sizeof(text), "no profile to open: no process has one in %s", dir);
+	} else {
+		snprintf(text, sizeof(text), "to open one process: scalene-bpf view %s%s%s", dir,
+			 n && dir[n - 1] == '/' ? "" : "/", hi->procs[i].profile);
+	}
+	row_reset(&r);
+	row_emit(c, &r);
+	print_wrapped(c, &r, text);
+}
+
+int view_print_host_cli(const struct host_index *hi, const char *dir, FILE *f,
+			const struct view_opts *vo)
+{
+	double total = host_index_cpu_s(hi);
+	struct hlayout l;
+	struct ctx *c = calloc(1, sizeof(*c));
+	struct row r;
+	size_t i;
+
+	if (!c)
+		return -ENOMEM;
+	c->f = f;
+	c->width = vo->width <= 0 ? DEFAULT_WIDTH : vo->width > MAX_WIDTH ? MAX_WIDTH : vo->width;
+	c->color = vo->color;
+	c->utf8 = locale_is_utf8();
+	host_header(c, hi);
+	row_reset(&r);
+	row_emit(c, &r);
+	if (hi->nprofiled) {
+		hlayout_make(c, hi, &l);
+		host_header_row(c, &l);
+		for (i = 0; i < hi->nprofiled; i++)
+			host_proc_row(c, &l, &hi->procs[i], total);
+	} else {
+		row_text(c, &r, "(no process was profiled)", MAX_WIDTH);
+		row_emit(c, &r);
+	}
+	host_skipped(c, hi);
+	for (i = 0; i < hi->nwarnings; i++) {
+		row_emit(c, &r);
+		row_style(c, &r, SGR_WARN);
+		row_text(c, &r, "warning: ", MAX_WIDTH);
+		row_unstyle(c, &r);
+		print_wrapped(c, &r, hi->warnings[i]);
+	}
+	host_howto(c, hi, dir);
 	free(c);
 	return 0;
 }

@@ -24,6 +24,7 @@
 
 #include <json-c/json.h>
 
+#include "hostindex.h"
 #include "utf8.h"
 #include "view.h"
 #include "viewutil.h"
@@ -695,24 +696,37 @@ static int make_nonce(char *buf, size_t n)
 	return 0;
 }
 
-int view_write_html(struct json_object *doc, const char *name, const struct view_opts *vo, FILE *f,
-		    FILE *err)
+/* The page of a model: 0, -ENOMEM, or -errno with the reason to err. */
+static int write_page(struct json_object *root, FILE *f, FILE *err)
 {
-	struct model m = { 0 };
-	struct json_object *files;
 	const char *model;
 	char nonce[40];
-	int ret = 0;
+	int ret;
 
-	if (vj_check_profile(doc, err))
-		return -EINVAL;
-	files = vj_object(doc, "files");
 	ret = make_nonce(nonce, sizeof(nonce));
 	if (ret) {
 		fprintf(err, "scalene-bpf: failed to get random bytes for the page: %s\n",
 			strerror(-ret));
 		return ret;
 	}
+	model = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN |
+							     JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!model)
+		return -ENOMEM;
+	put_page(f, model, nonce);
+	return ferror(f) ? -EIO : 0;
+}
+
+int view_write_html(struct json_object *doc, const char *name, const struct view_opts *vo, FILE *f,
+		    FILE *err)
+{
+	struct model m = { 0 };
+	struct json_object *files;
+	int ret = 0;
+
+	if (vj_check_profile(doc, err))
+		return -EINVAL;
+	files = vj_object(doc, "files");
 	vj_select_init(&m.sel, doc, vo ? vo->threshold : HOT_PERCENT, vo && vo->all_lines);
 	m.churn_files = vj_churn_files(doc);
 	m.root = json_object_new_object();
@@ -726,20 +740,118 @@ int view_write_html(struct json_object *doc, const char *name, const struct view
 	add(m.root, "files", files_model(&m, files));
 	stacks_model(&m, doc);
 	add(m.root, "frames", json_object_get(m.frames));
-	model = json_object_to_json_string_ext(m.root, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (!model) {
-		ret = -ENOMEM;
-		goto cleanup;
-	}
-	put_page(f, model, nonce);
-	if (ferror(f))
-		ret = -EIO;
+	ret = write_page(m.root, f, err);
 cleanup:
 	if (ret == -ENOMEM)
 		fprintf(err, "scalene-bpf: out of memory writing the HTML view\n");
 	json_object_put(m.frame_index);
 	json_object_put(m.frames);
 	json_object_put(m.root);
+	return ret;
+}
+
+/* ---------------------------------------------------- a system-wide run */
+
+static struct json_object *host_proc_model(const struct host_proc *p, size_t rank, double total)
+{
+	struct json_object *r = json_object_new_object();
+	double share = total > 0 ? 100 / total : 0;
+	char exit[32];
+
+	if (!r)
+		return NULL;
+	if (!p->exited)
+		snprintf(exit, sizeof(exit), "running");
+	else if (p->has_exit_code)
+		snprintf(exit, sizeof(exit), "exit %lld", p->exit_code);
+	else
+		snprintf(exit, sizeof(exit), "exited");
+	add(r, "n", json_object_new_int64((int64_t)rank));
+	add(r, "pid", json_object_new_int64(p->pid));
+	add(r, "ns_pid", json_object_new_int64(p->ns_pid));
+	add(r, "cmd", text(p->command, MAX_NAME_BYTES * 4));
+	add(r, "comm", text(p->comm, MAX_NAME_BYTES));
+	if (p->not_profiled) {
+		add(r, "reason", text(p->not_profiled, MAX_NAME_BYTES * 2));
+		return r;
+	}
+	add(r, "python", p->python ? text(p->python, 40) : NULL);
+	add(r, "cpu", num(p->cpu_s));
+	add(r, "total", num(p->cpu_s * share));
+	add(r, "py", num(p->python_s * share));
+	add(r, "c", num(p->native_s * share));
+	add(r, "sys", num(p->system_s * share));
+	add(r, "peak", p->peak_rss_mb >= 0 ? num(p->peak_rss_mb) : NULL);
+	add(r, "samples", integer(p->samples));
+	add(r, "exit", json_object_new_string(exit));
+	add(r, "exited", json_object_new_boolean(p->exited));
+	if (p->profile)
+		add(r, "profile", text(p->profile, MAX_NAME_BYTES));
+	if (p->page)
+		add(r, "page", text(p->page, MAX_NAME_BYTES * 2));
+	if (p->profile_refused)
+		add(r, "problem",
+		    json_object_new_string("the index names a profile file outside the "
+					   "directory or with unsafe characters: refused"));
+	else if (!p->profile)
+		add(r, "problem", json_object_new_string("no profile was written"));
+	else if (p->problem)
+		add(r, "problem", text(p->problem, 2000));
+	return r;
+}
+
+int view_write_host_html(const struct host_index *hi, const char *name, FILE *f, FILE *err)
+{
+	struct json_object *root = json_object_new_object(), *procs, *skipped, *counts, *warn;
+	double total = host_index_cpu_s(hi);
+	size_t i;
+	int ret;
+
+	procs = json_object_new_array();
+	skipped = json_object_new_array();
+	counts = json_object_new_array();
+	warn = json_object_new_array();
+	if (!root || !procs || !skipped || !counts || !warn) {
+		json_object_put(procs);
+		json_object_put(skipped);
+		json_object_put(counts);
+		json_object_put(warn);
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	add(root, "kind", json_object_new_string("host"));
+	add(root, "name", text(name, MAX_NAME_BYTES * 4));
+	add(root, "host", text(hi->host, MAX_NAME_BYTES));
+	add(root, "kernel", text(hi->kernel, MAX_NAME_BYTES));
+	add(root, "elapsed", num(hi->elapsed_s));
+	add(root, "rate", num(hi->rate_hz));
+	if (hi->start_time > 0)
+		add(root, "start", num(hi->start_time));
+	add(root, "cpu_s", num(total));
+	add(root, "profiled", json_object_new_int64((int64_t)hi->nprofiled));
+	add(root, "not_profiled",
+	    integer(hi->ncounts ? host_index_not_profiled(hi)
+				: (double)(hi->nprocs - hi->nprofiled)));
+	for (i = 0; i < hi->ncounts; i++) {
+		struct json_object *c = json_object_new_array();
+
+		json_object_array_add(c, text(hi->counts[i].reason, MAX_NAME_BYTES));
+		json_object_array_add(c, integer(hi->counts[i].count));
+		json_object_array_add(counts, c);
+	}
+	for (i = 0; i < hi->nprocs; i++)
+		json_object_array_add(i < hi->nprofiled ? procs : skipped,
+				      host_proc_model(&hi->procs[i], i + 1, total));
+	for (i = 0; i < hi->nwarnings; i++)
+		json_object_array_add(warn, text(hi->warnings[i], 2000));
+	add(root, "counts", counts);
+	add(root, "procs", procs);
+	add(root, "skipped", skipped);
+	add(root, "warnings", warn);
+	ret = write_page(root, f, err);
+cleanup:
+	if (ret == -ENOMEM)
+		fprintf(err, "scalene-bpf: out of memory writing the HTML view\n");
+	json_object_put(root);
 	return ret;
 }

@@ -7,7 +7,10 @@
  * findings, the terminal output is checked where that is cheap: without
  * colour no control byte but the newline, no C1, valid UTF-8; with colour
  * only SGR escapes; never a row wider than asked; and the messages are
- * terminal-safe too.  A broken invariant aborts, which libFuzzer reports.
+ * terminal-safe too.  The same bytes go through the index reader of a
+ * system-wide run's directory (host_index__parse), and an index it accepts
+ * through the host's terminal view (checked the same way) and page.  A
+ * broken invariant aborts, which libFuzzer reports.
  *
  *   make fuzz                                   (a few minutes per harness)
  *   build/fuzz/fuzz_view tests/fuzz/corpus/view (fuzzing by hand)
@@ -20,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "hostindex.h"
 #include "view.h"
 #include "viewutil.h"
 
@@ -112,6 +116,49 @@ static void run_other(struct json_object *doc, int which)
 	free(err);
 }
 
+/* The bytes as DIR/index.json: the reader, then the host's views. */
+static void run_index(const uint8_t *data, size_t size, int odd)
+{
+	static const int widths[] = { 40, 100, 0 };
+	char *out = NULL, *err = NULL;
+	size_t outlen = 0, errlen = 0, i;
+	FILE *fo, *fe = open_memstream(&err, &errlen);
+	struct host_index *hi;
+
+	if (!fe)
+		abort();
+	hi = host_index__parse((const char *)data, size, "fuzz/index.json", fe);
+	fclose(fe);
+	check_terminal("index messages", err, errlen, 0, 0);
+	free(err);
+	if (!hi)
+		return;
+	for (i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+		int w = widths[i] ? widths[i] : odd;
+		struct view_opts vo = { 1, false, w, (i & 1) != 0 };
+
+		fo = open_memstream(&out, &outlen);
+		if (!fo)
+			abort();
+		view_print_host_cli(hi, "fuzz", fo, &vo);
+		fclose(fo);
+		check_terminal("view DIR", out, outlen, w, (i & 1) != 0);
+		free(out);
+		out = NULL;
+	}
+	fo = open_memstream(&out, &outlen);
+	fe = open_memstream(&err, &errlen);
+	if (!fo || !fe)
+		abort();
+	view_write_host_html(hi, "fuzz/index.html", fo, fe);
+	fclose(fo);
+	fclose(fe);
+	check_terminal("view --html DIR messages", err, errlen, 0, 0);
+	free(out);
+	free(err);
+	host_index__free(hi);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum export_format formats[] = { EXPORT_FOLDED, EXPORT_SPEEDSCOPE,
@@ -130,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fclose(fe);
 	check_terminal("view_parse messages", err, errlen, 0, 0);
 	free(err);
+	run_index(data, size, odd);
 	if (!doc)
 		return 0;
 	run_cli(doc, 40, 0, 0, 1);

@@ -650,15 +650,96 @@ function timeline() {
 	redraws.push(draw);
 }
 
-guarded('header', header);
-guarded('warnings', warnings);
-guarded('data quality note', quality);
-guarded('line tables', files);
-guarded('CPU flame graph', function () { flameGraph('cpu-flame', 'CPU flame graph', D.cpu, 'cpu'); });
-if (obj(D.mem))
-	guarded('memory flame graph', function () { flameGraph('mem-flame', 'Memory flame graph', D.mem, 'mem'); });
-guarded('timeline', timeline);
-guarded('footer', footer);
+/* ---- the page of a system-wide run (scalene-bpf view --html DIR) ---- */
+function hostHeader() {
+	var host = str(D.host) || '?';
+	document.title = host + ' \u2013 processes';
+	app.appendChild(el('h1', null, 'Processes profiled on ' + host));
+	var facts = el('div', 'facts');
+	function fact(k, v) { facts.appendChild(el('span', null, [k + ' ', el('b', null, v)])); }
+	fact('kernel', str(D.kernel) || '?');
+	fact('elapsed', secs(D.elapsed));
+	fact('sampling rate', count(D.rate) + ' Hz');
+	if (num(D.start) > 0)
+		fact('started', new Date(num(D.start) * 1000).toLocaleString());
+	fact('profiled', count(D.profiled));
+	var why = arr(D.counts).filter(Array.isArray).map(function (c) { return str(c[0]) + ' ' + count(c[1]); });
+	fact('not profiled', count(D.not_profiled) + (why.length ? ' (' + why.join(', ') + ')' : ''));
+	fact('CPU sampled', secs(D.cpu_s));
+	fact('index', str(D.name) || '?');
+	app.appendChild(facts);
+}
+/* A process's page: a file beside this one, named by us from a checked
+ * file name, and quoted as one path segment all the same. */
+function procLink(r) {
+	if (str(r.page)) {
+		var a = el('a', null, str(r.profile) || str(r.page));
+		a.href = encodeURIComponent(str(r.page));
+		return a;
+	}
+	return el('span', 'problem', [str(r.profile) ? str(r.profile) + ': ' : '', str(r.problem) || 'no page']);
+}
+function hostProcesses() {
+	var s = section('processes', 'Processes by CPU time');
+	var rows = arr(D.procs).map(obj).filter(Boolean);
+	if (!rows.length) {
+		s.appendChild(el('p', 'note', 'No process was profiled.'));
+		return;
+	}
+	s.appendChild(legend());
+	var ns = rows.some(function (r) { return num(r.ns_pid) !== num(r.pid); });
+	var c = [{ k: 'n', label: '#', v: function (r) { return num(r.n); }, dir: 1 },
+		 { k: 'pid', label: 'PID', v: function (r) { return num(r.pid); }, dir: 1 }];
+	if (ns)
+		c.push({ k: 'ns_pid', label: 'NS PID', title: 'the PID in the process\u2019s own namespace', dir: 1,
+			 v: function (r) { return num(r.ns_pid); },
+			 show: function (r) { return num(r.ns_pid) !== num(r.pid) ? String(num(r.ns_pid)) : ''; } });
+	c.push({ k: 'cmd', cls: 'name', label: 'Command', v: function (r) { return str(r.cmd); }, dir: 1 });
+	c.push({ k: 'python', label: 'Version', title: 'Python version', v: function (r) { return str(r.python); }, dir: 1 });
+	c.push({ k: 'cpu', label: 'CPU s', v: function (r) { return num(r.cpu); }, show: function (r) { return fix(r.cpu, 2); } });
+	c.push({ k: 'total', label: 'Share', title: 'Python + native + system, % of the CPU time of all profiled processes',
+		 v: function (r) { return num(r.total); },
+		 cell: function (r) { return barCell([['py', r.py], ['c', r.c], ['sys', r.sys]], r.total); } });
+	c.push({ k: 'py', label: 'Python', v: function (r) { return num(r.py); }, show: function (r) { return pct(r.py); } });
+	c.push({ k: 'c', label: 'Native', v: function (r) { return num(r.c); }, show: function (r) { return pct(r.c); } });
+	c.push({ k: 'sys', label: 'System', v: function (r) { return num(r.sys); }, show: function (r) { return pct(r.sys); } });
+	c.push({ k: 'peak', label: 'Peak RSS MB', v: function (r) { return typeof r.peak === 'number' ? r.peak : -1; },
+		 show: function (r) { return typeof r.peak === 'number' ? fix(r.peak, 1) : '?'; } });
+	c.push({ k: 'samples', label: 'Samples', v: function (r) { return num(r.samples); }, show: function (r) { return count(r.samples); } });
+	c.push({ k: 'exit', label: 'Exit', v: function (r) { return str(r.exit); }, dir: 1 });
+	c.push({ k: 'profile', cls: 'name', label: 'Profile', v: function (r) { return str(r.profile); }, dir: 1, cell: procLink });
+	s.appendChild(table(rows, c, 'host-procs'));
+	var index = str(D.name), dir = index.lastIndexOf('/') > 0 ? index.slice(0, index.lastIndexOf('/')) : 'DIR';
+	s.appendChild(el('p', 'note', 'Each profile opens on its own page; in a terminal: scalene-bpf view ' +
+		dir + '/<profile>.'));
+}
+function hostSkipped() {
+	var rows = arr(D.skipped).map(obj).filter(Boolean);
+	if (!rows.length)
+		return;
+	var s = section('not-profiled', 'Not profiled');
+	s.appendChild(table(rows.map(function (r, i) { r.n = i + 1; return r; }), [
+		{ k: 'pid', label: 'PID', v: function (r) { return num(r.pid); }, dir: 1 },
+		{ k: 'cmd', cls: 'name', label: 'Command', v: function (r) { return str(r.cmd); }, dir: 1 },
+		{ k: 'reason', cls: 'name', label: 'Why', v: function (r) { return str(r.reason); }, dir: 1 }], 'host-skipped'));
+}
+
+if (D.kind === 'host') {
+	guarded('header', hostHeader);
+	guarded('warnings', warnings);
+	guarded('process table', hostProcesses);
+	guarded('table of processes not profiled', hostSkipped);
+} else {
+	guarded('header', header);
+	guarded('warnings', warnings);
+	guarded('data quality note', quality);
+	guarded('line tables', files);
+	guarded('CPU flame graph', function () { flameGraph('cpu-flame', 'CPU flame graph', D.cpu, 'cpu'); });
+	if (obj(D.mem))
+		guarded('memory flame graph', function () { flameGraph('mem-flame', 'Memory flame graph', D.mem, 'mem'); });
+	guarded('timeline', timeline);
+	guarded('footer', footer);
+}
 
 var pending = 0;
 window.addEventListener('resize', function () {
