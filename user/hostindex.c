@@ -206,7 +206,9 @@ static int read_proc(struct reader *r, struct json_object *o, struct host_proc *
 	if (!json_object_is_type(o, json_type_object))
 		return fail(r, "", "is not an object");
 	err = get_id(r, o, "pid", true, 1, &p->pid);
-	err = err ?: get_num(r, o, "ns_pid", false, 1, MAX_ID, true, &ns);
+	/* null: not known (a fork child gone before it was looked at). */
+	if (!err && !(json_object_object_get_ex(o, "ns_pid", &v) && !v))
+		err = get_num(r, o, "ns_pid", false, 1, MAX_ID, true, &ns);
 	err = err ?: get_id(r, o, "ppid", false, 0, &p->ppid);
 	err = err ?: get_id(r, o, "uid", false, 0, &p->uid);
 	err = err ?: get_str(r, o, "comm", true, false, MAX_COMM, &p->comm);

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (check_compat, clean_env, hot_lines, invoke,
+from e2e_helpers import (BIN, check_compat, clean_env, hot_lines, invoke,
                          line_time, markers, program)
 
 TARGET = program("attach_target.py")
@@ -62,6 +62,15 @@ def _index(out_dir):
 
 def _entries(index, pid):
     return [p for p in index["processes"] if p["pid"] == pid]
+
+
+def _view(out_dir):
+    """`scalene-bpf view --cli DIR`: its output (it must succeed)."""
+    p = subprocess.run([str(BIN), "view", "--cli", str(out_dir)],
+                       capture_output=True, text=True, timeout=60,
+                       env=clean_env(), stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
 
 
 def _hot_share(prof):
@@ -132,6 +141,11 @@ def test_before_and_during(python, tmp_path, accuracy):
     assert index["not_profiled"]["filtered"] >= 1, index["not_profiled"]
     assert index["filters"]["comm"] == ["sbpf-all-a"]
     assert "2 Python processes profiled" in res.stderr, res.stderr
+    # The host view ranks them as the index does.
+    view = _view(out_dir)
+    rows = [ln.split()[0] for ln in view.splitlines()
+            if ln.split() and ln.split()[0] in (str(a["pid"]), str(b["pid"]))]
+    assert rows == [str(p["pid"]) for p in index["processes"][:2]], view
 
 
 def test_filters(any_python, tmp_path):
@@ -286,6 +300,9 @@ def test_fork_storm(any_python, tmp_path):
     files = {p.name for p in out_dir.iterdir()}
     assert {e["profile"] for e in written} <= files
     assert len(files) == len(written) + 1 + (1 if _entries(index, parent["pid"])[0]["profile"] else 0)
+    # Children gone before they were looked at have no namespace PID: the
+    # view still reads the index.
+    assert str(parent["pid"]) in _view(out_dir)
     print(f"fork storm: {len(written)} of 1000 children sampled, "
           f"{time.monotonic() - t0:.1f} s", file=sys.stderr)
 
