@@ -32,6 +32,9 @@
 /* Arguments of a command line kept in the index, and their bytes. */
 #define MAX_ARGS 64
 #define MAX_CMDLINE 4096
+/* A fork child that execs within this long was made to run another
+ * program (subprocess, a shell): only its new image is listed. */
+#define FORK_EXEC_S 0.1
 /* index.json's format; a reader refuses another major version. */
 #define INDEX_VERSION 1
 
@@ -47,6 +50,8 @@ struct hproc {
 	char *not_profiled;
 	double started_s;
 	bool live, exited, has_end;
+	bool hidden;	 /* a fork that only exec'ed: not listed */
+	double forked_s; /* a fork child: when, in the run's seconds; else -1 */
 	enum session_end_why ended;
 	int exit_status; /* a wait status */
 	double cpu_s, python_s, native_s, system_s;
@@ -291,6 +296,7 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 	started =
 		start_ns ? start_ns / 1e9 - h->start_mono : proc_start_boot(h, pid) - h->start_boot;
 	e->started_s = started > 0 ? started : 0;
+	e->forked_s = ppid && start_ns ? start_ns / 1e9 - h->start_mono : -1;
 	h->procs[h->nprocs++] = e;
 	return e;
 }
@@ -485,7 +491,10 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	e->samples = profile__samples(e->profile);
 	/* A process too short to be sampled (a fork storm's children) has
 	 * nothing to show: the index says so, no file is written. */
-	if (e->samples)
+	if (end->why == END_EXEC && e->forked_s >= 0 &&
+	    end->ts_ns / 1e9 - h->start_mono - e->forked_s < FORK_EXEC_S)
+		e->hidden = true; /* forked to exec (subprocess): its new image counts */
+	else if (e->samples)
 		write_profile(h, e, end);
 	else
 		e->not_profiled = strdup("no samples: it ran too briefly to be sampled");
@@ -745,6 +754,8 @@ int host__finish(struct host *h, double elapsed_s)
 
 	qsort(h->procs, h->nprocs, sizeof(*h->procs), by_cpu);
 	for (i = 0; i < h->nprocs; i++) {
+		if (h->procs[i]->hidden)
+			continue;
 		json_object_array_add(procs, entry_json(h->procs[i]));
 		profiled += h->procs[i]->file != NULL;
 	}

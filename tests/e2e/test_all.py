@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, check_compat, clean_env, hot_lines, invoke,
-                         line_time, markers, program)
+from e2e_helpers import (BIN, INTERPRETER_IDS, check_compat, clean_env,
+                         find_interpreter, hot_lines, invoke, line_time,
+                         markers, program)
 
 TARGET = program("attach_target.py")
 
@@ -332,3 +333,108 @@ def test_output_is_a_file(tmp_path):
     assert res.rc == 1, res.describe()
     assert "names a directory" in res.stderr, res.stderr
     assert f.read_text() == "{}"
+
+
+def _background(tmp_path, n=10):
+    """n busy Python processes of the interpreters there are, in turn, at
+    the lowest priority: they keep the host's other CPU busy and are sampled
+    as much as the program under test, without taking its CPU (on a machine
+    of two CPUs, eleven equal processes would give the program a sixth of
+    one, and its samples would land at random points of its time slices:
+    a sampling error larger than the tolerance, which is about the
+    profiler, not about the load)."""
+    pythons = []
+    for ident in INTERPRETER_IDS:
+        try:
+            pythons.append(find_interpreter(ident))
+        except pytest.skip.Exception:
+            continue
+    procs = []
+    for i in range(n):
+        link = _link(pythons[i % len(pythons)], tmp_path, f"sbpf-bg{i}")
+        procs.append(subprocess.Popen(
+            [str(link), "-c", "while True: pass"], env=clean_env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            preexec_fn=lambda: os.nice(19)))
+    return procs
+
+
+def _under_all(tmp_path, argv, opts=()):
+    """Runs argv during `--all` (no filter) with 10 busy Python processes
+    beside it; its entry in the index and its profile."""
+    busy = _background(tmp_path)
+    out_dir = tmp_path / "out"
+    ran = {}
+
+    def during(proc):
+        time.sleep(1.0)
+        p = subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path),
+                             env=clean_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        ran["pid"] = p.pid
+        ran["out"] = p.communicate(timeout=240)
+        ran["rc"] = p.returncode
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+
+    try:
+        res = invoke(["--all", *opts, "--duration", "300", "-o", out_dir],
+                     cwd=tmp_path, timeout=300, during=during)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert res.rc == 0, res.describe()
+    assert ran["rc"] == 0, ran
+    index = _index(out_dir)
+    [e] = _entries(index, ran["pid"])
+    # The busy ones were profiled too.
+    assert sum(p["comm"].startswith("sbpf-bg") and bool(p["profile"])
+               for p in index["processes"]) == 10, index["processes"]
+    return e, check_compat(out_dir / e["profile"])
+
+
+def test_split_under_all(python, tmp_path, accuracy):
+    """The 20/30/50 program gives the same answer under --all, with ten
+    other busy Python processes on the host, as under run
+    (test_accuracy.test_split_20_30_50, the same tolerances)."""
+    prog = program("split.py")
+    side = tmp_path / "spent.json"
+    link = _link(python, tmp_path, "sbpf-acc")
+    e, prof = _under_all(tmp_path, [link, prog, "1.0", side],
+                         opts=("--profile-exclude", "spin_helper"))
+    m = markers(prog)
+    names = ("twenty", "thirty", "fifty")
+    times = [line_time(prof, prog, m[n]) for n in names]
+    total = sum(t.percent for t in times)
+    got = [100.0 * t.percent / total for t in times]
+    spent = json.loads(side.read_text())
+    real_total = sum(spent[n] for n in names)
+    real = [100.0 * spent[n] / real_total for n in names]
+    ctx = f"profile {got}, measured {real}; {hot_lines(prof)}"
+    for name, g, r, nominal in zip(names, got, real, (20, 30, 50)):
+        accuracy(f"--all, 10 busy beside: {name} share vs thread_time, %",
+                 r, g, "2.5")
+        assert abs(g - r) <= 2.5, f"{name}: {ctx}"
+        assert abs(g - nominal) <= 2.5, f"{name}: {ctx}"
+    for t in times:
+        assert t.python >= 0.95 * t.percent, ctx
+
+
+def test_threads_under_all(any_python, tmp_path, accuracy):
+    """The 1:3 threads program under --all with ten busy processes beside
+    it: each line's seconds within 10% of its thread's own clock, as under
+    run (test_accuracy.test_two_threads_1_to_3)."""
+    prog = program("threads_ratio.py")
+    side = tmp_path / "threads.json"
+    link = _link(any_python, tmp_path, "sbpf-thr")
+    e, prof = _under_all(tmp_path, [link, prog, "0.3", side],
+                         opts=("--profile-exclude", "spin_helper"))
+    m = markers(prog)
+    info = json.loads(side.read_text())
+    for who in ("light", "heavy"):
+        t = line_time(prof, prog, m[who])
+        accuracy(f"--all, 10 busy beside: {who} line s vs thread_time",
+                 info[f"{who}_cpu_s"], t.seconds, "10%")
+        assert abs(t.seconds / info[f"{who}_cpu_s"] - 1) <= 0.10, (
+            who, t.seconds, info, hot_lines(prof))
