@@ -35,6 +35,8 @@
 /* A fork child that execs within this long was made to run another
  * program (subprocess, a shell): only its new image is listed. */
 #define FORK_EXEC_S 0.1
+/* Profiles of ended processes kept in the directory by default. */
+#define DEFAULT_MAX_PROFILES 1000
 /* index.json's format; a reader refuses another major version. */
 #define INDEX_VERSION 1
 
@@ -77,7 +79,11 @@ struct host {
 	int nprocs, cap;
 	struct hmap *live;   /* pid -> its live entry */
 	struct hmap *images; /* pid -> images of it seen so far (file name suffix) */
-	uint64_t not_python, unsupported, filtered, table_full, write_failed;
+	uint64_t not_python, unsupported, filtered, table_full, write_failed, rotated;
+	/* Ended processes' profiles in the order they were written (a ring),
+	 * for rotation past max_files. */
+	struct hproc **fifo;
+	int nfifo, fifo_cap, fifo_head, max_files;
 	bool told_write_failure;
 	char last_write_error[256];
 };
@@ -414,7 +420,10 @@ static struct json_object *process_facts(const struct hproc *e, const struct ses
 	return o;
 }
 
-static void write_profile(struct host *h, struct hproc *e, const struct session_end *end)
+/* Writes e's profile; final: its image has ended (a failure then is for
+ * good; while it runs the next snapshot tries again). */
+static void write_profile(struct host *h, struct hproc *e, const struct session_end *end,
+			  bool final)
 {
 	double now = clock_s(CLOCK_MONOTONIC), from = h->start_mono + e->started_s;
 	double until = end->ts_ns ? end->ts_ns / 1e9 : now;
@@ -442,7 +451,8 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		json_object_object_add(m.extra, "timeline", output_timeline_facts(e->profile));
 		json_object_object_add(m.extra, "process", process_facts(e, end));
 	}
-	e->file = profile_name(h, e);
+	if (!e->file)
+		e->file = profile_name(h, e);
 	if (!e->file) {
 		err = -ENOMEM;
 	} else {
@@ -454,24 +464,98 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		return;
 	/* A full disk loses this profile, not the run: said once here, for
 	 * each process in the index. */
-	h->write_failed++;
 	snprintf(h->last_write_error, sizeof(h->last_write_error), "%s", strerror(-err));
 	if (!h->told_write_failure)
 		pr_warn("failed to write the profile of process %d to %s: %s (the run goes on; "
 			"the index lists what was lost)\n",
 			e->pid, h->dir, strerror(-err));
 	h->told_write_failure = true;
+	if (!final)
+		return;
+	h->write_failed++;
 	free(e->file);
 	e->file = NULL;
 	if (asprintf(&e->not_profiled, "its profile could not be written: %s", strerror(-err)) < 0)
 		e->not_profiled = NULL;
 }
 
+/* The index's numbers of a process, from its profile. */
+static void entry_totals(struct hproc *e)
+{
+	double ns[3];
+
+	profile__split_ns(e->profile, &ns[0], &ns[1], &ns[2]);
+	e->python_s = ns[0] / 1e9;
+	e->native_s = ns[1] / 1e9;
+	e->system_s = ns[2] / 1e9;
+	e->cpu_s = profile__total_ns(e->profile) / 1e9;
+	e->samples = profile__samples(e->profile);
+}
+
+/* The peak resident set of a live process (VmHWM), in MB; -1 if unknown. */
+static double hwm_mb(int pid)
+{
+	char path[64], line[256];
+	unsigned long long kb = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "VmHWM: %llu kB", &kb) == 1;
+	fclose(f);
+	return found ? kb / 1024.0 : -1;
+}
+
+/* Past max_files profiles of ended processes, the oldest goes (the index
+ * keeps its numbers and says so). */
+static void rotate(struct host *h, struct hproc *e)
+{
+	struct fs_creds saved;
+	char path[PATH_MAX];
+	struct hproc *old;
+
+	if (h->nfifo == h->fifo_cap) {
+		int cap = h->fifo_cap ? h->fifo_cap * 2 : 256;
+		struct hproc **f = realloc(h->fifo, cap * sizeof(*f));
+
+		if (!f)
+			return;
+		/* The ring unrolled into the larger array. */
+		for (int i = 0; i < h->nfifo; i++)
+			f[h->fifo_cap + i] = f[(h->fifo_head + i) % h->fifo_cap];
+		memmove(f, f + h->fifo_cap, h->nfifo * sizeof(*f));
+		h->fifo = f;
+		h->fifo_cap = cap;
+		h->fifo_head = 0;
+	}
+	h->fifo[(h->fifo_head + h->nfifo++) % h->fifo_cap] = e;
+	if (h->nfifo <= h->max_files)
+		return;
+	old = h->fifo[h->fifo_head];
+	h->fifo_head = (h->fifo_head + 1) % h->fifo_cap;
+	h->nfifo--;
+	snprintf(path, sizeof(path), "%s/%s", h->dir, old->file);
+	creds_fs_user(h->creds, &saved);
+	unlink(path);
+	creds_fs_self(&saved);
+	free(old->file);
+	old->file = NULL;
+	if (asprintf(&old->not_profiled,
+		     "its profile was removed: more than %d profiles of ended processes "
+		     "(--max-profiles)",
+		     h->max_files) < 0)
+		old->not_profiled = NULL;
+	h->rotated++;
+}
+
 static void host_ended(void *ctx, int pid, const struct session_end *end)
 {
 	struct host *h = ctx;
 	struct hproc *e = hmap__get(h->live, &pid);
-	double ns[3];
 
 	if (!e || e->profile != end->profile)
 		return;
@@ -483,25 +567,24 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	e->exit_status = end->exit_code;
 	if (end->maxrss_kb)
 		e->peak_rss_mb = end->maxrss_kb / 1024.0;
-	profile__split_ns(e->profile, &ns[0], &ns[1], &ns[2]);
-	e->python_s = ns[0] / 1e9;
-	e->native_s = ns[1] / 1e9;
-	e->system_s = ns[2] / 1e9;
-	e->cpu_s = profile__total_ns(e->profile) / 1e9;
-	e->samples = profile__samples(e->profile);
+	else if (end->why == END_RUNNING)
+		e->peak_rss_mb = hwm_mb(pid);
+	entry_totals(e);
 	/* A process too short to be sampled (a fork storm's children) has
 	 * nothing to show: the index says so, no file is written. */
 	if (end->why == END_EXEC && e->forked_s >= 0 &&
 	    end->ts_ns / 1e9 - h->start_mono - e->forked_s < FORK_EXEC_S)
 		e->hidden = true; /* forked to exec (subprocess): its new image counts */
 	else if (e->samples)
-		write_profile(h, e, end);
+		write_profile(h, e, end, true);
 	else
 		e->not_profiled = strdup("no samples: it ran too briefly to be sampled");
 	profile__free(e->profile);
 	e->profile = NULL;
 	target_free(&e->target);
 	memset(&e->target, 0, sizeof(e->target));
+	if (e->file && end->why != END_RUNNING)
+		rotate(h, e);
 }
 
 /* Users named by --uid, as numbers. */
@@ -584,6 +667,7 @@ struct host *host__new(const struct host_opts *opts)
 	h->start_wall = opts->start_wall;
 	h->start_boot = clock_s(CLOCK_BOOTTIME);
 	h->rate_hz = opts->rate_hz;
+	h->max_files = opts->o->max_profiles > 0 ? opts->o->max_profiles : DEFAULT_MAX_PROFILES;
 	h->clk_tck = sysconf(_SC_CLK_TCK);
 	h->live = hmap__new(sizeof(int));
 	h->images = hmap__new(sizeof(int));
@@ -624,6 +708,7 @@ void host__free(struct host *h)
 		free(e);
 	}
 	free(h->procs);
+	free(h->fifo);
 	hmap__free(h->live);
 	hmap__free(h->images);
 	free(h);
@@ -743,7 +828,7 @@ static struct json_object *str_list(const char *const *v, int n)
 	return a;
 }
 
-int host__finish(struct host *h, double elapsed_s)
+static int write_index(struct host *h, double elapsed_s, bool final)
 {
 	struct json_object *doc = json_object_new_object(), *procs = json_object_new_array();
 	struct json_object *np = json_object_new_object(), *filters = json_object_new_object();
@@ -752,13 +837,27 @@ int host__finish(struct host *h, double elapsed_s)
 	char path[PATH_MAX], *text, warn[512];
 	int i, err, profiled = 0;
 
-	qsort(h->procs, h->nprocs, sizeof(*h->procs), by_cpu);
-	for (i = 0; i < h->nprocs; i++) {
-		if (h->procs[i]->hidden)
-			continue;
-		json_object_array_add(procs, entry_json(h->procs[i]));
-		profiled += h->procs[i]->file != NULL;
+	struct hproc **order = malloc((h->nprocs ? h->nprocs : 1) * sizeof(*order));
+
+	if (!order) {
+		json_object_put(doc);
+		json_object_put(procs);
+		json_object_put(np);
+		json_object_put(filters);
+		json_object_put(warnings);
+		return -ENOMEM;
 	}
+	/* Ranked in a copy: the table keeps its order (rotation and the live
+	 * map point into it). */
+	memcpy(order, h->procs, h->nprocs * sizeof(*order));
+	qsort(order, h->nprocs, sizeof(*order), by_cpu);
+	for (i = 0; i < h->nprocs; i++) {
+		if (order[i]->hidden)
+			continue;
+		json_object_array_add(procs, entry_json(order[i]));
+		profiled += order[i]->file != NULL;
+	}
+	free(order);
 	if (uname(&u))
 		memset(&u, 0, sizeof(u));
 	json_object_object_add(doc, "scalene_bpf_index", json_object_new_int(INDEX_VERSION));
@@ -779,11 +878,19 @@ int host__finish(struct host *h, double elapsed_s)
 	json_object_object_add(np, "filtered", json_object_new_int64((int64_t)h->filtered));
 	json_object_object_add(np, "table_full", json_object_new_int64((int64_t)h->table_full));
 	json_object_object_add(np, "write_failed", json_object_new_int64((int64_t)h->write_failed));
+	json_object_object_add(np, "rotated_out", json_object_new_int64((int64_t)h->rotated));
 	json_object_object_add(doc, "not_profiled", np);
 	if (h->table_full) {
 		snprintf(warn, sizeof(warn),
 			 "%llu Python processes past the first %d are not in the index",
 			 (unsigned long long)h->table_full, MAX_ENTRIES);
+		json_object_array_add(warnings, json_object_new_string(warn));
+	}
+	if (h->rotated) {
+		snprintf(warn, sizeof(warn),
+			 "the profiles of %llu ended processes were removed to keep at most %d "
+			 "(--max-profiles); their numbers are here",
+			 (unsigned long long)h->rotated, h->max_files);
 		json_object_array_add(warnings, json_object_new_string(warn));
 	}
 	if (h->write_failed) {
@@ -803,6 +910,8 @@ int host__finish(struct host *h, double elapsed_s)
 		pr_warn("failed to write %s: %s\n", path, strerror(-err));
 		return err;
 	}
+	if (!final)
+		return 0;
 	fprintf(stderr,
 		"scalene-bpf: %d Python process%s profiled, %llu not (not Python: %llu, "
 		"unsupported: %llu, filtered out: %llu); profiles in %s/\n"
@@ -814,11 +923,26 @@ int host__finish(struct host *h, double elapsed_s)
 	return 0;
 }
 
-int host__profiles(const struct host *h)
+int host__finish(struct host *h, double elapsed_s)
 {
-	int i, n = 0;
+	return write_index(h, elapsed_s, true);
+}
 
-	for (i = 0; i < h->nprocs; i++)
-		n += h->procs[i]->file != NULL;
-	return n;
+int host__snapshot(struct host *h, double elapsed_s)
+{
+	int i;
+
+	for (i = 0; i < h->nprocs; i++) {
+		struct hproc *e = h->procs[i];
+		struct session_end now = { .why = END_RUNNING, .profile = e->profile };
+
+		if (!e->live)
+			continue;
+		now.source_ctx = session__proc_source_ctx(h->session, e->pid);
+		entry_totals(e);
+		e->peak_rss_mb = hwm_mb(e->pid);
+		if (e->samples && now.source_ctx)
+			write_profile(h, e, &now, false);
+	}
+	return write_index(h, elapsed_s, false);
 }

@@ -36,7 +36,8 @@ int host__scan(struct host *h);
 /* Writes index.json (the processes still running must have ended first:
  * session__end_all).  0 or -errno after a message. */
 int host__finish(struct host *h, double elapsed_s);
-/* Profiles written, and processes recognised as Python. */
-int host__profiles(const struct host *h);
+/* --profile-interval: each live process's profile as it is now (its file
+ * is replaced), and index.json with the live processes' numbers so far. */
+int host__snapshot(struct host *h, double elapsed_s);
 
 #endif /* HOST_H */

@@ -357,8 +357,12 @@ static void loop_step(struct run_state *rs, double *next)
 		pyhook__poll(&rs->hook, rs->profile);
 	loader__poll(rs->loader, session__poll_ms(rs->session, (uint64_t)(mono_s() * 1e9)));
 	session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
-	if (interval_due(rs, next))
-		write_profile(rs, false);
+	if (interval_due(rs, next)) {
+		if (rs->host)
+			host__snapshot(rs->host, mono_s() - rs->start_mono);
+		else
+			write_profile(rs, false);
+	}
 }
 
 /* Polls until the child exits; returns its wait status. */
@@ -664,7 +668,7 @@ static int cmd_all(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
 	struct host_opts ho = { .o = o, .creds = &rs.creds, .rate_hz = o->rate_hz };
-	double deadline, next = 0;
+	double deadline, next;
 	int err, n;
 
 	install_signals();
@@ -686,6 +690,7 @@ static int cmd_all(const struct options *o)
 	 * its exec, one that was there by the scan (both: followed once). */
 	n = host__scan(rs.host);
 	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
+	next = mono_s() + o->profile_interval;
 	pr_info("following %d process%s that the filters take; Ctrl-C to stop\n", n,
 		n == 1 ? "" : "es");
 	while (!got_signal) {

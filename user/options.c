@@ -37,6 +37,7 @@ enum {
 	OPT_COMM,
 	OPT_UID,
 	OPT_EXCLUDE_PID,
+	OPT_MAX_PROFILES,
 };
 
 static const struct option long_opts[] = {
@@ -63,6 +64,7 @@ static const struct option long_opts[] = {
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "uid", required_argument, NULL, OPT_UID },
 	{ "exclude-pid", required_argument, NULL, OPT_EXCLUDE_PID },
+	{ "max-profiles", required_argument, NULL, OPT_MAX_PROFILES },
 	{ "config", required_argument, NULL, 'c' },
 	{ "cli", no_argument, NULL, OPT_CLI },
 	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
@@ -112,7 +114,11 @@ void options_usage(FILE *f)
 	      "                                 process name), --uid USER, --exclude-pid P;\n"
 	      "                                 children of a profiled process are profiled\n"
 	      "                                 unless excluded (--no-follow: they must pass\n"
-	      "                                 the filters themselves)\n"
+	      "                                 the filters themselves).  --profile-interval\n"
+	      "                                 S rewrites the live processes' profiles and\n"
+	      "                                 the index every S seconds; --max-profiles N\n"
+	      "                                 keeps the profiles of the last N processes\n"
+	      "                                 that ended [1000] (the index keeps them all)\n"
 	      "      --rate HZ                  samples per second per CPU [997]\n"
 	      "      --cpu-only                 no memory profiling (run profiles memory by\n"
 	      "                                 default: it preloads the allocation sampler,\n"
@@ -345,6 +351,11 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 	case OPT_ALL:
 		o->all = true;
 		return 0;
+	case OPT_MAX_PROFILES:
+		if (parse_double(arg, &d, 1, 10000000) || d != (int)d)
+			goto bad_number;
+		o->max_profiles = (int)d;
+		return 0;
 	case OPT_COMM:
 		if (parse_list(arg, o->comms, &o->ncomms))
 			goto too_many;
@@ -570,9 +581,6 @@ static int check_all(struct options *o, int argc, char **argv, FILE *err)
 	else if (o->memory)
 		why = "--memory is not available with --all yet: profile one process with "
 		      "--pid PID --memory";
-	else if (o->profile_interval > 0)
-		why = "--profile-interval is not available with --all yet: the profiles are "
-		      "written when each process ends and at the end of the run";
 	if (why) {
 		fprintf(err, "scalene-bpf: %s%s%s\n", why, optind < argc ? ": " : "",
 			optind < argc ? argv[optind] : "");
@@ -676,11 +684,11 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 		return view_operands(o, view_args, nview, err);
 	if (o->all)
 		return check_all(o, argc, argv, err);
-	if (o->npids > 1 || o->ncomms || o->nuids || o->nexclude_pids) {
+	if (o->npids > 1 || o->ncomms || o->nuids || o->nexclude_pids || o->max_profiles) {
 		fprintf(err, "scalene-bpf: %s\n",
 			o->npids > 1
 				? "--pid takes one process, or several with --all"
-				: "--comm, --uid and --exclude-pid choose processes for --all");
+				: "--comm, --uid, --exclude-pid and --max-profiles are for --all");
 		return -EINVAL;
 	}
 	if (o->cmd == CMD_RUN) {

@@ -36,7 +36,8 @@ struct options {
 	int nuids;
 	int exclude_pids[MAX_FILTERS]; /* --exclude-pid */
 	int nexclude_pids;
-	double duration; /* attach: seconds, 0 = until Ctrl-C or exit */
+	int max_profiles; /* --all: profiles of ended processes kept; 0: default */
+	double duration;  /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
 	bool memory;			    /* attach: memory profiling (uprobes) asked for */

@@ -1280,6 +1280,13 @@ struct json_object *session__facts(struct session *s)
 	return facts_of(s, s->profile, NULL);
 }
 
+void *session__proc_source_ctx(struct session *s, int pid)
+{
+	struct tproc *tp = hmap__get(s->procs, &pid);
+
+	return tp && tp->profile ? tp : NULL;
+}
+
 struct json_object *session__proc_facts(struct session *s, int pid)
 {
 	struct tproc *tp = hmap__get(s->procs, &pid);
@@ -1287,25 +1294,6 @@ struct json_object *session__proc_facts(struct session *s, int pid)
 	if (!tp || !tp->profile)
 		return NULL;
 	return facts_of(s, tp->profile, tp);
-}
-
-/* The peak resident set of a live process, in kB (0: not known). */
-static uint64_t vm_hwm_kb(int pid)
-{
-	char path[64], line[256];
-	unsigned long long kb = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb;
 }
 
 void session__end_all(struct session *s)
@@ -1319,7 +1307,7 @@ void session__end_all(struct session *s)
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
-		end_image(s, tp, END_RUNNING, 0, vm_hwm_kb(tp->pid), now);
+		end_image(s, tp, END_RUNNING, 0, 0, now);
 	}
 }
 

@@ -27,7 +27,8 @@ enum session_end_why {
 struct session_end {
 	enum session_end_why why;
 	int exit_code;	    /* END_EXIT: the wait status's code, as the kernel has it */
-	uint64_t maxrss_kb; /* peak resident set so far (0: not known) */
+	uint64_t maxrss_kb; /* peak resident set so far (0: not known; for a
+			     * process still running the host reads VmHWM) */
 	uint64_t ts_ns;	    /* CLOCK_MONOTONIC */
 	struct profile *profile;
 	/* For output_meta: the process's files as it saw them (its root and
@@ -139,6 +140,9 @@ struct json_object *session__facts(struct session *s);
 /* System-wide: the same facts for one process's profile (during its
  * host->ended call). */
 struct json_object *session__proc_facts(struct session *s, int pid);
+/* System-wide: a live process's source_ctx (see struct session_end), for a
+ * profile written while it runs; NULL if it has no profile. */
+void *session__proc_source_ctx(struct session *s, int pid);
 /* System-wide: starts following a process found running at the start (the
  * host has accepted it); 0, or -errno when it is gone. */
 int session__add_proc(struct session *s, int pid);

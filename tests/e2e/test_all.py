@@ -311,10 +311,11 @@ def test_fork_storm(any_python, tmp_path):
 @pytest.mark.parametrize("argv,rc,message", [
     (["--all", "prog.py"], 2, "--all takes no program"),
     (["--all", "--memory"], 2, "--memory is not available with --all"),
-    (["--all", "--profile-interval", "5"], 2, "--profile-interval is not available"),
+    (["--all", "--max-profiles", "0"], 2, "not a valid value"),
+    (["--max-profiles", "5", "--pid", "1"], 2, "are for --all"),
     (["run", "--all", "prog.py"], 2, "run starts one program"),
     (["--pid", "1", "--pid", "2"], 2, "--pid takes one process"),
-    (["--comm", "x", "--pid", "1"], 2, "choose processes for --all"),
+    (["--comm", "x", "--pid", "1"], 2, "are for --all"),
     (["--all", "--uid", "no-such-user-here", "--duration", "1"], 1,
      "no such user"),
     (["--all", "--pid", "abc"], 2, "needs a process ID"),
@@ -438,3 +439,54 @@ def test_threads_under_all(any_python, tmp_path, accuracy):
                  info[f"{who}_cpu_s"], t.seconds, "10%")
         assert abs(t.seconds / info[f"{who}_cpu_s"] - 1) <= 0.10, (
             who, t.seconds, info, hot_lines(prof))
+
+
+def test_interval_and_rotation(any_python, tmp_path):
+    """--profile-interval rewrites the live processes' profiles and the
+    index while the run goes on; --max-profiles keeps the profiles of the
+    last N processes that ended and removes older ones, which the index
+    still lists with their numbers."""
+    link = _link(any_python, tmp_path, "sbpf-all-r")
+    stop = tmp_path / "stop"
+    first = _start([link, TARGET, stop], tmp_path)
+    out_dir = tmp_path / "out"
+    seen = {}
+
+    def during(proc):
+        time.sleep(1.5)
+        # A snapshot while it runs: the live process, no end yet.
+        index = _index(out_dir)
+        [e] = _entries(index, first.pid)
+        seen["live"] = e
+        seen["live_profile"] = check_compat(out_dir / e["profile"])
+        seen["short"] = []
+        for _ in range(5):
+            p = _start([link, TARGET, "0.3"], tmp_path)
+            seen["short"].append(p.pid)
+            p.communicate(timeout=30)
+            assert p.returncode == 0
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+
+    try:
+        res = invoke(["--all", "--comm", "sbpf-all-r", "--profile-interval",
+                      "0.5", "--max-profiles", "2", "--duration", "60",
+                      "-o", out_dir], cwd=tmp_path, timeout=90, during=during)
+    finally:
+        _stop(first, stop)
+    assert res.rc == 0, res.describe()
+    live = seen["live"]
+    assert "ended" not in live and not live["exited"] and live["cpu_s"] > 0, live
+    assert seen["live_profile"]["scalene_bpf"]["process"]["ended"] == "running"
+    index = _index(out_dir)
+    short = [_entries(index, pid)[0] for pid in seen["short"]]
+    assert all(e["exited"] and e["cpu_s"] > 0 for e in short), short
+    # The last two to end keep their files; the three before were removed.
+    assert [bool(e["profile"]) for e in short] == [False] * 3 + [True] * 2, short
+    for e in short[:3]:
+        assert "--max-profiles" in e["not_profiled"], e
+    assert index["not_profiled"]["rotated_out"] == 3, index["not_profiled"]
+    files = sorted(p.name for p in out_dir.iterdir())
+    want = sorted([e["profile"] for e in short[3:]]
+                  + [_entries(index, first.pid)[0]["profile"], "index.json"])
+    assert files == want, files

@@ -676,9 +676,9 @@ static void test_all(void)
 	CHECK_REJECTED(parse(&o, "--pid", "12,13", NULL));
 	CHECK_MSG("several with --all");
 	CHECK_REJECTED(parse(&o, "--comm", "python3", NULL));
-	CHECK_MSG("for --all");
+	CHECK_MSG("are for --all");
 	CHECK_REJECTED(parse(&o, "--pid", "1", "--exclude-pid", "2", NULL));
-	CHECK_MSG("for --all");
+	CHECK_MSG("are for --all");
 	CHECK_REJECTED(parse(&o, "--all", "prog.py", NULL));
 	CHECK_MSG("takes no program");
 	CHECK_REJECTED(parse(&o, "run", "--all", "prog.py", NULL));

@@ -1268,7 +1268,8 @@ static void test_host_mode(void)
 	CHECK_EQ_INT(h.nended, 3);
 	CHECK_EQ_INT(h.ended[2].why, END_RUNNING);
 	CHECK(h.ended[2].profile == h.made[2]);
-	CHECK(h.ended[2].maxrss_kb > 0);
+	CHECK_EQ_INT(h.ended[2].maxrss_kb, 0);
+	CHECK(session__proc_source_ctx(f.s, pid) == NULL);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 out:
