@@ -54,7 +54,12 @@ def test_many_distinct_stacks_bounded(any_python, tmp_path):
     markers = [e for e in merged
                if e[0] and e[0][-1]["display_name"] in ("[deeper frames merged]",
                                                         "[stacks merged]")]
-    assert markers, "no merged entry carries the marker frame"
+    # An entry standing for several distinct stacks must have cut them (they
+    # share only their outer frames); when each merged stack got an entry
+    # of its own (fewer distinct stacks: a loaded machine sampled less),
+    # nothing was cut and no marker is due.
+    if bounds["merged_stacks"] > bounds["merged_entries"]:
+        assert markers, "no merged entry carries the marker frame"
     for e in markers:
         # The cut's frames, the marker, and a truncation marker at most.
         assert len(e[0]) <= bounds["merge_depth"] + 2
