@@ -388,25 +388,14 @@ static char *profile_name(struct host *h, const struct hproc *e)
 	return strdup(name);
 }
 
-struct write_ctx {
-	const struct profile *p;
-	const struct output_meta *m;
-};
-
-static int emit_profile(int fd, void *ctx)
-{
-	const struct write_ctx *w = ctx;
-
-	return output_write(w->p, w->m, fd);
-}
-
 static const char *const end_names[] = {
 	[END_EXIT] = "exit",
 	[END_EXEC] = "exec",
 	[END_RUNNING] = "running",
 };
 
-static struct json_object *process_facts(const struct hproc *e, const struct session_end *end)
+/* Who a process is: the same in its profile and in the index. */
+static struct json_object *identity_json(const struct hproc *e)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -416,6 +405,13 @@ static struct json_object *process_facts(const struct hproc *e, const struct ses
 	json_object_object_add(o, "uid", json_object_new_int64(e->uid));
 	json_object_object_add(o, "comm", json_object_new_string(e->comm));
 	json_object_object_add(o, "cmdline", json_object_get(e->cmdline));
+	return o;
+}
+
+static struct json_object *process_facts(const struct hproc *e, const struct session_end *end)
+{
+	struct json_object *o = identity_json(e);
+
 	json_object_object_add(o, "ended", json_object_new_string(end_names[end->why]));
 	return o;
 }
@@ -442,7 +438,7 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		.read_source = session__read_proc_source,
 		.ctx = end->source_ctx,
 	};
-	struct write_ctx w = { .p = e->profile, .m = &m };
+	struct output_job w = { .p = e->profile, .m = &m };
 	char path[PATH_MAX];
 	int err;
 
@@ -457,7 +453,7 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		err = -ENOMEM;
 	} else {
 		snprintf(path, sizeof(path), "%s/%s", h->dir, e->file);
-		err = outfile_stream(path, emit_profile, &w, h->creds);
+		err = outfile_stream(path, output_emit, &w, h->creds);
 	}
 	json_object_put(m.extra);
 	if (!err)
@@ -774,14 +770,8 @@ static struct json_object *num_or_null(double v)
 
 static struct json_object *entry_json(const struct hproc *e)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o = identity_json(e);
 
-	json_object_object_add(o, "pid", json_object_new_int(e->pid));
-	json_object_object_add(o, "ns_pid", e->ns_pid >= 0 ? json_object_new_int(e->ns_pid) : NULL);
-	json_object_object_add(o, "ppid", json_object_new_int(e->ppid));
-	json_object_object_add(o, "uid", json_object_new_int64(e->uid));
-	json_object_object_add(o, "comm", json_object_new_string(e->comm));
-	json_object_object_add(o, "cmdline", json_object_get(e->cmdline));
 	json_object_object_add(o, "python",
 			       e->python[0] ? json_object_new_string(e->python) : NULL);
 	json_object_object_add(o, "profile", e->file ? json_object_new_string(e->file) : NULL);

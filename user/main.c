@@ -97,18 +97,6 @@ struct run_state {
 	struct host *host; /* --all */
 };
 
-struct write_ctx {
-	const struct profile *p;
-	const struct output_meta *m;
-};
-
-static int emit_profile(int fd, void *ctx)
-{
-	const struct write_ctx *w = ctx;
-
-	return output_write(w->p, w->m, fd);
-}
-
 static int write_profile(struct run_state *rs, bool final)
 {
 	struct output_meta m = {
@@ -128,7 +116,7 @@ static int write_profile(struct run_state *rs, bool final)
 		.ctx = rs->session,
 	};
 	const struct py_proc *pp = session__root_python(rs->session);
-	struct write_ctx wctx;
+	struct output_job wctx;
 	int err;
 
 	if (pp) {
@@ -175,7 +163,7 @@ static int write_profile(struct run_state *rs, bool final)
 	}
 	wctx.p = rs->profile;
 	wctx.m = &m;
-	err = outfile_stream(rs->opts->outfile, emit_profile, &wctx, &rs->creds);
+	err = outfile_stream(rs->opts->outfile, output_emit, &wctx, &rs->creds);
 	if (err == -ENOMEM) {
 		pr_warn("failed to write the profile: out of memory\n");
 	} else if (err) {
@@ -186,7 +174,7 @@ static int write_profile(struct run_state *rs, bool final)
 			 (int)getpid());
 		pr_warn("failed to write the profile to %s: %s\n", rs->opts->outfile,
 			strerror(-err));
-		if (!outfile_stream(fallback, emit_profile, &wctx, &rs->creds))
+		if (!outfile_stream(fallback, output_emit, &wctx, &rs->creds))
 			pr_warn("the profile was saved to %s instead\n", fallback);
 		else
 			pr_warn("and could not save it to %s either\n", fallback);

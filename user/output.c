@@ -1182,3 +1182,10 @@ struct json_object *output_timeline_facts(const struct profile *p)
 	json_object_object_add(t, "samples_dropped", json_object_new_int64((int64_t)tl->dropped));
 	return t;
 }
+
+int output_emit(int fd, void *job)
+{
+	const struct output_job *j = job;
+
+	return output_write(j->p, j->m, fd);
+}

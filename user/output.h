@@ -49,6 +49,14 @@ struct json_object *output_build(const struct profile *p, const struct output_me
  * document never sits in memory.  0 or -errno. */
 int output_write(const struct profile *p, const struct output_meta *m, int fd);
 
+/* A profile and its meta for output_emit, which writes them to fd as
+ * output_write does (safefile.h's outfile_emit_fn). */
+struct output_job {
+	const struct profile *p;
+	const struct output_meta *m;
+};
+int output_emit(int fd, void *job);
+
 /* How the profile's stack timeline was thinned, for the facts. */
 struct json_object *output_timeline_facts(const struct profile *p);
 
