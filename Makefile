@@ -216,6 +216,15 @@ bench-plot:
 # or a profiler run breaks.
 bench-smoke: scalene-bpf sampler
 	tools/bench/run --smoke
+	tools/bench/system-wide --smoke
+
+# The cost of system-wide profiling (--all): busy, idle and short-lived
+# Python processes unprofiled, under --all and under --all --comm, and the
+# loader's CPU against the sample rate; 3 rounds, about 12 min on 2 CPUs
+# (root): bench/<date>-system-wide/.
+.PHONY: bench-system-wide
+bench-system-wide: scalene-bpf
+	tools/bench/system-wide
 
 # Render speed of `view --cli` on a generated ~100 MB profile (target < 2 s):
 # bench/view-speed-<date>.json.
@@ -288,6 +297,7 @@ help:
 	@echo "make demo       profile examples/demo.py and show the result"
 	@echo "make bench      overhead + accuracy benchmark and plot (root, ~3 h); results in bench/, docs/bench.png"
 	@echo "make bench-view render speed of view --cli on a ~100 MB profile"
+	@echo "make bench-system-wide  cost of --all with 1-50 Python processes (root, ~12 min)"
 	@echo "make docs-images  regenerate docs/view-terminal.png and docs/view-html.png (root)"
 	@echo "make fuzz       fuzz every parser of untrusted input (FUZZ_SECONDS each)"
 	@echo "make soak       the loader's memory over a long --pid run (SOAK_MINUTES)"
