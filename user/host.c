@@ -870,6 +870,11 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	json_object_object_add(np, "write_failed", json_object_new_int64((int64_t)h->write_failed));
 	json_object_object_add(np, "rotated_out", json_object_new_int64((int64_t)h->rotated));
 	json_object_object_add(doc, "not_profiled", np);
+	/* Of not_python: execs of a program seen before, let go without a
+	 * look at its ELF file. */
+	json_object_object_add(
+		doc, "execs_known_not_python",
+		json_object_new_int64((int64_t)session__execs_known_not_python(h->session)));
 	if (h->table_full) {
 		snprintf(warn, sizeof(warn),
 			 "%llu Python processes past the first %d are not in the index",

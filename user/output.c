@@ -80,6 +80,42 @@ char *scalene_line_text(const char *s, size_t len)
 	return out;
 }
 
+/* Every string of a tree of facts as valid UTF-8, in place: names that come
+ * from the programs (thread and process names, paths) may hold any bytes. */
+static void clean_strings(struct json_object *o);
+
+static void clean_value(struct json_object *v)
+{
+	char *c;
+
+	if (!json_object_is_type(v, json_type_string)) {
+		clean_strings(v);
+		return;
+	}
+	if (utf8_is_clean(json_object_get_string(v), 0))
+		return;
+	c = utf8_sanitize(json_object_get_string(v), json_object_get_string_len(v));
+	if (c)
+		json_object_set_string(v, c);
+	free(c);
+}
+
+static void clean_strings(struct json_object *o)
+{
+	size_t i, n;
+
+	if (json_object_is_type(o, json_type_object)) {
+		json_object_object_foreach (o, key, v) {
+			(void)key;
+			clean_value(v);
+		}
+	} else if (json_object_is_type(o, json_type_array)) {
+		n = json_object_array_length(o);
+		for (i = 0; i < n; i++)
+			clean_value(json_object_array_get_idx(o, i));
+	}
+}
+
 static struct json_object *jstring(const char *s)
 {
 	char *clean = utf8_sanitize(s ? s : "", s ? strlen(s) : 0);
@@ -1114,8 +1150,10 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	if (churn)
 		json_object_object_add(m->extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));
-	if (m->extra)
+	if (m->extra) {
+		clean_strings(m->extra);
 		sink_add(snk, "scalene_bpf", json_object_get(m->extra));
+	}
 }
 
 struct json_object *output_build(const struct profile *p, const struct output_meta *m)
@@ -1146,9 +1184,11 @@ int output_write(const struct profile *p, const struct output_meta *m, int fd)
 
 char *output_to_string(struct json_object *doc)
 {
-	const char *s = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-								    JSON_C_TO_STRING_SPACED |
-								    JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *s;
+
+	clean_strings(doc);
+	s = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+							JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	size_t n = 0;
 	const char *c;

@@ -34,6 +34,8 @@
 #define CODE_CACHE_ENTRIES 16384
 /* Exited processes kept in the table before they are retired. */
 #define MAX_EXITED_PROCS 256
+/* Executables known not to be Python, kept before the cache starts over. */
+#define MAX_NOT_PYTHON_EXES 4096
 /* Thread names cached before the cache starts over. */
 #define MAX_THREAD_NAMES 16384
 /* How often and how long a starting process is re-examined. */
@@ -64,10 +66,11 @@ struct session *session__new(const struct session_opts *opts)
 	s->codes = pycode_cache__new(CODE_CACHE_ENTRIES);
 	s->elves = elf_cache__new(NULL);
 	s->interp_list = json_object_new_array();
+	s->not_python_exes = hmap__new(sizeof(struct exe_key));
 	s->async_layouts = json_object_new_array();
 	s->next_space = 1;
 	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->interp_list ||
-	    !s->async_layouts) {
+	    !s->not_python_exes || !s->async_layouts) {
 		session__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -101,6 +104,7 @@ void session__free(struct session *s)
 	while (s->procs && hmap__next(s->procs, &it, NULL, &v))
 		tproc_free(v);
 	hmap__free(s->procs);
+	hmap__free(s->not_python_exes);
 	json_object_put(s->async_layouts);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
@@ -266,6 +270,51 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 
 static void try_detect(struct session *s, struct tproc *tp, uint64_t now);
 
+/* The identity of a process's executable, for the cache of programs known
+ * not to be Python (system-wide, where every exec on the host is looked
+ * at): false if it cannot be read. */
+static bool exe_key(int pid, struct exe_key *k)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st))
+		return false;
+	memset(k, 0, sizeof(*k));
+	k->dev = st.st_dev;
+	k->ino = st.st_ino;
+	k->size = st.st_size;
+	k->mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
+	return true;
+}
+
+/* Remembers that pid's executable is not Python (detection said so from
+ * its ELF file alone: no _PyRuntime, no libpython among its needs). */
+static void remember_not_python(struct session *s, int pid)
+{
+	struct exe_key k;
+
+	if (!s->host || !exe_key(pid, &k))
+		return;
+	if (hmap__count(s->not_python_exes) >= MAX_NOT_PYTHON_EXES) {
+		struct hmap *fresh = hmap__new(sizeof(k));
+
+		if (!fresh)
+			return;
+		hmap__free(s->not_python_exes);
+		s->not_python_exes = fresh;
+	}
+	hmap__put(s->not_python_exes, &k, (void *)1);
+}
+
+static bool known_not_python(struct session *s, int pid)
+{
+	struct exe_key k;
+
+	return exe_key(pid, &k) && hmap__get(s->not_python_exes, &k);
+}
+
 /* Starts following pid: BPF records it, its threads get their off-CPU
  * state. */
 static int follow(struct session *s, struct tproc *tp)
@@ -348,6 +397,8 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	}
 	if (err == -ENOENT || err == -ESRCH) {
 		pr_debug("process %d: %s\n", tp->pid, tp->why);
+		if (err == -ENOENT)
+			remember_not_python(s, tp->pid);
 		tp->state = TP_OTHER;
 		if (s->host) {
 			s->host->skipped(s->host->ctx, tp->pid, NULL);
@@ -470,6 +521,12 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 		 * if the filters take it. */
 		if (!s->host->accept(s->host->ctx, (int)r->tgid, 0))
 			return;
+		/* A program seen before and not Python: not followed at all. */
+		if (known_not_python(s, (int)r->tgid)) {
+			s->exec_cache_hits++;
+			s->host->skipped(s->host->ctx, (int)r->tgid, NULL);
+			return;
+		}
 		tp = tproc_new(s, r->tgid, 0);
 		if (tp && follow(s, tp)) {
 			hmap__del(s->procs, &tp->pid);
@@ -1278,6 +1335,11 @@ static struct json_object *facts_of(struct session *s, const struct profile *p,
 struct json_object *session__facts(struct session *s)
 {
 	return facts_of(s, s->profile, NULL);
+}
+
+uint64_t session__execs_known_not_python(const struct session *s)
+{
+	return s->exec_cache_hits;
 }
 
 void *session__proc_source_ctx(struct session *s, int pid)

@@ -140,6 +140,9 @@ struct json_object *session__facts(struct session *s);
 /* System-wide: the same facts for one process's profile (during its
  * host->ended call). */
 struct json_object *session__proc_facts(struct session *s, int pid);
+/* System-wide: execs of a program already seen not to be Python, let go
+ * without a look. */
+uint64_t session__execs_known_not_python(const struct session *s);
 /* System-wide: a live process's source_ctx (see struct session_end), for a
  * profile written while it runs; NULL if it has no profile. */
 void *session__proc_source_ctx(struct session *s, int pid);

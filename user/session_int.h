@@ -96,6 +96,10 @@ struct mem_summary {
 /* Event loops are looked at this often (pyasync.h). */
 #define ASYNC_POLL_NS 10000000ULL
 
+struct exe_key {
+	uint64_t dev, ino, size, mtime_ns;
+};
+
 struct thread_name_key {
 	int tgid, tid;
 };
@@ -130,6 +134,10 @@ struct session {
 	struct json_object *async_layouts;  /* what the probes found or why not */
 	int interpreters;
 	struct json_object *interp_list;
+	/* System-wide: executables seen not to be Python (struct exe_key),
+	 * and the execs that cache spared a look at. */
+	struct hmap *not_python_exes;
+	uint64_t exec_cache_hits;
 };
 
 /* The code object at code (cached; read from the process on first sight). */

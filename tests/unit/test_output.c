@@ -76,10 +76,10 @@ static struct frame_ref fr(struct profile *p, const char *file, const char *qual
 }
 
 struct add_opts {
-	int tid;		/* 0: the main thread (tid 100) */
+	int tid; /* 0: the main thread (tid 100) */
 	enum sample_where where;
 	uint64_t cpu, off, gil;
-	double ts;		/* seconds */
+	double ts; /* seconds */
 	double util;
 	const char *sym, *mod;
 };
@@ -191,11 +191,21 @@ static double dbl(struct json_object *o, const char *key)
 /* Keys whose values must be JSON integers (or null where the format lets
  * them be); "line" is one inside a combined-stack frame only. */
 static const char *const int_keys[] = {
-	"lineno",		"n_mallocs",	     "alloc_samples",
-	"max_footprint_lineno", "start_region_line", "end_region_line",
-	"start_outermost_loop", "end_outermost_loop", "start_function_line",
-	"end_function_line",	"main_thread_id",    "ip",
-	"offset",		"count",	     "stack_index",
+	"lineno",
+	"n_mallocs",
+	"alloc_samples",
+	"max_footprint_lineno",
+	"start_region_line",
+	"end_region_line",
+	"start_outermost_loop",
+	"end_outermost_loop",
+	"start_function_line",
+	"end_function_line",
+	"main_thread_id",
+	"ip",
+	"offset",
+	"count",
+	"stack_index",
 	"thread_id",
 };
 
@@ -234,8 +244,7 @@ static void walk(struct json_object *o, struct walk *w)
 			walk(json_object_array_get_idx(o, i), w);
 		break;
 	case json_type_object: {
-		json_object_object_foreach(o, key, val)
-		{
+		json_object_object_foreach (o, key, val) {
 			if (!utf8_valid(key, strlen(key)))
 				w->bad_strings++;
 			if (is_int_key(o, key) && val && !json_object_is_type(val, json_type_int)) {
@@ -276,8 +285,7 @@ static void check_files_shape(struct json_object *doc)
 	CHECK(json_object_is_type(files, json_type_object));
 	if (!files)
 		return;
-	json_object_object_foreach(files, name, fd)
-	{
+	json_object_object_foreach (files, name, fd) {
 		struct json_object *lines = get(fd, "lines"), *funcs = get(fd, "functions");
 		int n, i;
 
@@ -322,8 +330,7 @@ static struct json_object *line_of(struct json_object *doc, const char *file, in
 	return json_object_array_get_idx(lines, lineno - 1);
 }
 
-static struct json_object *func_named(struct json_object *doc, const char *file,
-				      const char *name)
+static struct json_object *func_named(struct json_object *doc, const char *file, const char *name)
 {
 	struct json_object *funcs = get(get(get(doc, "files"), file), "functions");
 	size_t i;
@@ -339,8 +346,7 @@ static struct json_object *func_named(struct json_object *doc, const char *file,
 
 static double line_total(struct json_object *l)
 {
-	return dbl(l, "n_cpu_percent_python") + dbl(l, "n_cpu_percent_c") +
-	       dbl(l, "n_sys_percent");
+	return dbl(l, "n_cpu_percent_python") + dbl(l, "n_cpu_percent_c") + dbl(l, "n_sys_percent");
 }
 
 /* ------------------------------------------------------- string helpers */
@@ -376,12 +382,12 @@ static void test_utf8_sanitize_keeps_valid(void)
 	static const char *const ok[] = {
 		"",
 		"plain ascii /app/prog.py",
-		"caf\xc3\xa9",				/* U+00E9 */
-		"\xc2\x80\xdf\xbf",			/* U+0080, U+07FF */
+		"caf\xc3\xa9",				  /* U+00E9 */
+		"\xc2\x80\xdf\xbf",			  /* U+0080, U+07FF */
 		"\xe0\xa0\x80 \xe2\x82\xac \xef\xbf\xbf", /* U+0800, U+20AC, U+FFFF */
-		"\xed\x9f\xbf \xee\x80\x80",		/* U+D7FF, U+E000: by the surrogates */
+		"\xed\x9f\xbf \xee\x80\x80",		  /* U+D7FF, U+E000: by the surrogates */
 		"\xf0\x90\x80\x80 \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf", /* U+10000, emoji, U+10FFFF */
-		"\x7f\x01\x1b[0m",			/* controls are valid UTF-8 */
+		"\x7f\x01\x1b[0m",				      /* controls are valid UTF-8 */
 	};
 	size_t i;
 
@@ -402,25 +408,25 @@ static void test_utf8_sanitize_replaces_invalid(void)
 		const char *bad;
 		size_t n;
 	} cases[] = {
-		{ "\x80", 1 },			/* lone continuation */
+		{ "\x80", 1 }, /* lone continuation */
 		{ "\xbf", 1 },
-		{ "\xff", 1 },			/* never in UTF-8 */
+		{ "\xff", 1 }, /* never in UTF-8 */
 		{ "\xfe", 1 },
-		{ "\xc0\xaf", 2 },		/* overlong '/' */
-		{ "\xc1\xbf", 2 },		/* overlong U+007F */
-		{ "\xe0\x80\xaf", 3 },		/* overlong 3-byte '/' */
-		{ "\xe0\x9f\xbf", 3 },		/* overlong U+07FF */
-		{ "\xf0\x80\x80\xaf", 4 },	/* overlong 4-byte '/' */
-		{ "\xf0\x8f\xbf\xbf", 4 },	/* overlong U+FFFF */
-		{ "\xed\xa0\x80", 3 },		/* U+D800 */
-		{ "\xed\xbf\xbf", 3 },		/* U+DFFF */
+		{ "\xc0\xaf", 2 },		   /* overlong '/' */
+		{ "\xc1\xbf", 2 },		   /* overlong U+007F */
+		{ "\xe0\x80\xaf", 3 },		   /* overlong 3-byte '/' */
+		{ "\xe0\x9f\xbf", 3 },		   /* overlong U+07FF */
+		{ "\xf0\x80\x80\xaf", 4 },	   /* overlong 4-byte '/' */
+		{ "\xf0\x8f\xbf\xbf", 4 },	   /* overlong U+FFFF */
+		{ "\xed\xa0\x80", 3 },		   /* U+D800 */
+		{ "\xed\xbf\xbf", 3 },		   /* U+DFFF */
 		{ "\xed\xa0\xbd\xed\xb8\x80", 6 }, /* a CESU-8 surrogate pair */
-		{ "\xf4\x90\x80\x80", 4 },	/* U+110000 */
+		{ "\xf4\x90\x80\x80", 4 },	   /* U+110000 */
 		{ "\xf5\x80\x80\x80", 4 },
-		{ "\xf8\x88\x80\x80\x80", 5 },	/* old 5-byte form */
-		{ "\xc3", 1 },			/* truncated 2-byte, then ASCII */
-		{ "\xe2\x82", 2 },		/* truncated 3-byte */
-		{ "\xf0\x9f\x98", 3 },		/* truncated 4-byte */
+		{ "\xf8\x88\x80\x80\x80", 5 }, /* old 5-byte form */
+		{ "\xc3", 1 },		       /* truncated 2-byte, then ASCII */
+		{ "\xe2\x82", 2 },	       /* truncated 3-byte */
+		{ "\xf0\x9f\x98", 3 },	       /* truncated 4-byte */
 	};
 	char buf[64];
 	size_t i;
@@ -551,28 +557,34 @@ static struct profile *sample_profile(void)
 	struct frame_ref s9[] = { fr(p, BADNAME, "h\xc3", 1, 2) };
 
 	/* Out of time order: the output sorts sample times. */
-	add(p, s1, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 3,
-					 .util = 0.5 });
-	add(p, s1, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 1,
-					 .util = 0.5 });
-	add(p, s1, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 2,
-					 .util = 0.5 });
-	add(p, s2, 3, (struct add_opts){ .where = WHERE_NATIVE, .cpu = 20 * MS, .ts = 4,
-					 .util = 0.5, .sym = "scanstring_unicode",
-					 .mod = "/usr/lib/_json.so" });
-	add(p, s3, 1, (struct add_opts){ .where = WHERE_SYSTEM, .cpu = 10 * MS, .ts = 5,
-					 .util = 0.5 });
+	add(p, s1, 2,
+	    (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 3, .util = 0.5 });
+	add(p, s1, 2,
+	    (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 1, .util = 0.5 });
+	add(p, s1, 2,
+	    (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 2, .util = 0.5 });
+	add(p, s2, 3,
+	    (struct add_opts){ .where = WHERE_NATIVE,
+			       .cpu = 20 * MS,
+			       .ts = 4,
+			       .util = 0.5,
+			       .sym = "scanstring_unicode",
+			       .mod = "/usr/lib/_json.so" });
+	add(p, s3, 1,
+	    (struct add_opts){ .where = WHERE_SYSTEM, .cpu = 10 * MS, .ts = 5, .util = 0.5 });
 	add(p, s3, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .ts = 5.5 });
-	add(p, s5, 3, (struct add_opts){ .tid = 101, .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 7,
-					 .util = 0.5 });
-	add(p, s6, 3, (struct add_opts){ .tid = 101, .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 8,
-					 .util = 0.5 });
+	add(p, s5, 3,
+	    (struct add_opts){
+		    .tid = 101, .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 7, .util = 0.5 });
+	add(p, s6, 3,
+	    (struct add_opts){
+		    .tid = 101, .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 8, .util = 0.5 });
 	/* A NaN from the utilisation estimate must not reach the output. */
-	add(p, s7, 1, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 6,
-					 .util = NAN });
+	add(p, s7, 1,
+	    (struct add_opts){ .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 6, .util = NAN });
 	add(p, s8, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 1 * MS, .ts = 9 });
-	add(p, s9, 1, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 10,
-					 .util = INFINITY });
+	add(p, s9, 1,
+	    (struct add_opts){ .where = WHERE_PYTHON, .cpu = 10 * MS, .ts = 10, .util = INFINITY });
 	return p;
 }
 
@@ -736,11 +748,11 @@ static void test_gil_wait(void)
 	double total = 60;
 
 	add(p, s5, 1, (struct add_opts){ .where = WHERE_PYTHON, .cpu = 20 * MS, .ts = 1 });
-	add(p, s5, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .gil = 8 * MS,
-					 .ts = 2 });
+	add(p, s5, 1,
+	    (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .gil = 8 * MS, .ts = 2 });
 	/* More GIL wait than blocked time (a bad record): capped. */
-	add(p, s5, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .gil = 30 * MS,
-					 .ts = 3 });
+	add(p, s5, 1,
+	    (struct add_opts){ .where = WHERE_PYTHON, .off = 10 * MS, .gil = 30 * MS, .ts = 3 });
 	add(p, s9, 1, (struct add_opts){ .where = WHERE_PYTHON, .off = 20 * MS, .ts = 4 });
 	CHECK_NEAR(profile__gil_ns(p), 18 * MS);
 	doc = build(p, &m, &text);
@@ -825,6 +837,35 @@ out:
 	profile__free(p);
 }
 
+/* Facts name what the programs named (thread and process names, paths):
+ * any bytes, written as valid UTF-8, in the profile and through
+ * output_to_string (the index of --all). */
+static void test_invalid_utf8_facts(void)
+{
+	struct profile *p = sample_profile();
+	struct output_meta m = sample_meta();
+	struct json_object *doc, *t = json_object_new_object(), *arr = json_object_new_array();
+	char *text = NULL, *text2;
+
+	m.extra = json_object_new_object();
+	json_object_object_add(t, "name", json_object_new_string("w\x80rker\xff"));
+	json_object_array_add(arr, t);
+	json_object_array_add(arr, json_object_new_string("py\xc3"));
+	json_object_object_add(m.extra, "threads", arr);
+	doc = build(p, &m, &text);
+	if (doc) {
+		CHECK(utf8_valid(text, strlen(text)));
+		CHECK(strstr(text, "w" FFFD "rker" FFFD) != NULL);
+	}
+	text2 = output_to_string(m.extra);
+	CHECK(text2 && utf8_valid(text2, strlen(text2)) && strstr(text2, "py" FFFD));
+	free(text2);
+	json_object_put(doc);
+	json_object_put(m.extra);
+	free(text);
+	profile__free(p);
+}
+
 static void test_script_end_not_in_source_text(void)
 {
 	struct profile *p = sample_profile();
@@ -893,9 +934,9 @@ static void test_threshold(void)
 	m.cpu_percent_threshold = 0;
 	doc = build(p, &m, &text);
 	CHECK(get(get(doc, "files"), "/app/helper.py") != NULL);
-	CHECK_EQ_INT(json_object_array_length(get(get(get(doc, "files"), "/app/helper.py"),
-						  "lines")),
-		     2);
+	CHECK_EQ_INT(
+		json_object_array_length(get(get(get(doc, "files"), "/app/helper.py"), "lines")),
+		2);
 	json_object_put(doc);
 	free(text);
 
@@ -1058,7 +1099,6 @@ out:
 	profile__free(p);
 }
 
-
 /* combined_stacks_timeline: Scalene's event shape, indices into the
  * emitted combined_stacks (stacks seen by allocations only are not
  * emitted), times from the first event, the main thread under its
@@ -1071,8 +1111,14 @@ static void test_timeline(void)
 	struct frame_ref a[] = { fr(p, PROG, "f", 3, 5), mod };
 	struct frame_ref b[] = { fr(p, PROG, "f", 3, 6), mod };
 	struct frame_ref alloc[] = { fr(p, PROG, "f", 3, 4), mod };
-	struct mem_in mi = { .tgid = 100, .tid = 100, .ts_ns = 900000000, .kind = MEM_MALLOC,
-			     .bytes = 1 << 20, .unattributed = -1, .frames = alloc, .nframes = 2 };
+	struct mem_in mi = { .tgid = 100,
+			     .tid = 100,
+			     .ts_ns = 900000000,
+			     .kind = MEM_MALLOC,
+			     .bytes = 1 << 20,
+			     .unattributed = -1,
+			     .frames = alloc,
+			     .nframes = 2 };
 	struct json_object *doc, *tl, *combined, *e;
 	char *text = NULL;
 	size_t i;
@@ -1081,7 +1127,8 @@ static void test_timeline(void)
 	add(p, a, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = MS, .ts = 1.0 });
 	add(p, a, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = MS, .ts = 1.001 });
 	add(p, b, 2, (struct add_opts){ .where = WHERE_PYTHON, .cpu = MS, .ts = 1.002 });
-	add(p, a, 2, (struct add_opts){ .tid = 101, .where = WHERE_PYTHON, .cpu = MS, .ts = 1.003 });
+	add(p, a, 2,
+	    (struct add_opts){ .tid = 101, .where = WHERE_PYTHON, .cpu = MS, .ts = 1.003 });
 	m.main_pid = 100;
 	doc = build(p, &m, &text);
 	if (!doc)
@@ -1130,11 +1177,17 @@ static void test_native_address(void)
 	struct output_meta m = sample_meta();
 	struct frame_ref a[] = { fr(p, PROG, "f", 3, 5) };
 	struct frame_ref b[] = { fr(p, PROG, "f", 3, 6) };
-	struct sample_in s = { .tgid = 100, .tid = 100, .cpu_ns = MS, .where = WHERE_NATIVE,
+	struct sample_in s = { .tgid = 100,
+			       .tid = 100,
+			       .cpu_ns = MS,
+			       .where = WHERE_NATIVE,
 			       .native_sym = profile__intern(p, "memcpy"),
 			       .native_module = profile__intern(p, "/lib/libc.so.6"),
-			       .native_ip = 0x7f1234567890ULL, .native_offset = 0x90,
-			       .unattributed = -1, .frames = a, .nframes = 1 };
+			       .native_ip = 0x7f1234567890ULL,
+			       .native_offset = 0x90,
+			       .unattributed = -1,
+			       .frames = a,
+			       .nframes = 1 };
 	struct json_object *doc, *combined, *leaf;
 	char *text = NULL;
 
@@ -1196,8 +1249,7 @@ static void test_decorated(void)
 	CHECK_NEAR(dbl(get(files, PROG), "percent_cpu_time"), 25);
 	funcs = get(get(files, PROG), "functions");
 	CHECK_EQ_INT(json_object_array_length(funcs), 1);
-	CHECK_EQ_STR(json_object_get_string(get(json_object_array_get_idx(funcs, 0), "line")),
-		     "f");
+	CHECK_EQ_STR(json_object_get_string(get(json_object_array_get_idx(funcs, 0), "line")), "f");
 out:
 	json_object_put(doc);
 	free(text);
@@ -1237,8 +1289,8 @@ out:
  * restored by the reader. */
 static void test_control_characters_escaped(void)
 {
-	static const struct src ctl[] = {
-		{ "/app/ctl\x1b[31m.py", "print('\x1b[2J\x07\x01')\n" }, { NULL, NULL } };
+	static const struct src ctl[] = { { "/app/ctl\x1b[31m.py", "print('\x1b[2J\x07\x01')\n" },
+					  { NULL, NULL } };
 	struct profile *p = new_profile();
 	struct frame_ref s[] = { fr(p, "/app/ctl\x1b[31m.py", "<module>", 1, 1) };
 	struct output_meta m = sample_meta();
@@ -1278,6 +1330,7 @@ int main(void)
 	RUN_TEST(test_functions);
 	RUN_TEST(test_gil_wait);
 	RUN_TEST(test_invalid_utf8_names);
+	RUN_TEST(test_invalid_utf8_facts);
 	RUN_TEST(test_script_end_not_in_source_text);
 	RUN_TEST(test_script_end_nowhere);
 	RUN_TEST(test_threshold);

@@ -1252,6 +1252,11 @@ static void test_host_mode(void)
 	CHECK_EQ_INT(fb.ntracked, 2);
 	CHECK_EQ_INT(h.skipped_not_python, 1);
 	CHECK(fb.nuntracked >= 2);
+	/* The same program again: known, not followed at all. */
+	send_proc(&f, EV_EXEC, getpid(), 0, mono_ns());
+	CHECK_EQ_INT(fb.ntracked, 2);
+	CHECK_EQ_INT(h.skipped_not_python, 2);
+	CHECK_EQ_INT(session__execs_known_not_python(f.s), 1);
 	/* The interpreter execs: its image ends, the new one is looked at
 	 * afresh (the same interpreter: a new profile). */
 	send_proc(&f, EV_EXEC, pid, 0, mono_ns() + 1000 * MS);
