@@ -783,6 +783,10 @@ static void titles(struct top *t, struct out *o, const bool show[C_MAX], int loc
 		if (sorted)
 			o_style(o, SGR_BOLD);
 		o_text(o, title, VJ_MAX_WIDTH);
+		if (sorted) {
+			o_style(o, "0");
+			o_style(o, SGR_HEAD);
+		}
 	}
 	o_text(o, "  ", 2);
 	start = o->cols;

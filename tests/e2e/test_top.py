@@ -69,6 +69,10 @@ class Pane:
         self._tmux("resize-window", "-t", "top", "-x", str(width), "-y",
                    str(height))
 
+    def screen_escapes(self):
+        """The screen with its colours and attributes as escapes."""
+        return self._tmux("capture-pane", "-e", "-p", "-t", "top")
+
     def display(self, fmt):
         return self._tmux("display-message", "-p", "-t", "top", fmt).strip()
 
@@ -249,6 +253,26 @@ def test_top_narrow_and_wide(any_python, tmp_path, pane_factory, width):
 
 
 @needs_tmux
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_top_colour_only_without_no_color(any_python, tmp_path, pane_factory,
+                                          no_color):
+    pane = pane_factory(["top", "run", "--python", any_python,
+                         program("attach_target.py"), tmp_path / "stop"],
+                        env=clean_env({"NO_COLOR": no_color,
+                                       "TERM": "xterm-256color"}))
+    pane.wait_for(rf"attach_target\.py:{HOT}\b", timeout=30)
+    s = pane.screen_escapes()
+    if no_color:
+        assert "\x1b[" not in s, s
+    else:
+        # Python's time in blue, the titles in reverse video.
+        assert "\x1b[34m" in s and "\x1b[7m" in s, s
+    pane.keys("q")
+    assert pane.exit_status() == 130
+    pane.check_sane()
+
+
+@needs_tmux
 def test_top_ctrl_c_restores_the_terminal(any_python, tmp_path,
                                           pane_factory):
     pane = pane_factory(["top", "run", "--python", any_python,
@@ -289,6 +313,34 @@ def test_top_sigterm_restores_the_terminal(any_python, tmp_path,
     # Passed on to the program, which ends by it; top does not wait for q.
     assert pane.exit_status() == 128 + signal.SIGTERM
     pane.check_sane()
+    pane.check_no_bpf_left()
+
+
+@needs_tmux
+def test_top_error_restores_the_terminal(tmp_path, pane_factory):
+    pane = pane_factory(["top", "run", tmp_path / "missing.py"])
+    assert pane.exit_status() == 1
+    # Said once the terminal is back, not lost on the alternate screen.
+    assert "missing.py: no such file" in pane.screen()
+    pane.check_sane()
+
+
+@needs_tmux
+def test_top_fatal_signal_restores_the_terminal(any_python, tmp_path,
+                                                pane_factory):
+    """scalene-bpf itself dying of a fatal signal (as a crash would) still
+    gives the terminal back."""
+    stop = tmp_path / "stop"
+    pane = pane_factory(["top", "run", "--python", any_python,
+                         program("attach_target.py"), stop])
+    try:
+        pane.wait_for(rf"attach_target\.py:{HOT}\b", timeout=30)
+        os.kill(pane.top_pid(), signal.SIGSEGV)
+        assert pane.exit_status() == 128 + signal.SIGSEGV
+        pane.check_sane()
+    finally:
+        # The program outlives it: told to end.
+        stop.touch()
     pane.check_no_bpf_left()
 
 
