@@ -941,3 +941,27 @@ int host__snapshot(struct host *h, double elapsed_s)
 	}
 	return write_index(h, elapsed_s, false);
 }
+
+void host__each_profiled(const struct host *h,
+			 void (*fn)(void *ctx, const struct host_proc_info *pi), void *ctx)
+{
+	int i;
+
+	for (i = 0; i < h->nprocs; i++) {
+		const struct hproc *e = h->procs[i];
+		struct host_proc_info pi = { .pid = e->pid, .comm = e->comm };
+
+		if (e->live && e->profile) {
+			pi.profile = e->profile;
+		} else if (e->has_end && e->samples) {
+			pi.total_s = e->cpu_s;
+			pi.python_s = e->python_s;
+			pi.native_s = e->native_s;
+			pi.system_s = e->system_s;
+			pi.samples = e->samples;
+		} else {
+			continue;
+		}
+		fn(ctx, &pi);
+	}
+}

@@ -40,4 +40,19 @@ int host__finish(struct host *h, double elapsed_s);
  * is replaced), and index.json with the live processes' numbers so far. */
 int host__snapshot(struct host *h, double elapsed_s);
 
+/* A process profiled so far, as a live view sees it: a running one with its
+ * profile (being built), an ended one with its figures (profile NULL). */
+struct host_proc_info {
+	int pid;
+	const char *comm;
+	const struct profile *profile; /* NULL once ended */
+	double total_s, python_s, native_s, system_s;
+	uint64_t samples;
+};
+
+/* Calls fn for each process profiled so far, in the order they were found;
+ * a running one's figures are left 0 (its profile has them). */
+void host__each_profiled(const struct host *h,
+			 void (*fn)(void *ctx, const struct host_proc_info *pi), void *ctx);
+
 #endif /* HOST_H */

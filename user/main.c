@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -35,6 +36,7 @@
 #include "sampler.h"
 #include "session.h"
 #include "target.h"
+#include "top.h"
 #include "view.h"
 
 #define VERSION "0.1.0"
@@ -46,9 +48,16 @@ static volatile sig_atomic_t got_signal;
  * foreground group, which the child receives by itself. */
 static volatile sig_atomic_t signal_sent;
 
+/* top: the live view (NULL without top); nothing is written without -o; the
+ * view should stop waiting (a signal, or q). */
+static struct top *top_view;
+static bool top_no_write;
+static volatile sig_atomic_t top_stop;
+
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
 	got_signal = sig;
+	top_stop = 1;
 	signal_sent = si && si->si_code <= 0;
 }
 
@@ -95,6 +104,8 @@ struct run_state {
 	bool hook_ready;
 	struct memprobe_report probes;
 	struct host *host; /* --all */
+	bool quit;	   /* top: q was typed */
+	char what[512];	   /* top: what is profiled */
 };
 
 static int write_profile(struct run_state *rs, bool final)
@@ -119,6 +130,8 @@ static int write_profile(struct run_state *rs, bool final)
 	struct output_job wctx;
 	int err;
 
+	if (top_no_write)
+		return 0;
 	if (pp) {
 		m.main_thread_id = pp->main_thread;
 		m.main_pid = pp->pid;
@@ -336,6 +349,41 @@ static bool interval_due(struct run_state *rs, double *next)
 	return true;
 }
 
+/* What top shows: the profile or the host, and what is profiled. */
+static void top_source(struct run_state *rs, struct top_src *src, const char *state)
+{
+	size_t len = 0;
+	int i;
+
+	if (!rs->what[0] && rs->host) {
+		snprintf(rs->what, sizeof(rs->what), "every Python process the filters take");
+	} else if (!rs->what[0]) {
+		if (rs->opts->cmd == CMD_ATTACH)
+			len = snprintf(rs->what, sizeof(rs->what), "process %d:", rs->opts->pid);
+		for (i = 0; i < rs->target.nargs && len + 1 < sizeof(rs->what); i++)
+			len += snprintf(rs->what + len, sizeof(rs->what) - len, "%s%s",
+					len ? " " : "", rs->target.args[i]);
+	}
+	src->profile = rs->profile;
+	src->host = rs->host;
+	src->what = rs->what;
+	src->elapsed_s = mono_s() - rs->start_mono;
+	src->state = state;
+}
+
+/* top: the profile has ended; state says how. */
+static void top_finish(struct run_state *rs, const char *state)
+{
+	struct top_src src;
+
+	if (!top_view)
+		return;
+	if (rs->quit || got_signal)
+		top_stop = 1;
+	top_source(rs, &src, state);
+	top__finish(top_view, &src);
+}
+
 /* One turn of a profiling loop, run or attach: take in what BPF has sent,
  * let the session do its periodic work, write the interim profile when due. */
 static void loop_step(struct run_state *rs, double *next)
@@ -351,17 +399,40 @@ static void loop_step(struct run_state *rs, double *next)
 		else
 			write_profile(rs, false);
 	}
+	if (top_view && !rs->quit) {
+		struct top_src src;
+
+		top_source(rs, &src, NULL);
+		rs->quit = top__tick(top_view, &src);
+	}
+}
+
+/* top's q: the program is asked to stop as Ctrl-C would (SIGINT), then
+ * told to (SIGTERM, 2 s later), then killed (5 s). */
+static void stop_child(pid_t child, double *since, int *stage)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGKILL };
+	static const double after[] = { 0, 2, 5 };
+	double now = mono_s();
+
+	if (!*since)
+		*since = now;
+	if (*stage < 3 && now - *since >= after[*stage])
+		kill(child, sigs[(*stage)++]);
 }
 
 /* Polls until the child exits; returns its wait status. */
 static int run_loop(struct run_state *rs, pid_t child)
 {
-	double next = mono_s() + rs->opts->profile_interval;
-	int status = 0;
+	double next = mono_s() + rs->opts->profile_interval, stop_since = 0;
+	int status = 0, stage = 0;
+	char state[128];
 	pid_t w;
 
 	for (;;) {
 		loop_step(rs, &next);
+		if (rs->quit)
+			stop_child(child, &stop_since, &stage);
 		if (got_signal) {
 			/* We keep running until the program ends, so that its
 			 * profile is written: a signal sent to us is passed on. */
@@ -376,6 +447,13 @@ static int run_loop(struct run_state *rs, pid_t child)
 			break;
 	}
 	loader__drain(rs->loader);
+	if (WIFSIGNALED(status))
+		snprintf(state, sizeof(state), "the program was killed by %s%s",
+			 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? " (core dumped)" : "");
+	else
+		snprintf(state, sizeof(state), "the program exited with status %d",
+			 WEXITSTATUS(status));
+	top_finish(rs, state);
 	return status;
 }
 
@@ -448,7 +526,7 @@ static int cmd_run(const struct options *o)
 		pr_warn("%s\n", why);
 		goto out;
 	}
-	err = outfile_check(o->outfile, &rs.creds);
+	err = top_no_write ? 0 : outfile_check(o->outfile, &rs.creds);
 	if (err) {
 		pr_warn("cannot write the profile to %s: %s; choose another path with -o\n",
 			o->outfile, strerror(-err));
@@ -583,6 +661,7 @@ static int cmd_attach(const struct options *o)
 	double deadline;
 	double next;
 	int err, tries, pidfd;
+	const char *state = "stopped";
 
 	/* From the start: a signal during the set-up stops us cleanly, with
 	 * the (empty) profile written and everything released. */
@@ -611,7 +690,7 @@ static int cmd_attach(const struct options *o)
 		return 1;
 	}
 	err = target_from_pid(o->pid, &rs.target);
-	if (!err)
+	if (!err && !top_no_write)
 		err = outfile_check(o->outfile, &rs.creds);
 	if (err) {
 		pr_warn("cannot write the profile to %s: %s; choose another path with -o\n",
@@ -635,14 +714,19 @@ static int cmd_attach(const struct options *o)
 	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
 	next = rs.start_mono + o->profile_interval;
 	pr_info("attached to process %d; Ctrl-C to stop\n", o->pid);
-	while (!got_signal && !session__root_exited(rs.session)) {
+	while (!got_signal && !rs.quit && !session__root_exited(rs.session)) {
 		loop_step(&rs, &next);
-		if (deadline && mono_s() >= deadline)
+		if (deadline && mono_s() >= deadline) {
+			state = "--duration reached";
 			break;
+		}
 		if (target_gone(o->pid, pidfd))
 			break;
 	}
 	loader__drain(rs.loader);
+	if (!got_signal && !rs.quit && strcmp(state, "--duration reached"))
+		state = "the process has ended";
+	top_finish(&rs, state);
 	err = write_profile(&rs, true);
 	if (pidfd >= 0)
 		close(pidfd);
@@ -681,26 +765,88 @@ static int cmd_all(const struct options *o)
 	next = mono_s() + o->profile_interval;
 	pr_info("following %d process%s that the filters take; Ctrl-C to stop\n", n,
 		n == 1 ? "" : "es");
-	while (!got_signal) {
+	while (!got_signal && !rs.quit) {
 		loop_step(&rs, &next);
 		if (deadline && mono_s() >= deadline)
 			break;
 	}
 	loader__drain(rs.loader);
+	top_finish(&rs, got_signal || rs.quit ? "stopped" : "--duration reached");
 	session__end_all(rs.session);
-	err = host__finish(rs.host, mono_s() - rs.start_mono);
+	err = top_no_write ? 0 : host__finish(rs.host, mono_s() - rs.start_mono);
 	teardown_written(&rs);
 	return err ? 1 : 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)type;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* top: the live view around run, --pid or --all.  Without -o nothing is
+ * written; --all's host still writes each ended process's profile, into a
+ * folder of the user's that is removed at the end. */
+static int cmd_top(struct options *o, bool outfile_given)
+{
+	struct top_opts to = {
+		.refresh_s = o->refresh,
+		.once = o->once,
+		.all = o->cmd == CMD_ALL,
+		.verbose = o->verbose,
+		.stop = &top_stop,
+	};
+	char tmpdir[] = "/tmp/scalene-bpf-top-XXXXXX";
+	struct user_creds creds;
+	struct fs_creds saved;
+	bool tmp = false;
+	int ret;
+
+	top_no_write = !outfile_given;
+	if (o->cmd == CMD_ALL && top_no_write) {
+		if (creds_from_env(&creds))
+			return 1;
+		creds_fs_user(&creds, &saved);
+		tmp = mkdtemp(tmpdir) != NULL;
+		creds_fs_self(&saved);
+		if (!tmp) {
+			pr_warn("cannot make a temporary folder in /tmp: %s\n", strerror(errno));
+			return 1;
+		}
+		o->outfile = tmpdir;
+	}
+	top_view = top__new(&to);
+	if (!top_view) {
+		ret = 1;
+	} else {
+		ret = o->cmd == CMD_RUN	     ? cmd_run(o)
+		      : o->cmd == CMD_ATTACH ? cmd_attach(o)
+					     : cmd_all(o);
+		top__free(top_view);
+		top_view = NULL;
+	}
+	if (tmp) {
+		/* As the user: a link put in the folder takes nothing of root's. */
+		creds_fs_user(&creds, &saved);
+		nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		creds_fs_self(&saved);
+	}
+	return ret;
 }
 
 int main(int argc, char **argv)
 {
 	struct options o;
+	bool outfile_given;
 	int ret;
 
 	if (options_parse(argc, argv, &o, stderr))
 		return 2;
 	log_set_level(o.verbose);
+	outfile_given = o.outfile != NULL;
 	if (!o.outfile && o.cmd != CMD_VIEW)
 		o.outfile = o.cmd == CMD_ALL ? DEFAULT_OUTDIR : DEFAULT_OUTFILE;
 	switch (o.cmd) {
@@ -713,13 +859,15 @@ int main(int argc, char **argv)
 	case CMD_VIEW:
 		return view_main(&o);
 	case CMD_RUN:
-		ret = cmd_run(&o);
-		break;
 	case CMD_ATTACH:
-		ret = cmd_attach(&o);
-		break;
 	case CMD_ALL:
-		ret = cmd_all(&o);
+		if (o.top) {
+			ret = cmd_top(&o, outfile_given);
+			break;
+		}
+		ret = o.cmd == CMD_RUN	    ? cmd_run(&o)
+		      : o.cmd == CMD_ATTACH ? cmd_attach(&o)
+					    : cmd_all(&o);
 		break;
 	default:
 		options_usage(stderr);

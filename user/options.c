@@ -38,6 +38,8 @@ enum {
 	OPT_UID,
 	OPT_EXCLUDE_PID,
 	OPT_MAX_PROFILES,
+	OPT_REFRESH,
+	OPT_ONCE,
 };
 
 static const struct option long_opts[] = {
@@ -65,6 +67,8 @@ static const struct option long_opts[] = {
 	{ "uid", required_argument, NULL, OPT_UID },
 	{ "exclude-pid", required_argument, NULL, OPT_EXCLUDE_PID },
 	{ "max-profiles", required_argument, NULL, OPT_MAX_PROFILES },
+	{ "refresh", required_argument, NULL, OPT_REFRESH },
+	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "config", required_argument, NULL, 'c' },
 	{ "cli", no_argument, NULL, OPT_CLI },
 	{ "all-lines", no_argument, NULL, OPT_ALL_LINES },
@@ -83,6 +87,9 @@ void options_usage(FILE *f)
 	      "       scalene-bpf --pid PID [options]\n"
 	      "       scalene-bpf --all [--pid P] [--comm NAME] [--uid U] [--exclude-pid P]\n"
 	      "                   [--duration S] [-o DIR] [options]\n"
+	      "       scalene-bpf top [--refresh S] [--once] [options] [run] prog.py [args...]\n"
+	      "       scalene-bpf top [options] -- command [args...]\n"
+	      "       scalene-bpf top --pid PID | --all [filters] [options]\n"
 	      "       scalene-bpf view [--cli | --html [OUT.html] | --format FMT -o FILE]\n"
 	      "                        [profile.json | DIR]\n"
 	      "\n"
@@ -97,6 +104,8 @@ void options_usage(FILE *f)
 	      "  sudo scalene-bpf run -- python3.12 -m pkg.tool --flag\n"
 	      "  sudo scalene-bpf --pid 1234 --duration 10\n"
 	      "  sudo scalene-bpf --all --duration 30 -o profiles/\n"
+	      "  sudo scalene-bpf top run prog.py\n"
+	      "  sudo scalene-bpf top --all\n"
 	      "  scalene-bpf view --cli scalene-profile.json\n"
 	      "\n"
 	      "options (before the program; everything after it belongs to the program):\n"
@@ -161,6 +170,21 @@ void options_usage(FILE *f)
 	      "is decorated, only decorated functions are reported.  Not with --pid (nothing\n"
 	      "can be added to a running process), nor for interpreters started with -E, -I\n"
 	      "or -S; an existing builtins.profile (line_profiler's) is left in place.\n"
+	      "\n"
+	      "top: the profile of run, --pid or --all as it is taken, redrawn every second:\n"
+	      "the hottest lines (l), functions (f) or, with --all, processes (p); s cycles\n"
+	      "the sort (total, python, native, system time), with --all / or P then a\n"
+	      "PID and Enter shows one process (Enter alone: all), space pauses the\n"
+	      "drawing (not the profiling), q or Ctrl-C quits (run: the program is\n"
+	      "stopped with SIGINT, then SIGTERM and SIGKILL if it goes on).\n"
+	      "CPU only.  Nothing is written unless -o is given; then the profile (--all:\n"
+	      "the directory) is written at the end as the command without top writes it.\n"
+	      "On a terminal the program's input is /dev/null and its output, with\n"
+	      "scalene-bpf's messages, is printed when the view closes; when the profile\n"
+	      "ends (the program exits) the last view stays until q.  Elsewhere (a pipe,\n"
+	      "a file) each refresh prints a plain frame and top exits when the profile ends.\n"
+	      "      --refresh SECONDS          seconds between redraws [1]\n"
+	      "      --once                     exit as soon as the profile ends\n"
 	      "\n"
 	      "view options (the profile defaults to scalene-profile.json; Scalene's own\n"
 	      "profiles are read too):\n"
@@ -391,6 +415,13 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 	case OPT_FORMAT:
 		o->view_format = arg;
 		return 0;
+	case OPT_REFRESH:
+		if (parse_double(arg, &o->refresh, 0.1, 3600))
+			goto bad_number;
+		return 0;
+	case OPT_ONCE:
+		o->once = true;
+		return 0;
 	case 'v':
 		o->verbose++;
 		return 0;
@@ -606,6 +637,32 @@ static int parse_run_target(int argc, char **argv, struct options *o, const char
 	return 0;
 }
 
+static int parse_target(int argc, char **argv, struct options *o, const char *last_optarg,
+			FILE *err);
+
+/* top: the command it shows is run (a program, with or without the word
+ * run), --pid or --all; CPU only. */
+static int check_top(int argc, char **argv, struct options *o, const char *last_optarg, FILE *err)
+{
+	if (o->memory) {
+		fprintf(err, "scalene-bpf: top shows CPU time only; profile memory with run, "
+			     "or --pid PID --memory, without top\n");
+		return -EINVAL;
+	}
+	o->cpu_only = true;
+	if (!o->refresh)
+		o->refresh = DEFAULT_REFRESH_S;
+	if (!o->all && !o->pid && o->cmd == CMD_NONE) {
+		if (optind >= argc) {
+			fprintf(err, "scalene-bpf: top: give a program (top run prog.py), "
+				     "--pid PID or --all (see --help)\n");
+			return -EINVAL;
+		}
+		o->cmd = CMD_RUN;
+	}
+	return parse_target(argc, argv, o, last_optarg, err);
+}
+
 int options_parse(int argc, char **argv, struct options *o, FILE *err)
 {
 	const char *sub = argc > 1 ? argv[1] : NULL;
@@ -626,9 +683,11 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 		o->cmd = CMD_RUN;
 	else if (!strcmp(sub, "view"))
 		o->cmd = CMD_VIEW;
+	else if (!strcmp(sub, "top"))
+		o->top = true;
 	/* A fresh getopt for each call: optind = 0 re-initialises all of its
 	 * state; the subcommand, if any, stands in for argv[0]. */
-	base = o->cmd ? 1 : 0;
+	base = o->cmd || o->top ? 1 : 0;
 	argv += base;
 	argc -= base;
 	optind = 0;
@@ -639,6 +698,13 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 
 		c = getopt_long(argc, argv, "+:o:c:vh", long_opts, (idx = -1, &idx));
 		if (c == -1) {
+			/* top [options] run [options] prog: run is a word. */
+			if (o->top && o->cmd == CMD_NONE && optind < argc &&
+			    !strcmp(argv[optind], "run") && strcmp(argv[optind - 1], "--")) {
+				o->cmd = CMD_RUN;
+				optind++;
+				continue;
+			}
 			/* view takes its operands anywhere among its options. */
 			if (o->cmd != CMD_VIEW || optind >= argc)
 				break;
@@ -682,6 +748,19 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 	}
 	if (o->cmd == CMD_VIEW)
 		return view_operands(o, view_args, nview, err);
+	if (o->top)
+		return check_top(argc, argv, o, last_optarg, err);
+	if (o->refresh > 0 || o->once) {
+		fprintf(err, "scalene-bpf: --refresh and --once are options of top\n");
+		return -EINVAL;
+	}
+	return parse_target(argc, argv, o, last_optarg, err);
+}
+
+/* What is profiled: run's program, --pid's process or --all's. */
+static int parse_target(int argc, char **argv, struct options *o, const char *last_optarg,
+			FILE *err)
+{
 	if (o->all)
 		return check_all(o, argc, argv, err);
 	if (o->npids > 1 || o->ncomms || o->nuids || o->nexclude_pids || o->max_profiles) {

@@ -56,6 +56,10 @@ struct options {
 	double profile_interval;
 	const char *config;
 	int verbose;
+	/* top: the live view of run, --pid or --all (cmd says which) */
+	bool top;
+	double refresh; /* seconds between redraws; 0: default */
+	bool once;	/* exit when the profile ends instead of waiting for q */
 	/* view */
 	const char *view_file;
 	bool view_cli;
@@ -70,6 +74,7 @@ struct options {
 #define DEFAULT_RATE_HZ 997
 #define DEFAULT_OUTFILE "scalene-profile.json"
 #define DEFAULT_OUTDIR "scalene-bpf-profiles"
+#define DEFAULT_REFRESH_S 1.0
 
 /* Parses argv into *o.  Returns 0, or -EINVAL after printing a one-line
  * reason to err. */

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "options.h"
 #include "safefile.h"
 #include "view.h"
+#include "viewutil.h"
 
 #define MAX_PROFILE_BYTES (1ULL << 31)
 #define JSON_DEPTH 64
@@ -164,28 +164,6 @@ fail:
 	free(buf);
 	close(fd);
 	return NULL;
-}
-
-static int term_width(void)
-{
-	struct winsize ws;
-	const char *cols = getenv("COLUMNS");
-
-	if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40)
-		return ws.ws_col;
-	if (cols && atoi(cols) >= 40)
-		return atoi(cols) > 1000 ? 1000 : atoi(cols);
-	return 100;
-}
-
-static bool want_color(void)
-{
-	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
-
-	/* https://no-color.org: present and not empty. */
-	if (nc && *nc)
-		return false;
-	return isatty(STDOUT_FILENO) && !(term && !strcmp(term, "dumb"));
 }
 
 static bool have_display(void)
@@ -549,8 +527,8 @@ int view_main(const struct options *o)
 	struct view_opts vo = {
 		.threshold = o->cpu_percent_threshold,
 		.all_lines = o->view_all_lines,
-		.width = term_width(),
-		.color = want_color(),
+		.width = vj_term_width(STDOUT_FILENO),
+		.color = vj_want_color(STDOUT_FILENO),
 	};
 	char html[PATH_MAX];
 	bool html_mode = o->view_html || (!o->view_cli && !o->view_format && have_display());

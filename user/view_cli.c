@@ -180,28 +180,6 @@ static void row_emit(const struct ctx *c, struct row *r)
 
 /* ---------------------------------------------------------- numbers */
 
-/* v in at most w columns: with dec decimals, fewer if it does not fit, an
- * exponent if that does not either; stars as the last resort. */
-static void fit_num(char *out, size_t n, int w, double v, int dec, const char *suffix)
-{
-	int d, len = 0;
-
-	for (d = dec; d >= 0; d--) {
-		len = snprintf(out, n, "%.*f%s", d, v, suffix);
-		if (len <= w)
-			return;
-	}
-	len = snprintf(out, n, "%.0e%s", v, suffix);
-	if (len <= w)
-		return;
-	if (w < 0)
-		w = 0;
-	if ((size_t)w >= n)
-		w = (int)n - 1;
-	memset(out, '*', w);
-	out[w] = '\0';
-}
-
 /* A right-aligned cell of width w: blank for zero. */
 static void cell_num(const struct ctx *c, struct row *r, int w, double v, int dec,
 		     const char *suffix, const char *sgr)
@@ -212,7 +190,7 @@ static void cell_num(const struct ctx *c, struct row *r, int w, double v, int de
 		row_pad_to(c, r, r->cols + w);
 		return;
 	}
-	fit_num(s, sizeof(s), w, v, dec, suffix);
+	vj_fit_num(s, sizeof(s), w, v, dec, suffix);
 	row_pad_to(c, r, r->cols + w - (int)strlen(s));
 	if (sgr)
 		row_style(c, r, sgr);
@@ -313,21 +291,6 @@ static void layout_make(const struct ctx *c, struct layout *l, int text)
 			break;
 		l->w[drop_order[i]] = 0;
 	}
-}
-
-/* Columns text takes as row_text writes it. */
-static int text_cols(const char *s)
-{
-	size_t left = strlen(s), n;
-	int cols = 0, w;
-
-	while (left && *s != '\n' && *s != '\r' && cols < MAX_WIDTH) {
-		w = vj_char_cols(s, left, &n);
-		cols = *s == '\t' ? (cols / 8 + 1) * 8 : cols + (w < 0 ? 1 : w);
-		s += n;
-		left -= n;
-	}
-	return cols;
 }
 
 /* ------------------------------------------------------------ cells */
@@ -482,7 +445,7 @@ static void print_await_note(struct ctx *c, const struct layout *l, struct json_
 	if (mean > 0 || peak > 0)
 		snprintf(note + len, sizeof(note) - len, "%sconcurrency %.1f mean, %.0f peak",
 			 n ? "; " : "", mean, peak);
-	w = text_cols(note);
+	w = vj_text_cols(note);
 	at = layout_used(l);
 	if (at + w > c->width)
 		at = c->width - w;
@@ -683,7 +646,7 @@ static bool print_file(struct ctx *c, const struct file *fi)
 			;
 		if (t[sp] && t[sp] != '\n' && t[sp] != '\r')
 			indent = sp < indent ? sp : indent;
-		w = text_cols(t);
+		w = vj_text_cols(t);
 		widest = w > widest ? w : widest;
 	}
 	if (indent == INT_MAX)
@@ -694,7 +657,7 @@ static bool print_file(struct ctx *c, const struct file *fi)
 		return false;
 	}
 	for (i = 0; i < nfn; i++) {
-		int w = text_cols(fn_name(&fns[i]));
+		int w = vj_text_cols(fn_name(&fns[i]));
 
 		widest = w > widest ? w : widest;
 	}
@@ -1054,7 +1017,7 @@ static void exit_cell(const struct host_proc *p, char *buf, size_t n)
 
 static int max_cols(int a, const char *s)
 {
-	int w = text_cols(s);
+	int w = vj_text_cols(s);
 
 	return w > a ? w : a;
 }
@@ -1118,7 +1081,7 @@ static void cell_text(const struct ctx *c, struct row *r, int w, const char *s, 
 /* A right-aligned text cell of width w and the column's gap. */
 static void cell_right(const struct ctx *c, struct row *r, int w, const char *s)
 {
-	int len = text_cols(s);
+	int len = vj_text_cols(s);
 
 	row_pad_to(c, r, r->cols + (w > len ? w - len : 0));
 	row_text(c, r, s, w);

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -119,7 +121,7 @@ double vj_churn(struct json_object *file_churn, struct json_object *row, bool fn
 	return 0;
 }
 
-void vj_put_safe(FILE *f, const char *s, int max)
+int vj_put_safe(FILE *f, const char *s, int max)
 {
 	size_t left = strlen(s), n;
 	int cols = 0;
@@ -137,6 +139,77 @@ void vj_put_safe(FILE *f, const char *s, int max)
 		s += n;
 		left -= n;
 	}
+	return cols;
+}
+
+int vj_text_cols(const char *s)
+{
+	size_t left = strlen(s), n;
+	int cols = 0, w;
+
+	while (left && *s != '\n' && *s != '\r' && cols < VJ_MAX_WIDTH) {
+		w = vj_char_cols(s, left, &n);
+		cols = *s == '\t' ? (cols / 8 + 1) * 8 : cols + (w < 0 ? 1 : w);
+		s += n;
+		left -= n;
+	}
+	return cols;
+}
+
+void vj_fit_num(char *out, size_t n, int w, double v, int dec, const char *suffix)
+{
+	int d, len = 0;
+
+	for (d = dec; d >= 0; d--) {
+		len = snprintf(out, n, "%.*f%s", d, v, suffix);
+		if (len <= w)
+			return;
+	}
+	len = snprintf(out, n, "%.0e%s", v, suffix);
+	if (len <= w)
+		return;
+	if (w < 0)
+		w = 0;
+	if ((size_t)w >= n)
+		w = (int)n - 1;
+	memset(out, '*', w);
+	out[w] = '\0';
+}
+
+int vj_term_size(int fd, int *rows)
+{
+	struct winsize ws;
+	const char *cols = getenv("COLUMNS"), *lines = getenv("LINES");
+	int c = 0, r = 0;
+
+	if (isatty(fd) && !ioctl(fd, TIOCGWINSZ, &ws)) {
+		c = ws.ws_col;
+		r = ws.ws_row;
+	}
+	if (c <= 0 && cols)
+		c = atoi(cols);
+	if (r <= 0 && lines)
+		r = atoi(lines);
+	if (rows)
+		*rows = r > 0 ? (r > VJ_MAX_WIDTH ? VJ_MAX_WIDTH : r) : 0;
+	return c > 0 ? (c > VJ_MAX_WIDTH ? VJ_MAX_WIDTH : c) : 0;
+}
+
+int vj_term_width(int fd)
+{
+	int c = vj_term_size(fd, NULL);
+
+	return c >= 40 ? c : 100;
+}
+
+bool vj_want_color(int fd)
+{
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+
+	/* https://no-color.org: present and not empty. */
+	if (nc && *nc)
+		return false;
+	return isatty(fd) && !(term && !strcmp(term, "dumb"));
 }
 
 void vj_unescape_line(const char *s, char *out, size_t n)

@@ -32,8 +32,29 @@ struct json_object *vj_object(struct json_object *o, const char *key);
 /* Writes s to f with what must not reach a terminal (see vj_char_cols:
  * C0, DEL, C1, invalid UTF-8, bidi controls, line separators) shown as '?',
  * tabs as spaces, up to the first line break, whole characters only, at
- * most max columns (wide characters count two). */
-void vj_put_safe(FILE *f, const char *s, int max);
+ * most max columns (wide characters count two); returns the columns
+ * written. */
+int vj_put_safe(FILE *f, const char *s, int max);
+/* Columns that s takes up to its first line break as a row of a view writes
+ * it: tabs to the next multiple of 8, a character that must not reach a
+ * terminal as one ('?'); at most VJ_MAX_WIDTH. */
+int vj_text_cols(const char *s);
+/* v in at most w columns: with dec decimals, fewer if it does not fit, an
+ * exponent if that does not either; stars as the last resort. */
+void vj_fit_num(char *out, size_t n, int w, double v, int dec, const char *suffix);
+
+/* ---- the terminal ---- */
+
+#define VJ_MAX_WIDTH 1000
+
+/* The terminal's columns (and rows, when rows is not NULL) at fd: its size
+ * when fd is a terminal, else $COLUMNS / $LINES; 0 when unknown; at most
+ * VJ_MAX_WIDTH. */
+int vj_term_size(int fd, int *rows);
+/* The width a view uses on fd: vj_term_size's when at least 40, else 100. */
+int vj_term_width(int fd);
+/* Colour on fd: a terminal that is not "dumb", and NO_COLOR not set. */
+bool vj_want_color(int fd);
 /* Scalene stores &, <, > in line text as the six characters \u0026 etc.;
  * this gives them back. */
 void vj_unescape_line(const char *s, char *out, size_t n);

@@ -691,6 +691,40 @@ static void test_all(void)
 	CHECK_MSG("' 2'");
 }
 
+/* top wraps run (with or without the word), --pid and --all. */
+static void test_top(void)
+{
+	struct options o;
+
+	CHECK_EQ_INT(
+		parse(&o, "top", "--refresh", "2", "run", "-o", "x.json", "prog.py", "a", NULL), 0);
+	CHECK(o.top && o.cmd == CMD_RUN && o.refresh == 2 && o.cpu_only && !o.once);
+	CHECK_EQ_STR(o.outfile, "x.json");
+	CHECK(o.argc == 2 && !strcmp(o.argv[0], "prog.py") && !strcmp(o.argv[1], "a"));
+	CHECK_EQ_INT(parse(&o, "top", "prog.py", NULL), 0);
+	CHECK(o.top && o.cmd == CMD_RUN && o.refresh == DEFAULT_REFRESH_S && !o.outfile);
+	CHECK_EQ_INT(parse(&o, "top", "--once", "--", "python3", "-c", "pass", NULL), 0);
+	CHECK(o.top && o.once && o.cmd == CMD_RUN && o.raw_command && o.argc == 3);
+	/* The word run after --: the command's. */
+	CHECK_EQ_INT(parse(&o, "top", "--", "run", NULL), 0);
+	CHECK(o.cmd == CMD_RUN && o.raw_command && !strcmp(o.argv[0], "run"));
+	CHECK_EQ_INT(parse(&o, "top", "--pid", "42", NULL), 0);
+	CHECK(o.top && o.cmd == CMD_ATTACH && o.pid == 42);
+	CHECK_EQ_INT(parse(&o, "top", "--all", "--comm", "python3", NULL), 0);
+	CHECK(o.top && o.cmd == CMD_ALL && o.ncomms == 1);
+	CHECK_EQ_INT(parse(&o, "top", NULL), -EINVAL);
+	CHECK(msg && strstr(msg, "give a program"));
+	CHECK_EQ_INT(parse(&o, "top", "--memory", "prog.py", NULL), -EINVAL);
+	CHECK_EQ_INT(parse(&o, "top", "--refresh", "0", "prog.py", NULL), -EINVAL);
+	CHECK_EQ_INT(parse(&o, "top", "--all", "run", "prog.py", NULL), -EINVAL);
+	CHECK_EQ_INT(parse(&o, "run", "--once", "prog.py", NULL), -EINVAL);
+	CHECK(msg && strstr(msg, "options of top"));
+	CHECK_EQ_INT(parse(&o, "--pid", "4", "--refresh", "2", NULL), -EINVAL);
+	/* Without top, run is unchanged. */
+	CHECK_EQ_INT(parse(&o, "run", "prog.py", NULL), 0);
+	CHECK(!o.top && o.cmd == CMD_RUN && !o.cpu_only);
+}
+
 int main(void)
 {
 	RUN_TEST(test_defaults_and_run);
@@ -715,6 +749,7 @@ int main(void)
 	RUN_TEST(test_config_on_command_line);
 	RUN_TEST(test_usage);
 	RUN_TEST(test_all);
+	RUN_TEST(test_top);
 	unlink(cfg_path);
 	free(msg);
 	free_kept();
