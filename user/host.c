@@ -56,7 +56,7 @@ struct hproc {
 	double forked_s; /* a fork child: when, in the run's seconds; else -1 */
 	enum session_end_why ended;
 	int exit_status; /* a wait status */
-	double cpu_s, python_s, native_s, system_s;
+	double cpu_s, python_s, native_s, system_s, blocked_s;
 	uint64_t samples;
 	double peak_rss_mb; /* < 0: not known */
 	/* While live. */
@@ -480,11 +480,16 @@ static void entry_totals(struct hproc *e)
 {
 	double ns[3];
 
+	/* On-CPU time and its split; the blocked time that the profile's
+	 * percentages count as system time, apart. */
 	profile__split_ns(e->profile, &ns[0], &ns[1], &ns[2]);
+	e->blocked_s = profile__blocked_ns(e->profile) / 1e9;
 	e->python_s = ns[0] / 1e9;
 	e->native_s = ns[1] / 1e9;
-	e->system_s = ns[2] / 1e9;
-	e->cpu_s = profile__total_ns(e->profile) / 1e9;
+	e->system_s = ns[2] / 1e9 - e->blocked_s;
+	if (e->system_s < 0)
+		e->system_s = 0;
+	e->cpu_s = e->python_s + e->native_s + e->system_s;
 	e->samples = profile__samples(e->profile);
 }
 
@@ -791,6 +796,7 @@ static struct json_object *entry_json(const struct hproc *e)
 	json_object_object_add(o, "python_s", json_object_new_double(e->python_s));
 	json_object_object_add(o, "native_s", json_object_new_double(e->native_s));
 	json_object_object_add(o, "system_s", json_object_new_double(e->system_s));
+	json_object_object_add(o, "blocked_s", json_object_new_double(e->blocked_s));
 	json_object_object_add(o, "samples", json_object_new_int64((int64_t)e->samples));
 	json_object_object_add(o, "peak_rss_mb", num_or_null(e->peak_rss_mb));
 	json_object_object_add(o, "not_profiled",

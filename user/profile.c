@@ -524,12 +524,21 @@ static void timeline_add(struct profile *p, const struct sample_in *s, int stack
 	struct profile_timeline *tl = &p->timeline;
 	struct timeline_event e = { s->ts_ns, stack, s->tgid, s->tid, 1, 1 }, *j;
 
-	if (!tl->ev) {
-		tl->ev = malloc(TIMELINE_MAX_EVENTS * sizeof(*tl->ev));
-		if (!tl->ev) {
+	/* Grown as needed: a process with a handful of samples (one of many
+	 * under --all) does not hold room for the whole timeline. */
+	if (tl->n == tl->cap && tl->cap < TIMELINE_MAX_EVENTS) {
+		int cap = tl->cap ? 2 * tl->cap : 64;
+		struct timeline_event *ev;
+
+		if (cap > TIMELINE_MAX_EVENTS)
+			cap = TIMELINE_MAX_EVENTS;
+		ev = realloc(tl->ev, cap * sizeof(*tl->ev));
+		if (!ev) {
 			tl->dropped++;
 			return;
 		}
+		tl->ev = ev;
+		tl->cap = cap;
 	}
 	if (!tl->n && !tl->slot_ns)
 		tl->t0 = s->ts_ns;
@@ -787,6 +796,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	p->total_ns += cpu + blocked;
 	p->split_ns[s->where <= WHERE_SYSTEM ? s->where : WHERE_SYSTEM] += cpu;
 	p->split_ns[WHERE_SYSTEM] += blocked;
+	p->blocked_ns += blocked;
 	p->gil_ns += gil;
 	if (cpu + blocked <= 0)
 		return;
@@ -829,6 +839,11 @@ void profile__split_ns(const struct profile *p, double *python, double *native, 
 	*python = p->split_ns[WHERE_PYTHON];
 	*native = p->split_ns[WHERE_NATIVE];
 	*system = p->split_ns[WHERE_SYSTEM];
+}
+
+double profile__blocked_ns(const struct profile *p)
+{
+	return p->blocked_ns;
 }
 
 double profile__not_python_ns(const struct profile *p)

@@ -283,7 +283,7 @@ struct timeline_event {
 
 struct profile_timeline {
 	struct timeline_event *ev;
-	int n;
+	int n, cap;
 	uint64_t t0;	  /* slots count from the first sample */
 	uint64_t slot_ns; /* 0: every run kept */
 	uint64_t dropped; /* samples not recorded (one slot per thread still too many) */
@@ -368,6 +368,8 @@ double profile__total_ns(const struct profile *p);
 /* total_ns split by where the time went (blocked time is system time),
  * whether or not it reached a profiled line. */
 void profile__split_ns(const struct profile *p, double *python, double *native, double *system);
+/* Of total_ns, the time threads spent blocked (in system of the split). */
+double profile__blocked_ns(const struct profile *p);
 double profile__not_python_ns(const struct profile *p);
 /* Of total_ns, the blocked time spent waiting for the GIL. */
 double profile__gil_ns(const struct profile *p);

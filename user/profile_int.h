@@ -75,6 +75,7 @@ struct profile {
 	int nthreads;
 	double total_ns, not_python_ns, gil_ns;
 	double split_ns[3]; /* of total_ns: Python, native, system (blocked time too) */
+	double blocked_ns;  /* of total_ns: off-CPU */
 	double unattributed_ns[UNATTR_MAX];
 	/* Installed packages whose code ran in samples outside the profiled
 	 * files, for the warning that suggests --profile-only. */

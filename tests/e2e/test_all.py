@@ -115,8 +115,10 @@ def test_before_and_during(python, tmp_path, accuracy):
         assert e["comm"] == "sbpf-all-a", e
         assert e["cmdline"][1:2] == [TARGET], e
         assert e["peak_rss_mb"] and e["peak_rss_mb"] > 1, e
+        # cpu_s is on-CPU time, split three ways; the blocked time apart.
         split = e["python_s"] + e["native_s"] + e["system_s"]
         assert abs(split - e["cpu_s"]) < 1e-6 + 1e-6 * e["cpu_s"], e
+        assert 0 <= e["blocked_s"] < 0.2 * e["cpu_s"], e
         prof = check_compat(out_dir / e["profile"])
         assert prof["scalene_bpf"]["process"]["pid"] == e["pid"]
         share = _hot_share(prof)
