@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, INTERPRETER_IDS, check_compat, clean_env,
-                         find_interpreter, hot_lines, invoke, line_time,
-                         markers, program)
+from e2e_helpers import (BIN, INTERPRETER_IDS, _pyenv_prefix, check_compat,
+                         clean_env, find_interpreter, hot_lines, invoke,
+                         line_time, markers, program)
 
 TARGET = program("attach_target.py")
 
@@ -492,3 +492,27 @@ def test_interval_and_rotation(any_python, tmp_path):
     want = sorted([e["profile"] for e in short[3:]]
                   + [_entries(index, first.pid)[0]["profile"], "index.json"])
     assert files == want, files
+
+
+def test_unsupported_python_listed(tmp_path):
+    """A Python the profiler cannot walk (3.8: no layout tables) is listed
+    with why, counted as unsupported, and nothing else is affected."""
+    old = _pyenv_prefix("3.8.18") or _pyenv_prefix("3.8")
+    if not old or not (old / "bin" / "python3").exists():
+        pytest.skip("no Python 3.8 to try (pyenv install 3.8)")
+    link = _link(old / "bin" / "python3", tmp_path, "sbpf-all-o")
+    stop = tmp_path / "stop"
+    proc = _start([link, TARGET, stop], tmp_path)
+    out_dir = tmp_path / "out"
+    try:
+        res = invoke(["--all", "--comm", "sbpf-all-o", "--duration", "1.5",
+                      "-o", out_dir], cwd=tmp_path, timeout=60)
+    finally:
+        _stop(proc, stop)
+    assert res.rc == 0, res.describe()
+    index = _index(out_dir)
+    [e] = _entries(index, proc.pid)
+    assert e["profile"] is None and "3.8 is not supported" in e["not_profiled"], e
+    assert index["not_profiled"]["unsupported"] == 1, index["not_profiled"]
+    assert "0 Python processes profiled" in res.stderr, res.stderr
+    assert str(proc.pid) in _view(out_dir)
