@@ -153,6 +153,9 @@ static int proc_status(int pid, long *uid, int *ppid, int *ns_pid)
 		}
 	}
 	fclose(f);
+	/* An exiting process's namespace PID reads 0: not known. */
+	if (*ns_pid <= 0)
+		*ns_pid = -1;
 	return found == 2 ? 0 : -EINVAL;
 }
 

@@ -459,6 +459,13 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 	struct tproc *parent = hmap__get(s->procs, &(int){ (int)r->ppid });
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
 
+	/* A parent still being recognised is looked at now: a child that
+	 * exits at once would otherwise never be known as Python.  (It may be
+	 * let go, and gone, after this.) */
+	if (parent && parent->state == TP_DETECTING && !parent->exited) {
+		try_detect(s, parent, now_ns());
+		parent = hmap__get(s->procs, &(int){ (int)r->ppid });
+	}
 	if (tp && s->host) {
 		/* A PID used again before its exit record was read. */
 		end_image(s, tp, END_EXIT, 0, 0, r->ts);
