@@ -488,6 +488,23 @@ struct gather {
 	uint64_t sig;
 };
 
+/* The row of a line's or a function's statistics; false when it has no
+ * time to show. */
+static bool item_of(struct item *it, const struct line_stats *ls, const struct profile *p,
+		    const char *file, int pid)
+{
+	memset(it, 0, sizeof(*it));
+	it->ns[SORT_PYTHON] = ls->python_ns;
+	it->ns[SORT_NATIVE] = ls->native_ns;
+	it->ns[SORT_SYSTEM] = ls->system_ns;
+	it->ns[SORT_TOTAL] = ls->python_ns + ls->native_ns + ls->system_ns;
+	it->samples = ls->samples;
+	it->p = p;
+	it->file = file;
+	it->pid = pid;
+	return it->ns[SORT_TOTAL] > 0;
+}
+
 static void offer_profile(struct gather *g, const struct profile *p, int pid)
 {
 	struct top *t = g->t;
@@ -501,20 +518,10 @@ static void offer_profile(struct gather *g, const struct profile *p, int pid)
 				const struct line_stats *ls = fs->lines[k];
 				struct item it;
 
-				if (!ls || !(ls->python_ns + ls->native_ns + ls->system_ns > 0))
+				if (!ls || !heap_may_take(&t->heap, ls) ||
+				    !item_of(&it, ls, p, fs->path, pid))
 					continue;
-				if (!heap_may_take(&t->heap, ls))
-					continue;
-				memset(&it, 0, sizeof(it));
-				it.ns[SORT_PYTHON] = ls->python_ns;
-				it.ns[SORT_NATIVE] = ls->native_ns;
-				it.ns[SORT_SYSTEM] = ls->system_ns;
-				it.ns[SORT_TOTAL] = ls->python_ns + ls->native_ns + ls->system_ns;
-				it.samples = ls->samples;
-				it.p = p;
-				it.file = fs->path;
 				it.line = k;
-				it.pid = pid;
 				heap_offer(&t->heap, &it);
 			}
 			continue;
@@ -524,21 +531,10 @@ static void offer_profile(struct gather *g, const struct profile *p, int pid)
 			const struct line_stats *ls = &f->st;
 			struct item it;
 
-			if (!heap_may_take(&t->heap, ls))
+			if (!heap_may_take(&t->heap, ls) || !item_of(&it, ls, p, fs->path, pid))
 				continue;
-			memset(&it, 0, sizeof(it));
-			it.ns[SORT_PYTHON] = ls->python_ns;
-			it.ns[SORT_NATIVE] = ls->native_ns;
-			it.ns[SORT_SYSTEM] = ls->system_ns;
-			it.ns[SORT_TOTAL] = ls->python_ns + ls->native_ns + ls->system_ns;
-			if (!(it.ns[SORT_TOTAL] > 0))
-				continue;
-			it.samples = ls->samples;
-			it.p = p;
-			it.file = fs->path;
 			it.func = f->qualname;
 			it.line = f->firstlineno;
-			it.pid = pid;
 			heap_offer(&t->heap, &it);
 		}
 	}
