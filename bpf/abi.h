@@ -44,6 +44,7 @@ enum event_type {
 	EV_FORK = 3,
 	EV_EXIT = 4,
 	EV_SAMPLER = 5, /* the allocation sampler started or ended in a process */
+	EV_STACK = 6,	/* a stack counted in agg_counts, sent once (struct agg_stack_record) */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -92,6 +93,8 @@ enum stat_id {
 	STAT_PROBE_SAMPLES,	/* samples inside the uprobe machinery: not the program's */
 	STAT_PROBE_CHECKS,	/* kernel stacks read to look for it */
 	STAT_PROBE_CHECK_NS,	/* time spent on them, ns */
+	STAT_AGG_FULL,		/* samples sent as records: the count tables were full */
+	STAT_AGG_STACKS,	/* stacks sent to the loader for the count tables */
 	STAT_MAX,
 };
 
@@ -126,7 +129,7 @@ struct py_walk_cfg {
 struct proc_info {
 	__u64 start_time; /* leader's start, clock ticks since boot: PID reuse guard */
 	__u32 has_cfg;	  /* cfg is valid */
-	__u32 flags;
+	__u32 gen;	  /* the image: execs since it was tracked (see agg_key) */
 	struct py_walk_cfg cfg;
 	/* The GIL's locks, [gil_lo, gil_hi): a futex wait on a word in there is
 	 * a wait for the GIL.  0, 0: not known (GIL wait not measured). */
@@ -207,8 +210,12 @@ struct sample_event {
 	__u32 mem_flags;
 	__u32 elided; /* frames left out between the innermost and outermost kept */
 	__u32 flags;  /* SAMPLE_F_* */
-	__u32 pad;
+	__u32 gen;    /* the process's image (proc_info.gen) */
 	__u64 gil_ns; /* of offcpu_ns: the part spent waiting for the GIL */
+	/* Samples the record stands for: 1, or more for a count drained from
+	 * agg_counts (times and ns are then sums; ts is the last sample's). */
+	__u32 count;
+	__u32 pad;
 	/* The thread's name when the record was made: after an exec (a
 	 * launcher that execs the interpreter), and still there for a thread
 	 * gone by the time the loader reads the record. */
@@ -231,8 +238,58 @@ struct proc_record {
 	__u32 exit_code; /* EV_EXIT */
 	__u64 ts;
 	__u64 maxrss_pages; /* the process's peak resident set so far (EV_EXIT: final) */
+	__u32 gen;	    /* EV_EXEC: the new image's proc_info.gen */
+	__u32 pad;
 	__u8 comm[16];
 };
+
+/*
+ * Counts kept in BPF (system-wide): CPU and off-CPU samples are added up per
+ * (process image, thread, stack, where) in agg_counts and drained by the
+ * loader on a timer, instead of one ring-buffer record each.  A stack is
+ * named by a 64-bit hash of its frames; its frames reach the loader once,
+ * as an EV_STACK record sent when agg_stacks first sees the id.
+ *
+ * epoch: the loader moves agg_epoch on (0, 1, 2) at each drain and reads
+ * the epoch just closed; entries of the one closed before are read once
+ * more (late additions) and deleted.  A program that read the epoch before
+ * a drain finishes within it, so no addition is lost.
+ */
+#define AGG_EPOCHS 3
+
+struct agg_key {
+	__u64 stack;   /* 0: no frames */
+	__u64 user_ip; /* where it decides where the time goes (native code, a
+			* call), else 0 */
+	__u32 tgid;
+	__u32 tid;
+	__u32 gen; /* proc_info.gen */
+	__u8 epoch;
+	__u8 mode;   /* MODE_USER, MODE_KERNEL, MODE_OFFCPU */
+	__u8 status; /* enum walk_status */
+	__u8 flags;  /* SAMPLE_F_* */
+};
+
+struct agg_val {
+	__u64 count;
+	__u64 cpu_ns;
+	__u64 offcpu_ns;
+	__u64 gil_ns;
+	__u64 last_ts;
+	__u64 user_ip; /* the last sample's */
+	__u8 comm[16];
+};
+
+struct agg_stack_record {
+	__u32 type; /* EV_STACK */
+	__u32 nframes;
+	__u64 id;
+	__u32 elided;
+	__u32 tgid; /* the process whose sample sent it */
+	struct py_frame frames[MAX_FRAMES];
+};
+
+#define STACK_HDR_SIZE (sizeof(struct agg_stack_record) - MAX_FRAMES * sizeof(struct py_frame))
 
 /* Copied from the sampler's state block at its init and exit probes. */
 #define SAMPLER_STATE_BYTES 248

@@ -21,6 +21,10 @@
  *   and sampled copies; each becomes a record with the Python stack, walked
  *   here while the allocating frame is still live.
  * on_sampler_init, on_sampler_exit (USDT): the sampler's state block.
+ *
+ * System-wide (aggregate), CPU and off-CPU samples are added up in
+ * agg_counts instead of becoming records (see struct agg_key); a count that
+ * finds the tables full is sent as a record as before.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -80,6 +84,10 @@ const volatile __u64 probe_entry[2];
 const volatile __u64 probe_text[PROBE_TEXT_RANGES][2];
 const volatile __u32 nprobe_text = 0;
 const volatile __u8 probe_check = 0;
+/* Samples are counted in agg_counts (system-wide). */
+const volatile __u8 aggregate = 0;
+/* The epoch counts go into, moved on by the loader at each drain. */
+volatile __u32 agg_epoch = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -108,6 +116,48 @@ struct {
 	__type(key, int);
 	__type(value, struct tracked_thread);
 } threads SEC(".maps");
+
+/* Counted samples (aggregate): see struct agg_key. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384); /* set by the loader */
+	__type(key, struct agg_key);
+	__type(value, struct agg_val);
+} agg_counts SEC(".maps");
+
+/* The stack ids whose frames were sent (EV_STACK); the loader empties it
+ * when its own table of stacks is full, and they are sent again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 32768); /* set by the loader */
+	__type(key, __u64);
+	__type(value, __u8);
+} agg_stacks SEC(".maps");
+
+/* Where a sample is built when it is counted rather than sent: one slot for
+ * the perf_event program, one for the tracepoints it can interrupt. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct sample_event);
+} scratch SEC(".maps");
+
+/* The rest of what counting needs, off the BPF stack. */
+struct agg_scratch {
+	struct agg_stack_record rec;
+	struct agg_key key;
+	struct agg_val zero;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct agg_scratch);
+} agg_scratch SEC(".maps");
 
 static __always_inline void stat_add(__u32 id, __u64 n)
 {
@@ -246,10 +296,17 @@ static __always_inline void record_comm(struct sample_event *ev)
  * writes the frames in place.  Submitted without a wake-up: the loader
  * drains on a timer, and wake-ups cost more than the walk itself.
  */
-static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 lost_stat)
-{
-	struct sample_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+/* new_record's slot for a record that always goes to the ring buffer. */
+#define RECORD_ONLY 2
 
+static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 lost_stat, __u32 slot)
+{
+	struct sample_event *ev;
+
+	if (aggregate && slot < RECORD_ONLY)
+		ev = bpf_map_lookup_elem(&scratch, &slot);
+	else
+		ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		stat_inc(lost_stat);
 		return NULL;
@@ -269,10 +326,136 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	ev->mem_flags = 0;
 	ev->elided = 0;
 	ev->flags = 0;
-	ev->pad = 0;
+	ev->gen = 0;
 	ev->gil_ns = 0;
+	ev->count = 1;
+	ev->pad = 0;
 	record_comm(ev);
 	return ev;
+}
+
+/* The id of the record's stack: a hash of its frames as kept (0: none). */
+static __always_inline __u64 stack_id(const struct sample_event *ev)
+{
+	__u64 h = 0x9e3779b97f4a7c15ULL ^ ev->nframes ^ ((__u64)ev->elided << 32);
+	struct bpf_iter_num it;
+	int *i;
+
+	if (!ev->nframes)
+		return 0;
+	bpf_iter_num_new(&it, 0, ev->nframes < MAX_FRAMES ? ev->nframes : MAX_FRAMES);
+	while ((i = bpf_iter_num_next(&it))) {
+		const struct py_frame *f = &ev->frames[*i & (MAX_FRAMES - 1)];
+
+		h = (h ^ f->code) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 31;
+		h = (h ^ ((__u64)(__u32)f->offset << 32 | f->tag)) * 0xc4ceb9fe1a85ec53ULL;
+		h ^= (h >> 29) ^ f->ident;
+	}
+	bpf_iter_num_destroy(&it);
+	return h ?: 1;
+}
+
+/* Sends the record's frames once under its stack id; false if they could
+ * not be (the sample then goes as a record). */
+static __always_inline bool send_stack(const struct sample_event *ev, __u64 id,
+				       struct agg_stack_record *r)
+{
+	__u32 n = ev->nframes;
+	__u8 one = 1;
+
+	if (bpf_map_lookup_elem(&agg_stacks, &id))
+		return true;
+	if (n > MAX_FRAMES)
+		return false;
+	r->type = EV_STACK;
+	r->nframes = n;
+	r->id = id;
+	r->elided = ev->elided;
+	r->tgid = ev->tgid;
+	if (bpf_probe_read_kernel(r->frames, n * sizeof(struct py_frame), ev->frames))
+		return false;
+	/* Marked sent only once it is in the ring buffer, ahead of any count
+	 * that names it. */
+	if (bpf_ringbuf_output(&events, r, STACK_HDR_SIZE + n * sizeof(struct py_frame),
+			       BPF_RB_NO_WAKEUP))
+		return false;
+	stat_inc(STAT_AGG_STACKS);
+	bpf_map_update_elem(&agg_stacks, &id, &one, BPF_ANY);
+	return true;
+}
+
+/* Adds the sample to its count; false if the tables are full. */
+static __noinline bool count_sample(struct sample_event *ev, const struct proc_info *p, __u32 slot)
+{
+	struct agg_scratch *sc = bpf_map_lookup_elem(&agg_scratch, &slot);
+	struct agg_key *k;
+	struct agg_val *v;
+
+	if (!sc)
+		return false;
+	k = &sc->key;
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memset(&sc->zero, 0, sizeof(sc->zero));
+	k->stack = stack_id(ev);
+	if (k->stack && !send_stack(ev, k->stack, &sc->rec))
+		return false;
+	/* The leaf address matters where it decides between Python and
+	 * native (a call) or names the native code; elsewhere it would only
+	 * split the count. */
+	if (ev->mode == MODE_USER && p->has_cfg &&
+	    (!pywalk_in_interpreter(&p->cfg, ev->user_ip) || (ev->flags & SAMPLE_F_CALL)))
+		k->user_ip = ev->user_ip;
+	k->tgid = ev->tgid;
+	k->tid = ev->tid;
+	k->gen = ev->gen;
+	k->epoch = agg_epoch;
+	k->mode = ev->mode;
+	k->status = ev->status;
+	k->flags = ev->flags;
+	v = bpf_map_lookup_elem(&agg_counts, k);
+	if (!v) {
+		bpf_map_update_elem(&agg_counts, k, &sc->zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&agg_counts, k);
+		if (!v)
+			return false;
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->cpu_ns, ev->cpu_ns);
+	__sync_fetch_and_add(&v->offcpu_ns, ev->offcpu_ns);
+	__sync_fetch_and_add(&v->gil_ns, ev->gil_ns);
+	v->last_ts = ev->ts;
+	v->user_ip = ev->user_ip;
+	__builtin_memcpy(v->comm, ev->comm, sizeof(v->comm));
+	return true;
+}
+
+/* The record goes: counted (aggregate), or into the ring buffer (sent as a
+ * copy when counting failed). */
+static __always_inline void finish_record(struct sample_event *ev, const struct proc_info *p,
+					  __u32 slot)
+{
+	__u32 n = ev->nframes;
+
+	if (!aggregate) {
+		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	if (count_sample(ev, p, slot))
+		return;
+	stat_inc(STAT_AGG_FULL);
+	if (n > MAX_FRAMES)
+		n = MAX_FRAMES;
+	if (bpf_ringbuf_output(&events, ev, SAMPLE_HDR_SIZE + n * sizeof(struct py_frame),
+			       BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_RINGBUF_FULL);
+}
+
+/* A record that is not kept. */
+static __always_inline void drop_record(struct sample_event *ev)
+{
+	if (!aggregate)
+		bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline bool in_probe_text(__u64 ip)
@@ -339,10 +522,11 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
-	ev = new_record(pid_tgid, STAT_RINGBUF_FULL);
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 0);
 	if (!ev)
 		return 0;
 	t0 = ev->ts;
+	ev->gen = p->gen;
 	stat_inc(STAT_SAMPLES);
 	ev->cpu_ns = sample_period_ns;
 	/* Marks the thread as tracked for sched_switch; also picks up blocked
@@ -371,7 +555,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		     (ev->syscall_nr == -1 && (after_int3(ev->user_ip) || in_uprobe(ctx, ev))))) {
 			/* Counted apart; pending blocked time waits for the
 			 * next record. */
-			bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
+			drop_record(ev);
 			stat_inc(STAT_PROBE_SAMPLES);
 			stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 			return 0;
@@ -386,7 +570,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		ev->gil_ns = 0;
 	}
 	fill_stack(ev, p, task, ts);
-	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	finish_record(ev, p, 0);
 	/* The cost per sample, measured where it is spent. */
 	stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 	return 0;
@@ -448,22 +632,23 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 		stat_add(STAT_IDLE_NS, idle);
 		return 0;
 	}
-	ev = new_record(pid_tgid, STAT_RINGBUF_FULL);
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 1);
 	if (!ev)
 		return 0;
 	stat_inc(STAT_OFFCPU_EVENTS);
+	ev->gen = p->gen;
 	ev->mode = MODE_OFFCPU;
 	ev->offcpu_ns = take_offcpu(ts);
 	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
 	ev->syscall_nr = (__s32)BPF_CORE_READ(regs, orig_ax);
 	ev->user_ip = BPF_CORE_READ(regs, ip);
 	fill_stack(ev, p, task, ts);
-	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	finish_record(ev, p, 1);
 	return 0;
 }
 
 static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid, __u32 code,
-					     struct task_struct *task)
+					     __u32 gen, struct task_struct *task)
 {
 	struct signal_struct *sig = task->signal;
 	struct proc_record *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -476,6 +661,8 @@ static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid,
 	e->tgid = tgid;
 	e->ppid = ppid;
 	e->exit_code = code;
+	e->gen = gen;
+	e->pad = 0;
 	e->ts = bpf_ktime_get_ns();
 	/* The group's peak resident set so far, in pages (the kernel keeps it
 	 * there for getrusage; at the exit of the last thread it is final). */
@@ -506,11 +693,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	 * configuration holds until it execs. */
 	__builtin_memcpy(&np, p, sizeof(np));
 	np.start_time = BPF_CORE_READ(child, start_boottime) / tick_ns;
+	np.gen = 0;
 	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
 		stat_inc(STAT_PROC_TABLE_FULL);
 		return 0;
 	}
-	emit_proc_record(EV_FORK, ctgid, ptgid, 0, child);
+	emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, child);
 	return 0;
 }
 
@@ -523,13 +711,14 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!p) {
 		/* Not followed: the loader decides whether to (ppid: 0). */
 		if (track_all)
-			emit_proc_record(EV_EXEC, tgid, 0, 0, task);
+			emit_proc_record(EV_EXEC, tgid, 0, 0, 0, task);
 		return 0;
 	}
 	/* New image: the old interpreter layout is gone. */
 	p->has_cfg = 0;
+	p->gen++;
 	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);
-	emit_proc_record(EV_EXEC, tgid, 0, 0, task);
+	emit_proc_record(EV_EXEC, tgid, 0, 0, p->gen, task);
 	return 0;
 }
 
@@ -537,14 +726,17 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
+	struct proc_info *p;
 
 	/* Only the last thread of the group ends the process. */
 	if (task->pid != tgid)
 		return 0;
-	if (!tracked_proc(task, tgid))
+	p = tracked_proc(task, tgid);
+	if (!p)
 		return 0;
 	emit_proc_record(EV_EXIT, tgid, 0,
-			 BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code, task);
+			 BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code, p->gen,
+			 task);
 	return 0;
 }
 
@@ -562,7 +754,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 	struct sample_event *ev;
 	__u64 t0;
 
-	ev = new_record(bpf_get_current_pid_tgid(), STAT_MEM_LOST);
+	ev = new_record(bpf_get_current_pid_tgid(), STAT_MEM_LOST, RECORD_ONLY);
 	if (!ev)
 		return 0;
 	t0 = ev->ts;
@@ -571,6 +763,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 	ev->mem_addr = addr;
 	ev->mem_size = size;
 	ev->mem_flags = flags;
+	ev->gen = p->gen;
 	stat_inc(STAT_MEM_EVENTS);
 	if (!ts) {
 		ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);

@@ -28,8 +28,11 @@
 _Static_assert(sizeof(struct py_walk_cfg) == 176, "py_walk_cfg layout");
 _Static_assert(sizeof(struct proc_info) == 208, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
-_Static_assert(SAMPLE_HDR_SIZE == 120, "sample_event header layout");
-_Static_assert(sizeof(struct proc_record) == 48, "proc_record layout");
+_Static_assert(SAMPLE_HDR_SIZE == 128, "sample_event header layout");
+_Static_assert(sizeof(struct proc_record) == 56, "proc_record layout");
+_Static_assert(sizeof(struct agg_key) == 32, "agg_key layout");
+_Static_assert(sizeof(struct agg_val) == 64, "agg_val layout");
+_Static_assert(STACK_HDR_SIZE == 24, "agg_stack_record layout");
 _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
 	       "sampler state block size");
@@ -45,6 +48,9 @@ struct loader {
 	int ncpus;
 	uint64_t period_ns;
 	bool probe_check; /* samples inside uprobe hits are told apart */
+	loader_event_fn on_event;
+	void *ctx;
+	struct counts *counts; /* samples counted in BPF (aggregate) */
 };
 
 #define ARRAY_SIZE_(a) (sizeof(a) / sizeof((a)[0]))
@@ -392,6 +398,22 @@ out:
 	return err;
 }
 
+/* The ring buffer's records: stacks for the counts stay here. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct loader *l = ctx;
+	__u32 type;
+
+	if (size >= sizeof(type)) {
+		memcpy(&type, data, sizeof(type));
+		/* The session sees it too: it reads the code objects named
+		 * while they are there. */
+		if (type == EV_STACK && l->counts)
+			counts__add_stack(l->counts, data, size);
+	}
+	return l->on_event(l->ctx, data, size);
+}
+
 struct loader *loader__open(const struct loader_opts *opts)
 {
 	struct loader *l;
@@ -420,6 +442,9 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->sample_period_ns = l->period_ns;
 	l->skel->rodata->follow_children = opts->follow_children;
 	l->skel->rodata->track_all = opts->track_all;
+	l->skel->rodata->aggregate = opts->aggregate;
+	if (opts->aggregate && opts->max_counts)
+		bpf_map__set_max_entries(l->skel->maps.agg_counts, opts->max_counts);
 	l->skel->rodata->count_idle = opts->count_idle;
 	l->skel->rodata->nr_futex = SYS_futex;
 #ifdef SYS_futex_waitv
@@ -470,8 +495,23 @@ struct loader *loader__open(const struct loader_opts *opts)
 	err = attach_perf(l);
 	if (err)
 		goto fail;
-	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events),
-				 (ring_buffer_sample_fn)opts->on_event, opts->ctx, NULL);
+	if (opts->aggregate) {
+		struct counts_maps maps = {
+			.counts_fd = bpf_map__fd(l->skel->maps.agg_counts),
+			.stacks_fd = bpf_map__fd(l->skel->maps.agg_stacks),
+			.max_counts = bpf_map__max_entries(l->skel->maps.agg_counts),
+			.epoch = &l->skel->bss->agg_epoch,
+		};
+
+		l->counts = counts__new(&maps, opts->on_event, opts->ctx);
+		if (!l->counts) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	l->on_event = opts->on_event;
+	l->ctx = opts->ctx;
+	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), on_record, l, NULL);
 	if (!l->rb) {
 		err = -errno;
 		pr_warn("failed to create the ring buffer reader: %s\n", strerror(-err));
@@ -507,6 +547,7 @@ void loader__free(struct loader *l)
 	}
 	free(l->links);
 	free(l->pfds);
+	counts__free(l->counts);
 	profile_bpf__destroy(l->skel);
 	free(l);
 }
@@ -664,6 +705,27 @@ int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg
 	if (bpf_map_update_elem(fd, &key, &info, BPF_EXIST))
 		return -errno;
 	return 0;
+}
+
+int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint32_t gen)
+{
+	if (!l->counts)
+		return 0;
+	/* Stacks first: each count's stack was sent before it was counted.
+	 * An image's counts are drained while its exit or exec record is
+	 * handled, from the ring buffer's callback (which must not consume
+	 * again): its stacks came before that record. */
+	if (how != COUNTS_IMAGE)
+		ring_buffer__consume(l->rb);
+	return counts__drain(l->counts, how, tgid, gen);
+}
+
+bool loader__counts_stats(struct loader *l, struct counts_stats *out)
+{
+	if (!l->counts)
+		return false;
+	counts__stats(l->counts, out);
+	return true;
 }
 
 int loader__poll(struct loader *l, int timeout_ms)

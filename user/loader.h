@@ -13,14 +13,19 @@
 
 #include <linux/types.h>
 #include "abi.h"
+#include "counts.h"
 
 typedef int (*loader_event_fn)(void *ctx, const void *data, size_t size);
 
 struct loader_opts {
 	unsigned int rate_hz; /* samples per second per CPU */
 	bool follow_children;
-	bool track_all;		    /* every exec on the host becomes an EV_EXEC record */
-	bool count_idle;	    /* parked threads' waiting becomes records too */
+	bool track_all;	 /* every exec on the host becomes an EV_EXEC record */
+	bool count_idle; /* parked threads' waiting becomes records too */
+	/* CPU and off-CPU samples are counted in BPF and drained with
+	 * loader__drain_counts() (system-wide). */
+	bool aggregate;
+	unsigned int max_counts;    /* entries of the count table (0: default) */
 	unsigned int max_procs;	    /* tracked processes at once */
 	unsigned int ringbuf_bytes; /* power of two */
 	/* The allocation sampler library whose probes to attach (run mode with
@@ -56,6 +61,11 @@ int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg
 int loader__poll(struct loader *l, int timeout_ms);
 /* Drains the ring buffer; returns records consumed or -errno. */
 int loader__drain(struct loader *l);
+/* With aggregate: the ring buffer, then the counts (see counts.h), handed to
+ * on_event as sample records; records or -errno (0 without aggregate). */
+int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint32_t gen);
+/* False without aggregate. */
+bool loader__counts_stats(struct loader *l, struct counts_stats *out);
 /* Sums the per-CPU counters into out[STAT_MAX]. */
 int loader__stats(struct loader *l, uint64_t *out);
 /* Kernel time spent in the sampling program, if kernel.bpf_stats_enabled. */

@@ -246,6 +246,15 @@ static int bpf_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg, ui
 	return loader__set_python(ctx, tgid, cfg, gil_lo, gil_hi);
 }
 
+static int bpf_drain_counts(void *ctx, int tgid, uint32_t gen)
+{
+	enum counts_drain how = tgid == SESSION_COUNTS_DUE   ? COUNTS_PERIODIC
+				: tgid == SESSION_COUNTS_ALL ? COUNTS_ALL
+							     : COUNTS_IMAGE;
+
+	return loader__drain_counts(ctx, how, tgid, gen);
+}
+
 static int bpf_stats(void *ctx, uint64_t *out)
 {
 	return loader__stats(ctx, out);
@@ -299,6 +308,10 @@ static int setup(struct run_state *rs)
 		 * gets a profile of its own. */
 		lo.track_all = true;
 		lo.ringbuf_bytes = RINGBUF_BYTES_ALL;
+		/* One loader keeps up with a whole host: samples are counted
+		 * in BPF and drained on a timer. */
+		lo.aggregate = true;
+		bpf.drain_counts = bpf_drain_counts;
 		so.host = host__session_host(rs->host);
 	} else {
 		rs->profile = profile__new(&filter);

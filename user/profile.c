@@ -229,6 +229,8 @@ static void add_sym(struct line_stats *st, const char *name, const char *module,
 static void add_to_stats(struct profile *p, struct line_stats *st, const struct sample_in *s,
 			 double cpu, double blocked, double gil, bool record_time)
 {
+	uint32_t n = s->count ? s->count : 1, i;
+
 	if (s->where == WHERE_PYTHON)
 		st->python_ns += cpu;
 	else if (s->where == WHERE_NATIVE)
@@ -238,24 +240,27 @@ static void add_to_stats(struct profile *p, struct line_stats *st, const struct 
 	st->system_ns += blocked;
 	st->blocked_ns += blocked;
 	st->gil_ns += gil;
-	st->samples++;
+	st->samples += n;
 	if (cpu > 0) {
-		st->util_sum += s->core_util;
-		st->util_n++;
+		st->util_sum += s->core_util * n;
+		st->util_n += n;
 	}
 	if (s->where == WHERE_NATIVE && s->native_sym && cpu > 0)
 		add_sym(st, s->native_sym, s->native_module, cpu);
 	if (!record_time || !s->main_thread || cpu <= 0)
 		return;
-	/* Reservoir of the main thread's sample times (algorithm R). */
-	st->cpu_times_seen++;
-	if (st->ncpu_times < CPU_SAMPLES_RESERVOIR) {
-		st->cpu_times[st->ncpu_times++] = s->ts_ns / 1e9;
-	} else {
-		uint64_t j = next_rand(p) % st->cpu_times_seen;
+	/* Reservoir of the main thread's sample times (algorithm R); the
+	 * samples of a count share its time. */
+	for (i = 0; i < n; i++) {
+		st->cpu_times_seen++;
+		if (st->ncpu_times < CPU_SAMPLES_RESERVOIR) {
+			st->cpu_times[st->ncpu_times++] = s->ts_ns / 1e9;
+		} else {
+			uint64_t j = next_rand(p) % st->cpu_times_seen;
 
-		if (j < CPU_SAMPLES_RESERVOIR)
-			st->cpu_times[j] = s->ts_ns / 1e9;
+			if (j < CPU_SAMPLES_RESERVOIR)
+				st->cpu_times[j] = s->ts_ns / 1e9;
+		}
 	}
 }
 
@@ -522,7 +527,8 @@ static void tl_thin(struct profile_timeline *tl)
 static void timeline_add(struct profile *p, const struct sample_in *s, int stack)
 {
 	struct profile_timeline *tl = &p->timeline;
-	struct timeline_event e = { s->ts_ns, stack, s->tgid, s->tid, 1, 1 }, *j;
+	uint32_t n = s->count ? s->count : 1;
+	struct timeline_event e = { s->ts_ns, stack, s->tgid, s->tid, n, n }, *j;
 
 	/* Grown as needed: a process with a handful of samples (one of many
 	 * under --all) does not hold room for the whole timeline. */
@@ -582,7 +588,7 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 		st->native_ip = s->native_ip;
 		st->native_offset = s->native_offset;
 	}
-	st->count++;
+	st->count += s->count ? s->count : 1;
 	if (s->where == WHERE_PYTHON)
 		st->python_ns += cpu;
 	else if (s->where == WHERE_NATIVE)
@@ -777,12 +783,13 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	struct line_stats *st;
 	struct func_stats *fs;
 	int at = -1, reason = s->unattributed;
+	uint32_t n = s->count ? s->count : 1;
 
-	p->samples++;
+	p->samples += n;
 	if (s->truncated)
-		p->truncated++;
+		p->truncated += n;
 	if (t) {
-		t->samples++;
+		t->samples += n;
 		t->cpu_ns += cpu;
 		if (s->thread_name && !t->folded)
 			t->name = s->thread_name;

@@ -44,6 +44,7 @@ enum unattributed_reason {
 };
 
 struct sample_in {
+	uint32_t count; /* samples it stands for (0: one); times below are their sums */
 	int tgid, tid;
 	bool main_thread; /* the process's main thread */
 	const char *thread_name;

@@ -110,6 +110,8 @@ void session__free(struct session *s)
 	pycode_cache__free(s->codes);
 	elf_cache__free(s->elves);
 	json_object_put(s->interp_list);
+	while (s->nheld)
+		free(s->held[--s->nheld]);
 	free(s);
 }
 
@@ -172,6 +174,22 @@ static void note_interpreter(struct session *s, const struct tproc *tp)
 	json_object_array_add(s->interp_list, interpreter_facts(tp));
 }
 
+/* Samples counted in BPF for tp's image come in now (before its end). */
+static void drain_image(struct session *s, struct tproc *tp)
+{
+	if (!s->bpf.drain_counts || tp->drained)
+		return;
+	tp->drained = true;
+	s->bpf.drain_counts(s->bpf.ctx, tp->pid, tp->gen);
+}
+
+/* The process has a new image (exec), numbered as BPF does. */
+static void new_image(struct tproc *tp, uint32_t gen)
+{
+	tp->gen = gen;
+	tp->drained = false;
+}
+
 /* System-wide: the process is not followed any more; its entry goes (the
  * caller may be iterating the table: deleting leaves a tombstone). */
 static void let_go(struct session *s, struct tproc *tp)
@@ -182,6 +200,8 @@ static void let_go(struct session *s, struct tproc *tp)
 	void *v;
 
 	s->bpf.untrack(s->bpf.ctx, pid);
+	/* Its counts go now, not to a later process given the same PID. */
+	drain_image(s, tp);
 	/* Its thread names were interned in its profile. */
 	while (hmap__next(s->tnames, &it, &k, &v)) {
 		if (((const struct thread_name_key *)k)->tgid == pid)
@@ -206,6 +226,7 @@ static void end_image(struct session *s, struct tproc *tp, enum session_end_why 
 
 	if (!tp->profile)
 		return;
+	drain_image(s, tp);
 	sasync_stop(tp);
 	profile__proc_exit(tp->profile, tp->pid, ts);
 	s->host->ended(s->host->ctx, tp->pid, &e);
@@ -416,12 +437,17 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	}
 }
 
+static void drain_counts(struct session *s, int which);
+
 int session__poll_ms(const struct session *s, uint64_t now)
 {
 	int ms = now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
 	size_t it = 0;
 	void *v;
 
+	if (s->bpf.drain_counts && s->next_drain_ns > now &&
+	    (s->next_drain_ns - now) / 1000000 < (uint64_t)ms)
+		ms = (int)((s->next_drain_ns - now) / 1000000);
 	/* Awake for the next event-loop poll, on its schedule. */
 	while (s->async_waits && hmap__next(s->procs, &it, NULL, &v)) {
 		const struct tproc *tp = v;
@@ -441,6 +467,10 @@ void session__tick(struct session *s, uint64_t now)
 	size_t it = 0;
 	void *v;
 
+	if (s->bpf.drain_counts && now >= s->next_drain_ns) {
+		drain_counts(s, SESSION_COUNTS_DUE);
+		s->next_drain_ns = now + COUNTS_DRAIN_NS;
+	}
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
@@ -519,6 +549,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 		/* The old image's profile is complete; the new one is judged
 		 * afresh (its name has changed). */
 		end_image(s, tp, END_EXEC, 0, r->maxrss_pages * (getpagesize() / 1024), r->ts);
+		new_image(tp, r->gen);
 		if (!s->host->accept(s->host->ctx, tp->pid, 0)) {
 			let_go(s, tp);
 			return;
@@ -546,6 +577,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	if (!tp)
 		return;
 	pr_debug("process %d exec'ed %.16s\n", (int)r->tgid, (const char *)r->comm);
+	new_image(tp, r->gen);
 	tp->state = TP_DETECTING;
 	tp->cpu_samples = 0;
 	tp->start_ns = r->ts;
@@ -634,7 +666,7 @@ static double core_util(struct session *s, const struct sample_event *ev)
 			s->util_bucket[i] = b;
 			s->util_count[i] = 0;
 		}
-		s->util_count[i]++;
+		s->util_count[i] += ev->count ? ev->count : 1;
 	}
 	if (s->util_bucket[j] != prev || per_bucket <= 0)
 		return 0;
@@ -842,10 +874,33 @@ static void on_sampler(struct session *s, const struct sampler_record *r)
 	tp->sampler_final = r->phase == SAMPLER_EXIT;
 }
 
-static void on_sample(struct session *s, const struct sample_event *ev, size_t size)
+/* A counted sample of an image not known yet (its exec came between the
+ * ring buffer's drain and the counts'): kept for the next drain. */
+struct held_record {
+	size_t size;
+	unsigned char data[];
+};
+
+static bool hold(struct session *s, const struct sample_event *ev, size_t size)
+{
+	struct held_record *h;
+
+	if (s->nheld >= MAX_HELD)
+		return false;
+	h = malloc(sizeof(*h) + size);
+	if (!h)
+		return false;
+	h->size = size;
+	memcpy(h->data, ev, size);
+	s->held[s->nheld++] = h;
+	return true;
+}
+
+static void on_sample(struct session *s, const struct sample_event *ev, size_t size, bool retry)
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
 	struct sample_in in = { .unattributed = -1, .native_offset = -1 };
+	uint32_t count = ev->count ? ev->count : 1;
 	struct profile *p;
 	struct tproc *tp;
 
@@ -855,16 +910,19 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->bad_records++;
 		return;
 	}
-	s->walk_status[ev->status < 8 ? ev->status : 7]++;
 	tp = hmap__get(s->procs, &(int){ (int)ev->tgid });
-	if (!tp) {
-		s->samples_unknown_proc++;
+	if (s->bpf.drain_counts && ev->mode < MODE_MALLOC && (!tp || ev->gen != tp->gen) &&
+	    !retry && hold(s, ev, size))
+		return;
+	s->walk_status[ev->status < 8 ? ev->status : 7] += count;
+	if (!tp || (s->bpf.drain_counts && ev->gen != tp->gen)) {
+		s->samples_unknown_proc += count;
 		return;
 	}
 	p = tp_profile(s, tp);
 	if (!p) {
 		/* System-wide: not known as Python yet, or let go. */
-		s->samples_unknown_proc++;
+		s->samples_unknown_proc += count;
 		return;
 	}
 	if (ev->mode >= MODE_MALLOC) {
@@ -875,7 +933,8 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		return;
 	}
 	if (ev->cpu_ns)
-		tp->cpu_samples++;
+		tp->cpu_samples += count;
+	in.count = count;
 	in.tgid = ev->tgid;
 	in.tid = ev->tid;
 	in.main_thread = ev->tid == ev->tgid;
@@ -904,6 +963,45 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	profile__add(p, &in);
 }
 
+/* A stack of counted samples, sent once: its code objects are read now,
+ * while they are still there (its counts come later). */
+static void on_stack(struct session *s, const struct agg_stack_record *r, size_t size)
+{
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	uint32_t i;
+
+	if (size < STACK_HDR_SIZE || r->nframes > MAX_FRAMES ||
+	    size < STACK_HDR_SIZE + r->nframes * sizeof(struct py_frame)) {
+		s->bad_records++;
+		return;
+	}
+	if (!tp || tp->state != TP_PYTHON || tp->exited)
+		return;
+	for (i = 0; i < r->nframes; i++) {
+		if (r->frames[i].code &&
+		    !session_code_for(s, tp, r->frames[i].code,
+				      pycode_tag(r->frames[i].tag, r->frames[i].ident)))
+			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
+	}
+}
+
+/* The counts due, then the samples held back from the last drain. */
+static void drain_counts(struct session *s, int which)
+{
+	void *held[MAX_HELD];
+	int n = s->nheld, i;
+
+	memcpy(held, s->held, n * sizeof(held[0]));
+	s->nheld = 0;
+	s->bpf.drain_counts(s->bpf.ctx, which, 0);
+	for (i = 0; i < n; i++) {
+		struct held_record *h = held[i];
+
+		on_sample(s, (const void *)h->data, h->size, true);
+		free(h);
+	}
+}
+
 int session__handle(void *ctx, const void *data, size_t size)
 {
 	struct session *s = ctx;
@@ -915,7 +1013,11 @@ int session__handle(void *ctx, const void *data, size_t size)
 	memcpy(&type, data, sizeof(type));
 	s->records++;
 	if (type == EV_SAMPLE) {
-		on_sample(s, data, size);
+		on_sample(s, data, size, false);
+		return 0;
+	}
+	if (type == EV_STACK) {
+		on_stack(s, data, size);
 		return 0;
 	}
 	if (type == EV_SAMPLER) {
@@ -1001,7 +1103,10 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_PROBE_SAMPLES] = "probe_samples",
 	[STAT_PROBE_CHECKS] = "probe_checks",
 	[STAT_PROBE_CHECK_NS] = "probe_check_ns_total",
+	[STAT_AGG_FULL] = "count_table_full",
+	[STAT_AGG_STACKS] = "stacks_sent",
 };
+_Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
 static double mb(double bytes)
 {
@@ -1373,6 +1478,11 @@ void session__end_all(struct session *s)
 
 	if (!s->host)
 		return;
+	/* Every count still in BPF, then what was held back. */
+	if (s->bpf.drain_counts) {
+		drain_counts(s, SESSION_COUNTS_ALL);
+		drain_counts(s, SESSION_COUNTS_ALL);
+	}
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 

@@ -103,7 +103,15 @@ struct session_bpf {
 	/* CPU samples inside our uprobes' hits are told apart (counted as
 	 * probe_samples, reported as probe_overhead_s). */
 	bool probe_check;
+	/* Samples counted in BPF (system-wide): hands the counts of the image
+	 * (tgid, gen), or those due (SESSION_COUNTS_DUE) or all of them
+	 * (SESSION_COUNTS_ALL), to session__handle as sample records.  NULL
+	 * when samples come one by one. */
+	int (*drain_counts)(void *ctx, int tgid, uint32_t gen);
 };
+
+#define SESSION_COUNTS_DUE (-1)
+#define SESSION_COUNTS_ALL (-2)
 
 struct session;
 

@@ -68,6 +68,8 @@ struct tproc {
 	struct profile *profile;
 	int root_fd, cwd_fd;
 	int64_t cpu_samples; /* of this image */
+	uint32_t gen;	     /* the image, as BPF numbers them (proc_info.gen) */
+	bool drained;	     /* its counts were drained at its end */
 	uint64_t start_ns;   /* its fork or exec record's time, 0 if found running */
 };
 
@@ -95,6 +97,10 @@ struct mem_summary {
 #define FAST_WINDOW_NS 1000000000ULL
 /* Event loops are looked at this often (pyasync.h). */
 #define ASYNC_POLL_NS 10000000ULL
+/* Counts kept in BPF are drained this often (system-wide). */
+#define COUNTS_DRAIN_NS 250000000ULL
+/* Counted samples of an image not known yet, kept for one more drain. */
+#define MAX_HELD 256
 
 struct exe_key {
 	uint64_t dev, ino, size, mtime_ns;
@@ -126,6 +132,9 @@ struct session {
 	uint64_t util_count[UTIL_BUCKETS];
 	/* Counters for the profile. */
 	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
+	uint64_t next_drain_ns;
+	void *held[MAX_HELD]; /* struct held_record */
+	int nheld;
 	uint64_t walk_status[8];
 	uint64_t mem_records;
 	bool memory;

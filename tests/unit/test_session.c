@@ -52,6 +52,11 @@ struct fake_bpf {
 	int stats_err;
 	uint64_t stats[STAT_MAX];
 	uint64_t run_ns, run_cnt;
+	/* Counted samples: the drains asked for, and what the next one of
+	 * SESSION_COUNTS_DUE hands to the session. */
+	int drains_due, drains_all, drains_image;
+	struct session *s;
+	const struct sample_event *next_count;
 };
 
 static int fake_track(void *ctx, int tgid)
@@ -109,6 +114,25 @@ static int fake_prog_runtime(void *ctx, uint64_t *run_ns, uint64_t *run_cnt)
 	*run_ns = b->run_ns;
 	*run_cnt = b->run_cnt;
 	return 0;
+}
+
+static int fake_drain_counts(void *ctx, int tgid, uint32_t gen)
+{
+	struct fake_bpf *b = ctx;
+	const struct sample_event *e = b->next_count;
+
+	(void)gen;
+	if (tgid == SESSION_COUNTS_DUE)
+		b->drains_due++;
+	else if (tgid == SESSION_COUNTS_ALL)
+		b->drains_all++;
+	else
+		b->drains_image++;
+	if (tgid != SESSION_COUNTS_DUE || !e)
+		return 0;
+	b->next_count = NULL;
+	session__handle(b->s, e, SAMPLE_HDR_SIZE + e->nframes * sizeof(struct py_frame));
+	return 1;
 }
 
 /* ------------------------------------------- code objects of our own */
@@ -921,6 +945,76 @@ static void test_pid_reuse(void)
 	teardown(&f);
 }
 
+/* Samples counted in BPF come as one record that stands for several; one
+ * of an image the session does not know yet waits for the next drain, and
+ * is counted apart if it still does not fit. */
+static void test_counted_samples(void)
+{
+	struct session_bpf b = {
+		.track = fake_track,
+		.untrack = fake_untrack,
+		.seed_threads = fake_seed_threads,
+		.set_python = fake_set_python,
+		.stats = fake_stats,
+		.prog_runtime = fake_prog_runtime,
+		.drain_counts = fake_drain_counts,
+	};
+	const struct stack_stats *st;
+	const struct line_stats *ls;
+	struct sample_event later;
+	struct fixture f;
+	uint64_t now;
+
+	if (!setup(&f, false))
+		return;
+	b.ctx = &f.bpf;
+	f.bpf.s = f.s;
+	session__set_bpf(f.s, &b);
+	sample_init(getpid(), getpid(), 5 * MS, "python3");
+	ev.count = 5;
+	push(CODE_HELPER);
+	push(CODE_MAIN);
+	send_sample(&f);
+	CHECK_EQ_INT(profile__samples(f.p), 5);
+	CHECK(near(fact_dbl(&f, "total_sampled_s"), 0.005));
+	ls = line_of(f.p, "/app/util.py", 9);
+	CHECK(ls != NULL);
+	if (ls) {
+		CHECK_EQ_INT(ls->samples, 5);
+		CHECK(near(ls->python_ns, 5 * MS));
+	}
+	st = stack_ending(f.p, "Klass.helper");
+	CHECK(st != NULL);
+	if (st)
+		CHECK_EQ_INT(st->count, 5);
+	/* The next image of the process (an exec the session has not read
+	 * yet): held, not given to this one. */
+	sample_init(getpid(), getpid(), 3 * MS, "python3");
+	ev.count = 3;
+	ev.gen = 1;
+	push(CODE_MAIN);
+	send_sample(&f);
+	CHECK_EQ_INT(profile__samples(f.p), 5);
+	/* The periodic drain, due at once: one more count of the known image
+	 * comes in, and the held one, still of no known image, is counted
+	 * apart. */
+	sample_init(getpid(), getpid(), 2 * MS, "python3");
+	ev.count = 2;
+	push(CODE_MAIN);
+	later = ev;
+	f.bpf.next_count = &later;
+	now = mono_ns();
+	session__tick(f.s, now);
+	CHECK_EQ_INT(f.bpf.drains_due, 1);
+	CHECK_EQ_INT(profile__samples(f.p), 7);
+	CHECK(near(fact_dbl(&f, "total_sampled_s"), 0.007));
+	/* Not due again before its period. */
+	session__tick(f.s, now + 1);
+	CHECK_EQ_INT(f.bpf.drains_due, 1);
+	CHECK(session__poll_ms(f.s, now + 1) <= 250);
+	teardown(&f);
+}
+
 /* Records that do not hold together are counted and dropped. */
 static void test_malformed(void)
 {
@@ -1301,6 +1395,7 @@ int main(void)
 	RUN_TEST(test_unknown_process);
 	RUN_TEST(test_unreadable_frames);
 	RUN_TEST(test_pid_reuse);
+	RUN_TEST(test_counted_samples);
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_deep_stack);
 	RUN_TEST(test_host_mode);

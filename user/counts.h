@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The loader's side of the counts kept in BPF (system-wide): the stacks sent
+ * once as EV_STACK records, and the drain of agg_counts into sample records
+ * that stand for several samples each (sample_event.count).  See struct
+ * agg_key in bpf/abi.h for the epochs.
+ */
+#ifndef COUNTS_H
+#define COUNTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+#include "abi.h"
+
+typedef int (*counts_event_fn)(void *ctx, const void *data, size_t size);
+
+struct counts_maps {
+	int counts_fd; /* agg_counts */
+	int stacks_fd; /* agg_stacks */
+	uint32_t max_counts;
+	volatile __u32 *epoch; /* agg_epoch, in the program's memory */
+};
+
+struct counts;
+
+/* NULL with errno set. */
+struct counts *counts__new(const struct counts_maps *maps, counts_event_fn fn, void *ctx);
+void counts__free(struct counts *c);
+
+/* An EV_STACK record from the ring buffer. */
+void counts__add_stack(struct counts *c, const void *data, size_t size);
+
+enum counts_drain {
+	COUNTS_PERIODIC, /* the epoch moves on; counts of the closed ones go out */
+	COUNTS_IMAGE,	 /* only the counts of one process image (it has ended) */
+	COUNTS_ALL,	 /* every count, at the end of the run */
+};
+
+/* Hands counts to fn as sample records; records handed out or -errno. */
+int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t gen);
+
+struct counts_stats {
+	uint64_t drains;
+	uint64_t records;	 /* sample records handed out */
+	uint64_t samples;	 /* the samples they stand for */
+	uint64_t late;		 /* of them, added after their epoch was read */
+	uint64_t stacks;	 /* stacks received */
+	uint64_t stacks_missing; /* counts whose stack was not known: given no frames */
+	uint64_t stack_resets;	 /* the table of stacks was full and started again */
+};
+
+void counts__stats(const struct counts *c, struct counts_stats *out);
+
+#endif /* COUNTS_H */
