@@ -43,6 +43,7 @@ struct counts {
 	struct agg_key *dead;
 	uint32_t ndead;
 	struct sample_event *ev;
+	uint32_t closed; /* the epoch counts__next_epoch() closed */
 	struct counts_stats st;
 };
 
@@ -56,6 +57,8 @@ struct counts *counts__new(const struct counts_maps *maps, counts_event_fn fn, v
 	c->fn = fn;
 	c->ctx = ctx;
 	c->cap = maps->max_counts ? maps->max_counts : 1;
+	/* Nothing closed yet: the first periodic drain closes epoch 0. */
+	c->closed = AGG_EPOCHS - 1;
 	c->stacks = hmap__new(sizeof(uint64_t));
 	c->shadow = hmap__new(sizeof(struct agg_key));
 	c->keys = calloc(c->cap, sizeof(*c->keys));
@@ -159,7 +162,7 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 		st = c->stacks ? hmap__get(c->stacks, &k->stack) : NULL;
 		if (!st) {
 			/* Sent again at its next use. */
-			c->st.stacks_missing++;
+			c->st.stacks_missing += d->count;
 			bpf_map_delete_elem(c->maps.stacks_fd, &k->stack);
 		}
 	}
@@ -261,15 +264,19 @@ static void delete_dead(struct counts *c)
 	c->ndead = 0;
 }
 
+void counts__next_epoch(struct counts *c)
+{
+	uint32_t e = *c->maps.epoch % AGG_EPOCHS;
+
+	c->closed = e;
+	__atomic_store_n(c->maps.epoch, (e + 1) % AGG_EPOCHS, __ATOMIC_SEQ_CST);
+}
+
 int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t gen)
 {
-	uint32_t closed = *c->maps.epoch % AGG_EPOCHS, earlier, i;
+	uint32_t closed = c->closed, earlier, i;
 	int n, out = 0;
 
-	if (how == COUNTS_PERIODIC) {
-		/* From here on BPF counts into the next epoch. */
-		__atomic_store_n(c->maps.epoch, (closed + 1) % AGG_EPOCHS, __ATOMIC_SEQ_CST);
-	}
 	earlier = (closed + AGG_EPOCHS - 1) % AGG_EPOCHS;
 	n = read_all(c);
 	if (n < 0)

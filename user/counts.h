@@ -38,6 +38,10 @@ enum counts_drain {
 	COUNTS_ALL,	 /* every count, at the end of the run */
 };
 
+/* Before a periodic drain, and before the ring buffer is read for the
+ * stacks it needs: BPF counts into the next epoch from here on. */
+void counts__next_epoch(struct counts *c);
+
 /* Hands counts to fn as sample records; records handed out or -errno. */
 int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t gen);
 
@@ -47,7 +51,7 @@ struct counts_stats {
 	uint64_t samples;	 /* the samples they stand for */
 	uint64_t late;		 /* of them, added after their epoch was read */
 	uint64_t stacks;	 /* stacks received */
-	uint64_t stacks_missing; /* counts whose stack was not known: given no frames */
+	uint64_t stacks_missing; /* samples whose stack was not known: given no frames */
 	uint64_t stack_resets;	 /* the table of stacks was full and started again */
 };
 

@@ -16,6 +16,7 @@
 
 #include <json-c/json.h>
 
+#include "counts.h"
 #include "creds.h"
 #include "hmap.h"
 #include "host.h"
@@ -827,6 +828,48 @@ static struct json_object *str_list(const char *const *v, int n)
 	return a;
 }
 
+/* The counts kept in BPF: what their drains did, and a warning for what
+ * could not be counted there. */
+static void counts_json(struct host *h, struct json_object *doc, struct json_object *warnings)
+{
+	struct json_object *o;
+	struct counts_stats c;
+	uint64_t stats[STAT_MAX];
+	char warn[256];
+
+	if (!session__counts_stats(h->session, &c))
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "drains", json_object_new_int64((int64_t)c.drains));
+	json_object_object_add(o, "records", json_object_new_int64((int64_t)c.records));
+	json_object_object_add(o, "samples", json_object_new_int64((int64_t)c.samples));
+	json_object_object_add(o, "late_samples", json_object_new_int64((int64_t)c.late));
+	json_object_object_add(o, "stacks", json_object_new_int64((int64_t)c.stacks));
+	json_object_object_add(o, "stacks_missing",
+			       json_object_new_int64((int64_t)c.stacks_missing));
+	json_object_object_add(o, "stack_table_resets",
+			       json_object_new_int64((int64_t)c.stack_resets));
+	if (!session__bpf_stats(h->session, stats)) {
+		json_object_object_add(o, "table_full_samples",
+				       json_object_new_int64((int64_t)stats[STAT_AGG_FULL]));
+		if (stats[STAT_AGG_FULL]) {
+			snprintf(warn, sizeof(warn),
+				 "the count table was full for %llu samples: they were sent one "
+				 "by one instead",
+				 (unsigned long long)stats[STAT_AGG_FULL]);
+			json_object_array_add(warnings, json_object_new_string(warn));
+		}
+	}
+	if (c.stacks_missing) {
+		snprintf(warn, sizeof(warn),
+			 "%llu counted samples named a stack no longer known: they are "
+			 "unattributed",
+			 (unsigned long long)c.stacks_missing);
+		json_object_array_add(warnings, json_object_new_string(warn));
+	}
+	json_object_object_add(doc, "counts", o);
+}
+
 static int write_index(struct host *h, double elapsed_s, bool final)
 {
 	struct json_object *doc = json_object_new_object(), *procs = json_object_new_array();
@@ -884,6 +927,7 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	json_object_object_add(
 		doc, "execs_known_not_python",
 		json_object_new_int64((int64_t)session__execs_known_not_python(h->session)));
+	counts_json(h, doc, warnings);
 	if (h->table_full) {
 		snprintf(warn, sizeof(warn),
 			 "%llu Python processes past the first %d are not in the index",

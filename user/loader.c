@@ -715,6 +715,8 @@ int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint
 	 * An image's counts are drained while its exit or exec record is
 	 * handled, from the ring buffer's callback (which must not consume
 	 * again): its stacks came before that record. */
+	if (how == COUNTS_PERIODIC)
+		counts__next_epoch(l->counts);
 	if (how != COUNTS_IMAGE)
 		ring_buffer__consume(l->rb);
 	return counts__drain(l->counts, how, tgid, gen);

@@ -255,6 +255,11 @@ static int bpf_drain_counts(void *ctx, int tgid, uint32_t gen)
 	return loader__drain_counts(ctx, how, tgid, gen);
 }
 
+static bool bpf_counts_stats(void *ctx, struct counts_stats *out)
+{
+	return loader__counts_stats(ctx, out);
+}
+
 static int bpf_stats(void *ctx, uint64_t *out)
 {
 	return loader__stats(ctx, out);
@@ -312,6 +317,7 @@ static int setup(struct run_state *rs)
 		 * in BPF and drained on a timer. */
 		lo.aggregate = true;
 		bpf.drain_counts = bpf_drain_counts;
+		bpf.counts_stats = bpf_counts_stats;
 		so.host = host__session_host(rs->host);
 	} else {
 		rs->profile = profile__new(&filter);

@@ -1454,6 +1454,16 @@ uint64_t session__execs_known_not_python(const struct session *s)
 	return s->exec_cache_hits;
 }
 
+int session__bpf_stats(const struct session *s, uint64_t *out)
+{
+	return s->bpf.stats(s->bpf.ctx, out);
+}
+
+bool session__counts_stats(const struct session *s, struct counts_stats *out)
+{
+	return s->bpf.counts_stats && s->bpf.counts_stats(s->bpf.ctx, out);
+}
+
 void *session__proc_source_ctx(struct session *s, int pid)
 {
 	struct tproc *tp = hmap__get(s->procs, &pid);

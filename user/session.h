@@ -16,6 +16,7 @@ struct py_proc;
 struct py_walk_cfg;
 struct json_object;
 struct user_creds;
+struct counts_stats;
 
 /* How a process's image ended, for its host (system-wide). */
 enum session_end_why {
@@ -108,6 +109,8 @@ struct session_bpf {
 	 * (SESSION_COUNTS_ALL), to session__handle as sample records.  NULL
 	 * when samples come one by one. */
 	int (*drain_counts)(void *ctx, int tgid, uint32_t gen);
+	/* What the drains did; false when samples come one by one. */
+	bool (*counts_stats)(void *ctx, struct counts_stats *out);
 };
 
 #define SESSION_COUNTS_DUE (-1)
@@ -151,6 +154,11 @@ struct json_object *session__proc_facts(struct session *s, int pid);
 /* System-wide: execs of a program already seen not to be Python, let go
  * without a look. */
 uint64_t session__execs_known_not_python(const struct session *s);
+/* System-wide: what the drains of the counts kept in BPF did; false when
+ * samples came one by one. */
+bool session__counts_stats(const struct session *s, struct counts_stats *out);
+/* The BPF counters summed over CPUs, into out[STAT_MAX]; 0 or -errno. */
+int session__bpf_stats(const struct session *s, uint64_t *out);
 /* System-wide: a live process's source_ctx (see struct session_end), for a
  * profile written while it runs; NULL if it has no profile. */
 void *session__proc_source_ctx(struct session *s, int pid);
