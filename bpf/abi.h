@@ -239,9 +239,14 @@ struct proc_record {
 	__u64 ts;
 	__u64 maxrss_pages; /* the process's peak resident set so far (EV_EXIT: final) */
 	__u32 gen;	    /* EV_EXEC: the new image's proc_info.gen */
-	__u32 pad;
+	__u32 flags;	    /* PROC_F_* */
 	__u8 comm[16];
 };
+
+/* proc_record.flags.  PROC_F_UNTRACKED: a fork or exit of a process BPF does
+ * not follow (system-wide only): the loader may have just decided to follow
+ * the parent, after its exec, and not yet told BPF. */
+#define PROC_F_UNTRACKED (1u << 0)
 
 /*
  * Counts kept in BPF (system-wide): CPU and off-CPU samples are added up per

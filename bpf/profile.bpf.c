@@ -648,7 +648,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 }
 
 static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid, __u32 code,
-					     __u32 gen, struct task_struct *task)
+					     __u32 gen, __u32 flags, struct task_struct *task)
 {
 	struct signal_struct *sig = task->signal;
 	struct proc_record *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -662,14 +662,15 @@ static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid,
 	e->ppid = ppid;
 	e->exit_code = code;
 	e->gen = gen;
-	e->pad = 0;
+	e->flags = flags;
 	e->ts = bpf_ktime_get_ns();
 	/* The group's peak resident set so far, in pages (the kernel keeps it
 	 * there for getrusage; at the exit of the last thread it is final). */
 	e->maxrss_pages = sig ? BPF_CORE_READ(sig, maxrss) : 0;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	/* Process events are rare and the loader wants them promptly. */
-	bpf_ringbuf_submit(e, 0);
+	/* Process events of followed processes are rare and the loader wants
+	 * them promptly; the host's others wait for its next drain. */
+	bpf_ringbuf_submit(e, flags & PROC_F_UNTRACKED ? BPF_RB_NO_WAKEUP : 0);
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -679,8 +680,14 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	struct proc_info *p, np;
 
 	p = tracked_proc(parent, ptgid);
-	if (!p)
+	if (!p) {
+		/* System-wide: a parent the loader has just taken on (after
+		 * its exec) may fork before BPF is told; the loader decides
+		 * about the child. */
+		if (track_all && ptgid != ctgid)
+			emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, PROC_F_UNTRACKED, child);
 		return 0;
+	}
 	if (ptgid == ctgid) {
 		/* A new thread: track it from its first switch. */
 		if (!bpf_task_storage_get(&threads, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
@@ -698,7 +705,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		stat_inc(STAT_PROC_TABLE_FULL);
 		return 0;
 	}
-	emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, child);
+	emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, 0, child);
 	return 0;
 }
 
@@ -711,32 +718,36 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!p) {
 		/* Not followed: the loader decides whether to (ppid: 0). */
 		if (track_all)
-			emit_proc_record(EV_EXEC, tgid, 0, 0, 0, task);
+			emit_proc_record(EV_EXEC, tgid, 0, 0, 0, 0, task);
 		return 0;
 	}
 	/* New image: the old interpreter layout is gone. */
 	p->has_cfg = 0;
 	p->gen++;
 	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);
-	emit_proc_record(EV_EXEC, tgid, 0, 0, p->gen, task);
+	emit_proc_record(EV_EXEC, tgid, 0, 0, p->gen, 0, task);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *task)
 {
-	__u32 tgid = task->tgid;
+	__u32 tgid = task->tgid, code;
 	struct proc_info *p;
 
 	/* Only the last thread of the group ends the process. */
 	if (task->pid != tgid)
 		return 0;
 	p = tracked_proc(task, tgid);
-	if (!p)
+	code = BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code;
+	if (!p) {
+		/* System-wide: the exit of a child the loader took on from an
+		 * untracked fork record may come before BPF was told. */
+		if (track_all)
+			emit_proc_record(EV_EXIT, tgid, 0, code, 0, PROC_F_UNTRACKED, task);
 		return 0;
-	emit_proc_record(EV_EXIT, tgid, 0,
-			 BPF_CORE_READ(task, signal, group_exit_code) ?: task->exit_code, p->gen,
-			 task);
+	}
+	emit_proc_record(EV_EXIT, tgid, 0, code, p->gen, 0, task);
 	return 0;
 }
 

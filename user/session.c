@@ -488,6 +488,13 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 {
 	struct tproc *parent = hmap__get(s->procs, &(int){ (int)r->ppid });
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	bool untracked = r->flags & PROC_F_UNTRACKED;
+
+	/* A fork BPF did not follow (system-wide, any on the host): ours
+	 * only when the parent is followed here, and BPF had not been told
+	 * yet (a process that forks right after its exec). */
+	if (untracked && (!s->host || !parent || parent->exited))
+		return;
 
 	/* A parent still being recognised is looked at now: a child that
 	 * exits at once would otherwise never be known as Python.  (It may be
@@ -511,6 +518,11 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		tp = tproc_new(s, r->tgid, r->ppid);
 	if (!tp)
 		return;
+	/* BPF follows it from here (if it still runs; its exit record comes
+	 * all the same), with its parent's walk configuration. */
+	if (untracked && !s->bpf.track(s->bpf.ctx, tp->pid) && parent->state == TP_PYTHON)
+		s->bpf.set_python(s->bpf.ctx, tp->pid, &parent->pp.cfg, parent->pp.gil_lo,
+				  parent->pp.gil_hi);
 	tp->start_ns = r->ts;
 	pr_debug("process %d forked %d\n", (int)r->ppid, (int)r->tgid);
 	tp->exited = false;
@@ -602,6 +614,10 @@ static void retire_exited(struct session *s);
 static void handle_exit(struct session *s, const struct proc_record *r)
 {
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+
+	/* Any exit on the host (system-wide): ours only if followed. */
+	if ((r->flags & PROC_F_UNTRACKED) && !tp)
+		return;
 
 	pr_debug("process %d exited\n", (int)r->tgid);
 	if (s->host) {

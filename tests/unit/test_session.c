@@ -1362,12 +1362,45 @@ static void test_host_mode(void)
 		session__tick(f.s, mono_ns());
 	}
 	CHECK_EQ_INT(h.nmade, 3);
+	/* A fork BPF did not follow (it did not know the parent yet): taken
+	 * on when the parent is followed here, and told to BPF with the
+	 * parent's walk configuration; that of a parent not followed is not,
+	 * nor is such an exit. */
+	{
+		struct proc_record r = { .type = EV_FORK,
+					 .tgid = GONE_PID + 11,
+					 .ppid = GONE_PID + 12,
+					 .ts = mono_ns(),
+					 .flags = PROC_F_UNTRACKED };
+
+		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+		CHECK_EQ_INT(fb.ntracked, 2);
+		CHECK_EQ_INT(h.nmade, 3);
+		r.tgid = GONE_PID + 13;
+		r.ppid = pid;
+		fb.python_pid = 0;
+		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+		CHECK_EQ_INT(fb.ntracked, 3);
+		CHECK_EQ_INT(fb.tracked[2], GONE_PID + 13);
+		CHECK_EQ_INT(fb.python_pid, GONE_PID + 13);
+		CHECK_EQ_INT(h.nmade, 4);
+		r.type = EV_EXIT;
+		r.tgid = GONE_PID + 11;
+		r.ppid = 0;
+		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+		CHECK_EQ_INT(h.nended, 2);
+		r.tgid = GONE_PID + 13;
+		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+		CHECK_EQ_INT(h.nended, 3);
+		CHECK_EQ_INT(h.ended_pid[2], GONE_PID + 13);
+		CHECK_EQ_INT(h.ended[2].why, END_EXIT);
+	}
 	/* The end of the run ends what is still running. */
 	session__end_all(f.s);
-	CHECK_EQ_INT(h.nended, 3);
-	CHECK_EQ_INT(h.ended[2].why, END_RUNNING);
-	CHECK(h.ended[2].profile == h.made[2]);
-	CHECK_EQ_INT(h.ended[2].maxrss_kb, 0);
+	CHECK_EQ_INT(h.nended, 4);
+	CHECK_EQ_INT(h.ended[3].why, END_RUNNING);
+	CHECK(h.ended[3].profile == h.made[2]);
+	CHECK_EQ_INT(h.ended[3].maxrss_kb, 0);
 	CHECK(session__proc_source_ctx(f.s, pid) == NULL);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
