@@ -149,7 +149,8 @@ void counts__add_stack(struct counts *c, const void *data, size_t size)
 
 /* The sample record that stands for `d` (what was added to key k since it
  * was last handed out). */
-static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_val *d, bool late)
+static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_val *d, bool late,
+		    enum counts_drain how)
 {
 	struct sample_event *ev = c->ev;
 	const struct stack_entry *st = NULL;
@@ -163,6 +164,12 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 		if (!st) {
 			/* Sent again at its next use. */
 			c->st.stacks_missing += d->count;
+			pr_debug("counts: stack %016llx of process %u unknown (%s drain, epoch %u)\n",
+				 (unsigned long long)k->stack, k->tgid,
+				 how == COUNTS_PERIODIC ? "periodic"
+				 : how == COUNTS_IMAGE	? "image"
+							: "final",
+				 k->epoch);
 			bpf_map_delete_elem(c->maps.stacks_fd, &k->stack);
 		}
 	}
@@ -198,7 +205,7 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 /* What was added to k since it was last handed out; now becomes the
  * last handed out when `keep`, else k is forgotten. */
 static int hand_out_delta(struct counts *c, const struct agg_key *k, const struct agg_val *now,
-			  bool keep)
+			  bool keep, enum counts_drain how)
 {
 	struct agg_val *seen = hmap__get(c->shadow, k), d = *now;
 	int n;
@@ -209,7 +216,7 @@ static int hand_out_delta(struct counts *c, const struct agg_key *k, const struc
 		d.offcpu_ns -= seen->offcpu_ns < d.offcpu_ns ? seen->offcpu_ns : d.offcpu_ns;
 		d.gil_ns -= seen->gil_ns < d.gil_ns ? seen->gil_ns : d.gil_ns;
 	}
-	n = hand_out(c, k, &d, seen != NULL);
+	n = hand_out(c, k, &d, seen != NULL, how);
 	if (keep) {
 		if (!seen) {
 			seen = malloc(sizeof(*seen));
@@ -290,9 +297,9 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 		switch (how) {
 		case COUNTS_PERIODIC:
 			if (k->epoch == closed) {
-				out += hand_out_delta(c, k, &c->vals[i], true);
+				out += hand_out_delta(c, k, &c->vals[i], true, how);
 			} else if (k->epoch == earlier) {
-				out += hand_out_delta(c, k, &c->vals[i], false);
+				out += hand_out_delta(c, k, &c->vals[i], false, how);
 				c->dead[c->ndead++] = *k;
 			}
 			break;
@@ -300,7 +307,7 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 		case COUNTS_ALL:
 			mine = how == COUNTS_ALL || ((int)k->tgid == tgid && k->gen == gen);
 			if (mine) {
-				out += hand_out_delta(c, k, &c->vals[i], false);
+				out += hand_out_delta(c, k, &c->vals[i], false, how);
 				c->dead[c->ndead++] = *k;
 			}
 			break;

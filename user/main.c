@@ -43,9 +43,11 @@
 #define VERSION "0.1.0"
 #define MAX_PROCS 8192
 #define RINGBUF_BYTES (16 << 20)
-/* --all: the samples of every CPU; room for about 20 000 records of the
- * largest size (10 s of two busy CPUs at 997 Hz, 1 s of twenty). */
-#define RINGBUF_BYTES_ALL (64 << 20)
+/* --all: samples are counted in BPF (COUNTS_MAX entries per epoch); the
+ * ring buffer carries process events, stacks, and the samples that found the
+ * count table full. */
+#define RINGBUF_BYTES_ALL (16 << 20)
+#define COUNTS_MAX 65536
 /* --all: the loader's scheduling priority (nice).  It must keep up with
  * the ring buffer on a host whose CPUs are all busy; at nice 0 among fifty
  * busy processes it got 3% of a CPU and lost more samples than it kept.
@@ -316,6 +318,7 @@ static int setup(struct run_state *rs)
 		/* One loader keeps up with a whole host: samples are counted
 		 * in BPF and drained on a timer. */
 		lo.aggregate = true;
+		lo.max_counts = COUNTS_MAX;
 		bpf.drain_counts = bpf_drain_counts;
 		bpf.counts_stats = bpf_counts_stats;
 		so.host = host__session_host(rs->host);

@@ -1504,7 +1504,9 @@ void session__end_all(struct session *s)
 
 	if (!s->host)
 		return;
-	/* Every count still in BPF, then what was held back. */
+	/* Every count still in BPF, then what was held back: the run ends
+	 * here (what is counted after, as the profiles are written, is not
+	 * theirs). */
 	if (s->bpf.drain_counts) {
 		drain_counts(s, SESSION_COUNTS_ALL);
 		drain_counts(s, SESSION_COUNTS_ALL);
@@ -1512,6 +1514,7 @@ void session__end_all(struct session *s)
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
+		tp->drained = true;
 		end_image(s, tp, END_RUNNING, 0, 0, now);
 	}
 }

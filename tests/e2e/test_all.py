@@ -58,6 +58,11 @@ def _stop(proc, stop_file):
 def _index(out_dir):
     index = json.loads((out_dir / "index.json").read_text())
     assert index["scalene_bpf_index"] == 1, index
+    # Samples are counted in BPF: every count found its stack, and the
+    # count table had room (nothing went the slower way).
+    counts = index["counts"]
+    assert counts["stacks_missing"] == 0 and counts["table_full_samples"] == 0, counts
+    assert counts["samples"] >= counts["records"], counts
     return index
 
 
