@@ -16,6 +16,7 @@
 
 #include <json-c/json.h>
 
+#include "clock.h"
 #include "counts.h"
 #include "creds.h"
 #include "facts.h"
@@ -96,14 +97,6 @@ struct host {
 	bool told_write_failure;
 	char last_write_error[256];
 };
-
-static double clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* A /proc/PID file's first line (or all of it, up to n - 1 bytes). */
 static ssize_t read_proc(int pid, const char *what, char *buf, size_t n)
@@ -448,7 +441,7 @@ static void identity_of(const struct hproc *e, struct facts_process *pr)
 static void write_profile(struct host *h, struct hproc *e, const struct session_end *end,
 			  bool final)
 {
-	double now = clock_s(CLOCK_MONOTONIC), from = h->start_mono + e->started_s;
+	double now = mono_s(), from = h->start_mono + e->started_s;
 	double until = end->ts_ns ? end->ts_ns / 1e9 : now;
 	struct output_meta m = {
 		.program = e->target.program ? e->target.program : e->comm,

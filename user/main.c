@@ -22,6 +22,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "facts.h"
 #include "host.h"
 #include "loader.h"
@@ -79,14 +80,6 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		sigaction(sigs[i], &sa, NULL);
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static double wall_s(void)

@@ -14,6 +14,7 @@
 
 #include "abi.h"
 #include "asyncprobe.h"
+#include "clock.h"
 #include "cpython.h"
 #include "hmap.h"
 #include "memread.h"
@@ -114,14 +115,6 @@ void session__free(struct session *s)
 static struct profile *tp_profile(const struct session *s, const struct tproc *tp)
 {
 	return s->host ? tp->profile : s->profile;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static struct tproc *tproc_new(struct session *s, int pid, int ppid)
@@ -262,7 +255,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 
 	tp->pp = *pp;
 	tp->state = TP_PYTHON;
-	tp->recognised_ns = now_ns();
+	tp->recognised_ns = mono_ns();
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
 	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
@@ -354,7 +347,7 @@ int session__add_proc(struct session *s, int pid)
 		tproc_free(tp);
 		return err;
 	}
-	try_detect(s, tp, now_ns());
+	try_detect(s, tp, mono_ns());
 	return 0;
 }
 
@@ -487,7 +480,7 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 	 * exits at once would otherwise never be known as Python.  (It may be
 	 * let go, and gone, after this.) */
 	if (parent && parent->state == TP_DETECTING && !parent->exited) {
-		try_detect(s, parent, now_ns());
+		try_detect(s, parent, mono_ns());
 		parent = hmap__get(s->procs, &(int){ (int)r->ppid });
 	}
 	if (tp && s->host) {
@@ -593,7 +586,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	if (!s->host)
 		profile__proc_exit(s->profile, tp->pid, r->ts);
 	tp->sampler_loaded = tp->sampler_final = false;
-	try_detect(s, tp, now_ns());
+	try_detect(s, tp, mono_ns());
 }
 
 static void retire_exited(struct session *s);
@@ -703,7 +696,7 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	err = usyms__resolve(tp->usyms, ip, &sym);
 	if (err == -ENOENT) {
 		/* A library loaded since: re-read the maps, at most every 100 ms. */
-		now = now_ns();
+		now = mono_ns();
 		if (now - tp->last_refresh_ns < 100000000ULL)
 			return;
 		tp->last_refresh_ns = now;
@@ -781,11 +774,11 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		pc = session_code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
-			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
+			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 			pr_debug("process %d: code object 0x%llx (frame %u of %u) unreadable "
 				 "%.1f ms after the sample: %s\n",
 				 tp->pid, (unsigned long long)f->code, i + 1, n,
-				 (now_ns() - ev->ts) / 1e6, strerror(errno));
+				 (mono_ns() - ev->ts) / 1e6, strerror(errno));
 			continue;
 		}
 		line = pycode__line(pc, f->offset);
@@ -984,7 +977,7 @@ static void on_stack(struct session *s, const struct agg_stack_record *r, size_t
 		if (r->frames[i].code &&
 		    !session_code_for(s, tp, r->frames[i].code,
 				      pycode_tag(r->frames[i].tag, r->frames[i].ident)))
-			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
+			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 	}
 }
 
@@ -1377,7 +1370,7 @@ int session__proc_facts(struct session *s, int pid, struct facts *f)
 
 void session__end_all(struct session *s)
 {
-	uint64_t now = now_ns();
+	uint64_t now = mono_ns();
 	size_t it = 0;
 	void *v;
 

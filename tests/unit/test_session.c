@@ -26,6 +26,7 @@
 
 #include "testlib.h"
 #include "abi.h"
+#include "clock.h"
 #include "cpython.h"
 #include "facts.h"
 #include "memread.h"
@@ -235,14 +236,6 @@ struct fixture {
 	struct fake_bpf bpf;
 	struct py_proc pp;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 /* A session whose root is this process, attached as a 3.12 interpreter. */
 static bool setup(struct fixture *f, bool memory)
