@@ -16,8 +16,10 @@
 
 #include <json-c/json.h>
 
+#include "clock.h"
 #include "counts.h"
 #include "creds.h"
+#include "facts.h"
 #include "hmap.h"
 #include "host.h"
 #include "log.h"
@@ -41,15 +43,22 @@
 /* index.json's format; a reader refuses another major version. */
 #define INDEX_VERSION 1
 
+/* A command line, each argument valid UTF-8; a fork child that has not
+ * exec'ed shares its parent's. */
+struct cmdline {
+	int refs, n;
+	char *argv[];
+};
+
 /* One process image: profiled (a profile is being built or was written), or
  * Python that could not be profiled. */
 struct hproc {
 	int pid, ns_pid, ppid;
 	long uid;
 	char comm[32];
-	struct json_object *cmdline;
-	char python[32]; /* "" when not known */
-	char *file;	 /* the profile's name in the directory, or NULL */
+	struct cmdline *cmdline; /* NULL: none could be read */
+	char python[32];	 /* "" when not known */
+	char *file;		 /* the profile's name in the directory, or NULL */
 	char *not_profiled;
 	double started_s;
 	bool live, exited, has_end;
@@ -88,14 +97,6 @@ struct host {
 	bool told_write_failure;
 	char last_write_error[256];
 };
-
-static double clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* A /proc/PID file's first line (or all of it, up to n - 1 bytes). */
 static ssize_t read_proc(int pid, const char *what, char *buf, size_t n)
@@ -180,25 +181,50 @@ static double proc_start_boot(struct host *h, int pid)
 	return (double)ticks / h->clk_tck;
 }
 
-static struct json_object *proc_cmdline(int pid)
+/* Its first MAX_ARGS arguments (one that cannot be copied is left out);
+ * NULL when out of memory. */
+static struct cmdline *proc_cmdline(int pid)
 {
-	struct json_object *a = json_object_new_array();
 	char buf[MAX_CMDLINE + 1];
 	ssize_t len = read_proc(pid, "cmdline", buf, sizeof(buf));
 	ssize_t off = 0;
+	struct cmdline *c = calloc(1, sizeof(*c) + MAX_ARGS * sizeof(c->argv[0])), *shrunk;
 	int n = 0;
 
+	if (!c)
+		return NULL;
+	c->refs = 1;
 	while (len > 0 && off < len && n < MAX_ARGS) {
 		size_t l = strnlen(buf + off, len - off);
 		char *clean = utf8_sanitize(buf + off, l);
 
 		if (clean)
-			json_object_array_add(a, json_object_new_string(clean));
-		free(clean);
+			c->argv[c->n++] = clean;
 		off += l + 1;
 		n++;
 	}
-	return a;
+	/* Kept for the whole run (the index lists every process): no more
+	 * than it holds. */
+	shrunk = realloc(c, sizeof(*c) + c->n * sizeof(c->argv[0]));
+	return shrunk ? shrunk : c;
+}
+
+static struct cmdline *cmdline_get(struct cmdline *c)
+{
+	if (c)
+		c->refs++;
+	return c;
+}
+
+static void cmdline_put(struct cmdline *c)
+{
+	int i;
+
+	if (!c || --c->refs)
+		return;
+	for (i = 0; i < c->n; i++)
+		free(c->argv[i]);
+	free(c);
 }
 
 static bool in_pids(const int *pids, int n, int pid)
@@ -296,7 +322,7 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 		e->ppid = ppid;
 		e->ns_pid = -1;
 		snprintf(e->comm, sizeof(e->comm), "%s", parent->comm);
-		e->cmdline = json_object_get(parent->cmdline);
+		e->cmdline = cmdline_get(parent->cmdline);
 	} else {
 		proc_comm(pid, e->comm, sizeof(e->comm));
 		e->cmdline = proc_cmdline(pid);
@@ -399,25 +425,15 @@ static const char *const end_names[] = {
 };
 
 /* Who a process is: the same in its profile and in the index. */
-static struct json_object *identity_json(const struct hproc *e)
+static void identity_of(const struct hproc *e, struct facts_process *pr)
 {
-	struct json_object *o = json_object_new_object();
-
-	json_object_object_add(o, "pid", json_object_new_int(e->pid));
-	json_object_object_add(o, "ns_pid", e->ns_pid >= 0 ? json_object_new_int(e->ns_pid) : NULL);
-	json_object_object_add(o, "ppid", json_object_new_int(e->ppid));
-	json_object_object_add(o, "uid", json_object_new_int64(e->uid));
-	json_object_object_add(o, "comm", json_object_new_string(e->comm));
-	json_object_object_add(o, "cmdline", json_object_get(e->cmdline));
-	return o;
-}
-
-static struct json_object *process_facts(const struct hproc *e, const struct session_end *end)
-{
-	struct json_object *o = identity_json(e);
-
-	json_object_object_add(o, "ended", json_object_new_string(end_names[end->why]));
-	return o;
+	pr->pid = e->pid;
+	pr->ns_pid = e->ns_pid;
+	pr->ppid = e->ppid;
+	pr->uid = e->uid;
+	pr->comm = e->comm;
+	pr->cmdline = e->cmdline ? (const char *const *)e->cmdline->argv : NULL;
+	pr->ncmdline = e->cmdline ? e->cmdline->n : 0;
 }
 
 /* Writes e's profile; final: its image has ended (a failure then is for
@@ -425,7 +441,7 @@ static struct json_object *process_facts(const struct hproc *e, const struct ses
 static void write_profile(struct host *h, struct hproc *e, const struct session_end *end,
 			  bool final)
 {
-	double now = clock_s(CLOCK_MONOTONIC), from = h->start_mono + e->started_s;
+	double now = mono_s(), from = h->start_mono + e->started_s;
 	double until = end->ts_ns ? end->ts_ns / 1e9 : now;
 	struct output_meta m = {
 		.program = e->target.program ? e->target.program : e->comm,
@@ -443,14 +459,20 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		.ctx = end->source_ctx,
 	};
 	struct output_job w = { .p = e->profile, .m = &m };
+	struct facts *facts = facts__new();
 	char path[PATH_MAX];
 	int err;
 
-	m.extra = session__proc_facts(h->session, e->pid);
-	if (m.extra) {
-		json_object_object_add(m.extra, "timeline", output_timeline_facts(e->profile));
-		json_object_object_add(m.extra, "process", process_facts(e, end));
+	if (facts && session__proc_facts(h->session, e->pid, facts)) {
+		facts__free(facts);
+		facts = NULL;
 	}
+	if (facts) {
+		facts->has_process = true;
+		identity_of(e, &facts->process);
+		facts->process.ended = end_names[end->why];
+	}
+	m.facts = facts;
 	if (!e->file)
 		e->file = profile_name(h, e);
 	if (!e->file) {
@@ -459,7 +481,7 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		snprintf(path, sizeof(path), "%s/%s", h->dir, e->file);
 		err = outfile_stream(path, output_emit, &w, h->creds);
 	}
-	json_object_put(m.extra);
+	facts__free(facts);
 	if (!err)
 		return;
 	/* A full disk loses this profile, not the run: said once here, for
@@ -707,7 +729,7 @@ void host__free(struct host *h)
 
 		profile__free(e->profile);
 		target_free(&e->target);
-		json_object_put(e->cmdline);
+		cmdline_put(e->cmdline);
 		free(e->file);
 		free(e->not_profiled);
 		free(e);
@@ -779,7 +801,11 @@ static struct json_object *num_or_null(double v)
 
 static struct json_object *entry_json(const struct hproc *e)
 {
-	struct json_object *o = identity_json(e);
+	struct facts_process id = { 0 };
+	struct json_object *o;
+
+	identity_of(e, &id);
+	o = output_identity_json(&id);
 
 	json_object_object_add(o, "python",
 			       e->python[0] ? json_object_new_string(e->python) : NULL);

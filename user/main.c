@@ -21,8 +21,9 @@
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
-#include <json-c/json.h>
 
+#include "clock.h"
+#include "facts.h"
 #include "host.h"
 #include "loader.h"
 #include "memprobe.h"
@@ -83,14 +84,6 @@ static void install_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double wall_s(void)
 {
 	struct timespec ts;
@@ -138,6 +131,7 @@ static int write_profile(struct run_state *rs, bool final)
 		.ctx = rs->session,
 	};
 	const struct py_proc *pp = session__root_python(rs->session);
+	struct facts *facts = NULL;
 	struct output_job wctx;
 	int err;
 
@@ -151,27 +145,25 @@ static int write_profile(struct run_state *rs, bool final)
 		pyhook__poll(&rs->hook, rs->profile);
 	if (final)
 		session__flush_async(rs->session);
-	m.extra = session__facts(rs->session);
-	if (m.extra)
-		json_object_object_add(m.extra, "timeline", output_timeline_facts(rs->profile));
-	if (rs->hook_ready && m.extra) {
-		struct json_object *d = json_object_new_object();
-
-		json_object_object_add(d, "functions",
-				       json_object_new_int(profile__ndecorated(rs->profile)));
-		json_object_object_add(d, "bad_report_lines",
-				       json_object_new_int64((int64_t)rs->hook.bad_lines));
-		json_object_object_add(d, "refused_past_limit",
-				       json_object_new_int64((int64_t)rs->hook.refused));
-		json_object_object_add(m.extra, "profile_decorator", d);
+	facts = facts__new();
+	if (facts && session__facts(rs->session, facts)) {
+		facts__free(facts);
+		facts = NULL;
 	}
-	if (rs->uprobes && m.extra) {
+	m.facts = facts;
+	if (rs->hook_ready && facts) {
+		facts->has_decorator = true;
+		facts->decorator.functions = profile__ndecorated(rs->profile);
+		facts->decorator.bad_report_lines = rs->hook.bad_lines;
+		facts->decorator.refused_past_limit = rs->hook.refused;
+	}
+	if (rs->uprobes && facts) {
 		uint64_t stats[STAT_MAX] = { 0 };
 
 		loader__stats(rs->loader, stats);
-		json_object_object_add(
-			m.extra, "memory",
-			memprobe__facts(&rs->probes, stats[STAT_UPROBE_HITS], m.elapsed_sec));
+		facts->has_uprobes = true;
+		memprobe__facts(&rs->probes, stats[STAT_UPROBE_HITS], m.elapsed_sec,
+				&facts->uprobes);
 		if (final && rs->probes.hit_cost_ns >= 0 && m.elapsed_sec > 0) {
 			double rate = stats[STAT_UPROBE_HITS] / m.elapsed_sec;
 
@@ -219,7 +211,7 @@ static int write_profile(struct run_state *rs, bool final)
 			rs->opts->outfile, (unsigned long long)profile__samples(rs->profile),
 			rs->opts->outfile, rs->opts->outfile);
 	}
-	json_object_put(m.extra);
+	facts__free(facts);
 	/* Give back what building the pieces took rather than keep it for the
 	 * next write. */
 	malloc_trim(0);

@@ -4,9 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "elfsym.h"
+#include "facts.h"
 #include "loader.h"
 #include "memprobe.h"
 #include "memread.h"
@@ -16,6 +15,8 @@
 
 #define PROLOGUE_BYTES 32
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+_Static_assert(MEMPROBE_MAX <= FACTS_MAX_PROBES, "every probe site has a place in the facts");
 
 struct target_fn {
 	const char *func;
@@ -117,46 +118,24 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 	return rep->attached;
 }
 
-struct json_object *memprobe__facts(const struct memprobe_report *rep, unsigned long long hits,
-				    double elapsed_s)
+void memprobe__facts(const struct memprobe_report *rep, unsigned long long hits, double elapsed_s,
+		     struct facts_uprobes *out)
 {
-	struct json_object *o = json_object_new_object(), *sites = json_object_new_array();
 	int i;
 
-	json_object_object_add(o, "mode", json_object_new_string("uprobes"));
-	for (i = 0; i < rep->nsites; i++) {
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < rep->nsites && i < FACTS_MAX_PROBES; i++) {
 		const struct memprobe_site *s = &rep->sites[i];
-		struct json_object *so = json_object_new_object();
+		struct facts_probe_site *o = &out->probes[i];
 
-		json_object_object_add(so, "function", json_object_new_string(s->func));
-		json_object_object_add(so, "module", json_object_new_string(s->module));
-		if (s->offset >= 0)
-			json_object_object_add(so, "offset", json_object_new_int(s->offset));
-		else
-			json_object_object_add(so, "not_probed", json_object_new_string(s->why));
-		json_object_array_add(sites, so);
+		o->function = s->func;
+		snprintf(o->module, sizeof(o->module), "%s", s->module);
+		o->offset = s->offset;
+		if (s->offset < 0)
+			snprintf(o->not_probed, sizeof(o->not_probed), "%s", s->why);
 	}
-	json_object_object_add(o, "probes", sites);
-	json_object_object_add(o, "hits", json_object_new_int64((int64_t)hits));
-	if (elapsed_s > 0)
-		json_object_object_add(o, "hits_per_s", json_object_new_double(hits / elapsed_s));
-	if (rep->hit_cost_ns >= 0) {
-		json_object_object_add(o, "ns_per_hit_measured",
-				       json_object_new_double(rep->hit_cost_ns));
-		if (elapsed_s > 0)
-			json_object_object_add(
-				o, "estimated_cost_cpu_percent",
-				json_object_new_double(100.0 * hits * rep->hit_cost_ns / 1e9 /
-						       elapsed_s));
-	}
-	json_object_object_add(
-		o, "not_measured",
-		json_object_new_string(
-			"frees, footprint, peaks, leaks and net growth (they need `run`, "
-			"which preloads the sampler): n_malloc_mb and the fields with it hold "
-			"gross allocation here, not Scalene's net growth; the Python share of "
-			"allocations that "
-			"bypass the exported PyObject_/PyMem_ functions (inlined by "
-			"LTO builds, or internal calls): those count as native"));
-	return o;
+	out->nprobes = i;
+	out->hits = hits;
+	out->elapsed_s = elapsed_s;
+	out->ns_per_hit = rep->hit_cost_ns;
 }

@@ -10,9 +10,9 @@
 
 struct loader;
 struct py_proc;
-struct json_object;
+struct facts_uprobes;
 
-#define MEMPROBE_MAX 16
+#define MEMPROBE_MAX 16 /* FACTS_MAX_PROBES: each is in the facts */
 
 struct memprobe_site {
 	const char *func;
@@ -31,8 +31,8 @@ struct memprobe_report {
  * the reasons are in rep). */
 int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 		     struct memprobe_report *rep);
-/* The report, with the hit count and what it implies over elapsed_s. */
-struct json_object *memprobe__facts(const struct memprobe_report *rep, unsigned long long hits,
-				    double elapsed_s);
+/* The report as facts, with the hit count over elapsed_s. */
+void memprobe__facts(const struct memprobe_report *rep, unsigned long long hits, double elapsed_s,
+		     struct facts_uprobes *out);
 
 #endif /* MEMPROBE_H */

@@ -1089,7 +1089,7 @@ static bool churn_reported(const struct profile *p, const struct file_stats *f,
 
 static void build_doc(struct sink *snk, const struct profile *p, const struct output_meta *m)
 {
-	struct json_object *args, *churn = NULL;
+	struct json_object *args, *churn = NULL, *extra = NULL;
 	const struct profile_memory *pm = profile__memory(p);
 	struct out_ctx c = { .p = p, .m = m, .pm = pm, .total = profile__total_ns(p) };
 	double total = c.total;
@@ -1123,7 +1123,9 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	sink_add(snk, "native_allocations_mb", jdouble(mem ? pm->native_thread_bytes / MB : 0));
 	sink_add(snk, "main_thread_id",
 		 m->main_thread_id ? json_object_new_int64((int64_t)m->main_thread_id) : NULL);
-	if (mem && m->extra)
+	if (m->facts)
+		extra = output_facts_json(m->facts, p);
+	if (mem && extra)
 		churn = json_object_new_object();
 	sink_open(snk, "files", false);
 	for (i = 0; i < profile__nfiles(p); i++) {
@@ -1144,15 +1146,15 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	}
 	sink_close(snk);
 	emitted = malloc((profile__nstacks(p) ? profile__nstacks(p) : 1) * sizeof(*emitted));
-	build_stacks(snk, p, total, mem, m->extra, emitted);
+	build_stacks(snk, p, total, mem, extra, emitted);
 	sink_add(snk, "combined_stacks_timeline", build_timeline(p, m, emitted));
 	free(emitted);
 	if (churn)
-		json_object_object_add(m->extra, "allocation_churn",
+		json_object_object_add(extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));
-	if (m->extra) {
-		clean_strings(m->extra);
-		sink_add(snk, "scalene_bpf", json_object_get(m->extra));
+	if (extra) {
+		clean_strings(extra);
+		sink_add(snk, "scalene_bpf", extra);
 	}
 }
 
@@ -1208,19 +1210,6 @@ char *output_to_string(struct json_object *doc)
 	}
 	*o = '\0';
 	return out;
-}
-
-struct json_object *output_timeline_facts(const struct profile *p)
-{
-	const struct profile_timeline *tl = profile__timeline(p);
-	struct json_object *t = json_object_new_object();
-
-	/* How the stack timeline was thinned (profile.h has the rule). */
-	json_object_object_add(t, "events", json_object_new_int(tl->n));
-	json_object_object_add(t, "max_events", json_object_new_int(TIMELINE_MAX_EVENTS));
-	json_object_object_add(t, "slot_s", json_object_new_double(tl->slot_ns / 1e9));
-	json_object_object_add(t, "samples_dropped", json_object_new_int64((int64_t)tl->dropped));
-	return t;
 }
 
 int output_emit(int fd, void *job)

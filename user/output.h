@@ -15,6 +15,8 @@
 
 struct profile;
 struct json_object;
+struct facts;
+struct facts_process;
 
 /* Returns the source text of a profiled file (malloc'ed) or NULL, and the
  * file's modification time (Unix time, s). */
@@ -37,11 +39,10 @@ struct output_meta {
 	bool async_waits; /* await attribution was on: the n_async_* fields are filled */
 	read_source_fn read_source;
 	void *ctx;
-	struct json_object *extra; /* facts of this profiler, stored under "scalene_bpf" */
+	const struct facts *facts; /* this profiler's, written as "scalene_bpf"; NULL: none */
 };
 
-/* Builds the document; NULL on allocation failure.  Takes a reference to
- * meta->extra. */
+/* Builds the document; NULL on allocation failure. */
 struct json_object *output_build(const struct profile *p, const struct output_meta *m);
 
 /* Writes the same document to fd piece by piece: each line, stack and
@@ -57,8 +58,12 @@ struct output_job {
 };
 int output_emit(int fd, void *job);
 
-/* How the profile's stack timeline was thinned, for the facts. */
-struct json_object *output_timeline_facts(const struct profile *p);
+/* The facts as the "scalene_bpf" object (output_facts.c), with how p's
+ * stack timeline was thinned; the output adds what it measures itself
+ * (stack_bounds, allocation_churn).  NULL on allocation failure. */
+struct json_object *output_facts_json(const struct facts *f, const struct profile *p);
+/* Who a process is, as its profile's facts and the index of --all say. */
+struct json_object *output_identity_json(const struct facts_process *pr);
 
 /* Serialises doc to a malloc'ed string (strict JSON, UTF-8). */
 char *output_to_string(struct json_object *doc);

@@ -13,6 +13,7 @@
 #include <linux/types.h>
 
 #include "abi.h"
+#include "clock.h"
 #include "hmap.h"
 #include "memread.h"
 #include "pyasync.h"
@@ -159,14 +160,6 @@ struct pyasync {
 	struct pyasync_stats st;
 	char last_error[160];
 };
-
-static double mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 static void set_error(struct pyasync *a, const char *fmt, ...)
 {

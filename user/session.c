@@ -9,12 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <linux/openat2.h>
 #include <linux/types.h>
 
 #include "abi.h"
 #include "asyncprobe.h"
+#include "clock.h"
 #include "cpython.h"
 #include "hmap.h"
 #include "memread.h"
@@ -65,12 +65,9 @@ struct session *session__new(const struct session_opts *opts)
 	s->tnames = hmap__new(sizeof(struct thread_name_key));
 	s->codes = pycode_cache__new(CODE_CACHE_ENTRIES);
 	s->elves = elf_cache__new(NULL);
-	s->interp_list = json_object_new_array();
 	s->not_python_exes = hmap__new(sizeof(struct exe_key));
-	s->async_layouts = json_object_new_array();
 	s->next_space = 1;
-	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->interp_list ||
-	    !s->not_python_exes || !s->async_layouts) {
+	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->not_python_exes) {
 		session__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -105,11 +102,9 @@ void session__free(struct session *s)
 		tproc_free(v);
 	hmap__free(s->procs);
 	hmap__free(s->not_python_exes);
-	json_object_put(s->async_layouts);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
 	elf_cache__free(s->elves);
-	json_object_put(s->interp_list);
 	while (s->nheld)
 		free(s->held[--s->nheld]);
 	free(s);
@@ -120,14 +115,6 @@ void session__free(struct session *s)
 static struct profile *tp_profile(const struct session *s, const struct tproc *tp)
 {
 	return s->host ? tp->profile : s->profile;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static struct tproc *tproc_new(struct session *s, int pid, int ppid)
@@ -148,30 +135,23 @@ static struct tproc *tproc_new(struct session *s, int pid, int ppid)
 	return tp;
 }
 
-static struct json_object *interpreter_facts(const struct tproc *tp)
+static void interpreter_facts(const struct tproc *tp, struct facts_interpreter *in)
 {
-	struct json_object *o = json_object_new_object();
-	char ver[32];
-
-	python__version_string(tp->pp.version_hex, ver, sizeof(ver));
-	json_object_object_add(o, "pid", json_object_new_int(tp->pid));
-	json_object_object_add(o, "version", json_object_new_string(ver));
-	json_object_object_add(o, "path", json_object_new_string(tp->pp.path));
-	json_object_object_add(o, "static", json_object_new_boolean(tp->pp.static_build));
+	in->pid = tp->pid;
+	python__version_string(tp->pp.version_hex, in->version, sizeof(in->version));
+	snprintf(in->path, sizeof(in->path), "%s", tp->pp.path);
+	in->static_build = tp->pp.static_build;
 	/* Whether its GIL wait is measured, and if not why. */
-	json_object_object_add(o, "gil_wait_measured", json_object_new_boolean(tp->pp.gil_hi != 0));
-	if (!tp->pp.gil_hi)
-		json_object_object_add(o, "gil_wait_unmeasured",
-				       json_object_new_string(tp->pp.gil_why));
-	return o;
+	in->gil_wait_measured = tp->pp.gil_hi != 0;
+	snprintf(in->gil_wait_unmeasured, sizeof(in->gil_wait_unmeasured), "%s", tp->pp.gil_why);
 }
 
 static void note_interpreter(struct session *s, const struct tproc *tp)
 {
 	/* One entry per distinct interpreter binary is plenty. */
-	if (s->interpreters++ >= 16 || s->host)
+	if (s->interpreters++ >= FACTS_MAX_INTERPRETERS || s->host)
 		return;
-	json_object_array_add(s->interp_list, interpreter_facts(tp));
+	interpreter_facts(tp, &s->interp_list[s->ninterp_list++]);
 }
 
 /* Samples counted in BPF for tp's image come in now (before its end). */
@@ -275,7 +255,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 
 	tp->pp = *pp;
 	tp->state = TP_PYTHON;
-	tp->recognised_ns = now_ns();
+	tp->recognised_ns = mono_ns();
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
 	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
@@ -367,7 +347,7 @@ int session__add_proc(struct session *s, int pid)
 		tproc_free(tp);
 		return err;
 	}
-	try_detect(s, tp, now_ns());
+	try_detect(s, tp, mono_ns());
 	return 0;
 }
 
@@ -500,7 +480,7 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 	 * exits at once would otherwise never be known as Python.  (It may be
 	 * let go, and gone, after this.) */
 	if (parent && parent->state == TP_DETECTING && !parent->exited) {
-		try_detect(s, parent, now_ns());
+		try_detect(s, parent, mono_ns());
 		parent = hmap__get(s->procs, &(int){ (int)r->ppid });
 	}
 	if (tp && s->host) {
@@ -606,7 +586,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	if (!s->host)
 		profile__proc_exit(s->profile, tp->pid, r->ts);
 	tp->sampler_loaded = tp->sampler_final = false;
-	try_detect(s, tp, now_ns());
+	try_detect(s, tp, mono_ns());
 }
 
 static void retire_exited(struct session *s);
@@ -716,7 +696,7 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 	err = usyms__resolve(tp->usyms, ip, &sym);
 	if (err == -ENOENT) {
 		/* A library loaded since: re-read the maps, at most every 100 ms. */
-		now = now_ns();
+		now = mono_ns();
 		if (now - tp->last_refresh_ns < 100000000ULL)
 			return;
 		tp->last_refresh_ns = now;
@@ -794,11 +774,11 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		pc = session_code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
-			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
+			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 			pr_debug("process %d: code object 0x%llx (frame %u of %u) unreadable "
 				 "%.1f ms after the sample: %s\n",
 				 tp->pid, (unsigned long long)f->code, i + 1, n,
-				 (now_ns() - ev->ts) / 1e6, strerror(errno));
+				 (mono_ns() - ev->ts) / 1e6, strerror(errno));
 			continue;
 		}
 		line = pycode__line(pc, f->offset);
@@ -997,7 +977,7 @@ static void on_stack(struct session *s, const struct agg_stack_record *r, size_t
 		if (r->frames[i].code &&
 		    !session_code_for(s, tp, r->frames[i].code,
 				      pycode_tag(r->frames[i].tag, r->frames[i].ident)))
-			s->fast_until_ns = now_ns() + FAST_WINDOW_NS;
+			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 	}
 }
 
@@ -1088,45 +1068,6 @@ const struct py_proc *session__root_python(const struct session *s)
 	struct tproc *tp = hmap__get(s->procs, &s->root_pid);
 
 	return tp && tp->state == TP_PYTHON ? &tp->pp : NULL;
-}
-
-/*
- * thread_state_unavailable: a record of a thread with no BPF state yet that
- * could not make it, nearly always because the record's program interrupted
- * another of ours holding this CPU's task-storage lock (a sample's NMI inside
- * sched_switch).  The record is kept, walked without the frame cache; the
- * state is made at the thread's next record.
- */
-static const char *const stat_names[STAT_MAX] = {
-	/* Every counter has a name: the array is sized by the enum. */
-	[STAT_SAMPLES] = "samples",
-	[STAT_OFFCPU_EVENTS] = "offcpu_records",
-	[STAT_RINGBUF_FULL] = "lost_ringbuf_full",
-	[STAT_WALK_READ_FAILED] = "walk_read_failed",
-	[STAT_WALK_TRUNCATED] = "walk_truncated",
-	[STAT_NO_TSTATE] = "no_python_thread_state",
-	[STAT_NO_CONFIG] = "not_recognised_yet",
-	[STAT_TASK_STORAGE_FAIL] = "thread_state_unavailable",
-	[STAT_PROC_TABLE_FULL] = "process_table_full",
-	[STAT_EVENTS_LOST] = "process_events_lost",
-	[STAT_SAMPLE_NS] = "sample_ns_total",
-	[STAT_MEM_EVENTS] = "memory_records",
-	[STAT_MEM_NS] = "memory_ns_total",
-	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
-	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
-	[STAT_IDLE_NS] = "idle_wait_ns",
-	[STAT_OP_READ_FAILED] = "opcode_read_failed",
-	[STAT_PROBE_SAMPLES] = "probe_samples",
-	[STAT_PROBE_CHECKS] = "probe_checks",
-	[STAT_PROBE_CHECK_NS] = "probe_check_ns_total",
-	[STAT_AGG_FULL] = "count_table_full",
-	[STAT_AGG_STACKS] = "stacks_sent",
-};
-_Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
-
-static double mb(double bytes)
-{
-	return bytes / (1024.0 * 1024.0);
 }
 
 /* The sampler's state of a process: final if it exited normally, else read
@@ -1273,196 +1214,127 @@ char *session__memory_warnings(struct session *s)
 	return buf;
 }
 
-static struct json_object *memory_facts(struct session *s, const struct profile *p,
-					const uint64_t *stats)
+static void memory_facts(struct session *s, const struct profile *p, const uint64_t *stats,
+			 struct facts_memory *o)
 {
 	const struct profile_memory *pm = profile__memory(p);
-	struct json_object *o = json_object_new_object(), *exact, *est;
 	struct mem_summary m;
 
 	summarise_memory(s, &m);
-	json_object_object_add(o, "python_processes", json_object_new_int(m.python_procs));
-	json_object_object_add(o, "sampler_loaded", json_object_new_int(m.with_sampler));
-	json_object_object_add(o, "sampler_not_loaded", json_object_new_int(m.not_loaded));
-	json_object_object_add(o, "sample_bytes", json_object_new_int64((int64_t)m.sample_bytes));
-	json_object_object_add(o, "copy_sample_bytes",
-			       json_object_new_int64((int64_t)m.copy_sample_bytes));
-	/* The sampler's exact byte counts (processes whose final counts could
-	 * be read: normal exit, or still running) against what the samples
-	 * estimate, then what reached the profile. */
-	exact = json_object_new_object();
-	json_object_object_add(exact, "processes", json_object_new_int(m.with_state));
-	json_object_object_add(exact, "alloc_mb", json_object_new_double(mb(m.alloc)));
-	json_object_object_add(exact, "python_mb", json_object_new_double(mb(m.python)));
-	json_object_object_add(exact, "copy_mb", json_object_new_double(mb(m.copy)));
-	json_object_object_add(exact, "sampled_alloc_mb", json_object_new_double(mb(m.sampled)));
-	json_object_object_add(exact, "sampled_python_mb",
-			       json_object_new_double(mb(m.sampled_python)));
-	json_object_object_add(exact, "sampled_copy_mb",
-			       json_object_new_double(mb(m.sampled_copy)));
-	json_object_object_add(o, "sampler_counts", exact);
-	est = json_object_new_object();
-	json_object_object_add(est, "alloc_mb", json_object_new_double(mb(pm->malloc_bytes)));
-	json_object_object_add(est, "python_mb", json_object_new_double(mb(pm->python_bytes)));
-	json_object_object_add(est, "net_growth_mb", json_object_new_double(mb(pm->net_bytes)));
-	json_object_object_add(est, "copy_mb", json_object_new_double(mb(pm->copy_bytes)));
-	json_object_object_add(est, "native_threads_mb",
-			       json_object_new_double(mb(pm->native_thread_bytes)));
-	json_object_object_add(est, "unattributed_mb",
-			       json_object_new_double(mb(pm->unattributed_bytes)));
-	json_object_object_add(est, "not_python_mb",
-			       json_object_new_double(mb(pm->not_python_bytes)));
-	json_object_object_add(o, "profiled", est);
-	json_object_object_add(o, "records", json_object_new_int64((int64_t)s->mem_records));
-	json_object_object_add(o, "records_lost",
-			       json_object_new_int64((int64_t)stats[STAT_MEM_LOST]));
-	if (stats[STAT_MEM_EVENTS]) {
-		json_object_object_add(o, "bpf_ns_per_event",
-				       json_object_new_double((double)stats[STAT_MEM_NS] /
-							      stats[STAT_MEM_EVENTS]));
-	}
-	json_object_object_add(o, "frees_of_unknown_blocks",
-			       json_object_new_int64((int64_t)pm->frees_unknown));
-	json_object_object_add(
-		o, "untracked_blocks",
-		json_object_new_int64((int64_t)(pm->untracked + pm->blocks_dropped)));
-	json_object_object_add(o, "table_overflows", json_object_new_int64((int64_t)m.overflows));
-	json_object_object_add(o, "stale_frees", json_object_new_int64((int64_t)m.stale));
-	json_object_object_add(o, "foreign_allocator_processes", json_object_new_int(m.foreign));
-	json_object_object_add(o, "native_allocations_unseen_processes",
-			       json_object_new_int(m.shadowed));
-	json_object_object_add(o, "python_allocator_unwrapped_processes",
-			       json_object_new_int(m.not_wrapped));
-	return o;
+	o->python_processes = m.python_procs;
+	o->sampler_loaded = m.with_sampler;
+	o->sampler_not_loaded = m.not_loaded;
+	o->sample_bytes = m.sample_bytes;
+	o->copy_sample_bytes = m.copy_sample_bytes;
+	o->counted_processes = m.with_state;
+	o->alloc_bytes = m.alloc;
+	o->python_bytes = m.python;
+	o->copy_bytes = m.copy;
+	o->sampled_alloc_bytes = m.sampled;
+	o->sampled_python_bytes = m.sampled_python;
+	o->sampled_copy_bytes = m.sampled_copy;
+	o->profiled_alloc_bytes = pm->malloc_bytes;
+	o->profiled_python_bytes = pm->python_bytes;
+	o->profiled_net_growth_bytes = pm->net_bytes;
+	o->profiled_copy_bytes = pm->copy_bytes;
+	o->profiled_native_threads_bytes = pm->native_thread_bytes;
+	o->profiled_unattributed_bytes = pm->unattributed_bytes;
+	o->profiled_not_python_bytes = pm->not_python_bytes;
+	o->records = s->mem_records;
+	o->records_lost = stats[STAT_MEM_LOST];
+	o->frees_of_unknown_blocks = pm->frees_unknown;
+	o->untracked_blocks = pm->untracked + pm->blocks_dropped;
+	o->table_overflows = m.overflows;
+	o->stale_frees = m.stale;
+	o->foreign_allocator_processes = m.foreign;
+	o->native_allocations_unseen_processes = m.shadowed;
+	o->python_allocator_unwrapped_processes = m.not_wrapped;
 }
 
-struct json_object *session_seconds(double ns)
+static int threads_facts(const struct profile *p, struct facts *f)
 {
-	return json_object_new_double(ns / 1e9);
+	int i, n = profile__nthreads(p);
+
+	f->threads = calloc(n ? n : 1, sizeof(*f->threads));
+	if (!f->threads)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct thread_stats *t = profile__thread(p, i);
+		struct facts_thread *o = &f->threads[i];
+
+		o->pid = t->tgid;
+		o->tid = t->tid;
+		o->name = t->name;
+		o->main_thread = t->main_thread;
+		o->samples = t->samples;
+		o->cpu_ns = t->cpu_ns;
+		o->blocked_ns = t->blocked_ns;
+		o->gil_ns = t->gil_ns;
+	}
+	f->nthreads = n;
+	return 0;
 }
 
 /* The facts of profile p: the session's, or (tp) one process's. */
-static struct json_object *facts_of(struct session *s, const struct profile *p,
-				    const struct tproc *tp)
+static int facts_of(struct session *s, const struct profile *p, const struct tproc *tp,
+		    struct facts *f)
 {
-	struct json_object *o = json_object_new_object(), *bpf = json_object_new_object();
-	struct json_object *un = json_object_new_object(), *threads = json_object_new_array();
-	static const char *const unattr[UNATTR_MAX] = {
-		[UNATTR_NO_PYTHON_THREAD] = "threads_without_python_s",
-		[UNATTR_UNREADABLE] = "unreadable_stacks_s",
-		[UNATTR_NOT_PROFILED] = "outside_profiled_files_s",
-	};
-	uint64_t stats[STAT_MAX] = { 0 }, run_ns = 0, run_cnt = 0;
-	struct json_object *warnings;
+	struct facts_bpf *b = &f->bpf;
 	char *warn;
-	int i;
+	int i, err;
 
-	bool have_stats = !s->bpf.stats(s->bpf.ctx, stats);
-
-	if (s->async_waits)
-		json_object_object_add(o, "async", sasync_facts(s));
-	json_object_object_add(o, "sampling_rate_hz",
-			       json_object_new_double(1e9 / (double)s->period_ns));
-	json_object_object_add(o, "total_sampled_s", session_seconds(profile__total_ns(p)));
-	/* Blocked time left out of the percentages: parked worker threads'
-	 * (unless --idle), added up in BPF. */
-	json_object_object_add(o, "uncounted_blocked_s",
-			       session_seconds((double)stats[STAT_IDLE_NS]));
-	json_object_object_add(o, "not_python_s", session_seconds(profile__not_python_ns(p)));
-	/* The CPU time of our uprobes' hits (the trap, our program, the
-	 * emulated instruction), sampled in the program's threads and left out
-	 * of its lines and of total_sampled_s. */
-	if (s->bpf.probe_check)
-		json_object_object_add(
-			o, "probe_overhead_s",
-			session_seconds((double)stats[STAT_PROBE_SAMPLES] * s->period_ns));
-	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
-	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
-	json_object_object_add(o, "gil_wait_s", session_seconds(profile__gil_ns(p)));
+	b->have_stats = !s->bpf.stats(s->bpf.ctx, b->stats);
+	if (s->async_waits) {
+		f->has_async = true;
+		sasync_facts(s, &f->async);
+	}
+	f->period_ns = s->period_ns;
+	f->total_sampled_ns = profile__total_ns(p);
+	f->not_python_ns = profile__not_python_ns(p);
+	f->probe_check = s->bpf.probe_check;
+	f->gil_wait_ns = profile__gil_ns(p);
 	for (i = 0; i < UNATTR_MAX; i++)
-		json_object_object_add(un, unattr[i],
-				       session_seconds(profile__unattributed_ns(p, i)));
-	json_object_object_add(o, "unattributed", un);
-	for (i = 0; have_stats && i < STAT_MAX; i++)
-		json_object_object_add(bpf, stat_names[i],
-				       json_object_new_int64((int64_t)stats[i]));
+		f->unattributed_ns[i] = profile__unattributed_ns(p, i);
 	if (tp) {
 		/* System-wide, BPF counts for the whole host: this process's
 		 * CPU samples are its own count. */
-		json_object_object_add(bpf, "host_samples",
-				       json_object_new_int64((int64_t)stats[STAT_SAMPLES]));
-		json_object_object_add(bpf, "samples", json_object_new_int64(tp->cpu_samples));
-		json_object_object_add(bpf, "counters_of", json_object_new_string("host"));
+		b->host = true;
+		b->process_samples = tp->cpu_samples;
 	}
-	if (stats[STAT_SAMPLES]) {
-		json_object_object_add(bpf, "ns_per_sample",
-				       json_object_new_double((double)stats[STAT_SAMPLE_NS] /
-							      stats[STAT_SAMPLES]));
+	b->have_runtime = !s->bpf.prog_runtime(s->bpf.ctx, &b->run_ns, &b->run_cnt);
+	b->records = s->records;
+	b->bad_records = s->bad_records;
+	b->frames_unreadable = s->frames_unreadable;
+	b->code_cache_evictions = pycode_cache__evictions(s->codes);
+	b->stacks_dropped = profile__stacks_dropped(p);
+	b->truncated_stacks = profile__truncated(p);
+	if (s->memory) {
+		f->has_memory = true;
+		memory_facts(s, p, b->stats, &f->memory);
 	}
-	if (stats[STAT_PROBE_CHECKS]) {
-		json_object_object_add(bpf, "probe_check_ns_per_check",
-				       json_object_new_double((double)stats[STAT_PROBE_CHECK_NS] /
-							      stats[STAT_PROBE_CHECKS]));
-	}
-	if (!s->bpf.prog_runtime(s->bpf.ctx, &run_ns, &run_cnt) && run_cnt) {
-		json_object_object_add(bpf, "sampler_ns_per_run",
-				       json_object_new_double((double)run_ns / run_cnt));
-	}
-	json_object_object_add(bpf, "records", json_object_new_int64(s->records));
-	json_object_object_add(bpf, "bad_records", json_object_new_int64(s->bad_records));
-	json_object_object_add(bpf, "frames_unreadable",
-			       json_object_new_int64(s->frames_unreadable));
-	json_object_object_add(bpf, "code_cache_evictions",
-			       json_object_new_int64(pycode_cache__evictions(s->codes)));
-	json_object_object_add(bpf, "stacks_dropped",
-			       json_object_new_int64(profile__stacks_dropped(p)));
-	json_object_object_add(bpf, "truncated_stacks",
-			       json_object_new_int64(profile__truncated(p)));
-	json_object_object_add(o, "bpf", bpf);
-	if (s->memory)
-		json_object_object_add(o, "memory", memory_facts(s, p, stats));
-	for (i = 0; i < profile__nthreads(p); i++) {
-		const struct thread_stats *t = profile__thread(p, i);
-		struct json_object *to = json_object_new_object();
-
-		json_object_object_add(to, "pid", json_object_new_int(t->tgid));
-		json_object_object_add(to, "tid", json_object_new_int(t->tid));
-		json_object_object_add(to, "name", json_object_new_string(t->name ? t->name : ""));
-		json_object_object_add(to, "main_thread", json_object_new_boolean(t->main_thread));
-		json_object_object_add(to, "samples", json_object_new_int64(t->samples));
-		json_object_object_add(to, "cpu_s", session_seconds(t->cpu_ns));
-		json_object_object_add(to, "blocked_s", session_seconds(t->blocked_ns));
-		json_object_object_add(to, "gil_wait_s", session_seconds(t->gil_ns));
-		json_object_array_add(threads, to);
-	}
-	json_object_object_add(o, "threads", threads);
-	/* Threads past the per-thread limit, counted together in the last
-	 * entry ("(further threads)"). */
-	json_object_object_add(o, "processes_retired", json_object_new_int64(s->procs_retired));
-	json_object_object_add(o, "threads_folded",
-			       json_object_new_int64(profile__threads_folded(p)));
+	err = threads_facts(p, f);
+	if (err)
+		return err;
+	f->processes_retired = s->procs_retired;
+	f->threads_folded = profile__threads_folded(p);
 	if (tp) {
-		struct json_object *one = json_object_new_array();
-
-		json_object_array_add(one, interpreter_facts(tp));
-		json_object_object_add(o, "interpreters", one);
+		interpreter_facts(tp, &f->interpreters[0]);
+		f->ninterpreters = 1;
 	} else {
-		json_object_object_add(o, "interpreters", json_object_get(s->interp_list));
+		memcpy(f->interpreters, s->interp_list, s->ninterp_list * sizeof(*s->interp_list));
+		f->ninterpreters = s->ninterp_list;
 	}
 	/* What the reader should know before trusting the profile: the views
 	 * show these. */
 	warn = profile__outside_warning(p);
-	warnings = json_object_new_array();
-	if (warn)
-		json_object_array_add(warnings, json_object_new_string(warn));
+	err = warn ? facts__warn(f, warn) : 0;
 	free(warn);
-	json_object_object_add(o, "warnings", warnings);
-	return o;
+	return err;
 }
 
-struct json_object *session__facts(struct session *s)
+int session__facts(struct session *s, struct facts *f)
 {
-	return facts_of(s, s->profile, NULL);
+	return facts_of(s, s->profile, NULL, f);
 }
 
 uint64_t session__execs_known_not_python(const struct session *s)
@@ -1487,18 +1359,18 @@ void *session__proc_source_ctx(struct session *s, int pid)
 	return tp && tp->profile ? tp : NULL;
 }
 
-struct json_object *session__proc_facts(struct session *s, int pid)
+int session__proc_facts(struct session *s, int pid, struct facts *f)
 {
 	struct tproc *tp = hmap__get(s->procs, &pid);
 
 	if (!tp || !tp->profile)
-		return NULL;
-	return facts_of(s, tp->profile, tp);
+		return -ENOENT;
+	return facts_of(s, tp->profile, tp, f);
 }
 
 void session__end_all(struct session *s)
 {
-	uint64_t now = now_ns();
+	uint64_t now = mono_ns();
 	size_t it = 0;
 	void *v;
 

@@ -11,10 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct facts;
 struct profile;
 struct py_proc;
 struct py_walk_cfg;
-struct json_object;
 struct user_creds;
 struct counts_stats;
 
@@ -146,11 +146,13 @@ const struct py_proc *session__root_python(const struct session *s);
 int session__interpreters(const struct session *s);
 /* Why the root process was not profiled, in a phrase. */
 void session__explain_root(const struct session *s, char *buf, size_t n);
-/* Facts about the run for the profile's "scalene_bpf" key. */
-struct json_object *session__facts(struct session *s);
+/* Facts about the run for the profile's "scalene_bpf" key, into f (a
+ * zeroed facts__new()): 0 or -ENOMEM.  Its threads borrow the profile's
+ * names. */
+int session__facts(struct session *s, struct facts *f);
 /* System-wide: the same facts for one process's profile (during its
- * host->ended call). */
-struct json_object *session__proc_facts(struct session *s, int pid);
+ * host->ended call): 0, -ENOENT (not followed), -ENOMEM. */
+int session__proc_facts(struct session *s, int pid, struct facts *f);
 /* System-wide: execs of a program already seen not to be Python, let go
  * without a look. */
 uint64_t session__execs_known_not_python(const struct session *s);

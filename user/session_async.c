@@ -11,8 +11,6 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include <json-c/json.h>
-
 #include "asyncprobe.h"
 #include "hmap.h"
 #include "log.h"
@@ -138,22 +136,21 @@ static int proc_ids(int pid, uid_t *uid, gid_t *gid)
 static void async_layout_note(struct session *s, struct tproc *tp, const struct async_layout *l,
 			      const char *why)
 {
-	struct json_object *o = json_object_new_object();
-	char ver[32];
+	struct facts_async_layout *o;
 
-	python__version_string(tp->pp.version_hex, ver, sizeof(ver));
-	json_object_object_add(o, "pid", json_object_new_int(tp->pid));
-	json_object_object_add(o, "python", json_object_new_string(ver));
+	if (s->nasync_layouts >= FACTS_MAX_LAYOUTS)
+		return;
+	o = &s->async_layouts[s->nasync_layouts++];
+	memset(o, 0, sizeof(*o));
+	o->pid = tp->pid;
+	python__version_string(tp->pp.version_hex, o->python, sizeof(o->python));
+	o->found = l != NULL;
 	if (l) {
-		json_object_object_add(o, "c_task", json_object_new_boolean(l->c_task));
-		json_object_object_add(o, "task_type", json_object_new_string(l->task_type));
+		o->c_task = l->c_task;
+		snprintf(o->task_type, sizeof(o->task_type), "%s", l->task_type);
 	} else {
-		json_object_object_add(o, "unavailable", json_object_new_string(why));
+		snprintf(o->unavailable, sizeof(o->unavailable), "%s", why);
 	}
-	if (json_object_array_length(s->async_layouts) < 16)
-		json_object_array_add(s->async_layouts, o);
-	else
-		json_object_put(o);
 }
 
 /* The probe measures the layout once the process shows an event loop
@@ -253,9 +250,8 @@ void sasync_tick(struct session *s, struct tproc *tp, uint64_t now)
 }
 
 /* scalene_bpf.async: how the await fields were measured, and what it cost. */
-struct json_object *sasync_facts(struct session *s)
+void sasync_facts(struct session *s, struct facts_async *o)
 {
-	struct json_object *o = json_object_new_object();
 	struct pyasync_stats t = s->async_retired;
 	const struct profile *p = s->profile;
 	size_t it = 0;
@@ -267,48 +263,31 @@ struct json_object *sasync_facts(struct session *s)
 		if (tp->aw)
 			async_add(&t, pyasync__stats(tp->aw));
 	}
-	json_object_object_add(
-		o, "method",
-		json_object_new_string("task-set snapshots read from outside while the event "
-				       "loop waits in its selector"));
-	json_object_object_add(o, "await_s", session_seconds(profile__await_ns(p)));
-	json_object_object_add(o, "await_outside_profiled_files_s",
-			       session_seconds(profile__await_unattributed_ns(p)));
-	json_object_object_add(o, "idle_loop_s", session_seconds(t.idle_ns));
-	json_object_object_add(o, "idle_loop_without_tasks_s", session_seconds(t.empty_ns));
-	json_object_object_add(o, "idle_after_last_snapshot_s", session_seconds(t.after_last_ns));
-	/* The loop's idle time before the probe had measured the layout
-	 * (its first ~0.1-0.3 s): not credited to any line. */
-	json_object_object_add(o, "idle_before_layout_s", session_seconds(t.before_layout_ns));
-	json_object_object_add(o, "loops", json_object_new_int(t.loops));
-	json_object_object_add(o, "polls", json_object_new_int64((int64_t)t.polls));
-	json_object_object_add(o, "idle_polls", json_object_new_int64((int64_t)t.idle_polls));
-	json_object_object_add(o, "idle_unchecked_polls",
-			       json_object_new_int64((int64_t)t.state_unknown));
-	json_object_object_add(o, "snapshots", json_object_new_int64((int64_t)t.snapshots));
-	json_object_object_add(o, "partial_snapshots", json_object_new_int64((int64_t)t.partial));
-	json_object_object_add(o, "sampled_snapshots", json_object_new_int64((int64_t)t.sampled));
-	json_object_object_add(o, "task_sample", json_object_new_int(pyasync__task_sample()));
-	json_object_object_add(o, "task_set_unreadable",
-			       json_object_new_int64((int64_t)t.no_task_set));
-	json_object_object_add(o, "tasks_read", json_object_new_int64((int64_t)t.tasks_read));
-	json_object_object_add(o, "tasks_unreadable",
-			       json_object_new_int64((int64_t)t.tasks_unreadable));
-	json_object_object_add(o, "tasks_unstarted",
-			       json_object_new_int64((int64_t)t.tasks_unstarted));
-	json_object_object_add(o, "tasks_resumed", json_object_new_int64((int64_t)t.tasks_resumed));
-	json_object_object_add(o, "max_tasks", json_object_new_int(t.max_tasks));
-	json_object_object_add(o, "await_stacks_dropped",
-			       json_object_new_int64((int64_t)profile__await_stacks_dropped(p)));
-	json_object_object_add(o, "reader_s", session_seconds(t.cost_ns));
-	json_object_object_add(o, "reads", json_object_new_int64((int64_t)t.reads));
-	json_object_object_add(o, "read_calls", json_object_new_int64((int64_t)t.syscalls));
-	json_object_object_add(o, "layouts", json_object_get(s->async_layouts));
-	if (t.uvloop)
-		json_object_object_add(
-			o, "not_covered",
-			json_object_new_string(
-				"uvloop: its event loop is compiled code, so its "
-				"waiting and tasks are not read; await fields stay 0"));
-	return o;
+	o->await_ns = profile__await_ns(p);
+	o->await_outside_profiled_files_ns = profile__await_unattributed_ns(p);
+	o->idle_loop_ns = t.idle_ns;
+	o->idle_loop_without_tasks_ns = t.empty_ns;
+	o->idle_after_last_snapshot_ns = t.after_last_ns;
+	o->idle_before_layout_ns = t.before_layout_ns;
+	o->loops = t.loops;
+	o->polls = t.polls;
+	o->idle_polls = t.idle_polls;
+	o->idle_unchecked_polls = t.state_unknown;
+	o->snapshots = t.snapshots;
+	o->partial_snapshots = t.partial;
+	o->sampled_snapshots = t.sampled;
+	o->task_sample = pyasync__task_sample();
+	o->task_set_unreadable = t.no_task_set;
+	o->tasks_read = t.tasks_read;
+	o->tasks_unreadable = t.tasks_unreadable;
+	o->tasks_unstarted = t.tasks_unstarted;
+	o->tasks_resumed = t.tasks_resumed;
+	o->max_tasks = t.max_tasks;
+	o->await_stacks_dropped = profile__await_stacks_dropped(p);
+	o->reader_ns = t.cost_ns;
+	o->reads = t.reads;
+	o->read_calls = t.syscalls;
+	memcpy(o->layouts, s->async_layouts, s->nasync_layouts * sizeof(*s->async_layouts));
+	o->nlayouts = s->nasync_layouts;
+	o->uvloop = t.uvloop;
 }

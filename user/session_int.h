@@ -14,6 +14,7 @@
 #include <linux/types.h>
 
 #include "abi.h"
+#include "facts.h"
 #include "pyasync.h"
 #include "python.h"
 #include "sampler.h"
@@ -22,7 +23,6 @@
 struct asyncprobe;
 struct elf_cache;
 struct hmap;
-struct json_object;
 struct pycode;
 struct pycode_cache;
 struct usyms;
@@ -140,9 +140,11 @@ struct session {
 	bool memory;
 	bool async_waits;
 	struct pyasync_stats async_retired; /* of processes gone from procs */
-	struct json_object *async_layouts;  /* what the probes found or why not */
+	struct facts_async_layout async_layouts[FACTS_MAX_LAYOUTS]; /* found, or why not */
+	int nasync_layouts;
 	int interpreters;
-	struct json_object *interp_list;
+	struct facts_interpreter interp_list[FACTS_MAX_INTERPRETERS];
+	int ninterp_list;
 	/* System-wide: executables seen not to be Python (struct exe_key),
 	 * and the execs that cache spared a look at. */
 	struct hmap *not_python_exes;
@@ -152,14 +154,12 @@ struct session {
 /* The code object at code (cached; read from the process on first sight). */
 const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
 				      uint64_t tag);
-/* A duration in ns as the profile's seconds. */
-struct json_object *session_seconds(double ns);
 
 /* Await attribution (session_async.c). */
 void sasync_start(struct session *s, struct tproc *tp);
 void sasync_stop(struct tproc *tp);
 bool sasync_due(const struct tproc *tp);
 void sasync_tick(struct session *s, struct tproc *tp, uint64_t now);
-struct json_object *sasync_facts(struct session *s);
+void sasync_facts(struct session *s, struct facts_async *out);
 
 #endif /* SESSION_INT_H */

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "host.h"
 #include "hmap.h"
 #include "profile.h"
@@ -238,14 +239,6 @@ static void write_all(int fd, const char *buf, size_t len)
 		buf += n;
 		len -= n;
 	}
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static uint64_t thread_ns(void)

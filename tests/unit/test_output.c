@@ -18,6 +18,7 @@
 
 #include "testlib.h"
 #include "utf8check.h"
+#include "facts.h"
 #include "output.h"
 #include "profile.h"
 
@@ -640,13 +641,15 @@ static void test_top_level(void)
 {
 	struct profile *p = sample_profile();
 	struct output_meta m = sample_meta();
-	struct json_object *extra = json_object_new_object(), *doc, *args, *sb;
+	struct facts *f = facts__new();
+	struct json_object *doc = NULL, *args, *sb;
 	char *text = NULL;
 
-	json_object_object_add(extra, "sampling_rate_hz", json_object_new_double(997));
-	m.extra = extra;
+	if (!f)
+		goto out;
+	f->period_ns = 1000000;
+	m.facts = f;
 	doc = build(p, &m, &text);
-	json_object_put(extra); /* output_build took its own reference */
 	if (!doc)
 		goto out;
 	CHECK(json_object_is_type(get(doc, "alloc_samples"), json_type_int));
@@ -672,10 +675,11 @@ static void test_top_level(void)
 	CHECK_NEAR(dbl(doc, "start_time_perf"), 100.25);
 	sb = get(doc, "scalene_bpf");
 	CHECK(json_object_is_type(sb, json_type_object));
-	CHECK_NEAR(dbl(sb, "sampling_rate_hz"), 997);
+	CHECK_NEAR(dbl(sb, "sampling_rate_hz"), 1000);
 out:
 	json_object_put(doc);
 	free(text);
+	facts__free(f);
 	profile__free(p);
 }
 
@@ -844,25 +848,35 @@ static void test_invalid_utf8_facts(void)
 {
 	struct profile *p = sample_profile();
 	struct output_meta m = sample_meta();
-	struct json_object *doc, *t = json_object_new_object(), *arr = json_object_new_array();
+	struct facts *f = facts__new();
+	struct facts_thread t = { .pid = 1, .tid = 2, .name = "w\x80rker\xff" };
+	struct json_object *doc, *arr = json_object_new_array();
 	char *text = NULL, *text2;
 
-	m.extra = json_object_new_object();
-	json_object_object_add(t, "name", json_object_new_string("w\x80rker\xff"));
-	json_object_array_add(arr, t);
-	json_object_array_add(arr, json_object_new_string("py\xc3"));
-	json_object_object_add(m.extra, "threads", arr);
+	if (!f)
+		return;
+	f->period_ns = 1000000;
+	f->threads = malloc(sizeof(t));
+	if (f->threads) {
+		f->threads[0] = t;
+		f->nthreads = 1;
+	}
+	CHECK_EQ_INT(facts__warn(f, "in py\xc3"), 0);
+	m.facts = f;
 	doc = build(p, &m, &text);
 	if (doc) {
 		CHECK(utf8_valid(text, strlen(text)));
 		CHECK(strstr(text, "w" FFFD "rker" FFFD) != NULL);
+		CHECK(strstr(text, "in py" FFFD) != NULL);
 	}
-	text2 = output_to_string(m.extra);
+	json_object_array_add(arr, json_object_new_string("py\xc3"));
+	text2 = output_to_string(arr);
 	CHECK(text2 && utf8_valid(text2, strlen(text2)) && strstr(text2, "py" FFFD));
 	free(text2);
+	json_object_put(arr);
 	json_object_put(doc);
-	json_object_put(m.extra);
 	free(text);
+	facts__free(f);
 	profile__free(p);
 }
 

@@ -26,8 +26,11 @@
 
 #include "testlib.h"
 #include "abi.h"
+#include "clock.h"
 #include "cpython.h"
+#include "facts.h"
 #include "memread.h"
+#include "output.h"
 #include "profile.h"
 #include "pycode.h"
 #include "python.h"
@@ -234,14 +237,6 @@ struct fixture {
 	struct py_proc pp;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 /* A session whose root is this process, attached as a 3.12 interpreter. */
 static bool setup(struct fixture *f, bool memory)
 {
@@ -331,6 +326,19 @@ static void send_proc(struct fixture *f, uint32_t type, int tgid, int ppid, uint
 
 /* -------------------------------------------------- reading results */
 
+/* The session's facts as the profile writes them (of the process pid, or
+ * of the session when pid is 0); NULL when there are none. */
+static struct json_object *facts_json(struct session *s, int pid, const struct profile *p)
+{
+	struct facts *f = facts__new();
+	struct json_object *o = NULL;
+
+	if (f && !(pid ? session__proc_facts(s, pid, f) : session__facts(s, f)))
+		o = output_facts_json(f, p);
+	facts__free(f);
+	return o;
+}
+
 /* The value at a dotted path of the facts ("bpf.records"), or NULL. */
 static struct json_object *at(struct json_object *o, const char *path)
 {
@@ -346,7 +354,7 @@ static struct json_object *at(struct json_object *o, const char *path)
 
 static int64_t fact_int(struct fixture *f, const char *path)
 {
-	struct json_object *o = session__facts(f->s), *v = at(o, path);
+	struct json_object *o = facts_json(f->s, 0, f->p), *v = at(o, path);
 	int64_t r = v ? json_object_get_int64(v) : -1;
 
 	if (!v)
@@ -357,7 +365,7 @@ static int64_t fact_int(struct fixture *f, const char *path)
 
 static double fact_dbl(struct fixture *f, const char *path)
 {
-	struct json_object *o = session__facts(f->s), *v = at(o, path);
+	struct json_object *o = facts_json(f->s, 0, f->p), *v = at(o, path);
 	double r = v ? json_object_get_double(v) : -1;
 
 	if (!v)
@@ -430,7 +438,7 @@ static void test_attach_root(void)
 	CHECK(session__root_python(f.s) != NULL);
 	CHECK_EQ_INT(session__interpreters(f.s), 1);
 	CHECK(!session__root_exited(f.s));
-	facts = session__facts(f.s);
+	facts = facts_json(f.s, 0, f.p);
 	interp = json_object_array_get_idx(at(facts, "interpreters"), 0);
 	CHECK(interp != NULL);
 	CHECK_EQ_INT(json_object_get_int(at(interp, "pid")), getpid());
@@ -450,7 +458,7 @@ static void test_attach_root(void)
 	CHECK(near(fact_dbl(&f, "uncounted_blocked_s"), 3));
 	/* Counters that cannot be read are left out, not written as 0. */
 	f.bpf.stats_err = -EPERM;
-	facts = session__facts(f.s);
+	facts = facts_json(f.s, 0, f.p);
 	CHECK(at(facts, "bpf.samples") == NULL);
 	CHECK(at(facts, "bpf.records") != NULL);
 	json_object_put(facts);
@@ -547,7 +555,7 @@ static void test_thread_names(void)
 	send_sample(&f);
 	t = thread_of(f.p, getpid(), tid + 1);
 	CHECK(t != NULL && t->name && !strcmp(t->name, "?"));
-	facts = session__facts(f.s);
+	facts = facts_json(f.s, 0, f.p);
 	threads = at(facts, "threads");
 	for (i = 0; threads && i < (int)json_object_array_length(threads); i++) {
 		struct json_object *o = json_object_array_get_idx(threads, i);
@@ -1224,7 +1232,7 @@ static void host_ended(void *ctx, int pid, const struct session_end *e)
 	h->ended[h->nended] = *e;
 	h->ended_pid[h->nended] = pid;
 	/* The facts of the process are there while it ends. */
-	h->facts[h->nended] = session__proc_facts(host_session, pid);
+	h->facts[h->nended] = facts_json(host_session, pid, e->profile);
 	h->nended++;
 }
 
