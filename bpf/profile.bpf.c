@@ -53,6 +53,8 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 #define TASK_RUNNING 0
+/* task_struct.flags: do_exit() has begun (include/linux/sched.h). */
+#define PF_EXITING 0x00000004
 
 const volatile __u64 sample_period_ns = 1000000;
 const volatile __u8 follow_children = 1;
@@ -385,21 +387,33 @@ static __always_inline bool send_stack(const struct sample_event *ev, __u64 id,
 	return true;
 }
 
-/* Adds the sample to its count; false if the tables are full. */
-static __noinline bool count_sample(struct sample_event *ev, const struct proc_info *p, __u32 slot)
+enum count_result {
+	COUNTED = 0,
+	TABLE_FULL,
+	NOT_COUNTED, /* sent as a record */
+};
+
+/* Adds the sample to its count. */
+static __noinline int count_sample(struct sample_event *ev, const struct proc_info *p, __u32 slot)
 {
 	struct agg_scratch *sc = bpf_map_lookup_elem(&agg_scratch, &slot);
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct agg_key *k;
 	struct agg_val *v;
 
 	if (!sc)
-		return false;
+		return TABLE_FULL;
+	/* The process's exit under way: its exit record may be out already,
+	 * and the loader drains its counts when it reads that.  A record
+	 * comes after it, as without counting. */
+	if ((task->flags & PF_EXITING) && task->pid == task->tgid)
+		return NOT_COUNTED;
 	k = &sc->key;
 	__builtin_memset(k, 0, sizeof(*k));
 	__builtin_memset(&sc->zero, 0, sizeof(sc->zero));
 	k->stack = stack_id(ev);
 	if (k->stack && !send_stack(ev, k->stack, &sc->rec))
-		return false;
+		return TABLE_FULL;
 	/* The leaf address matters where it decides between Python and
 	 * native (a call) or names the native code; elsewhere it would only
 	 * split the count. */
@@ -418,7 +432,7 @@ static __noinline bool count_sample(struct sample_event *ev, const struct proc_i
 		bpf_map_update_elem(&agg_counts, k, &sc->zero, BPF_NOEXIST);
 		v = bpf_map_lookup_elem(&agg_counts, k);
 		if (!v)
-			return false;
+			return TABLE_FULL;
 	}
 	__sync_fetch_and_add(&v->count, 1);
 	__sync_fetch_and_add(&v->cpu_ns, ev->cpu_ns);
@@ -427,7 +441,7 @@ static __noinline bool count_sample(struct sample_event *ev, const struct proc_i
 	v->last_ts = ev->ts;
 	v->user_ip = ev->user_ip;
 	__builtin_memcpy(v->comm, ev->comm, sizeof(v->comm));
-	return true;
+	return COUNTED;
 }
 
 /* The record goes: counted (aggregate), or into the ring buffer (sent as a
@@ -441,9 +455,13 @@ static __always_inline void finish_record(struct sample_event *ev, const struct 
 		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 		return;
 	}
-	if (count_sample(ev, p, slot))
+	switch (count_sample(ev, p, slot)) {
+	case COUNTED:
 		return;
-	stat_inc(STAT_AGG_FULL);
+	case TABLE_FULL:
+		stat_inc(STAT_AGG_FULL);
+		break;
+	}
 	if (n > MAX_FRAMES)
 		n = MAX_FRAMES;
 	if (bpf_ringbuf_output(&events, ev, SAMPLE_HDR_SIZE + n * sizeof(struct py_frame),
