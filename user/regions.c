@@ -339,24 +339,23 @@ static int closes_string(const struct scan *sc, int quote, int triple)
 }
 
 /*
- * What is the same inside every kind of string: the end of the input, or a
- * newline in a one-line string, is an error (sc->err set, returns -1); a
- * newline in a triple-quoted string is stepped over and counted (returns 1);
- * anything else is the caller's to read (returns 0).
+ * The next character inside a string for the caller to read, after the
+ * newlines a triple-quoted string may hold (stepped over and counted); -1,
+ * with sc->err set, at the end of the input or a newline in a one-line string.
  */
-static int string_end_or_newline(struct scan *sc, int triple)
+static int string_char(struct scan *sc, int triple)
 {
-	int n = newline_at(sc, 0);
+	int n;
 
-	if (at(sc, 0) < 0 || (n && !triple)) {
+	while ((n = newline_at(sc, 0)) && triple) {
+		sc->pos += n;
+		sc->line++;
+	}
+	if (n || at(sc, 0) < 0) {
 		sc->err = 1;
 		return -1;
 	}
-	if (!n)
-		return 0;
-	sc->pos += n;
-	sc->line++;
-	return 1;
+	return at(sc, 0);
 }
 
 /* A replacement field opens at the brace under the cursor, inside the string of top. */
@@ -370,41 +369,30 @@ static void open_field(struct scan *sc, struct lline *ll, const struct nest *top
 /* A string other than an f-string, from its opening quote. */
 static void scan_plain_string(struct scan *sc, struct lline *ll, int first_line)
 {
-	int q = at(sc, 0), triple = at(sc, 1) == q && at(sc, 2) == q, step;
+	int q = at(sc, 0), triple = at(sc, 1) == q && at(sc, 2) == q, c;
 
 	sc->pos += triple ? 3 : 1;
-	for (;;) {
-		step = string_end_or_newline(sc, triple);
-		if (step < 0)
-			return;
-		if (step)
-			continue;
-		if (at(sc, 0) == '\\') {
+	while ((c = string_char(sc, triple)) >= 0) {
+		if (c == '\\') {
 			skip_escape(sc);
 			continue;
 		}
 		if (closes_string(sc, q, triple)) {
 			sc->pos += triple ? 3 : 1;
-			break;
+			token(ll, first_line, sc->line);
+			return;
 		}
 		sc->pos++;
 	}
-	token(ll, first_line, sc->line);
 }
 
 /* The literal part of an f-string, up to a replacement field or the closing quote. */
 static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 {
 	struct nest *top = &sc->nest[sc->nnest - 1];
-	int c, step;
+	int c;
 
-	for (;;) {
-		step = string_end_or_newline(sc, top->triple);
-		if (step < 0)
-			return;
-		if (step)
-			continue;
-		c = at(sc, 0);
+	while ((c = string_char(sc, top->triple)) >= 0) {
 		if (c == '\\') {
 			if (!top->raw && at(sc, 1) == 'N' && at(sc, 2) == '{') {
 				/* \N{NAME} is an escape, not a field. */
@@ -447,15 +435,9 @@ static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 static void scan_format_spec(struct scan *sc, struct lline *ll)
 {
 	struct nest *top = &sc->nest[sc->nnest - 1];
-	int c, step;
+	int c;
 
-	for (;;) {
-		step = string_end_or_newline(sc, top->triple);
-		if (step < 0)
-			return;
-		if (step)
-			continue;
-		c = at(sc, 0);
+	while ((c = string_char(sc, top->triple)) >= 0) {
 		if (closes_string(sc, top->quote, top->triple)) {
 			sc->err = 1;
 			return;
