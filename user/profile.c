@@ -22,6 +22,25 @@ void *profile_grow(void *arr, int n, size_t elem)
 	return realloc(arr, 2 * (size_t)n * elem);
 }
 
+/*
+ * A zeroed entry of size bytes for an array of n pointers at arr, which
+ * profile_grow() makes room in: *grown is the array to keep. NULL when either
+ * allocation fails; arr is then unchanged.
+ */
+static void *profile_entry_new(void *arr, int n, size_t size, void **grown)
+{
+	void *e = calloc(1, size);
+
+	if (!e)
+		return NULL;
+	*grown = profile_grow(arr, n, sizeof(void *));
+	if (!*grown) {
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
 struct profile *profile__new(const struct profile_filter *filter)
 {
 	struct profile *p = calloc(1, sizeof(*p));
@@ -157,17 +176,15 @@ bool profile__file_profiled(const struct profile *p, const char *path)
 
 struct file_stats *profile_file_get(struct profile *p, const char *path)
 {
-	struct file_stats *f, **files;
 	intptr_t idx = (intptr_t)hmap__get(p->files_by_path, &path);
+	struct file_stats *f;
+	void *files;
 
 	if (idx)
 		return p->files[idx - 1];
-	f = calloc(1, sizeof(*f));
-	files = profile_grow(p->files, p->nfiles, sizeof(*files));
-	if (!f || !files) {
-		free(f);
+	f = profile_entry_new(p->files, p->nfiles, sizeof(*f), &files);
+	if (!f)
 		return NULL;
-	}
 	p->files = files;
 	f->path = path;
 	p->files[p->nfiles++] = f;
@@ -226,18 +243,25 @@ static void add_sym(struct line_stats *st, const char *name, const char *module,
 	st->syms[min] = (struct native_sym){ name, module, st->syms[min].ns + ns };
 }
 
+/* CPU time goes where the sample ran; time off the CPU counts as system time. */
+static void add_split(double *python_ns, double *native_ns, double *system_ns,
+		      const struct sample_in *s, double cpu, double blocked)
+{
+	if (s->where == WHERE_PYTHON)
+		*python_ns += cpu;
+	else if (s->where == WHERE_NATIVE)
+		*native_ns += cpu;
+	else
+		*system_ns += cpu;
+	*system_ns += blocked;
+}
+
 static void add_to_stats(struct profile *p, struct line_stats *st, const struct sample_in *s,
 			 double cpu, double blocked, double gil, bool record_time)
 {
 	uint32_t n = s->count ? s->count : 1, i;
 
-	if (s->where == WHERE_PYTHON)
-		st->python_ns += cpu;
-	else if (s->where == WHERE_NATIVE)
-		st->native_ns += cpu;
-	else
-		st->system_ns += cpu;
-	st->system_ns += blocked;
+	add_split(&st->python_ns, &st->native_ns, &st->system_ns, s, cpu, blocked);
 	st->blocked_ns += blocked;
 	st->gil_ns += gil;
 	st->samples += n;
@@ -298,7 +322,8 @@ struct func_stats *profile_func_get(struct profile *p, struct file_stats *f,
 	struct func_key k = { .file = f->path,
 			      .qualname = fr->qualname,
 			      .firstlineno = fr->firstlineno };
-	struct func_stats *fs, **funcs;
+	struct func_stats *fs;
+	void *funcs;
 	char buf[1024];
 	int i;
 
@@ -336,12 +361,9 @@ struct func_stats *profile_func_get(struct profile *p, struct file_stats *f,
 	fs = hmap__get(p->funcs, &k);
 	if (fs)
 		return fs;
-	fs = calloc(1, sizeof(*fs));
-	funcs = profile_grow(f->funcs, f->nfuncs, sizeof(*funcs));
-	if (!fs || !funcs) {
-		free(fs);
+	fs = profile_entry_new(f->funcs, f->nfuncs, sizeof(*fs), &funcs);
+	if (!fs)
 		return NULL;
-	}
 	f->funcs = funcs;
 	fs->qualname = k.qualname;
 	fs->firstlineno = k.firstlineno;
@@ -589,19 +611,14 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 		st->native_offset = s->native_offset;
 	}
 	st->count += s->count ? s->count : 1;
-	if (s->where == WHERE_PYTHON)
-		st->python_ns += cpu;
-	else if (s->where == WHERE_NATIVE)
-		st->native_ns += cpu;
-	else
-		st->system_ns += cpu;
-	st->system_ns += blocked;
+	add_split(&st->python_ns, &st->native_ns, &st->system_ns, s, cpu, blocked);
 }
 
 struct thread_stats *profile_thread_get(struct profile *p, int tgid, int tid)
 {
 	struct thread_key k = { tgid, tid };
-	struct thread_stats *t = hmap__get(p->threads_by_key, &k), **threads;
+	struct thread_stats *t = hmap__get(p->threads_by_key, &k);
+	void *threads;
 
 	if (t)
 		return t;
@@ -618,12 +635,9 @@ struct thread_stats *profile_thread_get(struct profile *p, int tgid, int tid)
 		}
 		return t;
 	}
-	t = calloc(1, sizeof(*t));
-	threads = profile_grow(p->threads, p->nthreads, sizeof(*threads));
-	if (!t || !threads) {
-		free(t);
+	t = profile_entry_new(p->threads, p->nthreads, sizeof(*t), &threads);
+	if (!t)
 		return NULL;
-	}
 	p->threads = threads;
 	t->tgid = tgid;
 	t->tid = tid;

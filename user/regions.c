@@ -332,60 +332,67 @@ static void skip_escape(struct scan *sc)
 	}
 }
 
+/* Whether the quote at the cursor closes a string opened with quote (tripled or not). */
+static int closes_string(const struct scan *sc, int quote, int triple)
+{
+	return at(sc, 0) == quote && (!triple || (at(sc, 1) == quote && at(sc, 2) == quote));
+}
+
+/*
+ * The next character inside a string for the caller to read, after the
+ * newlines a triple-quoted string may hold (stepped over and counted); -1,
+ * with sc->err set, at the end of the input or a newline in a one-line string.
+ */
+static int string_char(struct scan *sc, int triple)
+{
+	int n;
+
+	while ((n = newline_at(sc, 0)) && triple) {
+		sc->pos += n;
+		sc->line++;
+	}
+	if (n || at(sc, 0) < 0) {
+		sc->err = 1;
+		return -1;
+	}
+	return at(sc, 0);
+}
+
+/* A replacement field opens at the brace under the cursor, inside the string of top. */
+static void open_field(struct scan *sc, struct lline *ll, const struct nest *top)
+{
+	sc->pos++;
+	push_nest(sc, NEST_FIELD, top->quote, top->triple, top->raw);
+	token(ll, sc->line, sc->line);
+}
+
 /* A string other than an f-string, from its opening quote. */
 static void scan_plain_string(struct scan *sc, struct lline *ll, int first_line)
 {
-	int q = at(sc, 0), triple = at(sc, 1) == q && at(sc, 2) == q, n, c;
+	int q = at(sc, 0), triple = at(sc, 1) == q && at(sc, 2) == q, c;
 
 	sc->pos += triple ? 3 : 1;
-	for (;;) {
-		c = at(sc, 0);
-		if (c < 0) {
-			sc->err = 1;
-			return;
-		}
+	while ((c = string_char(sc, triple)) >= 0) {
 		if (c == '\\') {
 			skip_escape(sc);
 			continue;
 		}
-		n = newline_at(sc, 0);
-		if (n) {
-			if (!triple) {
-				sc->err = 1;
-				return;
-			}
-			sc->pos += n;
-			sc->line++;
-			continue;
-		}
-		if (c == q && (!triple || (at(sc, 1) == q && at(sc, 2) == q))) {
+		if (closes_string(sc, q, triple)) {
 			sc->pos += triple ? 3 : 1;
-			break;
+			token(ll, first_line, sc->line);
+			return;
 		}
 		sc->pos++;
 	}
-	token(ll, first_line, sc->line);
-}
-
-/* Whether the quote at the cursor closes the f-string state at the top of the nest. */
-static int closes_fstring(const struct scan *sc, const struct nest *n)
-{
-	return at(sc, 0) == n->quote &&
-	       (!n->triple || (at(sc, 1) == n->quote && at(sc, 2) == n->quote));
 }
 
 /* The literal part of an f-string, up to a replacement field or the closing quote. */
 static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 {
 	struct nest *top = &sc->nest[sc->nnest - 1];
-	int c, n;
+	int c;
 
-	for (;;) {
-		c = at(sc, 0);
-		if (c < 0) {
-			sc->err = 1;
-			return;
-		}
+	while ((c = string_char(sc, top->triple)) >= 0) {
 		if (c == '\\') {
 			if (!top->raw && at(sc, 1) == 'N' && at(sc, 2) == '{') {
 				/* \N{NAME} is an escape, not a field. */
@@ -402,17 +409,7 @@ static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 			}
 			continue;
 		}
-		n = newline_at(sc, 0);
-		if (n) {
-			if (!top->triple) {
-				sc->err = 1;
-				return;
-			}
-			sc->pos += n;
-			sc->line++;
-			continue;
-		}
-		if (closes_fstring(sc, top)) {
+		if (closes_string(sc, top->quote, top->triple)) {
 			sc->pos += top->triple ? 3 : 1;
 			pop_nest(sc);
 			token(ll, sc->line, sc->line);
@@ -427,9 +424,7 @@ static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 				sc->err = 1; /* single '}' is not allowed */
 				return;
 			}
-			sc->pos++;
-			push_nest(sc, NEST_FIELD, top->quote, top->triple, top->raw);
-			token(ll, sc->line, sc->line);
+			open_field(sc, ll, top);
 			return;
 		}
 		sc->pos++;
@@ -440,18 +435,15 @@ static void scan_fstring_literal(struct scan *sc, struct lline *ll)
 static void scan_format_spec(struct scan *sc, struct lline *ll)
 {
 	struct nest *top = &sc->nest[sc->nnest - 1];
-	int c, n;
+	int c;
 
-	for (;;) {
-		c = at(sc, 0);
-		if (c < 0 || closes_fstring(sc, top)) {
+	while ((c = string_char(sc, top->triple)) >= 0) {
+		if (closes_string(sc, top->quote, top->triple)) {
 			sc->err = 1;
 			return;
 		}
 		if (c == '{') {
-			sc->pos++;
-			push_nest(sc, NEST_FIELD, top->quote, top->triple, top->raw);
-			token(ll, sc->line, sc->line);
+			open_field(sc, ll, top);
 			return;
 		}
 		if (c == '}') {
@@ -463,16 +455,6 @@ static void scan_format_spec(struct scan *sc, struct lline *ll)
 		}
 		if (c == '\\') {
 			skip_escape(sc);
-			continue;
-		}
-		n = newline_at(sc, 0);
-		if (n) {
-			if (!top->triple) {
-				sc->err = 1;
-				return;
-			}
-			sc->pos += n;
-			sc->line++;
 			continue;
 		}
 		sc->pos++;
@@ -743,7 +725,7 @@ static void lline_reset(struct lline *ll)
 /* The tokens of one logical line, up to its NEWLINE. */
 static void scan_tokens(struct scan *sc, struct lline *ll)
 {
-	int c, n, top;
+	int c, n, top, kind;
 
 	while (!sc->err && !sc->oom) {
 		top = top_nest(sc);
@@ -793,19 +775,12 @@ static void scan_tokens(struct scan *sc, struct lline *ll)
 			scan_plain_string(sc, ll, sc->line);
 			break;
 		case '(':
-			sc->pos++;
-			token(ll, sc->line, sc->line);
-			push_nest(sc, NEST_PAREN, 0, 0, 0);
-			break;
 		case '[':
-			sc->pos++;
-			token(ll, sc->line, sc->line);
-			push_nest(sc, NEST_SQUARE, 0, 0, 0);
-			break;
 		case '{':
 			sc->pos++;
 			token(ll, sc->line, sc->line);
-			push_nest(sc, NEST_CURLY, 0, 0, 0);
+			kind = c == '(' ? NEST_PAREN : c == '[' ? NEST_SQUARE : NEST_CURLY;
+			push_nest(sc, kind, 0, 0, 0);
 			break;
 		case ')':
 		case ']':

@@ -199,6 +199,14 @@ static void cell_num(const struct ctx *c, struct row *r, int w, double v, int de
 		row_style(c, r, "0");
 }
 
+/* A number cell and the blank after it. */
+static void cell_num_gap(const struct ctx *c, struct row *r, int w, double v, int dec,
+			 const char *suffix, const char *sgr)
+{
+	cell_num(c, r, w, v, dec, suffix, sgr);
+	row_pad_to(c, r, r->cols + 1);
+}
+
 /* ----------------------------------------------------------- layout */
 
 enum col {
@@ -246,13 +254,29 @@ struct layout {
 	int w[COL_MAX]; /* 0: not shown */
 };
 
-static int layout_used(const struct layout *l)
+/* The terminal columns a table of n column widths takes: each shown column
+ * and the blank after it, and the blank before the first. */
+static int cols_used(const int *w, int n)
 {
 	int i, used = 0;
 
-	for (i = 0; i < COL_MAX; i++)
-		used += l->w[i] ? l->w[i] + 1 : 0;
+	for (i = 0; i < n; i++)
+		used += w[i] ? w[i] + 1 : 0;
 	return used + 1;
+}
+
+static int layout_used(const struct layout *l)
+{
+	return cols_used(l->w, COL_MAX);
+}
+
+/* The fewest columns a table leaves to its text (source or command) when
+ * others must go: MIN_SOURCE, or a quarter of a narrower terminal, at least 10. */
+static int min_text_cols(int width)
+{
+	int min = width / 4 < MIN_SOURCE ? width / 4 : MIN_SOURCE;
+
+	return min < 10 ? 10 : min;
 }
 
 /* The columns of a file's table, given the widest text it shows (capped at
@@ -284,8 +308,7 @@ static void layout_make(const struct ctx *c, struct layout *l, int text)
 		l->w[COL_BAR] = 0;
 	if (layout_used(l) + want > c->width)
 		l->w[COL_SPARK] = 0;
-	min = c->width / 4 < MIN_SOURCE ? c->width / 4 : MIN_SOURCE;
-	min = min < 10 ? 10 : min;
+	min = min_text_cols(c->width);
 	for (i = 0; i < sizeof(drop_order) / sizeof(drop_order[0]); i++) {
 		if (layout_used(l) + min <= c->width)
 			break;
@@ -320,6 +343,19 @@ static void cell_bar(const struct ctx *c, struct row *r, int w, double py, doubl
 	row_pad_to(c, r, start + w);
 }
 
+/* Sample i of memory_samples: its time and footprint; false when it is not
+ * a [t, mb] pair. */
+static bool spark_sample(struct json_object *samples, size_t i, double *t, double *mb)
+{
+	struct json_object *p = json_object_array_get_idx(samples, i);
+
+	if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) < 2)
+		return false;
+	*t = vj_num_at(p, 0);
+	*mb = vj_num_at(p, 1);
+	return true;
+}
+
 /* The line's memory_samples ([t_ns, footprint MB] pairs) over the run's
  * time, one cell per slice of it: the highest footprint sampled in the
  * slice, as a block of eight heights (ASCII without a UTF-8 locale). */
@@ -328,7 +364,7 @@ static void cell_spark(const struct ctx *c, struct row *r, int w, struct json_ob
 	static const char *const utf8[8] = { "\u2581", "\u2582", "\u2583", "\u2584",
 					     "\u2585", "\u2586", "\u2587", "\u2588" };
 	static const char ascii[] = "_.-:=+*#";
-	double cell[MAX_WIDTH], t0 = 0, t1 = c->elapsed_ns, top = c->footprint_mb;
+	double cell[MAX_WIDTH], t0 = 0, t1 = c->elapsed_ns, top = c->footprint_mb, t, mb;
 	size_t i, n = samples ? json_object_array_length(samples) : 0;
 	int start = r->cols, k;
 	bool any = false;
@@ -340,26 +376,16 @@ static void cell_spark(const struct ctx *c, struct row *r, int w, struct json_ob
 	/* The run's span, widened to samples outside it (a profile of
 	 * Scalene's or a hand-made one); the top is the peak footprint. */
 	for (i = 0; i < n; i++) {
-		struct json_object *p = json_object_array_get_idx(samples, i);
-		double t, mb;
-
-		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) < 2)
+		if (!spark_sample(samples, i, &t, &mb))
 			continue;
-		t = vj_num_at(p, 0);
-		mb = vj_num_at(p, 1);
 		t0 = t < t0 ? t : t0;
 		t1 = t > t1 ? t : t1;
 		top = mb > top ? mb : top;
 		any = true;
 	}
 	for (i = 0; any && i < n; i++) {
-		struct json_object *p = json_object_array_get_idx(samples, i);
-		double t, mb;
-
-		if (!json_object_is_type(p, json_type_array) || json_object_array_length(p) < 2)
+		if (!spark_sample(samples, i, &t, &mb))
 			continue;
-		t = vj_num_at(p, 0);
-		mb = vj_num_at(p, 1);
 		k = t1 > t0 ? (int)((t - t0) / (t1 - t0) * w) : 0;
 		k = k < 0 ? 0 : k >= w ? w - 1 : k;
 		if (mb > cell[k])
@@ -468,72 +494,48 @@ static void print_row(struct ctx *c, const struct layout *l, struct json_object 
 	struct row r;
 
 	row_reset(&r);
-	if (l->w[COL_LINE]) {
-		cell_num(c, &r, l->w[COL_LINE], vj_num(o, "lineno"), 0, "", SGR_DIM);
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_PYTHON]) {
-		cell_num(c, &r, l->w[COL_PYTHON], py, 1, "%", pct_style(py, SGR_PYTHON));
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_NATIVE]) {
-		cell_num(c, &r, l->w[COL_NATIVE], nat, 1, "%", pct_style(nat, SGR_NATIVE));
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_SYSTEM]) {
-		cell_num(c, &r, l->w[COL_SYSTEM], sys, 1, "%", pct_style(sys, SGR_SYSTEM));
-		row_pad_to(c, &r, r.cols + 1);
-	}
+	if (l->w[COL_LINE])
+		cell_num_gap(c, &r, l->w[COL_LINE], vj_num(o, "lineno"), 0, "", SGR_DIM);
+	if (l->w[COL_PYTHON])
+		cell_num_gap(c, &r, l->w[COL_PYTHON], py, 1, "%", pct_style(py, SGR_PYTHON));
+	if (l->w[COL_NATIVE])
+		cell_num_gap(c, &r, l->w[COL_NATIVE], nat, 1, "%", pct_style(nat, SGR_NATIVE));
+	if (l->w[COL_SYSTEM])
+		cell_num_gap(c, &r, l->w[COL_SYSTEM], sys, 1, "%", pct_style(sys, SGR_SYSTEM));
 	if (l->w[COL_GIL]) {
 		double gil = vj_gil_wait(o);
 
-		cell_num(c, &r, l->w[COL_GIL], gil, 1, "%", pct_style(gil, SGR_SYSTEM));
-		row_pad_to(c, &r, r.cols + 1);
+		cell_num_gap(c, &r, l->w[COL_GIL], gil, 1, "%", pct_style(gil, SGR_SYSTEM));
 	}
 	if (l->w[COL_AWAIT]) {
 		double aw = vj_await(o);
 
-		cell_num(c, &r, l->w[COL_AWAIT], aw, 1, "%", pct_style(aw, SGR_AWAIT));
-		row_pad_to(c, &r, r.cols + 1);
+		cell_num_gap(c, &r, l->w[COL_AWAIT], aw, 1, "%", pct_style(aw, SGR_AWAIT));
 	}
 	if (l->w[COL_BAR]) {
 		cell_bar(c, &r, l->w[COL_BAR], py, nat, sys);
 		row_pad_to(c, &r, r.cols + 1);
 	}
-	if (l->w[COL_AVG_MB]) {
-		cell_num(c, &r, l->w[COL_AVG_MB], vj_num(o, "n_avg_mb"), 1, "", SGR_MEMORY);
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_PEAK_MB]) {
-		cell_num(c, &r, l->w[COL_PEAK_MB], vj_num(o, "n_peak_mb"), 1, "", SGR_MEMORY);
-		row_pad_to(c, &r, r.cols + 1);
-	}
+	if (l->w[COL_AVG_MB])
+		cell_num_gap(c, &r, l->w[COL_AVG_MB], vj_num(o, "n_avg_mb"), 1, "", SGR_MEMORY);
+	if (l->w[COL_PEAK_MB])
+		cell_num_gap(c, &r, l->w[COL_PEAK_MB], vj_num(o, "n_peak_mb"), 1, "", SGR_MEMORY);
 	if (l->w[COL_SPARK]) {
 		cell_spark(c, &r, l->w[COL_SPARK], vj_array(o, "memory_samples"));
 		row_pad_to(c, &r, r.cols + 1);
 	}
-	if (l->w[COL_MEM_PCT]) {
-		cell_num(c, &r, l->w[COL_MEM_PCT], 100 * vj_num(o, "n_usage_fraction"), 0, "%",
-			 SGR_MEMORY);
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_CHURN]) {
-		cell_num(c, &r, l->w[COL_CHURN], vj_churn(c->churn, o, fn), 1, "", SGR_MEMORY);
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_COPY]) {
-		cell_num(c, &r, l->w[COL_COPY], vj_num(o, "n_copy_mb_s"), 1, "", SGR_MEMORY);
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_GPU_PCT]) {
-		cell_num(c, &r, l->w[COL_GPU_PCT], vj_num(o, "n_gpu_percent"), 0, "%", SGR_GPU);
-		row_pad_to(c, &r, r.cols + 1);
-	}
-	if (l->w[COL_GPU_MB]) {
-		cell_num(c, &r, l->w[COL_GPU_MB], vj_num(o, "n_gpu_peak_memory_mb"), 1, "",
-			 SGR_GPU);
-		row_pad_to(c, &r, r.cols + 1);
-	}
+	if (l->w[COL_MEM_PCT])
+		cell_num_gap(c, &r, l->w[COL_MEM_PCT], 100 * vj_num(o, "n_usage_fraction"), 0, "%",
+			     SGR_MEMORY);
+	if (l->w[COL_CHURN])
+		cell_num_gap(c, &r, l->w[COL_CHURN], vj_churn(c->churn, o, fn), 1, "", SGR_MEMORY);
+	if (l->w[COL_COPY])
+		cell_num_gap(c, &r, l->w[COL_COPY], vj_num(o, "n_copy_mb_s"), 1, "", SGR_MEMORY);
+	if (l->w[COL_GPU_PCT])
+		cell_num_gap(c, &r, l->w[COL_GPU_PCT], vj_num(o, "n_gpu_percent"), 0, "%", SGR_GPU);
+	if (l->w[COL_GPU_MB])
+		cell_num_gap(c, &r, l->w[COL_GPU_MB], vj_num(o, "n_gpu_peak_memory_mb"), 1, "",
+			     SGR_GPU);
 	row_pad_to(c, &r, r.cols + 1);
 	if (vj_row_heat(&c->sel, o) >= 20)
 		row_style(c, &r, SGR_BOLD);
@@ -986,11 +988,7 @@ struct hlayout {
 
 static int hlayout_used(const struct hlayout *l)
 {
-	int i, used = 0;
-
-	for (i = 0; i < H_MAX; i++)
-		used += l->w[i] ? l->w[i] + 1 : 0;
-	return used + 1;
+	return cols_used(l->w, H_MAX);
 }
 
 /* What the profile column says of p. */
@@ -1053,8 +1051,7 @@ static void hlayout_make(const struct ctx *c, const struct host_index *hi, struc
 		l->w[H_VERSION] = 10;
 	if (l->w[H_PROFILE] > MAX_PROFILE_COLS)
 		l->w[H_PROFILE] = MAX_PROFILE_COLS;
-	min = c->width / 4 < MIN_SOURCE ? c->width / 4 : MIN_SOURCE;
-	min = min < 10 ? 10 : min;
+	min = min_text_cols(c->width);
 	for (i = 0; i < sizeof(hdrop_order) / sizeof(hdrop_order[0]); i++) {
 		if (hlayout_used(l) + min <= c->width)
 			break;
@@ -1085,13 +1082,6 @@ static void cell_right(const struct ctx *c, struct row *r, int w, const char *s)
 
 	row_pad_to(c, r, r->cols + (w > len ? w - len : 0));
 	row_text(c, r, s, w);
-	row_pad_to(c, r, r->cols + 1);
-}
-
-static void cell_num_gap(const struct ctx *c, struct row *r, int w, double v, int dec,
-			 const char *suffix, const char *sgr)
-{
-	cell_num(c, r, w, v, dec, suffix, sgr);
 	row_pad_to(c, r, r->cols + 1);
 }
 

@@ -301,14 +301,18 @@ static inline void count_native(void *p, size_t size)
 		sbs_count_alloc(t, p, size, 0);
 }
 
-SBS_EXPORT void *malloc(size_t size)
+/* What the hooks that return the block do with it from the next library:
+ * count it, hand it back. */
+static inline void *counted(void *p, size_t size)
 {
-	void *p;
-
-	run_pending();
-	p = next.malloc(size);
 	count_native(p, size);
 	return p;
+}
+
+SBS_EXPORT void *malloc(size_t size)
+{
+	run_pending();
+	return counted(next.malloc(size), size);
 }
 
 SBS_EXPORT void free(void *p)
@@ -382,42 +386,26 @@ SBS_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 
 SBS_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-	void *p;
-
 	run_pending();
-	p = next.aligned_alloc(align, size);
-	count_native(p, size);
-	return p;
+	return counted(next.aligned_alloc(align, size), size);
 }
 
 SBS_EXPORT void *memalign(size_t align, size_t size)
 {
-	void *p;
-
 	run_pending();
-	p = next.memalign(align, size);
-	count_native(p, size);
-	return p;
+	return counted(next.memalign(align, size), size);
 }
 
 SBS_EXPORT void *valloc(size_t size)
 {
-	void *p;
-
 	run_pending();
-	p = next.valloc(size);
-	count_native(p, size);
-	return p;
+	return counted(next.valloc(size), size);
 }
 
 SBS_EXPORT void *pvalloc(size_t size)
 {
-	void *p;
-
 	run_pending();
-	p = next.pvalloc(size);
-	count_native(p, size);
-	return p;
+	return counted(next.pvalloc(size), size);
 }
 
 /*
