@@ -164,7 +164,8 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 		if (!st) {
 			/* Sent again at its next use. */
 			c->st.stacks_missing += d->count;
-			pr_debug("counts: stack %016llx of process %u unknown (%s drain, epoch %u)\n",
+			pr_debug("counts: stack %016llx of process %u unknown (%s drain, epoch "
+				 "%u)\n",
 				 (unsigned long long)k->stack, k->tgid,
 				 how == COUNTS_PERIODIC ? "periodic"
 				 : how == COUNTS_IMAGE	? "image"
