@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "asyncprobe.h"
+#include "clock.h"
 
 #define PROBE_TIMEOUT_MS 5000
 #define PROBE_OUT_MAX 4096  /* the line is about 500 bytes */
@@ -52,7 +53,7 @@ struct asyncprobe {
 	pid_t pid;
 	int out_fd, err_fd, exec_fd;
 	int timeout_ms;
-	struct timespec started;
+	uint64_t started_ns; /* CLOCK_MONOTONIC */
 	bool done;
 	int result;
 	struct async_layout layout;
@@ -705,7 +706,7 @@ struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gi
 		set_why(why, whylen, "failed to make the probe's pipes: %s", strerror(-err));
 		goto cleanup;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &p->started);
+	p->started_ns = mono_ns();
 	parent = getpid();
 	p->pid = fork();
 	if (p->pid < 0) {
@@ -877,7 +878,6 @@ static int finish(struct asyncprobe *p, int status)
 
 int asyncprobe__poll(struct asyncprobe *p, struct async_layout *out, char *why, size_t whylen)
 {
-	struct timespec now;
 	long long ms;
 	int status;
 	pid_t r;
@@ -888,9 +888,7 @@ int asyncprobe__poll(struct asyncprobe *p, struct async_layout *out, char *why, 
 			r = waitpid(p->pid, &status, WNOHANG);
 		} while (r < 0 && errno == EINTR);
 		if (r == 0) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			ms = (now.tv_sec - p->started.tv_sec) * 1000LL +
-			     (now.tv_nsec - p->started.tv_nsec) / 1000000;
+			ms = (long long)((mono_ns() - p->started_ns) / 1000000);
 			if (ms < p->timeout_ms)
 				return -EAGAIN;
 			kill(p->pid, SIGKILL);

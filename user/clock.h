@@ -19,6 +19,15 @@ static inline double clock_s(clockid_t id)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Clock id's time in nanoseconds. */
+static inline uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* CLOCK_MONOTONIC in seconds. */
 static inline double mono_s(void)
 {
@@ -28,10 +37,7 @@ static inline double mono_s(void)
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t mono_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 #endif /* CLOCK_H */

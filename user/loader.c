@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "loader.h"
 #include "sampler.h"
 #include "log.h"
@@ -232,10 +233,7 @@ void scalene_bpf_probe_target(void);
  * the wall clock, which on a busy machine counts the time others ran. */
 static double now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+	return (double)clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static double time_calls(int n)

@@ -84,14 +84,6 @@ static void install_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-static double wall_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 struct run_state {
 	const struct options *opts;
 	struct user_creds creds;
@@ -601,7 +593,7 @@ static int cmd_run(const struct options *o)
 		goto out_noprofile;
 	}
 	rs.start_mono = mono_s();
-	rs.start_wall = wall_s();
+	rs.start_wall = clock_s(CLOCK_REALTIME);
 	err = runner_release(&l);
 	if (err) {
 		pr_warn("failed to run %s: %s\n", rs.target.exec_argv[0], strerror(-err));
@@ -734,7 +726,7 @@ static int cmd_attach(const struct options *o)
 		rs.uprobes = false;
 	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 	rs.start_mono = mono_s();
-	rs.start_wall = wall_s();
+	rs.start_wall = clock_s(CLOCK_REALTIME);
 	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
 	next = rs.start_mono + o->profile_interval;
 	pr_info("attached to process %d; Ctrl-C to stop\n", o->pid);
@@ -771,7 +763,7 @@ static int cmd_all(const struct options *o)
 	if (creds_from_env(&rs.creds))
 		return 1;
 	rs.start_mono = mono_s();
-	rs.start_wall = wall_s();
+	rs.start_wall = clock_s(CLOCK_REALTIME);
 	ho.start_mono = rs.start_mono;
 	ho.start_wall = rs.start_wall;
 	rs.host = host__new(&ho);

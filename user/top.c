@@ -241,14 +241,6 @@ static void write_all(int fd, const char *buf, size_t len)
 	}
 }
 
-static uint64_t thread_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* ---------------------------------------------------------------- rows */
 
 struct out {
@@ -957,7 +949,7 @@ static char *build(struct top *t, const struct top_src *src, int width, int rows
 
 static void draw(struct top *t, const struct top_src *src)
 {
-	uint64_t t0 = thread_ns(), dt;
+	uint64_t t0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), dt;
 	int rows = 0, width;
 	size_t len = 0;
 	char *buf;
@@ -980,7 +972,7 @@ static void draw(struct top *t, const struct top_src *src)
 		}
 	}
 	free(buf);
-	dt = thread_ns() - t0;
+	dt = clock_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
 	t->draw_ns += dt;
 	t->max_draw_ns = dt > t->max_draw_ns ? dt : t->max_draw_ns;
 	t->frames++;
