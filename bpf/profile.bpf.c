@@ -55,6 +55,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define TASK_RUNNING 0
 /* task_struct.flags: do_exit() has begun (include/linux/sched.h). */
 #define PF_EXITING 0x00000004
+/* signal_struct.flags: the whole group is exiting (include/linux/sched/signal.h). */
+#define SIGNAL_GROUP_EXIT 0x00000004
 
 const volatile __u64 sample_period_ns = 1000000;
 const volatile __u8 follow_children = 1;
@@ -403,10 +405,10 @@ static __noinline int count_sample(struct sample_event *ev, const struct proc_in
 
 	if (!sc)
 		return TABLE_FULL;
-	/* The process's exit under way: its exit record may be out already,
-	 * and the loader drains its counts when it reads that.  A record
-	 * comes after it, as without counting. */
-	if ((task->flags & PF_EXITING) && task->pid == task->tgid)
+	/* A thread or its process exiting: the process's exit record may be
+	 * out already, and the loader drains its counts when it reads that.
+	 * A record comes after it, as without counting. */
+	if ((task->flags & PF_EXITING) || (task->signal->flags & SIGNAL_GROUP_EXIT))
 		return NOT_COUNTED;
 	k = &sc->key;
 	__builtin_memset(k, 0, sizeof(*k));
