@@ -6,7 +6,7 @@
  * (CUpti_ActivityKernel10, Memcpy6, MemcpyPtoP4, Memset4, Memory4, API) laid
  * out as CUPTI lays them out, back to back at 8-byte alignment, and walked
  * by a stand-in for cuptiActivityGetNextRecord that steps by the size of
- * each record's struct.  Whether a real GPU and CUPTI produce such records
+ * each record's struct (tests/gpu/cupti_walk.h).  Whether a real GPU and CUPTI produce such records
  * is for a run on a GPU machine.
  *
  * Built without CUPTI's headers, the program reports its tests as skipped
@@ -38,6 +38,7 @@ int main(void)
 #include <cupti_driver_cbid.h>
 #include <cupti_runtime_cbid.h>
 
+#include "cupti_walk.h"
 #include "gpurec.h"
 
 /* A buffer as CUPTI fills one. */
@@ -56,46 +57,6 @@ static void tbuf_add(struct tbuf *b, const void *rec, size_t size)
 	}
 	memcpy(b->data + at, rec, size);
 	b->len = at + size;
-}
-
-static size_t record_size(CUpti_ActivityKind kind)
-{
-	switch (kind) {
-	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-		return sizeof(CUpti_ActivityKernel10);
-	case CUPTI_ACTIVITY_KIND_MEMCPY:
-		return sizeof(CUpti_ActivityMemcpy6);
-	case CUPTI_ACTIVITY_KIND_MEMCPY2:
-		return sizeof(CUpti_ActivityMemcpyPtoP4);
-	case CUPTI_ACTIVITY_KIND_MEMSET:
-		return sizeof(CUpti_ActivityMemset4);
-	case CUPTI_ACTIVITY_KIND_MEMORY2:
-		return sizeof(CUpti_ActivityMemory4);
-	case CUPTI_ACTIVITY_KIND_RUNTIME:
-	case CUPTI_ACTIVITY_KIND_DRIVER:
-		return sizeof(CUpti_ActivityAPI);
-	default:
-		return 0;
-	}
-}
-
-/* cuptiActivityGetNextRecord's contract: *record NULL starts at the
- * beginning, otherwise it is the previous record; the end of the valid
- * bytes is CUPTI_ERROR_MAX_LIMIT_REACHED; a record it cannot size is
- * CUPTI_ERROR_INVALID_KIND. */
-static CUptiResult test_next(uint8_t *buffer, size_t valid, CUpti_Activity **record)
-{
-	size_t at = 0, size;
-
-	if (*record) {
-		size = record_size((*record)->kind);
-		at = ((size_t)((uint8_t *)*record - buffer) + size + 7) & ~(size_t)7;
-	}
-	if (at >= valid)
-		return CUPTI_ERROR_MAX_LIMIT_REACHED;
-	*record = (CUpti_Activity *)(buffer + at);
-	return record_size((*record)->kind) ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_KIND;
 }
 
 /* What emit received. */
@@ -124,7 +85,7 @@ static void sink_emit(const struct scalene_bpf_gpu_rec *recs, unsigned int n, vo
 
 static int walk(struct tbuf *b, struct sink *s, struct gpurec_counts *c)
 {
-	return gpurec_walk(b->data, b->len, test_next, sink_emit, s, c);
+	return gpurec_walk(b->data, b->len, cupti_walk_next, sink_emit, s, c);
 }
 
 static CUpti_ActivityKernel10 kernel(uint32_t corr, uint64_t start, uint64_t end, const char *name)
@@ -487,7 +448,7 @@ static void test_out_of_order(void)
 	tbuf_add(&buf, &a, sizeof(a));
 	tbuf_add(&later, &d, sizeof(d));
 	tbuf_add(&later, &m, sizeof(m));
-	CHECK_EQ_INT(gpurec_walk(later.data, later.len, test_next, sink_emit, &s2, &c2), 2);
+	CHECK_EQ_INT(gpurec_walk(later.data, later.len, cupti_walk_next, sink_emit, &s2, &c2), 2);
 	CHECK_EQ_INT(walk(&buf, &sink, &c1), 2);
 	CHECK_EQ_INT(s2.n, 2);
 	CHECK_EQ_INT(s2.recs[0].correlation_id, 103);
@@ -551,7 +512,7 @@ static void test_batches(void)
 	memset(&c, 0, sizeof(c));
 	CHECK_EQ_INT(walk(&buf, &sink, &c), 0);
 	CHECK_EQ_INT(sink.calls, 0);
-	CHECK_EQ_INT(gpurec_walk(NULL, 0, test_next, sink_emit, &sink, &c), 0);
+	CHECK_EQ_INT(gpurec_walk(NULL, 0, cupti_walk_next, sink_emit, &sink, &c), 0);
 }
 
 /* Kinds we do not decode are skipped and counted; a record the walker

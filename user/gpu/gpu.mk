@@ -35,7 +35,8 @@ GPU_CFLAGS	:= -g -O2 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -MMD -MP
 GPU_LDFLAGS	:= -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined \
 		   -L$(GPU_CUPTI_LIB) -Wl,-rpath,$(GPU_CUPTI_LIB)
 GPU_OBJS	:= $(OUT)/gpu/inject.o $(OUT)/gpu/gpurec.o
-GPU_TESTS	:= $(OUT)/tests/test_gpurec $(OUT)/tests/test_gpu_nodriver
+GPU_TESTS	:= $(OUT)/tests/test_gpurec $(OUT)/tests/test_gpu_nodriver \
+		   $(OUT)/tests/test_gpu_inject
 
 .PHONY: gpu
 all: gpu
@@ -64,6 +65,20 @@ $(OUT)/tests/test_gpu_nodriver: tests/unit/test_gpu_nodriver.c user/gpu/gpu.h $(
 	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
 		-DGPU_SO_PATH='"$(abspath $(GPU_SO))"' -DGPU_CUDART_PATH='"$(GPU_CUDART)"' \
 		-o $@ $< -ldl
+# The library against a fake libcupti.so.13 (tests/gpu/fake_cupti.c): the
+# test program links the fake, so the library loaded into it binds to it.
+GPU_FAKE_DIR	:= $(OUT)/tests/fakecupti
+$(GPU_FAKE_DIR)/libcupti.so.13: tests/gpu/fake_cupti.c tests/gpu/fake_cupti.h \
+		tests/gpu/cupti_walk.h tests/gpu/fake_cupti.map $(OUT)/gpu/config
+	@mkdir -p $(@D)
+	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -g -O2 -fPIC -shared -pthread $(WARNINGS) \
+		-Wl,-soname,libcupti.so.13 -Wl,--version-script=tests/gpu/fake_cupti.map -o $@ $<
+
+$(OUT)/tests/test_gpu_inject: tests/unit/test_gpu_inject.c tests/gpu/fake_cupti.h user/gpu/gpu.h \
+		$(GPU_SO) $(GPU_FAKE_DIR)/libcupti.so.13 $(OUT)/gpu/config | $(OUT)/tests
+	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP -pthread \
+		-DGPU_SO_PATH='"$(abspath $(GPU_SO))"' -o $@ $< $(GPU_FAKE_DIR)/libcupti.so.13 \
+		-Wl,-rpath,$(abspath $(GPU_FAKE_DIR)) -ldl
 else
 gpu:
 	@echo "GPU library skipped: $(GPU_MISSING) (set CUDA_HOME to build libscalene-bpf-gpu.so)"
@@ -71,13 +86,18 @@ gpu:
 $(OUT)/tests/test_gpu_nodriver: tests/unit/test_gpu_nodriver.c $(OUT)/gpu/config | $(OUT)/tests
 	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
 		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
+
+$(OUT)/tests/test_gpu_inject: tests/unit/test_gpu_inject.c $(OUT)/gpu/config | $(OUT)/tests
+	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
+		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
 endif
 
 # The decoding needs CUPTI's headers only.
 ifeq ($(GPU_HEADERS),yes)
 $(OUT)/tests/test_gpurec: tests/unit/test_gpurec.c user/gpu/gpurec.c user/gpu/gpurec.h \
-		user/gpu/gpu.h $(OUT)/gpu/config | $(OUT)/tests
-	$(CC) $(GPU_CPPFLAGS) -Itests/unit -g -O2 $(WARNINGS) -MMD -MP -o $@ $(filter %.c,$^)
+		user/gpu/gpu.h tests/gpu/cupti_walk.h $(OUT)/gpu/config | $(OUT)/tests
+	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
+		-o $@ $(filter %.c,$^)
 else
 $(OUT)/tests/test_gpurec: tests/unit/test_gpurec.c $(OUT)/gpu/config | $(OUT)/tests
 	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
