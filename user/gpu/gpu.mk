@@ -28,11 +28,13 @@ GPU_CPPFLAGS	:= -D_GNU_SOURCE -Iuser/gpu -isystem $(CUDA_HOME)/include \
 		   $(if $(GPU_CUPTI_INC),-isystem $(GPU_CUPTI_INC))
 # Own flags, not $(CFLAGS): the library lives in the profiled program, where
 # a sanitizer runtime cannot follow.  Only InitializeInjection,
-# scalene_bpf_gpu_flush and the state block are exported.  The rpath finds
+# scalene_bpf_gpu_flush and the state block are exported.  -z nodelete: the
+# flush thread and the exit handler run code of the library, which must stay
+# mapped even if something dlcloses it.  The rpath finds
 # libcupti where it was found here; a program that already loaded a
 # libcupti.so.13 (PyTorch's wheels ship one) gets that one.
 GPU_CFLAGS	:= -g -O2 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -MMD -MP
-GPU_LDFLAGS	:= -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined \
+GPU_LDFLAGS	:= -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,--no-undefined \
 		   -L$(GPU_CUPTI_LIB) -Wl,-rpath,$(GPU_CUPTI_LIB)
 GPU_OBJS	:= $(OUT)/gpu/inject.o $(OUT)/gpu/gpurec.o
 GPU_TESTS	:= $(OUT)/tests/test_gpurec $(OUT)/tests/test_gpu_nodriver \
@@ -53,7 +55,7 @@ FORCE:
 ifeq ($(GPU_BUILD),yes)
 gpu: $(GPU_SO)
 
-$(GPU_SO): $(GPU_OBJS) $(OUT)/gpu/config
+$(GPU_SO): $(GPU_OBJS) $(OUT)/gpu/config user/gpu/gpu.mk
 	$(CC) $(GPU_LDFLAGS) -o $@ $(GPU_OBJS) -lcupti
 
 $(OUT)/gpu/%.o: user/gpu/%.c $(OUT)/gpu/config | $(OUT)/gpu
