@@ -274,7 +274,7 @@ pyoffsets:
 .PHONY: lint
 lint:
 	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h user/sampler/*.c \
-		user/sampler/*.h
+		user/sampler/*.h user/gpu/*.c user/gpu/*.h
 
 .PHONY: install
 install: scalene-bpf $(SAMPLER_SO)
@@ -307,6 +307,9 @@ help:
 
 # The allocation sampler preloaded into profiled programs (memory profiling).
 include user/sampler/sampler.mk
+
+# The CUPTI injection library, where a CUDA toolkit is found (user/gpu/gpu.mk).
+include user/gpu/gpu.mk
 
 -include $(USER_OBJS:.o=.d) $(BPF_OBJS:.o=.d) $(UNIT_BINS:=.d) $(BPFHOST_BINS:=.d) \
 	 $(FUZZ_OBJS:.o=.d) $(FUZZ_BINS:=.d)

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A fake libcupti.so.13 for testing libscalene-bpf-gpu.so without a GPU: the
+ * CUPTI calls the library makes, answered from memory, and these controls
+ * for the test to play CUDA's part (API calls, records, flushes).
+ */
+#ifndef SCALENE_BPF_FAKE_CUPTI_H
+#define SCALENE_BPF_FAKE_CUPTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fake_cupti_stats {
+	int subscribed;		 /* a subscriber is registered */
+	int zeroed_attr;	 /* CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER as set */
+	int callbacks_enabled;	 /* API callback ids enabled */
+	int kinds_enabled;	 /* activity kinds enabled */
+	uint64_t flushes;	 /* cuptiActivityFlushAll calls, flag 0 */
+	uint64_t forced_flushes; /* ... with CUPTI_ACTIVITY_FLAG_FLUSH_FORCED */
+	uint64_t requests;	 /* buffers requested from the client */
+	uint64_t null_buffers;	 /* ... that the client declined */
+	uint64_t dirty_buffers;	 /* ... that were not zeroed, as the attribute promises */
+	uint64_t completions;	 /* buffers handed back to the client */
+};
+
+/* What cuptiSubscribe returns (CUPTI_SUCCESS by default). */
+void fake_cupti_subscribe_result(int result);
+/* What cuptiActivityEnable returns for every kind. */
+void fake_cupti_enable_result(int result);
+/* cuptiEnableCallback refuses this one id, as a CUPTI that does not know it. */
+void fake_cupti_refuse_callback(uint32_t domain, uint32_t cbid);
+
+int fake_cupti_kind_enabled(int kind);
+int fake_cupti_callback_enabled(uint32_t domain, uint32_t cbid);
+void fake_cupti_stats(struct fake_cupti_stats *out);
+
+/* A traced API call's entry (site 0) or exit (site 1) on the calling
+ * thread; delivered only when that callback id is enabled, as CUPTI does. */
+void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id);
+/* Queues an activity record for the next flush. */
+void fake_cupti_record(const void *record, size_t size);
+/* Records CUPTI "dropped": reported with the next completed buffer. */
+void fake_cupti_drop(size_t n);
+/* The client's timestamp callback, 0 when none is registered. */
+uint64_t fake_cupti_timestamp(void);
+
+#endif /* SCALENE_BPF_FAKE_CUPTI_H */

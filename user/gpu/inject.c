@@ -1,0 +1,498 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * libscalene-bpf-gpu.so: the CUPTI injection library (gpu.h describes its
+ * ABI).  The CUDA driver loads it through CUDA_INJECTION64_PATH and calls
+ * InitializeInjection() inside the first cuInit(): no change to the program,
+ * whichever runtime (static or shared cudart, PyTorch, CuPy, Triton) it uses.
+ *
+ * What runs on the application's threads: the API callback (a thread-local
+ * depth counter, one USDT probe at the outermost entry, one relaxed atomic
+ * add) and CUPTI's buffer request, which pops a pre-zeroed buffer from a
+ * free list.  Nothing else: no flush, no decoding, no allocation per launch.
+ *
+ * Hand-over of the records.  Completed buffers are decoded (gpurec.c) into
+ * batches of SCALENE_BPF_GPU_BATCH fixed-size records on the stack of the
+ * completing thread, and each batch is passed to the gpu_records probe as
+ * (pointer, count).  The BPF program attached there copies the array into
+ * its ring buffer while the thread is stopped at the probe, so the loader
+ * receives GPU records in the same stream as every other event and nothing
+ * has to stay alive in the target afterwards.  A ring in the target's memory
+ * polled with process_vm_readv was the alternative: it needs a consumer
+ * index written back into the target, and what is left in it when the
+ * process exits is gone before the loader reads it.  The probe costs one
+ * uprobe trap per batch, not per launch, on a thread that is not the
+ * application's (the flush thread or CUPTI's own).  With nothing attached
+ * the probe is a no-op and the records only feed the counters.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sdt.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "gpu.h"
+#include "gpurec.h"
+
+#define SBG_EXPORT __attribute__((visibility("default")))
+
+/* 8 MiB: about 38 000 kernel records.  Large buffers mean few requests on
+ * the application thread; the flush thread hands them back long before they
+ * fill unless the program launches over 190 000 kernels a second. */
+#define BUF_BYTES (8u << 20)
+/* Buffers kept for reuse; beyond that, completed buffers are unmapped. */
+#define BUF_POOL 8
+
+SBG_EXPORT _Alignas(64) struct scalene_bpf_gpu_state scalene_bpf_gpu_state = {
+	.magic = SCALENE_BPF_GPU_MAGIC,
+	.abi = SCALENE_BPF_GPU_ABI,
+	.size = sizeof(struct scalene_bpf_gpu_state),
+	.built_version = CUPTI_API_VERSION,
+};
+#define state scalene_bpf_gpu_state
+
+static CUpti_SubscriberHandle subscriber;
+static pid_t init_pid;
+
+/* Class of each traced callback id, filled from gpu_api_table before the
+ * callbacks are enabled; read on every traced call. */
+static uint8_t class_runtime[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static uint8_t class_driver[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+/* Nesting of traced calls on this thread: cudaLaunchKernel enters
+ * cuLaunchKernel, and only the outermost call is the launch site. */
+struct api_tls {
+	uint32_t depth;
+	uint32_t outer; /* correlation id of the outermost call */
+};
+static __thread struct api_tls api_tls;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *pool[BUF_POOL];
+static unsigned int pool_len;
+
+static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cond;
+static pthread_t flush_thread;
+static int flush_running, flush_stop;
+
+/*
+ * The probes, one function each, as in the allocation sampler: the call
+ * sites carry no probe arguments, and noclone keeps one copy of each site.
+ */
+static __attribute__((noinline, noclone)) void probe_init(void *st, unsigned int abi)
+{
+	STAP_PROBE2(scalene_bpf, gpu_init, st, abi);
+}
+
+static __attribute__((noinline, noclone)) void probe_api(uint64_t correlation_id, unsigned int cbid,
+							 unsigned int domain, unsigned int class)
+{
+	STAP_PROBE4(scalene_bpf, gpu_api, correlation_id, cbid, domain, class);
+}
+
+static __attribute__((noinline, noclone)) void probe_api_alias(uint64_t inner, uint64_t outer)
+{
+	STAP_PROBE2(scalene_bpf, gpu_api_alias, inner, outer);
+}
+
+static __attribute__((noinline, noclone)) void probe_records(const struct scalene_bpf_gpu_rec *recs,
+							     uint64_t count, void *st)
+{
+	STAP_PROBE3(scalene_bpf, gpu_records, recs, count, st);
+}
+
+static __attribute__((noinline, noclone)) void probe_exit(void *st)
+{
+	STAP_PROBE1(scalene_bpf, gpu_exit, st);
+}
+
+static void state_add(__u64 *field, uint64_t v)
+{
+	if (v)
+		__atomic_fetch_add(field, v, __ATOMIC_RELAXED);
+}
+
+static void state_min(__u64 *field, uint64_t v)
+{
+	__u64 cur = __atomic_load_n(field, __ATOMIC_RELAXED);
+
+	while (v && (!cur || v < cur) &&
+	       !__atomic_compare_exchange_n(field, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void state_max(__u64 *field, uint64_t v)
+{
+	__u64 cur = __atomic_load_n(field, __ATOMIC_RELAXED);
+
+	while (v > cur &&
+	       !__atomic_compare_exchange_n(field, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+			    const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+	struct api_tls *t = &api_tls;
+	unsigned int class = 0;
+
+	if (cb->callbackSite != CUPTI_API_ENTER) {
+		/* An exit whose entry came before the callbacks were enabled
+		 * (the call that ran cuInit) finds depth 0. */
+		if (t->depth)
+			t->depth--;
+		return;
+	}
+	if (t->depth++) {
+		if (cb->correlationId != t->outer) {
+			probe_api_alias(cb->correlationId, t->outer);
+			__atomic_fetch_add(&state.api_aliases, 1, __ATOMIC_RELAXED);
+		}
+		return;
+	}
+	t->outer = cb->correlationId;
+	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+		class = class_runtime[cbid];
+	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+		class = class_driver[cbid];
+	probe_api(cb->correlationId, cbid, domain, class);
+	__atomic_fetch_add(&state.api_calls, 1, __ATOMIC_RELAXED);
+}
+
+/* Runs on the application thread that needs a buffer: a pop from the pool,
+ * or a fresh mapping (zero pages, as ZEROED_OUT_ACTIVITY_BUFFER promises
+ * CUPTI, so that it does not clear 8 MiB on this thread). */
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+	uint8_t *buf = NULL;
+
+	pthread_mutex_lock(&pool_lock);
+	if (pool_len)
+		buf = pool[--pool_len];
+	pthread_mutex_unlock(&pool_lock);
+	if (!buf) {
+		buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			   0);
+		if (buf == MAP_FAILED) {
+			/* CUPTI drops records and counts them (state.lost). */
+			buf = NULL;
+			state_add(&state.buffers_refused, 1);
+		}
+	}
+	if (buf)
+		state_add(&state.buffers_requested, 1);
+	*buffer = buf;
+	*size = buf ? BUF_BYTES : 0;
+	*max_records = 0;
+}
+
+static void emit_batch(const struct scalene_bpf_gpu_rec *recs, unsigned int n, void *ctx)
+{
+	probe_records(recs, n, &state);
+}
+
+/* Runs on the thread that flushed (ours, CUPTI's worker, or the exiting
+ * one): decode, hand out, count, then give the buffer back zeroed. */
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+				      size_t valid)
+{
+	struct gpurec_counts c = { 0 };
+	size_t dropped = 0;
+
+	gpurec_walk(buffer, valid, cuptiActivityGetNextRecord, emit_batch, NULL, &c);
+	state_add(&state.records, c.records);
+	state_add(&state.batches, c.batches);
+	state_add(&state.incomplete, c.incomplete);
+	state_add(&state.invalid, c.invalid);
+	state_add(&state.other_kinds, c.other_kinds);
+	state_min(&state.first_ns, c.first_ns);
+	state_max(&state.last_ns, c.last_ns);
+	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+		state_add(&state.lost, dropped);
+	state_add(&state.buffers_completed, 1);
+	if (!buffer)
+		return;
+	/* Private anonymous pages read back as zeros after MADV_DONTNEED. */
+	madvise(buffer, size, MADV_DONTNEED);
+	pthread_mutex_lock(&pool_lock);
+	if (size == BUF_BYTES && pool_len < BUF_POOL) {
+		pool[pool_len++] = buffer;
+		buffer = NULL;
+	}
+	pthread_mutex_unlock(&pool_lock);
+	if (buffer)
+		munmap(buffer, size);
+}
+
+/* CUPTI's timestamps in CLOCK_MONOTONIC, bpf_ktime_get_ns()'s clock, so
+ * that GPU intervals line up with the CPU samples. */
+static uint64_t CUPTIAPI monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Hands completed buffers back every flush_ms.  cuptiActivityFlushPeriod
+ * is no substitute: it returns only full buffers. */
+static void *flush_main(void *arg)
+{
+	struct timespec deadline;
+
+	pthread_mutex_lock(&flush_lock);
+	while (!flush_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &deadline);
+		deadline.tv_nsec += (long)state.flush_ms * 1000000L;
+		deadline.tv_sec += deadline.tv_nsec / 1000000000L;
+		deadline.tv_nsec %= 1000000000L;
+		while (!flush_stop &&
+		       pthread_cond_timedwait(&flush_cond, &flush_lock, &deadline) != ETIMEDOUT)
+			;
+		if (flush_stop)
+			break;
+		pthread_mutex_unlock(&flush_lock);
+		cuptiActivityFlushAll(0);
+		pthread_mutex_lock(&flush_lock);
+	}
+	pthread_mutex_unlock(&flush_lock);
+	return NULL;
+}
+
+static int flush_start(void)
+{
+	pthread_condattr_t attr;
+	sigset_t all, old;
+	int err;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&flush_cond, &attr);
+	pthread_condattr_destroy(&attr);
+	/* The program's signals go to its own threads, not to ours. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&flush_thread, NULL, flush_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	pthread_setname_np(flush_thread, "sbpf-gpu-flush");
+	flush_running = 1;
+	return 0;
+}
+
+static void flush_join(void)
+{
+	if (!flush_running)
+		return;
+	pthread_mutex_lock(&flush_lock);
+	flush_stop = 1;
+	pthread_cond_signal(&flush_cond);
+	pthread_mutex_unlock(&flush_lock);
+	pthread_join(flush_thread, NULL);
+	flush_running = 0;
+}
+
+/*
+ * Registered inside cuInit, so it runs before the handlers registered
+ * earlier and before _dl_fini unloads libcuda.  A fork child inherits the
+ * handler but neither CUPTI's state nor the flush thread: it does nothing
+ * there.  A forced flush also returns work still running, with end = 0;
+ * gpurec drops those records and counts them.
+ */
+static void at_exit(void)
+{
+	if (getpid() != init_pid)
+		return;
+	flush_join();
+	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	state.status = GPU_S_EXITED;
+	probe_exit(&state);
+}
+
+static void say_off(const char *what, CUptiResult res)
+{
+	const char *msg = NULL;
+
+	if (cuptiGetResultString(res, &msg) != CUPTI_SUCCESS || !msg)
+		msg = "unknown error";
+	fprintf(stderr, "scalene-bpf: no GPU profile for process %d: %s failed: %s (%d)\n",
+		(int)getpid(), what, msg, (int)res);
+}
+
+static void fail(enum gpu_failed_call call, const char *what, CUptiResult res)
+{
+	state.failed_call = call;
+	state.cupti_error = res;
+	state.status = GPU_S_CUPTI_ERROR;
+	say_off(what, res);
+}
+
+static void read_env(void)
+{
+	const char *s = getenv(SCALENE_BPF_GPU_ENV_FLUSH_MS);
+	char *end;
+	long v;
+
+	state.flush_ms = SCALENE_BPF_GPU_DEFAULT_FLUSH_MS;
+	if (!s || !*s)
+		return;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 10 || v > 60000)
+		fprintf(stderr, "scalene-bpf: ignoring %s=%s (10 to 60000 ms), using %d\n",
+			SCALENE_BPF_GPU_ENV_FLUSH_MS, s, SCALENE_BPF_GPU_DEFAULT_FLUSH_MS);
+	else
+		state.flush_ms = (__u32)v;
+}
+
+/* Enables the API callbacks of gpu_api_table; a CUPTI that does not know
+ * one (older than the headers) refuses it, which is counted, not fatal. */
+static void enable_api_callbacks(void)
+{
+	const struct gpu_api *a;
+	unsigned int i;
+
+	for (i = 0; i < gpu_api_count; i++) {
+		a = &gpu_api_table[i];
+		if (a->domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+		    a->cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
+			class_runtime[a->cbid] = (uint8_t)a->class;
+		else if (a->domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+			 a->cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
+			class_driver[a->cbid] = (uint8_t)a->class;
+	}
+	for (i = 0; i < gpu_api_count; i++) {
+		a = &gpu_api_table[i];
+		if (cuptiEnableCallback(1, subscriber, a->domain, a->cbid) == CUPTI_SUCCESS)
+			state.api_callbacks++;
+		else
+			state.api_failed++;
+	}
+}
+
+static CUptiResult enable_activity(void)
+{
+	CUptiResult res, last = CUPTI_SUCCESS;
+	unsigned int i;
+
+	for (i = 0; i < gpurec_nr_kinds; i++) {
+		res = cuptiActivityEnable(gpurec_kinds[i].kind);
+		if (res == CUPTI_SUCCESS)
+			state.kinds |= gpurec_kinds[i].bit;
+		else
+			last = res;
+	}
+	return state.kinds ? CUPTI_SUCCESS : last;
+}
+
+/* Two buffers ready before the first launch: the first requests then cost
+ * the application thread a pop, not a system call. */
+static void pool_fill(void)
+{
+	uint8_t *buf;
+
+	while (pool_len < 2) {
+		buf = mmap(NULL, BUF_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			   0);
+		if (buf == MAP_FAILED)
+			return;
+		pool[pool_len++] = buf;
+	}
+}
+
+static void set_activity_attributes(void)
+{
+	uint8_t zeroed = 1;
+	size_t sz = sizeof(zeroed);
+
+	/* Our buffers come zeroed (fresh or MADV_DONTNEED): CUPTI need not
+	 * clear them on the application thread. */
+	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &sz, &zeroed);
+	if (cuptiActivityRegisterTimestampCallback(monotonic_ns) == CUPTI_SUCCESS)
+		state.clock = GPU_CLOCK_MONOTONIC;
+}
+
+/*
+ * Called by the driver inside cuInit(), once per process, on the thread
+ * that initialises CUDA.  Never fails the program: every error leaves CUDA
+ * as it would be without us.  The return value is not documented; NVIDIA's
+ * samples return 1.
+ */
+SBG_EXPORT int InitializeInjection(void)
+{
+	static int entered;
+	CUptiResult res;
+	uint32_t version = 0;
+
+	if (__atomic_exchange_n(&entered, 1, __ATOMIC_ACQ_REL))
+		return 1;
+	init_pid = getpid();
+	state.pid = (__u32)init_pid;
+	if (cuptiGetVersion(&version) == CUPTI_SUCCESS)
+		state.cupti_version = version;
+	read_env();
+
+	res = cuptiSubscribe(&subscriber, on_api, NULL);
+	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+		state.status = GPU_S_OTHER_SUBSCRIBER;
+		state.failed_call = GPU_FAIL_SUBSCRIBE;
+		state.cupti_error = res;
+		fprintf(stderr,
+			"scalene-bpf: no GPU profile for process %d: another CUPTI client "
+			"(Nsight, torch.profiler, ...) is active, and CUPTI allows one\n",
+			(int)getpid());
+		goto out;
+	}
+	if (res != CUPTI_SUCCESS) {
+		fail(GPU_FAIL_SUBSCRIBE, "cuptiSubscribe", res);
+		goto out;
+	}
+	set_activity_attributes();
+	pool_fill();
+	res = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	if (res != CUPTI_SUCCESS) {
+		fail(GPU_FAIL_CALLBACKS, "cuptiActivityRegisterCallbacks", res);
+		cuptiUnsubscribe(subscriber);
+		goto out;
+	}
+	res = enable_activity();
+	if (res != CUPTI_SUCCESS) {
+		fail(GPU_FAIL_ACTIVITY, "cuptiActivityEnable", res);
+		cuptiUnsubscribe(subscriber);
+		goto out;
+	}
+	/* Without launch callbacks the device times are still collected; they
+	 * go to no line. */
+	enable_api_callbacks();
+	if (!state.api_callbacks)
+		state.failed_call = GPU_FAIL_ENABLE_API;
+	/* Without the thread, buffers come back when full and at exit. */
+	if (flush_start())
+		state.failed_call = GPU_FAIL_THREAD;
+	atexit(at_exit);
+	state.status = GPU_S_ACTIVE;
+out:
+	probe_init(&state, SCALENE_BPF_GPU_ABI);
+	return 1;
+}
+
+/*
+ * Forces a flush now: for exits that skip atexit handlers (os._exit, as in
+ * every multiprocessing fork child).  Returns 0, or -ENODEV when CUPTI is not
+ * collecting in this process.
+ */
+SBG_EXPORT int scalene_bpf_gpu_flush(void)
+{
+	if (state.status != GPU_S_ACTIVE || getpid() != init_pid)
+		return -ENODEV;
+	return cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -EIO;
+}
