@@ -283,7 +283,7 @@ void counts__next_epoch(struct counts *c)
 int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t gen)
 {
 	uint32_t closed = c->closed, earlier, i;
-	int n, out = 0;
+	int n, out = 0, left = 0;
 
 	earlier = (closed + AGG_EPOCHS - 1) % AGG_EPOCHS;
 	n = read_all(c);
@@ -304,9 +304,15 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 				c->dead[c->ndead++] = *k;
 			}
 			break;
+		case COUNTS_ALL_KNOWN:
+			if (k->stack && (!c->stacks || !hmap__get(c->stacks, &k->stack))) {
+				left++;
+				break;
+			}
+			/* fall through */
 		case COUNTS_IMAGE:
 		case COUNTS_ALL:
-			mine = how == COUNTS_ALL || ((int)k->tgid == tgid && k->gen == gen);
+			mine = how != COUNTS_IMAGE || ((int)k->tgid == tgid && k->gen == gen);
 			if (mine) {
 				out += hand_out_delta(c, k, &c->vals[i], false, how);
 				c->dead[c->ndead++] = *k;
@@ -315,7 +321,7 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 		}
 	}
 	delete_dead(c);
-	return out;
+	return how == COUNTS_ALL_KNOWN ? left : out;
 }
 
 void counts__stats(const struct counts *c, struct counts_stats *out)

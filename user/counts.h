@@ -36,6 +36,9 @@ enum counts_drain {
 	COUNTS_PERIODIC, /* the epoch moves on; counts of the closed ones go out */
 	COUNTS_IMAGE,	 /* only the counts of one process image (it has ended) */
 	COUNTS_ALL,	 /* every count, at the end of the run */
+	/* Every count whose stack is known (the others stay, for a COUNTS_ALL
+	 * once the ring buffer has been read again): returns how many stay. */
+	COUNTS_ALL_KNOWN,
 };
 
 /* Before a periodic drain, and before the ring buffer is read for the

@@ -715,6 +715,14 @@ int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint
 	 * again): its stacks came before that record. */
 	if (how == COUNTS_PERIODIC)
 		counts__next_epoch(l->counts);
+	/* At the end, BPF still counts while this runs: a count made after the
+	 * ring buffer was read may name a stack sent since.  Those are left
+	 * for one more read of it. */
+	if (how == COUNTS_ALL) {
+		ring_buffer__consume(l->rb);
+		if (counts__drain(l->counts, COUNTS_ALL_KNOWN, tgid, gen) <= 0)
+			return 0;
+	}
 	if (how != COUNTS_IMAGE)
 		ring_buffer__consume(l->rb);
 	return counts__drain(l->counts, how, tgid, gen);
