@@ -50,6 +50,22 @@ static int check_interval(uint64_t start, uint64_t end, struct gpurec_counts *c)
 	return 0;
 }
 
+/* The fields every record with an interval has under the same names
+ * (kernels, copies, memsets: distinct struct types, hence a macro). */
+#define COPY_INTERVAL(out, r)                                    \
+	do {                                                     \
+		(out)->start_ns = (r)->start;                    \
+		(out)->end_ns = (r)->end;                        \
+		(out)->correlation_id = (r)->correlationId;      \
+		(out)->context_id = (r)->contextId;              \
+		(out)->stream_id = (r)->streamId;                \
+		if ((r)->graphId) {                              \
+			(out)->flags |= GPU_REC_F_GRAPH;         \
+			(out)->graph_id = (r)->graphId;          \
+			(out)->graph_node_id = (r)->graphNodeId; \
+		}                                                \
+	} while (0)
+
 static int decode_kernel(const CUpti_ActivityKernel10 *k, struct scalene_bpf_gpu_rec *out,
 			 struct gpurec_counts *c)
 {
@@ -58,18 +74,9 @@ static int decode_kernel(const CUpti_ActivityKernel10 *k, struct scalene_bpf_gpu
 	if (err)
 		return err;
 	out->kind = GPU_REC_KERNEL;
-	out->start_ns = k->start;
-	out->end_ns = k->end;
+	COPY_INTERVAL(out, k);
 	out->name = (uint64_t)(uintptr_t)k->name;
-	out->correlation_id = k->correlationId;
 	out->device_id = k->deviceId;
-	out->context_id = k->contextId;
-	out->stream_id = k->streamId;
-	if (k->graphId) {
-		out->flags |= GPU_REC_F_GRAPH;
-		out->graph_id = k->graphId;
-		out->graph_node_id = k->graphNodeId;
-	}
 	if (k->isDeviceLaunched)
 		out->flags |= GPU_REC_F_DEVICE_LAUNCHED;
 	return 1;
@@ -83,19 +90,10 @@ static int decode_memcpy(const CUpti_ActivityMemcpy6 *m, struct scalene_bpf_gpu_
 	if (err)
 		return err;
 	out->kind = GPU_REC_MEMCPY;
-	out->start_ns = m->start;
-	out->end_ns = m->end;
+	COPY_INTERVAL(out, m);
 	out->bytes = m->bytes;
 	out->copy_kind = m->copyKind;
-	out->correlation_id = m->correlationId;
 	out->device_id = m->deviceId;
-	out->context_id = m->contextId;
-	out->stream_id = m->streamId;
-	if (m->graphId) {
-		out->flags |= GPU_REC_F_GRAPH;
-		out->graph_id = m->graphId;
-		out->graph_node_id = m->graphNodeId;
-	}
 	if (m->isDeviceLaunched)
 		out->flags |= GPU_REC_F_DEVICE_LAUNCHED;
 	return 1;
@@ -110,20 +108,11 @@ static int decode_peer(const CUpti_ActivityMemcpyPtoP4 *m, struct scalene_bpf_gp
 		return err;
 	out->kind = GPU_REC_MEMCPY;
 	out->flags = GPU_REC_F_PEER;
-	out->start_ns = m->start;
-	out->end_ns = m->end;
+	COPY_INTERVAL(out, m);
 	out->bytes = m->bytes;
 	out->copy_kind = m->copyKind;
-	out->correlation_id = m->correlationId;
 	out->device_id = m->srcDeviceId;
 	out->dst_device = m->dstDeviceId;
-	out->context_id = m->contextId;
-	out->stream_id = m->streamId;
-	if (m->graphId) {
-		out->flags |= GPU_REC_F_GRAPH;
-		out->graph_id = m->graphId;
-		out->graph_node_id = m->graphNodeId;
-	}
 	return 1;
 }
 
@@ -135,19 +124,10 @@ static int decode_memset(const CUpti_ActivityMemset4 *m, struct scalene_bpf_gpu_
 	if (err)
 		return err;
 	out->kind = GPU_REC_MEMSET;
-	out->start_ns = m->start;
-	out->end_ns = m->end;
+	COPY_INTERVAL(out, m);
 	out->bytes = m->bytes;
 	out->memory_kind = (uint8_t)m->memoryKind;
-	out->correlation_id = m->correlationId;
 	out->device_id = m->deviceId;
-	out->context_id = m->contextId;
-	out->stream_id = m->streamId;
-	if (m->graphId) {
-		out->flags |= GPU_REC_F_GRAPH;
-		out->graph_id = m->graphId;
-		out->graph_node_id = m->graphNodeId;
-	}
 	if (m->isDeviceLaunched)
 		out->flags |= GPU_REC_F_DEVICE_LAUNCHED;
 	return 1;
