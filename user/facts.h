@@ -62,6 +62,10 @@ struct facts_async_layout {
 /* Await attribution: how the await fields were measured, what it cost. */
 struct facts_async {
 	double await_ns, await_outside_profiled_files_ns;
+	/* Where that time waited (frames interned in the profile). */
+	struct await_outside outside[MAX_AWAIT_OUTSIDE];
+	int noutside;
+	double outside_other_ns;
 	double idle_loop_ns, idle_loop_without_tasks_ns, idle_after_last_snapshot_ns;
 	double idle_before_layout_ns; /* not credited to any line */
 	int loops;

@@ -80,6 +80,46 @@ static struct json_object *layout_json(const struct facts_async_layout *l)
 	return o;
 }
 
+static struct json_object *frame_json(const struct frame_ref *f)
+{
+	struct json_object *o = json_object_new_object();
+
+	add(o, "file", json_object_new_string(f->filename));
+	add(o, "function", json_object_new_string(f->qualname));
+	add(o, "line", json_object_new_int(f->line));
+	return o;
+}
+
+/* Where the await time outside the profiled files waited, most first. */
+static struct json_object *await_outside_json(const struct facts_async *a)
+{
+	struct json_object *arr = json_object_new_array();
+	int order[MAX_AWAIT_OUTSIDE], i, j;
+
+	for (i = 0; i < a->noutside; i++) {
+		for (j = i; j > 0 && a->outside[order[j - 1]].ns < a->outside[i].ns; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	for (i = 0; i < a->noutside; i++) {
+		const struct await_outside *w = &a->outside[order[i]];
+		struct json_object *o = json_object_new_object();
+
+		add(o, "task_coroutine", frame_json(&w->task));
+		add(o, "waits_in", frame_json(&w->waits));
+		add(o, "s", seconds(w->ns));
+		json_object_array_add(arr, o);
+	}
+	if (a->outside_other_ns > 0) {
+		struct json_object *o = json_object_new_object();
+
+		add(o, "other", json_object_new_boolean(true));
+		add(o, "s", seconds(a->outside_other_ns));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 /* scalene_bpf.async: how the await fields were measured, and what it cost. */
 static struct json_object *async_json(const struct facts_async *a)
 {
@@ -91,6 +131,7 @@ static struct json_object *async_json(const struct facts_async *a)
 				   "loop waits in its selector"));
 	add(o, "await_s", seconds(a->await_ns));
 	add(o, "await_outside_profiled_files_s", seconds(a->await_outside_profiled_files_ns));
+	add(o, "await_outside_profiled_files", await_outside_json(a));
 	add(o, "idle_loop_s", seconds(a->idle_loop_ns));
 	add(o, "idle_loop_without_tasks_s", seconds(a->idle_loop_without_tasks_ns));
 	add(o, "idle_after_last_snapshot_s", seconds(a->idle_after_last_snapshot_ns));

@@ -332,6 +332,15 @@ struct await_stack {
 
 #define MAX_AWAIT_STACKS 4096
 
+/* Await time credited to no line: the task's coroutine (the outermost
+ * frame of its chain) and the frame it waits in (the innermost), tallied
+ * for the first MAX_AWAIT_OUTSIDE pairs seen (the rest: other). */
+#define MAX_AWAIT_OUTSIDE 8
+struct await_outside {
+	struct frame_ref task, waits;
+	double ns;
+};
+
 struct profile;
 
 struct profile *profile__new(const struct profile_filter *filter);
@@ -348,6 +357,10 @@ double profile__await_ns(const struct profile *p);
 double profile__await_unattributed_ns(const struct profile *p);
 int profile__nawait_stacks(const struct profile *p);
 const struct await_stack *profile__await_stack(const struct profile *p, int i);
+/* Where the unattributed await time waited: n entries, and the time of
+ * chains past the table in *other_ns. */
+const struct await_outside *profile__await_outside(const struct profile *p, int *n,
+						   double *other_ns);
 /* Await stacks not kept: the table was full. */
 uint64_t profile__await_stacks_dropped(const struct profile *p);
 /* A process ended: its live blocks leave the footprint. */

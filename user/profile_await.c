@@ -89,6 +89,36 @@ static void await_stack_add(struct profile *p, const struct await_in *a, int at)
 	p->nawait_stacks++;
 }
 
+static bool same_frame(const struct frame_ref *x, const struct frame_ref *y)
+{
+	return x->filename == y->filename && x->qualname == y->qualname && x->line == y->line;
+}
+
+/* Await time no profiled file takes, by where its task waited. */
+static void await_unattributed(struct profile *p, const struct await_in *a)
+{
+	const struct frame_ref *task = &a->frames[a->nframes - 1], *waits = &a->frames[0];
+	int i;
+
+	p->await_unattributed_ns += a->ns;
+	if (a->nframes < 1)
+		return;
+	for (i = 0; i < p->nawait_outside; i++) {
+		struct await_outside *o = &p->await_outside[i];
+
+		if (same_frame(&o->task, task) && same_frame(&o->waits, waits)) {
+			o->ns += a->ns;
+			return;
+		}
+	}
+	if (p->nawait_outside == MAX_AWAIT_OUTSIDE) {
+		p->await_outside_other_ns += a->ns;
+		return;
+	}
+	p->await_outside[p->nawait_outside++] =
+		(struct await_outside){ .task = *task, .waits = *waits, .ns = a->ns };
+}
+
 void profile__add_await(struct profile *p, const struct await_in *a)
 {
 	struct file_stats *f;
@@ -97,7 +127,7 @@ void profile__add_await(struct profile *p, const struct await_in *a)
 	int at = profile_attributed_frame(p, a->frames, a->nframes);
 
 	if (at < 0) {
-		p->await_unattributed_ns += a->ns;
+		await_unattributed(p, a);
 		return;
 	}
 	f = profile_file_get(p, a->frames[at].filename);
@@ -124,6 +154,14 @@ double profile__await_ns(const struct profile *p)
 double profile__await_unattributed_ns(const struct profile *p)
 {
 	return p->await_unattributed_ns;
+}
+
+const struct await_outside *profile__await_outside(const struct profile *p, int *n,
+						   double *other_ns)
+{
+	*n = p->nawait_outside;
+	*other_ns = p->await_outside_other_ns;
+	return p->await_outside;
 }
 
 int profile__nawait_stacks(const struct profile *p)

@@ -92,6 +92,9 @@ struct profile {
 	int ndecorated;
 	struct hmap *decorated_by_code; /* struct decorated_key -> index + 1 */
 	double await_ns, await_unattributed_ns;
+	struct await_outside await_outside[MAX_AWAIT_OUTSIDE];
+	int nawait_outside;
+	double await_outside_other_ns;
 	struct hmap *await_by_key; /* struct await_key -> index + 1 */
 	struct await_stack *await_stacks;
 	int nawait_stacks;

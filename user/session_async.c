@@ -265,6 +265,12 @@ void sasync_facts(struct session *s, struct facts_async *o)
 	}
 	o->await_ns = profile__await_ns(p);
 	o->await_outside_profiled_files_ns = profile__await_unattributed_ns(p);
+	{
+		const struct await_outside *w =
+			profile__await_outside(p, &o->noutside, &o->outside_other_ns);
+
+		memcpy(o->outside, w, o->noutside * sizeof(*w));
+	}
 	o->idle_loop_ns = t.idle_ns;
 	o->idle_loop_without_tasks_ns = t.empty_ns;
 	o->idle_after_last_snapshot_ns = t.after_last_ns;

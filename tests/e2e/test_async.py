@@ -107,6 +107,7 @@ def check_async_on(profile, prog):
     for key in ("await_s", "snapshots", "tasks_read", "tasks_unreadable"):
         assert key in facts, f"scalene_bpf.async has no {key}: {facts}"
     assert facts["await_s"] > 0 and facts["snapshots"] > 0, facts
+    check_outside(facts)
     assert facts["tasks_read"] >= facts["snapshots"], facts
     # A task that ends while it is read may be lost; a few, not a share.
     assert facts["tasks_unreadable"] <= 2 + 0.01 * facts["tasks_read"], facts
@@ -122,6 +123,17 @@ def check_async_on(profile, prog):
     assert any(f["filename_or_module"] == prog and f["line"] for f in aw), (
         f"no [await] frame at a line of {prog}: {aw[:5]}")
     return facts
+
+
+def check_outside(facts):
+    """The await time outside the profiled files, by where it waited:
+    the entries add up to the total."""
+    where = facts.get("await_outside_profiled_files")
+    assert isinstance(where, list), f"no await_outside_profiled_files: {facts}"
+    total = sum(w["s"] for w in where)
+    assert abs(total - facts["await_outside_profiled_files_s"]) <= 1e-6, facts
+    assert all(w["s"] > 0 for w in where), facts
+    return where
 
 
 def check_share(accuracy, what, got, want, ctx, points=SHARE_POINTS):
@@ -397,6 +409,37 @@ def test_two_loops_in_two_threads(python, tmp_path, accuracy):
                    for m in ("a_short", "a_long")})
     check_share(accuracy, "a_short share of loop a's two lines (design), %",
                 pair["a_short"], 25.0, ctx)
+
+
+def test_await_outside_profiled_files(tmp_path):
+    """Await time that no profiled file takes says where it waited: with
+    --profile-only matching none of the program's files, all of it is
+    outside them, listed by the task's coroutine and the frame it waits in,
+    and the waiters' coroutine has its 3 of 5 tasks' share."""
+    prog = program("async_cpu.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(default_interpreter(), prog, ["1.0", side], tmp=tmp_path,
+                      opts=("--profile-only", "no-such-file-xyz"))
+    facts = res.profile["scalene_bpf"]["async"]
+    ctx = f"{facts}"
+    assert facts["await_s"] == 0, ctx
+    assert facts["await_outside_profiled_files_s"] > 0.2, ctx
+    where = check_outside(facts)
+    by_task = {}
+    for w in where:
+        if w.get("other"):
+            continue
+        assert w["task_coroutine"]["file"] == prog, ctx
+        by_task[w["task_coroutine"]["function"]] = \
+            by_task.get(w["task_coroutine"]["function"], 0) + w["s"]
+        assert w["waits_in"]["file"] and w["waits_in"]["line"] > 0, ctx
+    assert set(by_task) == {"busy", "waiter", "main"}, ctx
+    share = 100 * by_task["waiter"] / facts["await_outside_profiled_files_s"]
+    assert abs(share - 60) <= SHARE_POINTS, ctx
+    # The waiters wait in asyncio.sleep, a frame of asyncio's own.
+    assert any(w["task_coroutine"]["function"] == "waiter" and
+               w["waits_in"]["function"] == "sleep" and
+               "asyncio" in w["waits_in"]["file"] for w in where), ctx
 
 
 def test_loop_never_idle(python, tmp_path, accuracy):

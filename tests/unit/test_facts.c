@@ -122,6 +122,14 @@ static struct facts *full_facts(void)
 	a = &f->async;
 	a->await_ns = 1.5e9;
 	a->await_outside_profiled_files_ns = 0.25e9;
+	a->outside[0] = (struct await_outside){
+		.task = { "lib.py", "serve", 3, 9 }, .waits = { "tasks.py", "sleep", 600, 650 },
+		.ns = 0.05e9 };
+	a->outside[1] = (struct await_outside){
+		.task = { "lib.py", "poll", 20, 25 }, .waits = { "lib.py", "poll", 20, 25 },
+		.ns = 0.125e9 };
+	a->noutside = 2;
+	a->outside_other_ns = 0.075e9;
 	a->idle_loop_ns = 2e9;
 	a->idle_loop_without_tasks_ns = 0.5e9;
 	a->idle_after_last_snapshot_ns = 0.125e9;
@@ -261,7 +269,8 @@ static void check_async(struct json_object *a)
 {
 	struct json_object *l;
 
-	CHECK_KEYS(a, "method", "await_s", "await_outside_profiled_files_s", "idle_loop_s",
+	CHECK_KEYS(a, "method", "await_s", "await_outside_profiled_files_s",
+		   "await_outside_profiled_files", "idle_loop_s",
 		   "idle_loop_without_tasks_s", "idle_after_last_snapshot_s",
 		   "idle_before_layout_s", "loops", "polls", "idle_polls", "idle_unchecked_polls",
 		   "snapshots", "partial_snapshots", "sampled_snapshots", "task_sample",
@@ -271,6 +280,16 @@ static void check_async(struct json_object *a)
 	CHECK(strstr(str(a, "method"), "task-set snapshots") != NULL);
 	CHECK(dbl(a, "await_s") == 1.5);
 	CHECK(dbl(a, "await_outside_profiled_files_s") == 0.25);
+	/* Most first, the rest last. */
+	l = get(a, "await_outside_profiled_files");
+	CHECK_EQ_INT(json_object_array_length(l), 3);
+	CHECK(!strcmp(str(get(json_object_array_get_idx(l, 0), "task_coroutine"), "function"),
+		      "poll"));
+	CHECK(dbl(json_object_array_get_idx(l, 0), "s") == 0.125);
+	CHECK_EQ_INT(num(get(json_object_array_get_idx(l, 1), "waits_in"), "line"), 650);
+	CHECK(!strcmp(str(get(json_object_array_get_idx(l, 1), "waits_in"), "file"), "tasks.py"));
+	CHECK(dbl(json_object_array_get_idx(l, 2), "s") == 0.075);
+	CHECK(json_object_get_boolean(get(json_object_array_get_idx(l, 2), "other")));
 	CHECK(dbl(a, "idle_loop_s") == 2);
 	CHECK(dbl(a, "idle_loop_without_tasks_s") == 0.5);
 	CHECK(dbl(a, "idle_after_last_snapshot_s") == 0.125);
