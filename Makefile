@@ -11,7 +11,7 @@ ARCH		:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 PYTHON_TEST	?= $(shell pyenv prefix 3.11.7 2>/dev/null || echo /usr)/bin/python3
 
 WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -D_GNU_SOURCE
+CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -Iuser/gpu -D_GNU_SOURCE
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
 LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm
@@ -277,9 +277,12 @@ lint:
 		user/sampler/*.h user/gpu/*.c user/gpu/*.h
 
 .PHONY: install
-install: scalene-bpf $(SAMPLER_SO)
+# The GPU library goes along where it was built (a CUDA toolkit was found).
+install: scalene-bpf $(SAMPLER_SO) gpu
 	install -D -m 0755 scalene-bpf $(DESTDIR)$(PREFIX)/bin/scalene-bpf
 	install -D -m 0644 $(SAMPLER_SO) $(DESTDIR)$(PREFIX)/lib/scalene-bpf/libscalene-bpf-sampler.so
+	if [ -f $(OUT)/gpu/libscalene-bpf-gpu.so ]; then install -D -m 0644 \
+		$(OUT)/gpu/libscalene-bpf-gpu.so $(DESTDIR)$(PREFIX)/lib/scalene-bpf/libscalene-bpf-gpu.so; fi
 
 .PHONY: clean
 clean:

@@ -45,6 +45,7 @@ enum event_type {
 	EV_EXIT = 4,
 	EV_SAMPLER = 5, /* the allocation sampler started or ended in a process */
 	EV_STACK = 6,	/* a stack counted in agg_counts, sent once (struct agg_stack_record) */
+	EV_GPU = 7,	/* the GPU library's state or records (struct gpu_record) */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -58,6 +59,10 @@ enum sample_mode {
 	MODE_MALLOC = 3,
 	MODE_FREE = 4,
 	MODE_COPY = 5, /* mem_bytes: weight of a copy of mem_size bytes */
+	/* Fired by the GPU library (user/gpu/gpu.h) at a traced CUDA call:
+	 * mem_addr is the correlation id, mem_size the callback id, mem_flags
+	 * the enum gpu_api_class, mem_bytes 0. */
+	MODE_GPU_API = 6,
 };
 
 /* Outcome of the Python stack walk. */
@@ -95,6 +100,8 @@ enum stat_id {
 	STAT_PROBE_CHECK_NS,	/* time spent on them, ns */
 	STAT_AGG_FULL,		/* samples sent as records: the count tables were full */
 	STAT_AGG_STACKS,	/* stacks sent to the loader for the count tables */
+	STAT_GPU_API,		/* GPU library launch probes of tracked processes */
+	STAT_GPU_LOST,		/* GPU launch, record or state records lost: ring buffer full */
 	STAT_MAX,
 };
 
@@ -314,6 +321,35 @@ struct sampler_record {
 	__s32 read_err; /* reading the state block: 0 or -errno */
 	__u32 pad;
 	__u8 state[SAMPLER_STATE_BYTES];
+};
+
+/* GPU records per EV_GPU record: the library's batch (user/gpu/gpu.h). */
+#define GPU_BATCH 64
+#define GPU_REC_BYTES 80
+#define GPU_STATE_BYTES 224
+
+enum gpu_phase {
+	GPU_INIT = 1,	 /* InitializeInjection() ran: state as it started */
+	GPU_RECORDS = 2, /* a batch of records; state not read */
+	GPU_EXIT = 3,	 /* the final flush at exit ran: state is final */
+	GPU_ALIAS = 4,	 /* records carrying id `inner` belong to the launch of `outer` */
+};
+
+/* EV_GPU: one of the GPU library's probes, from a tracked process. */
+struct gpu_record {
+	__u32 type; /* EV_GPU */
+	__u32 tgid;
+	__u32 phase; /* enum gpu_phase */
+	__u32 abi;   /* init: the library's ABI version */
+	__u64 ts;
+	__u64 state_addr;
+	__u64 inner, outer; /* GPU_ALIAS: correlation ids */
+	__s32 read_err;	    /* reading the state block or the records: 0 or -errno */
+	__u32 count;	    /* GPU_RECORDS: records in recs[] */
+	union {
+		__u8 state[GPU_STATE_BYTES];
+		__u8 recs[GPU_BATCH * GPU_REC_BYTES];
+	};
 };
 
 #endif /* SCALENE_BPF_ABI_H */

@@ -875,6 +875,122 @@ int BPF_USDT(on_sampler_exit, __u64 state)
 }
 
 /*
+ * The GPU library's probes (user/gpu/gpu.h), attached like the sampler's to
+ * every process that maps the library; only tracked processes are kept.  A
+ * traced CUDA call is a record with the calling thread's Python stack (the
+ * launch site); records and state blocks are copied while the library's
+ * thread waits at the probe.
+ */
+SEC("usdt")
+int BPF_USDT(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 class)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct proc_info *p = tracked_proc(task, bpf_get_current_pid_tgid() >> 32);
+	struct sample_event *ev;
+	struct tracked_thread *ts;
+
+	if (!p)
+		return 0;
+	stat_inc(STAT_GPU_API);
+	ev = new_record(bpf_get_current_pid_tgid(), STAT_GPU_LOST, RECORD_ONLY);
+	if (!ev)
+		return 0;
+	ev->mode = MODE_GPU_API;
+	ev->mem_addr = correlation_id;
+	ev->mem_size = cbid | ((__u64)domain << 32);
+	ev->mem_flags = class;
+	ev->gen = p->gen;
+	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!ts)
+		stat_inc(STAT_TASK_STORAGE_FAIL);
+	fill_stack(ev, p, task, ts);
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+static __always_inline struct gpu_record *gpu_reserve(__u32 phase, __u64 state)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct gpu_record *r;
+
+	if (!tracked_proc(task, pid_tgid >> 32))
+		return NULL;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		stat_inc(STAT_GPU_LOST);
+		return NULL;
+	}
+	r->type = EV_GPU;
+	r->tgid = pid_tgid >> 32;
+	r->phase = phase;
+	r->abi = 0;
+	r->ts = bpf_ktime_get_ns();
+	r->state_addr = state;
+	r->inner = 0;
+	r->outer = 0;
+	r->read_err = 0;
+	r->count = 0;
+	return r;
+}
+
+static __always_inline int gpu_state_event(__u32 phase, __u64 state, __u32 abi)
+{
+	struct gpu_record *r = gpu_reserve(phase, state);
+
+	if (!r)
+		return 0;
+	r->abi = abi;
+	r->read_err = bpf_probe_read_user(r->state, sizeof(r->state), (const void *)state);
+	if (r->read_err)
+		__builtin_memset(r->state, 0, sizeof(r->state));
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(on_gpu_init, __u64 state, __u32 abi)
+{
+	return gpu_state_event(GPU_INIT, state, abi);
+}
+
+SEC("usdt")
+int BPF_USDT(on_gpu_exit, __u64 state)
+{
+	return gpu_state_event(GPU_EXIT, state, 0);
+}
+
+SEC("usdt")
+int BPF_USDT(on_gpu_api_alias, __u64 inner, __u64 outer)
+{
+	struct gpu_record *r = gpu_reserve(GPU_ALIAS, 0);
+
+	if (!r)
+		return 0;
+	r->inner = inner;
+	r->outer = outer;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(on_gpu_records, __u64 recs, __u64 count, __u64 state)
+{
+	struct gpu_record *r;
+	__u32 n = count > GPU_BATCH ? GPU_BATCH : (__u32)count;
+
+	r = gpu_reserve(GPU_RECORDS, state);
+	if (!r)
+		return 0;
+	r->count = n;
+	r->read_err = bpf_probe_read_user(r->recs, n * GPU_REC_BYTES, (const void *)recs);
+	if (r->read_err)
+		r->count = 0;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+/*
  * Attach mode: uprobes on the allocation functions themselves (nothing can
  * be preloaded into a running process), placed by the loader on an
  * instruction the kernel emulates.  Every call traps, so the work here is

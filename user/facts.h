@@ -21,6 +21,7 @@
 #include <linux/types.h>
 
 #include "abi.h"
+#include "gpu.h"
 #include "profile.h"
 
 /* Distinct interpreters described; more are counted only. */
@@ -152,7 +153,29 @@ struct facts_process {
 	const char *ended; /* how its image ended; NULL: not said */
 };
 
+/* GPU (scalene_bpf.gpu): the library in each process, what came of it. */
+#define FACTS_GPU_PROCS 16
+struct facts_gpu_proc {
+	int pid;
+	bool final;   /* its state as the exit handler left it */
+	int read_err; /* reading its state: 0 or -errno */
+	struct scalene_bpf_gpu_state st;
+};
+
+struct facts_gpu {
+	char library[PATH_MAX]; /* given to the program as CUDA_INJECTION64_PATH */
+	char off[256];		/* why GPU profiling is off ("" when on) */
+	struct profile_gpu_totals totals;
+	struct facts_gpu_proc procs[FACTS_GPU_PROCS];
+	int nprocs;
+	uint64_t procs_past; /* reporting processes past the table */
+	uint64_t batches, bad_batches;
+	uint64_t launch_probes, lost; /* BPF's counts */
+};
+
 struct facts {
+	bool has_gpu;
+	struct facts_gpu gpu;
 	bool has_async;
 	struct facts_async async;
 	uint64_t period_ns;

@@ -43,6 +43,7 @@ struct loader {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	struct bpf_link *usdt_links[5];
+	struct bpf_link *gpu_links[5];
 	struct bpf_link **alloc_links;
 	int nalloc_links;
 	int *pfds;
@@ -175,6 +176,46 @@ static int attach_sampler(struct loader *l, const char *path)
 				pr_warn("memory profiling places uprobes, which needs "
 					"CAP_SYS_ADMIN besides CAP_BPF and CAP_PERFMON; run as "
 					"root, add it, or profile CPU only with --cpu-only\n");
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* The GPU library's probes (user/gpu/gpu.h) and the programs for them. */
+static const char *const gpu_probes[] = { "gpu_init", "gpu_api", "gpu_api_alias", "gpu_records",
+					  "gpu_exit" };
+
+static struct bpf_program *gpu_prog(struct loader *l, size_t i)
+{
+	struct bpf_program *progs[] = {
+		l->skel->progs.on_gpu_init,	 l->skel->progs.on_gpu_api,
+		l->skel->progs.on_gpu_api_alias, l->skel->progs.on_gpu_records,
+		l->skel->progs.on_gpu_exit,
+	};
+
+	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
+			       sizeof(gpu_probes) / sizeof(gpu_probes[0]),
+		       "one program per probe");
+	return progs[i];
+}
+
+/* Like the sampler's: every process that maps the library. */
+static int attach_gpu(struct loader *l, const char *path)
+{
+	size_t i;
+	int err;
+
+	_Static_assert(sizeof(gpu_probes) / sizeof(gpu_probes[0]) ==
+			       sizeof(l->gpu_links) / sizeof(l->gpu_links[0]),
+		       "one link per probe");
+	for (i = 0; i < sizeof(gpu_probes) / sizeof(gpu_probes[0]); i++) {
+		l->gpu_links[i] = bpf_program__attach_usdt(
+			gpu_prog(l, i), -1, path, SCALENE_BPF_USDT_PROVIDER, gpu_probes[i], NULL);
+		if (!l->gpu_links[i]) {
+			err = -errno;
+			pr_warn("failed to attach to the GPU library's probe %s in %s: %s\n",
+				gpu_probes[i], path, strerror(-err));
 			return err;
 		}
 	}
@@ -455,6 +496,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 	for (i = 0; !opts->sampler_path && i < sizeof(sampler_probes) / sizeof(sampler_probes[0]);
 	     i++)
 		bpf_program__set_autoload(sampler_prog(l, i), false);
+	for (i = 0; !opts->gpu_path && i < sizeof(gpu_probes) / sizeof(gpu_probes[0]); i++)
+		bpf_program__set_autoload(gpu_prog(l, i), false);
 	for (i = 0; !opts->uprobe_sample_bytes && i < ALLOC_PROGS; i++)
 		bpf_program__set_autoload(alloc_prog(l, i), false);
 	l->skel->rodata->mem_sample_bytes = opts->uprobe_sample_bytes ?: 1;
@@ -487,6 +530,11 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	if (opts->sampler_path) {
 		err = attach_sampler(l, opts->sampler_path);
+		if (err)
+			goto fail;
+	}
+	if (opts->gpu_path) {
+		err = attach_gpu(l, opts->gpu_path);
 		if (err)
 			goto fail;
 	}
@@ -534,6 +582,8 @@ void loader__free(struct loader *l)
 	 * serialises them). */
 	for (cpu = 0; cpu < (int)(sizeof(l->usdt_links) / sizeof(l->usdt_links[0])); cpu++)
 		bpf_link__destroy(l->usdt_links[cpu]);
+	for (cpu = 0; cpu < (int)(sizeof(l->gpu_links) / sizeof(l->gpu_links[0])); cpu++)
+		bpf_link__destroy(l->gpu_links[cpu]);
 	for (cpu = 0; cpu < l->nalloc_links; cpu++)
 		bpf_link__destroy(l->alloc_links[cpu]);
 	free(l->alloc_links);
@@ -596,7 +646,7 @@ static bool hand_off_uprobes(struct loader *l)
 	pid_t pid;
 	char c;
 
-	if (!l->nalloc_links && !l->usdt_links[0])
+	if (!l->nalloc_links && !l->usdt_links[0] && !l->gpu_links[0])
 		return false;
 	if (pipe2(fds, O_CLOEXEC))
 		return false;

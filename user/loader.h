@@ -31,6 +31,9 @@ struct loader_opts {
 	/* The allocation sampler library whose probes to attach (run mode with
 	 * memory profiling), or NULL. */
 	const char *sampler_path;
+	/* The GPU library whose probes to attach (run mode, see user/gpu/gpu.h),
+	 * or NULL. */
+	const char *gpu_path;
 	/* Attach mode: load the allocation uprobe programs, sampling this many
 	 * bytes apart on average (0: not loaded). */
 	uint64_t uprobe_sample_bytes;

@@ -95,8 +95,11 @@ struct run_state {
 	bool memory;		/* the allocation sampler is preloaded */
 	char sampler[PATH_MAX]; /* its path */
 	char *env[4];		/* what the program's environment gets for it */
-	bool uprobes;		/* attach: allocation uprobes */
-	struct pyhook hook;	/* run: the @profile builtin */
+	char gpu_lib[PATH_MAX]; /* the GPU library, when given to the program */
+	bool gpu;
+	char gpu_off[256];  /* why not, when it is not */
+	bool uprobes;	    /* attach: allocation uprobes */
+	struct pyhook hook; /* run: the @profile builtin */
 	bool hook_ready;
 	struct memprobe_report probes;
 	struct host *host; /* --all */
@@ -135,8 +138,10 @@ static int write_profile(struct run_state *rs, bool final)
 	}
 	if (rs->hook_ready)
 		pyhook__poll(&rs->hook, rs->profile);
-	if (final)
+	if (final) {
 		session__flush_async(rs->session);
+		session__settle_gpu(rs->session);
+	}
 	facts = facts__new();
 	if (facts && session__facts(rs->session, facts)) {
 		facts__free(facts);
@@ -274,6 +279,7 @@ static int setup(struct run_state *rs)
 		.max_procs = MAX_PROCS,
 		.ringbuf_bytes = RINGBUF_BYTES,
 		.sampler_path = rs->memory ? rs->sampler : NULL,
+		.gpu_path = rs->gpu ? rs->gpu_lib : NULL,
 		.uprobe_sample_bytes =
 			rs->uprobes ? (rs->opts->sampling_window ? rs->opts->sampling_window
 								 : SCALENE_BPF_DEFAULT_SAMPLE_BYTES)
@@ -284,6 +290,8 @@ static int setup(struct run_state *rs)
 				   /* Not yet with --all: each event loop of each
 				    * process would be polled every 10 ms. */
 				   .async_waits = !rs->opts->no_async && !rs->host,
+				   .gpu_library = rs->gpu ? rs->gpu_lib : NULL,
+				   .gpu_off = !rs->gpu && rs->gpu_off[0] ? rs->gpu_off : NULL,
 				   .creds = &rs->creds };
 	struct session_bpf bpf = {
 		.track = bpf_track,
@@ -520,6 +528,40 @@ static int prepare_memory(struct run_state *rs)
 	return 0;
 }
 
+/* GPU in run mode: the CUDA driver loads the GPU library into the program
+ * (CUDA_INJECTION64_PATH) at its first cuInit(); a program that never
+ * initialises CUDA never maps it. */
+static void prepare_gpu(struct run_state *rs)
+{
+	const char *old = getenv("CUDA_INJECTION64_PATH");
+	int err;
+
+	if (rs->opts->no_gpu) {
+		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "--no-gpu");
+		return;
+	}
+	err = find_gpu_lib(rs->gpu_lib, sizeof(rs->gpu_lib));
+	if (err) {
+		snprintf(rs->gpu_off, sizeof(rs->gpu_off),
+			 "%s was not found next to this program (%s): it is built where a CUDA "
+			 "toolkit with CUPTI is installed (CUDA_HOME)",
+			 SCALENE_BPF_GPU_SONAME, strerror(-err));
+		return;
+	}
+	if (old && *old && strcmp(old, rs->gpu_lib)) {
+		snprintf(rs->gpu_off, sizeof(rs->gpu_off),
+			 "CUDA_INJECTION64_PATH already names %.180s, which is left in place", old);
+		pr_warn("no GPU profiling: %s\n", rs->gpu_off);
+		return;
+	}
+	if (asprintf(&rs->env[3], "CUDA_INJECTION64_PATH=%s", rs->gpu_lib) < 0) {
+		rs->env[3] = NULL;
+		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "out of memory");
+		return;
+	}
+	rs->gpu = true;
+}
+
 static int cmd_run(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
@@ -553,6 +595,7 @@ static int cmd_run(const struct options *o)
 		if (err)
 			goto out;
 	}
+	prepare_gpu(&rs);
 	err = pyhook__prepare(&rs.hook, &rs.creds);
 	if (err)
 		pr_warn("the @profile builtin is not provided (%s): decorated programs stop with "

@@ -33,6 +33,7 @@ enum {
 	OPT_HTML,
 	OPT_FORMAT,
 	OPT_NO_ASYNC,
+	OPT_NO_GPU,
 	OPT_ALL,
 	OPT_COMM,
 	OPT_UID,
@@ -62,6 +63,7 @@ static const struct option long_opts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
+	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
 	{ "all", no_argument, NULL, OPT_ALL },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "uid", required_argument, NULL, OPT_UID },
@@ -152,6 +154,10 @@ void options_usage(FILE *f)
 	      "      --no-follow                do not follow child processes\n"
 	      "      --no-async                 no await attribution (on by default, as in\n"
 	      "                                 Scalene: where asyncio tasks wait, per line)\n"
+	      "      --no-gpu                   run: do not give CUDA programs the GPU library\n"
+	      "                                 (libscalene-bpf-gpu.so, loaded by the CUDA driver\n"
+	      "                                 through CUDA_INJECTION64_PATH: GPU time and\n"
+	      "                                 memory per line, from CUPTI)\n"
 	      "  -c, --config FILE              options as \"name: value\" lines (long names)\n"
 	      "  -v, --verbose                  more messages (-vv: BPF loader messages too)\n"
 	      "  -h, --help                     this text\n"
@@ -400,6 +406,9 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_NO_ASYNC:
 		o->no_async = true;
+		return 0;
+	case OPT_NO_GPU:
+		o->no_gpu = true;
 		return 0;
 	case OPT_CLI:
 		o->view_cli = true;

@@ -48,6 +48,7 @@ struct options {
 	bool idle;
 	bool no_follow;
 	bool no_async; /* no await attribution */
+	bool no_gpu;   /* run: no GPU library for CUDA programs */
 	const char *profile_only[MAX_FILTERS];
 	int nprofile_only;
 	const char *profile_exclude[MAX_FILTERS];

@@ -27,12 +27,6 @@
 #define STACKS_MERGED 1000
 #define STACK_FRAMES 10000
 
-static const char *const gpu_zero_fields[] = {
-	"n_gpu_avg_memory_mb",
-	"n_gpu_peak_memory_mb",
-	"n_gpu_percent",
-};
-
 /* What every line and function needs to put itself in proportion. */
 struct out_ctx {
 	const struct profile *p;
@@ -346,6 +340,18 @@ static void put_await(struct json_object *o, const struct await_stats *aw, const
 	json_object_object_add(o, "async_task_names", names);
 }
 
+/* Scalene's GPU fields: the GPU's use while the line ran (profile.h). */
+static void put_gpu(struct json_object *o, const struct gpu_stats *g)
+{
+	bool on = g && g->weight > 0;
+	double util = on ? 100.0 * g->util_sum / g->weight : 0;
+	double avg = on ? g->mem_sum / g->weight / MB : 0, peak = on ? g->mem_peak / MB : 0;
+
+	json_object_object_add(o, "n_gpu_avg_memory_mb", jdouble(avg > peak ? peak : avg));
+	json_object_object_add(o, "n_gpu_peak_memory_mb", jdouble(peak));
+	json_object_object_add(o, "n_gpu_percent", jdouble(util > 100 ? 100 : util));
+}
+
 /* The fields common to lines and functions (Scalene's FunctionDetail). */
 static void put_stats(struct json_object *o, const struct line_stats *st, const struct out_ctx *cx,
 		      bool with_times)
@@ -371,8 +377,7 @@ static void put_stats(struct json_object *o, const struct line_stats *st, const 
 	json_object_object_add(o, "n_cpu_percent_c", jdouble(c));
 	json_object_object_add(o, "n_sys_percent", jdouble(sys));
 	json_object_object_add(o, "n_core_utilization", jdouble(util > 1 ? 1 : util));
-	for (i = 0; i < sizeof(gpu_zero_fields) / sizeof(gpu_zero_fields[0]); i++)
-		json_object_object_add(o, gpu_zero_fields[i], json_object_new_double(0));
+	put_gpu(o, st ? st->gpu : NULL);
 	put_memory(o, st ? st->mem : NULL, cx);
 	if (with_times && st && st->ncpu_times) {
 		double sorted[CPU_SAMPLES_RESERVOIR];
@@ -1058,6 +1063,14 @@ static bool file_reported(const struct profile *p, const struct file_stats *f,
 		if (bytes / MB >= FILE_MALLOC_THRESHOLD_MB)
 			return true;
 	}
+	for (i = 0; i < f->nlines; i++) {
+		/* GPU work launched here, or the GPU busy while it ran. */
+		const struct gpu_stats *g = f->lines[i] ? f->lines[i]->gpu : NULL;
+
+		if (g && (g->kernels || g->copies || g->memsets || g->alloc_bytes > 0 ||
+			  g->util_sum > 0))
+			return true;
+	}
 	if (m->async_waits && profile__await_ns(p) > 0) {
 		double aw = 0;
 
@@ -1087,6 +1100,74 @@ static bool churn_reported(const struct profile *p, const struct file_stats *f,
 	return bytes / MB >= FILE_MALLOC_THRESHOLD_MB || file_reported(p, f, m, total);
 }
 
+/* scalene_bpf.gpu.lines: the lines that launched GPU work, most kernel
+ * time first (GPU_LINES of them). */
+#define GPU_LINES 100
+struct gpu_line {
+	const char *file;
+	int line;
+	const struct gpu_stats *g;
+};
+
+static int cmp_gpu_line(const void *a, const void *b)
+{
+	const struct gpu_line *x = a, *y = b;
+	double kx = x->g->kernel_ns + x->g->copy_ns, ky = y->g->kernel_ns + y->g->copy_ns;
+
+	return kx > ky ? -1 : kx < ky;
+}
+
+static struct json_object *gpu_lines(const struct profile *p)
+{
+	static const char *const dirs[GPU_DIR_MAX] = { "htod", "dtoh", "dtod", "other" };
+	struct json_object *arr = json_object_new_array();
+	struct gpu_line *v = NULL, *grown;
+	int n = 0, cap = 0, i, j, d;
+
+	for (i = 0; i < profile__nfiles(p); i++) {
+		const struct file_stats *f = profile__file(p, i);
+
+		for (j = 0; j < f->nlines; j++) {
+			const struct gpu_stats *g = f->lines[j] ? f->lines[j]->gpu : NULL;
+
+			if (!g || !g->launches)
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				grown = realloc(v, cap * sizeof(*v));
+				if (!grown)
+					break;
+				v = grown;
+			}
+			v[n++] = (struct gpu_line){ f->path, j, g };
+		}
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_gpu_line);
+	for (i = 0; i < n && i < GPU_LINES; i++) {
+		const struct gpu_stats *g = v[i].g;
+		struct json_object *o = json_object_new_object(), *copy = json_object_new_object();
+
+		json_object_object_add(o, "file", jstring(v[i].file));
+		json_object_object_add(o, "line", json_object_new_int(v[i].line));
+		json_object_object_add(o, "calls", json_object_new_int64((int64_t)g->launches));
+		json_object_object_add(o, "kernels", json_object_new_int64((int64_t)g->kernels));
+		json_object_object_add(o, "kernel_s", jdouble(g->kernel_ns / 1e9));
+		json_object_object_add(o, "copies", json_object_new_int64((int64_t)g->copies));
+		json_object_object_add(o, "copy_s", jdouble(g->copy_ns / 1e9));
+		for (d = 0; d < GPU_DIR_MAX; d++)
+			json_object_object_add(copy, dirs[d], jdouble(g->copy_bytes[d] / MB));
+		json_object_object_add(o, "copy_mb", copy);
+		json_object_object_add(o, "memsets", json_object_new_int64((int64_t)g->memsets));
+		json_object_object_add(o, "memset_mb", jdouble(g->memset_bytes / MB));
+		json_object_object_add(o, "alloc_mb", jdouble(g->alloc_bytes / MB));
+		json_object_object_add(o, "free_mb", jdouble(g->free_bytes / MB));
+		json_object_array_add(arr, o);
+	}
+	free(v);
+	return arr;
+}
+
 static void build_doc(struct sink *snk, const struct profile *p, const struct output_meta *m)
 {
 	struct json_object *args, *churn = NULL, *extra = NULL;
@@ -1109,8 +1190,8 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	sink_add(snk, "entrypoint_dir", jstring(m->program_dir));
 	sink_add(snk, "filename", jstring(m->program_dir));
 	sink_add(snk, "program", jstring(m->program));
-	sink_add(snk, "gpu", json_object_new_boolean(0));
-	sink_add(snk, "gpu_device", json_object_new_string(""));
+	sink_add(snk, "gpu", json_object_new_boolean(profile__gpu_on(p)));
+	sink_add(snk, "gpu_device", json_object_new_string(profile__gpu_on(p) ? "GPU" : ""));
 	sink_add(snk, "growth_rate", jdouble(mem ? growth_rate(pm) : 0));
 	sink_add(snk, "max_footprint_fname", mem && pm->max_file ? jstring(pm->max_file) : NULL);
 	sink_add(snk, "max_footprint_lineno",
@@ -1152,6 +1233,15 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	if (churn)
 		json_object_object_add(extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));
+	if (extra && profile__gpu_on(p)) {
+		struct json_object *gpu = NULL;
+
+		if (!json_object_object_get_ex(extra, "gpu", &gpu)) {
+			gpu = json_object_new_object();
+			json_object_object_add(extra, "gpu", gpu);
+		}
+		json_object_object_add(gpu, "lines", gpu_lines(p));
+	}
 	if (extra) {
 		clean_strings(extra);
 		sink_add(snk, "scalene_bpf", extra);

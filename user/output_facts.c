@@ -3,6 +3,8 @@
  * The profile's "scalene_bpf" object: the facts (facts.h) as JSON, in a
  * fixed key order that readers and tests rely on.
  */
+#include <string.h>
+
 #include <json-c/json.h>
 
 #include "facts.h"
@@ -40,6 +42,8 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_PROBE_CHECK_NS] = "probe_check_ns_total",
 	[STAT_AGG_FULL] = "count_table_full",
 	[STAT_AGG_STACKS] = "stacks_sent",
+	[STAT_GPU_API] = "gpu_launch_probes",
+	[STAT_GPU_LOST] = "gpu_lost_ringbuf_full",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
@@ -163,6 +167,100 @@ static struct json_object *async_json(const struct facts_async *a)
 		add(o, "not_covered",
 		    json_object_new_string("uvloop: its event loop is compiled code, so its "
 					   "waiting and tasks are not read; await fields stay 0"));
+	return o;
+}
+
+static const char *gpu_status_name(uint32_t st)
+{
+	switch (st) {
+	case GPU_S_LOADED:
+		return "loaded";
+	case GPU_S_ACTIVE:
+		return "collecting";
+	case GPU_S_OTHER_SUBSCRIBER:
+		return "another CUPTI client (Nsight, torch.profiler) was there first";
+	case GPU_S_CUPTI_ERROR:
+		return "a CUPTI call failed";
+	case GPU_S_EXITED:
+		return "exited";
+	default:
+		return "unknown";
+	}
+}
+
+static struct json_object *gpu_proc_json(const struct facts_gpu_proc *g)
+{
+	struct json_object *o = json_object_new_object();
+	const struct scalene_bpf_gpu_state *st = &g->st;
+
+	add(o, "pid", json_object_new_int(g->pid));
+	if (g->read_err) {
+		add(o, "state_unreadable", json_object_new_string(strerror(-g->read_err)));
+		return o;
+	}
+	add(o, "status", json_object_new_string(gpu_status_name(st->status)));
+	add(o, "final", json_object_new_boolean(g->final));
+	if (st->status == GPU_S_CUPTI_ERROR) {
+		add(o, "failed_call", json_object_new_int((int)st->failed_call));
+		add(o, "cupti_error", json_object_new_int((int)st->cupti_error));
+	}
+	add(o, "cupti_version", json_object_new_int((int)st->cupti_version));
+	add(o, "clock",
+	    json_object_new_string(st->clock == GPU_CLOCK_MONOTONIC ? "monotonic" : "realtime"));
+	add(o, "api_callbacks", json_object_new_int((int)st->api_callbacks));
+	add(o, "api_callbacks_refused", json_object_new_int((int)st->api_failed));
+	add(o, "calls", json_object_new_int64((int64_t)st->api_calls));
+	add(o, "records", json_object_new_int64((int64_t)st->records));
+	add(o, "dropped_unfinished", json_object_new_int64((int64_t)st->incomplete));
+	add(o, "dropped_invalid", json_object_new_int64((int64_t)st->invalid));
+	add(o, "lost_by_cupti", json_object_new_int64((int64_t)st->lost));
+	add(o, "buffers_refused", json_object_new_int64((int64_t)st->buffers_refused));
+	return o;
+}
+
+/* scalene_bpf.gpu: where GPU data comes from, what reached the profile. */
+static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *stats)
+{
+	static const char *const dirs[GPU_DIR_MAX] = { "htod", "dtoh", "dtod", "other" };
+	struct json_object *o = json_object_new_object(), *procs = json_object_new_array();
+	struct json_object *copy = json_object_new_object();
+	const struct profile_gpu_totals *t = &g->totals;
+	int i;
+
+	add(o, "method",
+	    json_object_new_string("CUPTI activity records and API callbacks from "
+				   "libscalene-bpf-gpu.so (CUDA_INJECTION64_PATH), joined by "
+				   "correlation id to the Python line of each CUDA call"));
+	if (g->library[0])
+		add(o, "library", json_object_new_string(g->library));
+	if (g->off[0])
+		add(o, "off", json_object_new_string(g->off));
+	add(o, "processes_collecting", json_object_new_int(t->processes));
+	for (i = 0; i < g->nprocs && i < FACTS_GPU_PROCS; i++)
+		json_object_array_add(procs, gpu_proc_json(&g->procs[i]));
+	add(o, "processes", procs);
+	add(o, "processes_past_table", json_object_new_int64((int64_t)g->procs_past));
+	add(o, "calls", json_object_new_int64((int64_t)t->launches));
+	add(o, "calls_outside_profiled_files", json_object_new_int64((int64_t)t->launches_outside));
+	add(o, "calls_forgotten", json_object_new_int64((int64_t)t->launches_forgotten));
+	add(o, "records", json_object_new_int64((int64_t)t->records));
+	add(o, "records_unmatched", json_object_new_int64((int64_t)t->unmatched));
+	add(o, "records_outside_profiled_files", json_object_new_int64((int64_t)t->outside));
+	add(o, "kernels", json_object_new_int64((int64_t)t->kernels));
+	add(o, "kernel_s", seconds(t->kernel_ns));
+	for (i = 0; i < GPU_DIR_MAX; i++)
+		add(copy, dirs[i], mb(t->copy_bytes[i]));
+	add(o, "copy_mb", copy);
+	add(o, "copy_s", seconds(t->copy_ns));
+	add(o, "memset_mb", mb(t->memset_bytes));
+	add(o, "alloc_mb", mb(t->alloc_bytes));
+	add(o, "free_mb", mb(t->free_bytes));
+	add(o, "peak_memory_mb", mb(t->peak_memory));
+	add(o, "samples_with_gpu_use", json_object_new_int64((int64_t)t->samples));
+	add(o, "record_batches", json_object_new_int64((int64_t)g->batches));
+	add(o, "record_batches_unreadable", json_object_new_int64((int64_t)g->bad_batches));
+	add(o, "launch_probes", json_object_new_int64((int64_t)stats[STAT_GPU_API]));
+	add(o, "lost_ringbuf_full", json_object_new_int64((int64_t)stats[STAT_GPU_LOST]));
 	return o;
 }
 
@@ -398,6 +496,8 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 		add(un, unattr_names[i], seconds(f->unattributed_ns[i]));
 	add(o, "unattributed", un);
 	add(o, "bpf", bpf_json(&f->bpf));
+	if (f->has_gpu)
+		add(o, "gpu", gpu_json(&f->gpu, f->bpf.stats));
 	if (f->has_memory)
 		add(o, "memory", memory_json(&f->memory, f->bpf.stats));
 	list = json_object_new_array();

@@ -78,6 +78,7 @@ void profile__free(struct profile *p)
 			if (p->files[i]->lines[j]) {
 				free(p->files[i]->lines[j]->mem);
 				free(p->files[i]->lines[j]->aw);
+				free(p->files[i]->lines[j]->gpu);
 			}
 			free(p->files[i]->lines[j]);
 		}
@@ -89,12 +90,14 @@ void profile__free(struct profile *p)
 	while (p->funcs && hmap__next(p->funcs, &it, NULL, &v)) {
 		free(((struct func_stats *)v)->st.mem);
 		free(((struct func_stats *)v)->st.aw);
+		free(((struct func_stats *)v)->st.gpu);
 		free(v);
 	}
 	it = 0;
 	while (p->blocks && hmap__next(p->blocks, &it, NULL, &v))
 		free(v);
 	hmap__free(p->blocks);
+	profile_gpu_free(p);
 	it = 0;
 	while (p->stacks_by_hash && hmap__next(p->stacks_by_hash, &it, NULL, &v)) {
 		struct stack_node *n = v;
@@ -848,6 +851,8 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	fs = profile_func_get(p, f, s->frames, s->nframes, at);
 	if (fs)
 		add_to_stats(p, &fs->st, s, cpu, blocked, gil, false);
+	if (p->gpu)
+		profile_gpu_sample(p, s->tgid, s->ts_ns, cpu + blocked, st, fs ? &fs->st : NULL);
 }
 
 double profile__total_ns(const struct profile *p)

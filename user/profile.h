@@ -184,6 +184,33 @@ struct line_stats {
 	int nsyms;
 	struct mem_stats *mem;	/* NULL until a memory event lands here */
 	struct await_stats *aw; /* NULL until a task waits here */
+	struct gpu_stats *gpu;	/* NULL until GPU work is launched or seen here */
+};
+
+/* GPU work per line.  Launched here (scalene_bpf.gpu): the CUDA calls
+ * made at this line and the device work they put on the GPU, joined by
+ * correlation id.  As Scalene means it (n_gpu_*): the process's GPU use
+ * while this line ran, over its samples weighted by their time. */
+enum gpu_dir {
+	GPU_DIR_HTOD,
+	GPU_DIR_DTOH,
+	GPU_DIR_DTOD, /* on one device, or between two (peer) */
+	GPU_DIR_OTHER,
+	GPU_DIR_MAX
+};
+struct gpu_stats {
+	uint64_t launches; /* traced calls (launches, copies, memsets, allocations) */
+	uint64_t kernels;
+	double kernel_ns;
+	uint64_t copies;
+	double copy_bytes[GPU_DIR_MAX];
+	double copy_ns;
+	uint64_t memsets;
+	double memset_bytes;
+	double alloc_bytes, free_bytes;
+	/* Scalene's fields: busy fraction and device memory (bytes) at the
+	 * samples, each weighted by the sample's time. */
+	double util_sum, mem_sum, weight, mem_peak;
 };
 
 struct func_stats {
@@ -332,6 +359,32 @@ struct await_stack {
 
 #define MAX_AWAIT_STACKS 4096
 
+/* A traced CUDA call, with the Python stack of the thread that made it. */
+struct gpu_launch_in {
+	int tgid;
+	uint32_t correlation_id;
+	uint32_t api_class;		/* enum gpu_api_class (user/gpu/gpu.h) */
+	const struct frame_ref *frames; /* innermost first */
+	int nframes;
+};
+
+/* The GPU side of a profile, for scalene_bpf.gpu. */
+struct profile_gpu_totals {
+	int processes;		   /* whose GPU library collected */
+	uint64_t launches;	   /* traced calls seen */
+	uint64_t launches_outside; /* ... with no frame in a profiled file */
+	uint64_t records;	   /* device records received */
+	uint64_t unmatched;	   /* ... whose call was not seen (or forgotten) */
+	uint64_t outside;	   /* ... launched outside the profiled files */
+	uint64_t kernels;
+	double kernel_ns;
+	double copy_bytes[GPU_DIR_MAX];
+	double copy_ns, memset_bytes, alloc_bytes, free_bytes;
+	double peak_memory;	     /* device bytes allocated, at the highest */
+	uint64_t samples;	     /* CPU samples given the GPU's use */
+	uint64_t launches_forgotten; /* launch sites dropped: the table was full */
+};
+
 /* Await time credited to no line: the task's coroutine (the outermost
  * frame of its chain) and the frame it waits in (the innermost), tallied
  * for the first MAX_AWAIT_OUTSIDE pairs seen (the rest: other). */
@@ -361,6 +414,19 @@ const struct await_stack *profile__await_stack(const struct profile *p, int i);
  * chains past the table in *other_ns. */
 const struct await_outside *profile__await_outside(const struct profile *p, int *n,
 						   double *other_ns);
+/* GPU (profile_gpu.c).  A process whose GPU library collects: its CPU
+ * samples wait until the device records of their time have arrived, then
+ * take the GPU's use (profile__gpu_settle). */
+void profile__gpu_start(struct profile *p, int tgid);
+void profile__gpu_launch(struct profile *p, const struct gpu_launch_in *l);
+void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer);
+/* n struct scalene_bpf_gpu_rec of process tgid. */
+void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n);
+/* Gives the waiting samples taken before before_ns the GPU's use then
+ * (UINT64_MAX: all of them, at the end). */
+void profile__gpu_settle(struct profile *p, uint64_t before_ns);
+bool profile__gpu_on(const struct profile *p);
+void profile__gpu_totals(const struct profile *p, struct profile_gpu_totals *out);
 /* Await stacks not kept: the table was full. */
 uint64_t profile__await_stacks_dropped(const struct profile *p);
 /* A process ended: its live blocks leave the footprint. */

@@ -91,6 +91,7 @@ struct profile {
 	struct decorated_fn *decorated;
 	int ndecorated;
 	struct hmap *decorated_by_code; /* struct decorated_key -> index + 1 */
+	struct profile_gpu *gpu;	/* NULL until a process's GPU library collects */
 	double await_ns, await_unattributed_ns;
 	struct await_outside await_outside[MAX_AWAIT_OUTSIDE];
 	int nawait_outside;
@@ -127,6 +128,11 @@ struct stack_key {
 void *profile_grow(void *arr, int n, size_t elem);
 struct file_stats *profile_file_get(struct profile *p, const char *path);
 struct line_stats *profile_line_get(struct file_stats *f, int line);
+/* profile_gpu.c: a sample of a process whose GPU library collects waits
+ * for the GPU's use at its time; the model's GPU part freed. */
+void profile_gpu_sample(struct profile *p, int tgid, uint64_t ts, double ns, struct line_stats *st,
+			struct line_stats *fst);
+void profile_gpu_free(struct profile *p);
 struct func_stats *profile_func_get(struct profile *p, struct file_stats *f,
 				    const struct frame_ref *frames, int nframes, int at);
 struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key *k, int *index);

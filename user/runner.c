@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpu.h"
 #include "log.h"
 #include "runner.h"
 #include "sampler.h"
@@ -104,16 +105,15 @@ int exit_status_of(int wstatus)
 	return 1;
 }
 
-int find_sampler_lib(char *buf, size_t n)
+/* A library of ours: $env, else next to this executable (build tree, then
+ * installed layout). */
+static int find_lib(const char *env_name, const char *build_rel, const char *soname, char *buf,
+		    size_t n)
 {
-	static const char *const rel[] = {
-		"build/sampler/" SCALENE_BPF_SAMPLER_SONAME,	  /* the build tree */
-		"../lib/scalene-bpf/" SCALENE_BPF_SAMPLER_SONAME, /* make install */
-	};
-	const char *env = getenv("SCALENE_BPF_SAMPLER_LIB");
+	const char *env = getenv(env_name);
 	char exe[PATH_MAX], *dir;
 	ssize_t len;
-	size_t i;
+	int i;
 
 	if (env && *env) {
 		snprintf(buf, n, "%s", env);
@@ -124,10 +124,11 @@ int find_sampler_lib(char *buf, size_t n)
 		return -errno;
 	exe[len] = '\0';
 	dir = dirname(exe);
-	for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+	for (i = 0; i < 2; i++) {
 		char path[PATH_MAX + 64];
 
-		snprintf(path, sizeof(path), "%s/%s", dir, rel[i]);
+		snprintf(path, sizeof(path), "%s/%s/%s", dir,
+			 i == 0 ? build_rel : "../lib/scalene-bpf", soname);
 		if (access(path, R_OK))
 			continue;
 		if (!realpath(path, buf))
@@ -135,4 +136,15 @@ int find_sampler_lib(char *buf, size_t n)
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int find_sampler_lib(char *buf, size_t n)
+{
+	return find_lib("SCALENE_BPF_SAMPLER_LIB", "build/sampler", SCALENE_BPF_SAMPLER_SONAME, buf,
+			n);
+}
+
+int find_gpu_lib(char *buf, size_t n)
+{
+	return find_lib("SCALENE_BPF_GPU_LIB", "build/gpu", SCALENE_BPF_GPU_SONAME, buf, n);
 }

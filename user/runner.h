@@ -36,5 +36,8 @@ int exit_status_of(int wstatus);
  * next to this executable (build tree, then installed layout); writes its
  * absolute path into buf.  0 or -errno. */
 int find_sampler_lib(char *buf, size_t n);
+/* The GPU library (user/gpu/gpu.h) for CUDA_INJECTION64_PATH: likewise,
+ * from $SCALENE_BPF_GPU_LIB or next to this executable. */
+int find_gpu_lib(char *buf, size_t n);
 
 #endif /* RUNNER_H */

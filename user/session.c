@@ -60,6 +60,8 @@ struct session *session__new(const struct session_opts *opts)
 	s->creds = opts->creds;
 	s->memory = opts->memory;
 	s->async_waits = opts->async_waits;
+	s->gpu_library = opts->gpu_library;
+	s->gpu_off = opts->gpu_off;
 	s->ncpus = opts->ncpus > 0 ? opts->ncpus : 1;
 	s->procs = hmap__new(sizeof(int));
 	s->tnames = hmap__new(sizeof(struct thread_name_key));
@@ -451,6 +453,8 @@ void session__tick(struct session *s, uint64_t now)
 		drain_counts(s, SESSION_COUNTS_DUE);
 		s->next_drain_ns = now + COUNTS_DRAIN_NS;
 	}
+	if (s->profile && now > GPU_SETTLE_NS)
+		profile__gpu_settle(s->profile, now - GPU_SETTLE_NS);
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
@@ -921,6 +925,14 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->samples_unknown_proc += count;
 		return;
 	}
+	if (ev->mode == MODE_GPU_API) {
+		int unattributed = -1, n = 0;
+
+		if (!not_python(tp, ev))
+			n = sample_frames(s, tp, ev, frames, NULL, &unattributed);
+		sgpu_launch(s, tp, ev, frames, n);
+		return;
+	}
 	if (ev->mode >= MODE_MALLOC) {
 		if (ev->mode <= MODE_COPY)
 			on_mem_sample(s, tp, ev);
@@ -1021,6 +1033,15 @@ int session__handle(void *ctx, const void *data, size_t size)
 			s->bad_records++;
 		else
 			on_sampler(s, data);
+		return 0;
+	}
+	if (type == EV_GPU) {
+		const struct gpu_record *g = data;
+
+		if (size < sizeof(*g))
+			s->bad_records++;
+		else
+			sgpu_record(s, hmap__get(s->procs, &(int){ (int)g->tgid }), g);
 		return 0;
 	}
 	if (size < sizeof(*r)) {
@@ -1287,6 +1308,13 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	if (s->async_waits) {
 		f->has_async = true;
 		sasync_facts(s, &f->async);
+	}
+	if (s->gpu_library || s->gpu_off) {
+		f->has_gpu = true;
+		snprintf(f->gpu.library, sizeof(f->gpu.library), "%s",
+			 s->gpu_library ? s->gpu_library : "");
+		snprintf(f->gpu.off, sizeof(f->gpu.off), "%s", s->gpu_off ? s->gpu_off : "");
+		sgpu_facts(s, &f->gpu);
 	}
 	f->period_ns = s->period_ns;
 	f->total_sampled_ns = profile__total_ns(p);

@@ -73,6 +73,10 @@ struct session_opts {
 	int ncpus;
 	bool memory;	  /* the allocation sampler is preloaded into the program */
 	bool async_waits; /* await attribution (pyasync.h) */
+	/* GPU: the library given to the program (CUDA_INJECTION64_PATH), or
+	 * NULL with why GPU profiling is off in gpu_off (NULL: not asked). */
+	const char *gpu_library;
+	const char *gpu_off;
 	/* Whose files the profile may show: source text is read with these
 	 * file-system credentials (the user under sudo), never root's. */
 	const struct user_creds *creds;
@@ -122,6 +126,9 @@ struct session *session__new(const struct session_opts *opts);
 void session__free(struct session *s);
 /* The end of the run: the event loops' idle time since their last task
  * snapshot goes to the tasks as it found them (pyasync__flush). */
+/* The GPU's use given to every sample still waiting for it: at the end,
+ * once the last device records are in. */
+void session__settle_gpu(struct session *s);
 void session__flush_async(struct session *s);
 /* The BPF side feeding this session (the loader needs the session as its
  * callback context, so it is made second); *bpf is copied. */

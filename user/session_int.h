@@ -15,6 +15,7 @@
 
 #include "abi.h"
 #include "facts.h"
+#include "gpu.h"
 #include "pyasync.h"
 #include "python.h"
 #include "sampler.h"
@@ -102,6 +103,19 @@ struct mem_summary {
 /* Counted samples of an image not known yet, kept for one more drain. */
 #define MAX_HELD 256
 
+/* Device records of a moment come a flush period (200 ms) or more after
+ * it: samples wait this long for the GPU's use at their time. */
+#define GPU_SETTLE_NS 1000000000ULL
+/* Processes whose GPU library reported, for scalene_bpf.gpu. */
+#define SESSION_GPU_PROCS 16
+
+struct session_gpu_proc {
+	int pid;
+	bool final;   /* its exit probe fired: the state is final */
+	int read_err; /* the last state read: 0 or -errno */
+	struct scalene_bpf_gpu_state st;
+};
+
 struct exe_key {
 	uint64_t dev, ino, size, mtime_ns;
 };
@@ -149,11 +163,23 @@ struct session {
 	 * and the execs that cache spared a look at. */
 	struct hmap *not_python_exes;
 	uint64_t exec_cache_hits;
+	/* GPU (session_gpu.c). */
+	const char *gpu_library, *gpu_off;
+	struct session_gpu_proc gpu[SESSION_GPU_PROCS];
+	int ngpu;
+	uint64_t gpu_procs_past; /* reporting processes beyond the table */
+	uint64_t gpu_batches, gpu_bad_batches;
 };
 
 /* The code object at code (cached; read from the process on first sight). */
 const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
 				      uint64_t tag);
+
+/* GPU (session_gpu.c): the library's records and launch sites. */
+void sgpu_record(struct session *s, struct tproc *tp, const struct gpu_record *r);
+void sgpu_launch(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		 const struct frame_ref *frames, int nframes);
+void sgpu_facts(struct session *s, struct facts_gpu *out);
 
 /* Await attribution (session_async.c). */
 void sasync_start(struct session *s, struct tproc *tp);

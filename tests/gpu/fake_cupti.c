@@ -97,6 +97,51 @@ void fake_cupti_record(const void *record, size_t size)
 	pthread_mutex_unlock(&lock);
 }
 
+void fake_cupti_kernel(uint32_t correlation_id, uint64_t start, uint64_t end)
+{
+	CUpti_ActivityKernel10 k;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k.start = start;
+	k.end = end;
+	k.correlationId = correlation_id;
+	k.name = "_Z1kv";
+	fake_cupti_record(&k, sizeof(k));
+}
+
+void fake_cupti_memcpy(uint32_t correlation_id, uint32_t copy_kind, uint64_t bytes, uint64_t start,
+		       uint64_t end)
+{
+	CUpti_ActivityMemcpy6 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m.copyKind = (uint8_t)copy_kind;
+	m.bytes = bytes;
+	m.start = start;
+	m.end = end;
+	m.correlationId = correlation_id;
+	fake_cupti_record(&m, sizeof(m));
+}
+
+void fake_cupti_memory(uint32_t correlation_id, int alloc, uint64_t address, uint64_t bytes,
+		       uint64_t ts)
+{
+	CUpti_ActivityMemory4 m;
+
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	m.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+				      : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m.correlationId = correlation_id;
+	m.address = address;
+	m.bytes = bytes;
+	m.timestamp = ts;
+	fake_cupti_record(&m, sizeof(m));
+}
+
 void fake_cupti_drop(size_t n)
 {
 	pthread_mutex_lock(&lock);

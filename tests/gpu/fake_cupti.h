@@ -39,6 +39,14 @@ void fake_cupti_stats(struct fake_cupti_stats *out);
 void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id);
 /* Queues an activity record for the next flush. */
 void fake_cupti_record(const void *record, size_t size);
+/* Builds and queues one record as CUDA 13's CUPTI lays it out: a kernel
+ * (CONCURRENT_KERNEL), a copy (MEMCPY; copy_kind as CUpti_ActivityMemcpyKind),
+ * or a device allocation (alloc 1) or release (alloc 0) (MEMORY2). */
+void fake_cupti_kernel(uint32_t correlation_id, uint64_t start, uint64_t end);
+void fake_cupti_memcpy(uint32_t correlation_id, uint32_t copy_kind, uint64_t bytes, uint64_t start,
+		       uint64_t end);
+void fake_cupti_memory(uint32_t correlation_id, int alloc, uint64_t address, uint64_t bytes,
+		       uint64_t ts);
 /* Records CUPTI "dropped": reported with the next completed buffer. */
 void fake_cupti_drop(size_t n);
 /* The client's timestamp callback, 0 when none is registered. */

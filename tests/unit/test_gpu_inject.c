@@ -134,29 +134,12 @@ static uint64_t wait_for(const volatile __u64 *field, uint64_t want)
 
 static void queue_kernel(uint32_t corr, uint64_t start, uint64_t end)
 {
-	CUpti_ActivityKernel10 k;
-
-	memset(&k, 0, sizeof(k));
-	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-	k.start = start;
-	k.end = end;
-	k.correlationId = corr;
-	k.name = "_Z1kv";
-	fake_cupti_record(&k, sizeof(k));
+	fake_cupti_kernel(corr, start, end);
 }
 
 static void queue_memcpy(uint32_t corr, uint64_t bytes, uint64_t start, uint64_t end)
 {
-	CUpti_ActivityMemcpy6 m;
-
-	memset(&m, 0, sizeof(m));
-	m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-	m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-	m.bytes = bytes;
-	m.start = start;
-	m.end = end;
-	m.correlationId = corr;
-	fake_cupti_record(&m, sizeof(m));
+	fake_cupti_memcpy(corr, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, bytes, start, end);
 }
 
 /* What InitializeInjection sets up when CUPTI accepts everything. */

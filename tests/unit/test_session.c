@@ -29,6 +29,7 @@
 #include "clock.h"
 #include "cpython.h"
 #include "facts.h"
+#include "gpu.h"
 #include "memread.h"
 #include "output.h"
 #include "profile.h"
@@ -237,11 +238,17 @@ struct fixture {
 	struct py_proc pp;
 };
 
+/* The GPU library the next setup() says was given to the program. */
+static const char *setup_gpu_library;
+
 /* A session whose root is this process, attached as a 3.12 interpreter. */
 static bool setup(struct fixture *f, bool memory)
 {
 	struct profile_filter filter = { .profile_all = true };
-	struct session_opts so = { .period_ns = MS, .ncpus = 1, .memory = memory };
+	struct session_opts so = { .period_ns = MS,
+				   .ncpus = 1,
+				   .memory = memory,
+				   .gpu_library = setup_gpu_library };
 	struct session_bpf b = {
 		.ctx = &f->bpf,
 		.track = fake_track,
@@ -1057,7 +1064,7 @@ static void test_malformed(void)
 	bad++;
 	/* A sampling mode that does not exist. */
 	ev.elided = 0;
-	ev.mode = MODE_COPY + 1;
+	ev.mode = MODE_GPU_API + 1;
 	send_sample(&f);
 	bad++;
 	/* Short process and sampler records, and an unknown type. */
@@ -1420,6 +1427,131 @@ out:
 		json_object_put(h.facts[i]);
 }
 
+/* A GPU library record of this process. */
+static void send_gpu(struct fixture *f, uint32_t phase, const void *payload, size_t len,
+		     uint32_t count)
+{
+	static struct gpu_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = EV_GPU;
+	r.tgid = getpid();
+	r.phase = phase;
+	r.count = count;
+	memcpy(r.recs, payload, len);
+	CHECK_EQ_INT(session__handle(f->s, &r, sizeof(r)), 0);
+}
+
+static void send_launch(struct fixture *f, uint32_t corr, int code)
+{
+	sample_init(getpid(), getpid(), 0, "python3");
+	ev.mode = MODE_GPU_API;
+	ev.mem_addr = corr;
+	ev.mem_flags = GPU_API_LAUNCH;
+	push(code);
+	push(CODE_MAIN);
+	send_sample(f);
+}
+
+static void send_cpu(struct fixture *f, int code, uint64_t ts, uint64_t cpu_ns)
+{
+	sample_init(getpid(), getpid(), cpu_ns, "python3");
+	ev.ts = ts;
+	push(code);
+	push(CODE_MAIN);
+	send_sample(f);
+}
+
+/* GPU: a CUDA call's device work goes to the line that made the call (by
+ * correlation id); a CPU sample's line gets the GPU's use during the
+ * sample (kernel intervals of the process) and the device memory then, once
+ * settled; records of calls never seen are counted, not credited. */
+static void test_gpu(void)
+{
+	const uint64_t t0 = 1000 * MS;
+	struct scalene_bpf_gpu_state st = { .magic = SCALENE_BPF_GPU_MAGIC,
+					    .abi = SCALENE_BPF_GPU_ABI,
+					    .status = GPU_S_ACTIVE,
+					    .clock = GPU_CLOCK_MONOTONIC };
+	struct scalene_bpf_gpu_rec recs[5] = {
+		/* Two kernels of call 42, overlapping: busy [t0, t0 + 12 ms). */
+		{ .kind = GPU_REC_KERNEL, .correlation_id = 42, .start_ns = t0,
+		  .end_ns = t0 + 10 * MS },
+		{ .kind = GPU_REC_KERNEL, .correlation_id = 42, .start_ns = t0 + 6 * MS,
+		  .end_ns = t0 + 12 * MS },
+		{ .kind = GPU_REC_MEMCPY, .correlation_id = 43, .copy_kind = GPU_COPY_HTOD,
+		  .bytes = 1 << 20, .start_ns = t0 + 30 * MS, .end_ns = t0 + 31 * MS },
+		/* 4 MiB allocated at t0 by a call not seen. */
+		{ .kind = GPU_REC_ALLOC, .correlation_id = 44, .bytes = 4 << 20, .start_ns = t0,
+		  .end_ns = t0 },
+		{ .kind = GPU_REC_FREE, .correlation_id = 45, .bytes = 4 << 20,
+		  .start_ns = t0 + 25 * MS, .end_ns = t0 + 25 * MS },
+	};
+	const struct line_stats *helper, *other;
+	struct fixture f;
+
+	setup_gpu_library = "/opt/lib/libscalene-bpf-gpu.so";
+	if (!setup(&f, false)) {
+		setup_gpu_library = NULL;
+		return;
+	}
+	setup_gpu_library = NULL;
+	/* Before the library reports, samples take no GPU use. */
+	send_cpu(&f, CODE_OTHER, t0 - 50 * MS, MS);
+	send_gpu(&f, GPU_INIT, &st, sizeof(st), 0);
+	send_launch(&f, 42, CODE_HELPER);
+	send_launch(&f, 43, CODE_OTHER);
+	/* Half of [t0 + 10, t0 + 14 ms) busy, at helper's line; other's line
+	 * runs while nothing does, after the free. */
+	send_cpu(&f, CODE_HELPER, t0 + 14 * MS, 4 * MS);
+	send_cpu(&f, CODE_HELPER, t0 + 5 * MS, 1 * MS);
+	send_cpu(&f, CODE_OTHER, t0 + 40 * MS, 2 * MS);
+	send_gpu(&f, GPU_RECORDS, recs, sizeof(recs), 5);
+	/* Too early to settle: nothing given yet. */
+	session__tick(f.s, t0 + 100 * MS);
+	helper = line_of(f.p, "/app/util.py", 9);
+	CHECK(helper && helper->gpu && helper->gpu->weight == 0);
+	session__settle_gpu(f.s);
+	helper = line_of(f.p, "/app/util.py", 9);
+	other = line_of(f.p, "/app/other.py", 102);
+	CHECK(helper && helper->gpu && other && other->gpu);
+	if (helper && helper->gpu) {
+		const struct gpu_stats *g = helper->gpu;
+
+		CHECK_EQ_INT(g->launches, 1);
+		CHECK_EQ_INT(g->kernels, 2);
+		CHECK(near(g->kernel_ns, 16 * MS));
+		/* (0.5 * 4 ms + 1 * 1 ms) / 5 ms of samples. */
+		CHECK(near(g->util_sum / g->weight, 0.6));
+		CHECK(near(g->mem_peak, 4 << 20));
+		CHECK(near(g->mem_sum / g->weight, 4 << 20));
+	}
+	if (other && other->gpu) {
+		const struct gpu_stats *g = other->gpu;
+
+		CHECK_EQ_INT(g->launches, 1);
+		CHECK_EQ_INT(g->copies, 1);
+		CHECK(near(g->copy_bytes[GPU_DIR_HTOD], 1 << 20));
+		CHECK(near(g->copy_ns, 1 * MS));
+		CHECK(near(g->util_sum, 0));
+		CHECK(near(g->mem_peak, 0));
+		/* Only the sample after the library started waited. */
+		CHECK(near(g->weight, 2 * MS));
+	}
+	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 5);
+	CHECK_EQ_INT(fact_int(&f, "gpu.records_unmatched"), 2);
+	CHECK_EQ_INT(fact_int(&f, "gpu.kernels"), 2);
+	CHECK_EQ_INT(fact_int(&f, "gpu.calls"), 2);
+	CHECK_EQ_INT(fact_int(&f, "gpu.processes_collecting"), 1);
+	CHECK_EQ_INT(fact_int(&f, "gpu.samples_with_gpu_use"), 3);
+	CHECK(near(fact_dbl(&f, "gpu.peak_memory_mb"), 4));
+	/* A batch that says more than a record holds is counted, not read. */
+	send_gpu(&f, GPU_RECORDS, recs, sizeof(recs), GPU_BATCH + 1);
+	CHECK_EQ_INT(fact_int(&f, "gpu.record_batches_unreadable"), 1);
+	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 5);
+	teardown(&f);
+}
+
 int main(void)
 {
 	/* The code objects exist before any child is forked. */
@@ -1440,5 +1572,6 @@ int main(void)
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_deep_stack);
 	RUN_TEST(test_host_mode);
+	RUN_TEST(test_gpu);
 	return test_summary("session");
 }

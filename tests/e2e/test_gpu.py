@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""GPU: `run` gives the program the GPU library (CUDA_INJECTION64_PATH);
+each CUDA call's device work goes to the Python line that made it
+(scalene_bpf.gpu.lines), and each line gets Scalene's GPU fields: the GPU's
+use while it ran (n_gpu_percent) and the device memory then
+(n_gpu_avg_memory_mb, n_gpu_peak_memory_mb).
+
+No GPU is involved: the program (programs/gpu_fake_cuda.py) loads the
+library itself over a fake libcupti.so.13 and plays CUDA's part, so what
+is tested is the path from the library's probes through BPF and the loader
+to the profile, not CUPTI or a driver.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from e2e_helpers import (REPO, default_interpreter, file_entry, markers,
+                         profile_run, program)
+
+BUILD = REPO / "build"
+FAKE_CUPTI = BUILD / "tests" / "fakecupti" / "libcupti.so.13"
+GPU_LIB = BUILD / "gpu" / "libscalene-bpf-gpu.so"
+
+needs_gpu_lib = pytest.mark.skipif(
+    not (FAKE_CUPTI.is_file() and GPU_LIB.is_file()),
+    reason="no CUDA toolkit with CUPTI at build time: libscalene-bpf-gpu.so "
+           "and the fake libcupti.so.13 were not built")
+
+
+def lines_by_marker(profile, prog):
+    rows = file_entry(profile, prog)["lines"]
+    return {m: rows[n - 1] for m, n in markers(prog).items()}
+
+
+@needs_gpu_lib
+def test_gpu_work_per_line(tmp_path):
+    prog = program("gpu_fake_cuda.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(default_interpreter(), prog, [FAKE_CUPTI, side],
+                      tmp=tmp_path, gui=True)
+    prof = res.profile
+    truth = json.loads(side.read_text())
+    gpu = prof["scalene_bpf"]["gpu"]
+    ctx = f"scalene_bpf.gpu: {gpu}"
+    assert prof["gpu"] is True and prof["gpu_device"] == "GPU", ctx
+    assert gpu["library"] == str(GPU_LIB.resolve()), ctx
+    assert gpu["processes_collecting"] == 1, ctx
+    (proc,) = gpu["processes"]
+    assert proc["status"] == "exited" and proc["final"], ctx
+    assert proc["calls"] == truth["calls"] and proc["records"] == 4, ctx
+    # Every call seen with its line, every record joined to its call.
+    assert gpu["calls"] == truth["calls"], ctx
+    assert gpu["calls_outside_profiled_files"] == 0, ctx
+    assert gpu["records"] == 4 and gpu["records_unmatched"] == 0, ctx
+    assert gpu["lost_ringbuf_full"] == 0, ctx
+    at = markers(prog)
+    by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
+    launch = by_line[at["launch"]]
+    assert launch["calls"] == 1 and launch["kernels"] == 1, ctx
+    assert abs(launch["kernel_s"] - truth["kernel_s"]) < 1e-6, ctx
+    assert by_line[at["copy"]]["copy_mb"]["htod"] == truth["copy_mb"], ctx
+    assert by_line[at["alloc"]]["alloc_mb"] == truth["alloc_mb"], ctx
+    assert by_line[at["free"]]["free_mb"] == truth["alloc_mb"], ctx
+    # Scalene's meaning: the GPU busy while the line ran.
+    rows = lines_by_marker(prof, prog)
+    sync, idle = rows["sync"], rows["idle"]
+    assert sync["n_gpu_percent"] >= 90, (sync, ctx)
+    assert idle["n_gpu_percent"] <= 5, (idle, ctx)
+    # The 256 MiB were allocated while both ran (freed after).
+    for row in (sync, idle):
+        assert abs(row["n_gpu_peak_memory_mb"] - truth["alloc_mb"]) < 0.01, row
+        assert abs(row["n_gpu_avg_memory_mb"] - truth["alloc_mb"]) < 0.01, row
+
+
+def test_no_gpu_option(tmp_path):
+    """--no-gpu: the program gets no library, and the profile says why."""
+    prog = tmp_path / "env.py"
+    prog.write_text("import os, sys\n"
+                    "open(sys.argv[1], 'w').write("
+                    "os.environ.get('CUDA_INJECTION64_PATH', ''))\n")
+    side = tmp_path / "env.txt"
+    res = profile_run(default_interpreter(), prog, [side], tmp=tmp_path,
+                      opts=("--no-gpu", "--cpu-only"))
+    assert side.read_text() == ""
+    assert res.profile["gpu"] is False
+    assert res.profile["scalene_bpf"]["gpu"]["off"] == "--no-gpu"
+
+
+@needs_gpu_lib
+def test_library_given_to_every_program(tmp_path):
+    """Without --no-gpu a program that never uses CUDA still has the
+    variable (only the driver reads it) and its profile says GPU is off."""
+    prog = tmp_path / "env.py"
+    prog.write_text("import os, sys\n"
+                    "open(sys.argv[1], 'w').write("
+                    "os.environ.get('CUDA_INJECTION64_PATH', ''))\n")
+    side = tmp_path / "env.txt"
+    res = profile_run(default_interpreter(), prog, [side], tmp=tmp_path,
+                      opts=("--cpu-only",))
+    assert Path(side.read_text()) == GPU_LIB.resolve()
+    assert res.profile["gpu"] is False
+    gpu = res.profile["scalene_bpf"]["gpu"]
+    assert gpu["processes_collecting"] == 0 and gpu["records"] == 0, gpu

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * GPU work in the profile model (profile.h: profile__gpu_*).
+ *
+ * Two views of the same records.  Launch sites: each traced CUDA call is
+ * remembered by its correlation id with the line that made it; the device
+ * records that carry the id (kernels, copies, memsets, allocations) are
+ * credited to that line.  Scalene's fields: the GPU's use while a line ran,
+ * i.e. for each CPU sample the share of its time during which a kernel of
+ * the process ran (the union of the kernel intervals, as the driver counts
+ * utilisation) and the device memory the process had allocated at its end.
+ * The records of a moment arrive a flush period or more after it, so a
+ * sample waits in its process's queue until profile__gpu_settle() says the
+ * records of its time are in.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "hmap.h"
+#include "profile.h"
+#include "profile_int.h"
+
+/* Launch sites remembered, all processes together: the oldest are
+ * forgotten first (a record of theirs then counts as unmatched). */
+#define GPU_LAUNCHES_KEPT (1u << 20)
+/* Kernel intervals and memory events are kept this long behind the oldest
+ * waiting sample's window, for samples that stand for a long wait. */
+#define GPU_KEEP_NS 5000000000ULL
+
+struct gpu_site {
+	struct line_stats *st, *fst; /* NULL: launched outside the profiled files */
+};
+
+struct launch_key {
+	int tgid;
+	uint32_t corr;
+};
+
+struct interval {
+	uint64_t start, end;
+};
+
+struct mem_event {
+	uint64_t ts;
+	double delta;
+};
+
+struct waiting {
+	uint64_t start, end;
+	double ns;
+	struct line_stats *st, *fst;
+};
+
+struct gpu_proc {
+	int tgid;
+	struct interval *iv;
+	size_t niv, civ;
+	struct mem_event *mev;
+	size_t nmev, cmev;
+	double mem_base; /* device bytes allocated before the first event kept */
+	struct waiting *q;
+	size_t nq, cq;
+};
+
+struct profile_gpu {
+	struct hmap *procs;	 /* tgid -> struct gpu_proc * */
+	struct hmap *launches;	 /* struct launch_key -> site index + 1 */
+	struct launch_key *ring; /* launches in the order seen, for forgetting */
+	size_t ring_head, ring_len;
+	struct hmap *sites_by_line; /* struct line_stats * -> site index + 1 */
+	struct gpu_site *sites;
+	int nsites;
+	struct profile_gpu_totals t;
+	double mem_now; /* all processes' device bytes, for the peak */
+};
+
+static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 64;
+	void *g;
+
+	if (need <= *cap)
+		return true;
+	while (n < need)
+		n *= 2;
+	g = realloc(*arr, n * elem);
+	if (!g)
+		return false;
+	*arr = g;
+	*cap = n;
+	return true;
+}
+
+static struct profile_gpu *gpu_get(struct profile *p)
+{
+	struct profile_gpu *g = p->gpu;
+
+	if (g)
+		return g;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return NULL;
+	g->procs = hmap__new(sizeof(int));
+	g->launches = hmap__new(sizeof(struct launch_key));
+	g->sites_by_line = hmap__new(sizeof(struct line_stats *));
+	g->ring = malloc(GPU_LAUNCHES_KEPT * sizeof(*g->ring));
+	/* Site 0: launched outside the profiled files. */
+	g->sites = calloc(1, sizeof(*g->sites));
+	if (!g->procs || !g->launches || !g->sites_by_line || !g->ring || !g->sites) {
+		hmap__free(g->procs);
+		hmap__free(g->launches);
+		hmap__free(g->sites_by_line);
+		free(g->ring);
+		free(g->sites);
+		free(g);
+		return NULL;
+	}
+	g->nsites = 1;
+	p->gpu = g;
+	return g;
+}
+
+static struct gpu_proc *proc_get(struct profile_gpu *g, int tgid)
+{
+	return g ? hmap__get(g->procs, &tgid) : NULL;
+}
+
+void profile__gpu_start(struct profile *p, int tgid)
+{
+	struct profile_gpu *g = gpu_get(p);
+	struct gpu_proc *gp;
+
+	if (!g || proc_get(g, tgid))
+		return;
+	gp = calloc(1, sizeof(*gp));
+	if (!gp)
+		return;
+	gp->tgid = tgid;
+	if (hmap__put(g->procs, &tgid, gp)) {
+		free(gp);
+		return;
+	}
+	g->t.processes++;
+}
+
+bool profile__gpu_on(const struct profile *p)
+{
+	return p->gpu && p->gpu->t.processes > 0;
+}
+
+static struct gpu_stats *gpu_stats_of(struct line_stats *st)
+{
+	if (!st->gpu)
+		st->gpu = calloc(1, sizeof(*st->gpu));
+	return st->gpu;
+}
+
+static int site_of(struct profile_gpu *g, struct line_stats *st, struct line_stats *fst)
+{
+	intptr_t idx;
+	struct gpu_site *grown;
+
+	if (!st)
+		return 0;
+	idx = (intptr_t)hmap__get(g->sites_by_line, &st);
+	if (idx)
+		return (int)idx - 1;
+	grown = profile_grow(g->sites, g->nsites, sizeof(*grown));
+	if (!grown)
+		return 0;
+	g->sites = grown;
+	g->sites[g->nsites] = (struct gpu_site){ st, fst };
+	if (hmap__put(g->sites_by_line, &st, (void *)(intptr_t)(g->nsites + 1)))
+		return 0;
+	return g->nsites++;
+}
+
+/* Remembers a launch; the oldest is forgotten when the table is full. */
+static void remember(struct profile_gpu *g, struct launch_key k, int site)
+{
+	if (g->ring_len == GPU_LAUNCHES_KEPT) {
+		struct launch_key old = g->ring[g->ring_head];
+
+		hmap__del(g->launches, &old);
+		g->ring_head = (g->ring_head + 1) % GPU_LAUNCHES_KEPT;
+		g->ring_len--;
+		g->t.launches_forgotten++;
+	}
+	hmap__del(g->launches, &k);
+	if (hmap__put(g->launches, &k, (void *)(intptr_t)(site + 1)))
+		return;
+	g->ring[(g->ring_head + g->ring_len) % GPU_LAUNCHES_KEPT] = k;
+	g->ring_len++;
+}
+
+void profile__gpu_launch(struct profile *p, const struct gpu_launch_in *l)
+{
+	struct profile_gpu *g = gpu_get(p);
+	struct line_stats *st = NULL, *fst = NULL;
+	int at;
+
+	if (!g)
+		return;
+	g->t.launches++;
+	at = l->nframes > 0 ? profile_attributed_frame(p, l->frames, l->nframes) : -1;
+	if (at >= 0) {
+		struct file_stats *f = profile_file_get(p, l->frames[at].filename);
+		struct func_stats *fs;
+
+		st = f ? profile_line_get(f, l->frames[at].line > 0 ? l->frames[at].line
+								    : l->frames[at].firstlineno)
+		       : NULL;
+		fs = st ? profile_func_get(p, f, l->frames, l->nframes, at) : NULL;
+		fst = fs ? &fs->st : NULL;
+	}
+	if (!st) {
+		g->t.launches_outside++;
+	} else {
+		struct gpu_stats *gs = gpu_stats_of(st);
+
+		if (gs)
+			gs->launches++;
+		if (fst && (gs = gpu_stats_of(fst)))
+			gs->launches++;
+	}
+	remember(g, (struct launch_key){ l->tgid, l->correlation_id }, site_of(g, st, fst));
+}
+
+void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer)
+{
+	struct profile_gpu *g = p->gpu;
+	intptr_t idx;
+
+	if (!g)
+		return;
+	idx = (intptr_t)hmap__get(g->launches, &(struct launch_key){ tgid, outer });
+	if (idx)
+		remember(g, (struct launch_key){ tgid, inner }, (int)idx - 1);
+}
+
+static enum gpu_dir dir_of(const struct scalene_bpf_gpu_rec *r)
+{
+	switch (r->copy_kind) {
+	case GPU_COPY_HTOD:
+		return GPU_DIR_HTOD;
+	case GPU_COPY_DTOH:
+		return GPU_DIR_DTOH;
+	case GPU_COPY_DTOD:
+	case GPU_COPY_PTOP:
+		return GPU_DIR_DTOD;
+	default:
+		return GPU_DIR_OTHER;
+	}
+}
+
+static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r)
+{
+	double ns = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 0;
+
+	switch (r->kind) {
+	case GPU_REC_KERNEL:
+		gs->kernels++;
+		gs->kernel_ns += ns;
+		break;
+	case GPU_REC_MEMCPY:
+		gs->copies++;
+		gs->copy_bytes[dir_of(r)] += (double)r->bytes;
+		gs->copy_ns += ns;
+		break;
+	case GPU_REC_MEMSET:
+		gs->memsets++;
+		gs->memset_bytes += (double)r->bytes;
+		break;
+	case GPU_REC_ALLOC:
+		gs->alloc_bytes += (double)r->bytes;
+		break;
+	case GPU_REC_FREE:
+		gs->free_bytes += (double)r->bytes;
+		break;
+	}
+}
+
+static void totals_add(struct profile_gpu_totals *t, const struct scalene_bpf_gpu_rec *r)
+{
+	double ns = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 0;
+
+	if (r->kind == GPU_REC_KERNEL) {
+		t->kernels++;
+		t->kernel_ns += ns;
+	} else if (r->kind == GPU_REC_MEMCPY) {
+		t->copy_bytes[dir_of(r)] += (double)r->bytes;
+		t->copy_ns += ns;
+	} else if (r->kind == GPU_REC_MEMSET) {
+		t->memset_bytes += (double)r->bytes;
+	} else if (r->kind == GPU_REC_ALLOC) {
+		t->alloc_bytes += (double)r->bytes;
+	} else if (r->kind == GPU_REC_FREE) {
+		t->free_bytes += (double)r->bytes;
+	}
+}
+
+void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
+{
+	struct profile_gpu *g = p->gpu;
+	struct gpu_proc *gp = proc_get(g, tgid);
+	int i;
+
+	if (!g)
+		return;
+	for (i = 0; i < n; i++) {
+		struct scalene_bpf_gpu_rec r;
+		intptr_t idx;
+
+		memcpy(&r, (const char *)recs + (size_t)i * sizeof(r), sizeof(r));
+		g->t.records++;
+		totals_add(&g->t, &r);
+		idx = (intptr_t)hmap__get(g->launches,
+					  &(struct launch_key){ tgid, r.correlation_id });
+		if (!idx) {
+			g->t.unmatched++;
+		} else if (!g->sites[idx - 1].st) {
+			g->t.outside++;
+		} else {
+			const struct gpu_site *s = &g->sites[idx - 1];
+			struct gpu_stats *gs = gpu_stats_of(s->st);
+
+			if (gs)
+				credit(gs, &r);
+			if (s->fst && (gs = gpu_stats_of(s->fst)))
+				credit(gs, &r);
+		}
+		if (!gp)
+			continue;
+		if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns &&
+		    grow((void **)&gp->iv, &gp->civ, gp->niv + 1, sizeof(*gp->iv)))
+			gp->iv[gp->niv++] = (struct interval){ r.start_ns, r.end_ns };
+		if ((r.kind == GPU_REC_ALLOC || r.kind == GPU_REC_FREE) &&
+		    grow((void **)&gp->mev, &gp->cmev, gp->nmev + 1, sizeof(*gp->mev))) {
+			double d = r.kind == GPU_REC_ALLOC ? (double)r.bytes : -(double)r.bytes;
+
+			gp->mev[gp->nmev++] = (struct mem_event){ r.start_ns, d };
+			g->mem_now += d;
+			if (g->mem_now > g->t.peak_memory)
+				g->t.peak_memory = g->mem_now;
+		}
+	}
+}
+
+void profile_gpu_sample(struct profile *p, int tgid, uint64_t ts, double ns, struct line_stats *st,
+			struct line_stats *fst)
+{
+	struct gpu_proc *gp = proc_get(p->gpu, tgid);
+	struct waiting *w;
+
+	if (!gp || ns <= 0 || !grow((void **)&gp->q, &gp->cq, gp->nq + 1, sizeof(*gp->q)))
+		return;
+	w = &gp->q[gp->nq++];
+	w->end = ts;
+	w->start = ts > (uint64_t)ns ? ts - (uint64_t)ns : 0;
+	w->ns = ns;
+	w->st = st;
+	w->fst = fst;
+}
+
+static int cmp_interval(const void *a, const void *b)
+{
+	const struct interval *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct mem_event *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_waiting(const void *a, const void *b)
+{
+	const struct waiting *x = a, *y = b;
+
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* The intervals sorted and merged where they overlap: their union. */
+static void merge(struct gpu_proc *gp)
+{
+	size_t i, k = 0;
+
+	if (!gp->niv)
+		return;
+	qsort(gp->iv, gp->niv, sizeof(*gp->iv), cmp_interval);
+	for (i = 1; i < gp->niv; i++) {
+		if (gp->iv[i].start <= gp->iv[k].end) {
+			if (gp->iv[i].end > gp->iv[k].end)
+				gp->iv[k].end = gp->iv[i].end;
+		} else {
+			gp->iv[++k] = gp->iv[i];
+		}
+	}
+	gp->niv = k + 1;
+}
+
+/* ns of [a, b) covered by the merged intervals. */
+static double busy_in(const struct gpu_proc *gp, uint64_t a, uint64_t b)
+{
+	size_t lo = 0, hi = gp->niv;
+	double busy = 0;
+
+	/* The first interval that ends after a (ends grow with starts). */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (gp->iv[mid].end <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < gp->niv && gp->iv[lo].start < b; lo++) {
+		uint64_t s = gp->iv[lo].start > a ? gp->iv[lo].start : a;
+		uint64_t e = gp->iv[lo].end < b ? gp->iv[lo].end : b;
+
+		if (e > s)
+			busy += (double)(e - s);
+	}
+	return busy;
+}
+
+static void give_use(struct gpu_stats *gs, double util, double mem, double ns)
+{
+	gs->util_sum += util * ns;
+	gs->mem_sum += mem * ns;
+	gs->weight += ns;
+	if (mem > gs->mem_peak)
+		gs->mem_peak = mem;
+}
+
+static void settle_proc(struct profile_gpu *g, struct gpu_proc *gp, uint64_t before)
+{
+	size_t i, n = 0, keep = 0, ev = 0;
+	uint64_t oldest = before;
+	double mem = gp->mem_base;
+
+	/* The samples due to the front, in order of their end. */
+	for (i = 0; i < gp->nq; i++) {
+		if (gp->q[i].end < before) {
+			struct waiting t = gp->q[i];
+
+			gp->q[i] = gp->q[n];
+			gp->q[n++] = t;
+		}
+	}
+	if (!n)
+		return;
+	qsort(gp->q, n, sizeof(*gp->q), cmp_waiting);
+	merge(gp);
+	if (gp->nmev)
+		qsort(gp->mev, gp->nmev, sizeof(*gp->mev), cmp_event);
+	for (i = 0; i < n; i++) {
+		const struct waiting *w = &gp->q[i];
+		double span = (double)(w->end - w->start);
+		double util = span > 0 ? busy_in(gp, w->start, w->end) / span : 0;
+		struct gpu_stats *gs;
+
+		for (; ev < gp->nmev && gp->mev[ev].ts <= w->end; ev++)
+			mem += gp->mev[ev].delta;
+		if (mem < 0)
+			mem = 0;
+		if (util > 1)
+			util = 1;
+		if ((gs = gpu_stats_of(w->st)))
+			give_use(gs, util, mem, w->ns);
+		if (w->fst && (gs = gpu_stats_of(w->fst)))
+			give_use(gs, util, mem, w->ns);
+		g->t.samples++;
+	}
+	/* Memory events taken are folded into the base. */
+	gp->mem_base = mem;
+	memmove(gp->mev, gp->mev + ev, (gp->nmev - ev) * sizeof(*gp->mev));
+	gp->nmev -= ev;
+	memmove(gp->q, gp->q + n, (gp->nq - n) * sizeof(*gp->q));
+	gp->nq -= n;
+	for (i = 0; i < gp->nq; i++) {
+		if (gp->q[i].start < oldest)
+			oldest = gp->q[i].start;
+	}
+	if (before == UINT64_MAX)
+		oldest = UINT64_MAX;
+	else if (oldest > before - GPU_KEEP_NS && before > GPU_KEEP_NS)
+		oldest = before - GPU_KEEP_NS;
+	for (i = 0; i < gp->niv; i++) {
+		if (gp->iv[i].end < oldest)
+			continue;
+		gp->iv[keep++] = gp->iv[i];
+	}
+	gp->niv = keep;
+}
+
+void profile__gpu_settle(struct profile *p, uint64_t before_ns)
+{
+	struct profile_gpu *g = p->gpu;
+	size_t it = 0;
+	void *v;
+
+	if (!g)
+		return;
+	while (hmap__next(g->procs, &it, NULL, &v)) {
+		settle_proc(g, v, before_ns);
+	}
+}
+
+void profile__gpu_totals(const struct profile *p, struct profile_gpu_totals *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->gpu)
+		*out = p->gpu->t;
+}
+
+void profile_gpu_free(struct profile *p)
+{
+	struct profile_gpu *g = p->gpu;
+	size_t it = 0;
+	void *v;
+
+	if (!g)
+		return;
+	while (hmap__next(g->procs, &it, NULL, &v)) {
+		struct gpu_proc *gp = v;
+
+		free(gp->iv);
+		free(gp->mev);
+		free(gp->q);
+		free(gp);
+	}
+	hmap__free(g->procs);
+	hmap__free(g->launches);
+	hmap__free(g->sites_by_line);
+	free(g->ring);
+	free(g->sites);
+	free(g);
+	p->gpu = NULL;
+}
