@@ -177,8 +177,12 @@ def check_ratio(prof, prog, truth, rows, accuracy):
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
     real = shares({m: truth["await_s"][m] for m in pair})
     for m, design in zip(pair, (25.0, 75.0)):
+        # The design is only as exact as the program's sleeps: each one
+        # overshoots by up to a millisecond (the selector's timeout is in
+        # ms), which the short line's waits feel most; the clocks see it.
         check_share(accuracy, f"{m} share of the two lines (design), %",
-                    got[m], design, ctx)
+                    got[m], design, ctx,
+                    points=SHARE_POINTS + abs(real[m] - design))
         check_share(accuracy, f"{m} share of the two lines (clocks), %",
                     got[m], real[m], ctx)
     # Of all the await time, the main task's gather included.
@@ -216,10 +220,12 @@ def test_pure_python_tasks(python, tmp_path, accuracy):
     attributes (an instance dict, or the shared-keys values of 3.11+),
     read as such; shares, concurrency and names as for C tasks.  Reading
     a pure-Python task takes several reads per attribute, so snapshots are
-    fewer (docs/async.md): the program runs twice as long for as many."""
+    fewer (docs/async.md): the program runs three times as long for about
+    as many (a 2 s run gives ~60 snapshots of six tasks: the short line's
+    share then varies by ~2.4 points from run to run)."""
     prog = program("async_ratio.py")
     res, truth, rows = run_async(python, "async_ratio.py", tmp_path,
-                                 seconds="4", args=("pytask",))
+                                 seconds="6", args=("pytask",))
     assert truth["task_classes"] == ["asyncio.tasks.Task"], (
         f"the program's tasks were not all pure-Python ones: {truth}")
     facts = check_ratio(res.profile, prog, truth, rows, accuracy)
