@@ -904,7 +904,7 @@ int BPF_USDT(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 c
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
 	fill_stack(ev, p, task, ts);
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
