@@ -43,9 +43,10 @@ enum event_type {
 	EV_EXEC = 2,
 	EV_FORK = 3,
 	EV_EXIT = 4,
-	EV_SAMPLER = 5, /* the allocation sampler started or ended in a process */
-	EV_STACK = 6,	/* a stack counted in agg_counts, sent once (struct agg_stack_record) */
-	EV_GPU = 7,	/* the GPU library's state or records (struct gpu_record) */
+	EV_SAMPLER = 5,	 /* the allocation sampler started or ended in a process */
+	EV_STACK = 6,	 /* a stack counted in agg_counts, sent once (struct agg_stack_record) */
+	EV_GPU = 7,	 /* the GPU library's state or records (struct gpu_record) */
+	EV_GPU_CALL = 8, /* a traced CUDA call, its stack sent once (struct gpu_call_record) */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -333,6 +334,24 @@ enum gpu_phase {
 	GPU_RECORDS = 2, /* a batch of records; state not read */
 	GPU_EXIT = 3,	 /* the final flush at exit ran: state is final */
 	GPU_ALIAS = 4,	 /* records carrying id `inner` belong to the launch of `outer` */
+};
+
+/* EV_GPU_CALL: a traced CUDA call of a tracked process.  Its stack goes
+ * once as an EV_STACK record under its id (agg_stacks), before the first
+ * call that names it; 0 when the walk found no frame (status says why). */
+struct gpu_call_record {
+	__u32 type; /* EV_GPU_CALL */
+	__u32 tgid;
+	__u32 tid;
+	__u32 correlation_id;
+	__u64 stack;
+	__u64 ts;
+	__u32 api_class; /* enum gpu_api_class */
+	__u32 cbid;
+	__u32 domain;
+	__u32 gen;
+	__u8 status; /* enum walk_status */
+	__u8 pad[7];
 };
 
 /* EV_GPU: one of the GPU library's probes, from a tracked process. */

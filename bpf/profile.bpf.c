@@ -881,31 +881,73 @@ int BPF_USDT(on_sampler_exit, __u64 state)
  * launch site); records and state blocks are copied while the library's
  * thread waits at the probe.
  */
+/* Where a traced call's stack is built (per CPU: uprobe programs do not
+ * nest on a CPU), and its EV_STACK record. */
+struct gpu_scratch {
+	struct sample_event ev;
+	struct agg_stack_record rec;
+	struct gpu_call_record call;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gpu_scratch);
+} gpu_scratch SEC(".maps");
+
+/* The call's record, after its stack (sent once); a call whose stack
+ * could not be sent names none. */
+static __noinline int send_call(struct gpu_scratch *sc)
+{
+	struct gpu_call_record *r = &sc->call;
+
+	r->stack = stack_id(&sc->ev);
+	if (r->stack && !send_stack(&sc->ev, r->stack, &sc->rec))
+		r->stack = 0;
+	if (bpf_ringbuf_output(&events, r, sizeof(*r), BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_GPU_LOST);
+	return 0;
+}
+
 SEC("usdt")
 int BPF_USDT(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 class)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct proc_info *p = tracked_proc(task, bpf_get_current_pid_tgid() >> 32);
-	struct sample_event *ev;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct proc_info *p = tracked_proc(task, pid_tgid >> 32);
 	struct tracked_thread *ts;
+	struct gpu_call_record *r;
+	struct gpu_scratch *sc;
+	__u32 zero = 0;
 
 	if (!p)
 		return 0;
 	stat_inc(STAT_GPU_API);
-	ev = new_record(bpf_get_current_pid_tgid(), STAT_GPU_LOST, RECORD_ONLY);
-	if (!ev)
+	sc = bpf_map_lookup_elem(&gpu_scratch, &zero);
+	if (!sc)
 		return 0;
-	ev->mode = MODE_GPU_API;
-	ev->mem_addr = correlation_id;
-	ev->mem_size = cbid | ((__u64)domain << 32);
-	ev->mem_flags = class;
-	ev->gen = p->gen;
+	/* The call's fields first: nothing stays live across the walk. */
+	r = &sc->call;
+	r->type = EV_GPU_CALL;
+	r->tgid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->correlation_id = (__u32)correlation_id;
+	r->ts = bpf_ktime_get_ns();
+	r->api_class = class;
+	r->cbid = cbid;
+	r->domain = domain;
+	r->gen = p->gen;
+	sc->ev.tgid = pid_tgid >> 32;
+	sc->ev.mode = MODE_GPU_API;
+	sc->ev.user_ip = 0;
+	sc->ev.flags = 0;
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
-	fill_stack(ev, p, task, ts);
-	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
-	return 0;
+	fill_stack(&sc->ev, p, task, ts);
+	sc->call.status = sc->ev.status;
+	return send_call(sc);
 }
 
 static __always_inline struct gpu_record *gpu_reserve(__u32 phase, __u64 state)

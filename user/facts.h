@@ -170,7 +170,8 @@ struct facts_gpu {
 	int nprocs;
 	uint64_t procs_past; /* reporting processes past the table */
 	uint64_t batches, bad_batches;
-	uint64_t launch_probes, lost; /* BPF's counts */
+	uint64_t stacks_dropped; /* call stacks not kept: the table was full */
+	uint64_t calls_no_stack; /* calls whose stack was not there to read */
 };
 
 struct facts {

@@ -259,6 +259,8 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "samples_with_gpu_use", json_object_new_int64((int64_t)t->samples));
 	add(o, "record_batches", json_object_new_int64((int64_t)g->batches));
 	add(o, "record_batches_unreadable", json_object_new_int64((int64_t)g->bad_batches));
+	add(o, "call_stacks_not_kept", json_object_new_int64((int64_t)g->stacks_dropped));
+	add(o, "calls_without_stack", json_object_new_int64((int64_t)g->calls_no_stack));
 	add(o, "launch_probes", json_object_new_int64((int64_t)stats[STAT_GPU_API]));
 	add(o, "lost_ringbuf_full", json_object_new_int64((int64_t)stats[STAT_GPU_LOST]));
 	return o;

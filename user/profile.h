@@ -359,15 +359,6 @@ struct await_stack {
 
 #define MAX_AWAIT_STACKS 4096
 
-/* A traced CUDA call, with the Python stack of the thread that made it. */
-struct gpu_launch_in {
-	int tgid;
-	uint32_t correlation_id;
-	uint32_t api_class;		/* enum gpu_api_class (user/gpu/gpu.h) */
-	const struct frame_ref *frames; /* innermost first */
-	int nframes;
-};
-
 /* The GPU side of a profile, for scalene_bpf.gpu. */
 struct profile_gpu_totals {
 	int processes;		   /* whose GPU library collected */
@@ -418,7 +409,11 @@ const struct await_outside *profile__await_outside(const struct profile *p, int 
  * samples wait until the device records of their time have arrived, then
  * take the GPU's use (profile__gpu_settle). */
 void profile__gpu_start(struct profile *p, int tgid);
-void profile__gpu_launch(struct profile *p, const struct gpu_launch_in *l);
+/* A traced CUDA call: the launch site of its stack (0: outside the
+ * profiled files), kept for the stack's later calls; then a call there
+ * (site < 0: its line is not known, and its records count as unmatched). */
+int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int nframes);
+void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site);
 void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer);
 /* n struct scalene_bpf_gpu_rec of process tgid. */
 void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n);

@@ -195,37 +195,48 @@ static void remember(struct profile_gpu *g, struct launch_key k, int site)
 	g->ring_len++;
 }
 
-void profile__gpu_launch(struct profile *p, const struct gpu_launch_in *l)
+int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int n)
 {
 	struct profile_gpu *g = gpu_get(p);
 	struct line_stats *st = NULL, *fst = NULL;
 	int at;
 
 	if (!g)
-		return;
-	g->t.launches++;
-	at = l->nframes > 0 ? profile_attributed_frame(p, l->frames, l->nframes) : -1;
+		return 0;
+	at = n > 0 ? profile_attributed_frame(p, frames, n) : -1;
 	if (at >= 0) {
-		struct file_stats *f = profile_file_get(p, l->frames[at].filename);
+		struct file_stats *f = profile_file_get(p, frames[at].filename);
 		struct func_stats *fs;
 
-		st = f ? profile_line_get(f, l->frames[at].line > 0 ? l->frames[at].line
-								    : l->frames[at].firstlineno)
+		st = f ? profile_line_get(f, frames[at].line > 0 ? frames[at].line
+								 : frames[at].firstlineno)
 		       : NULL;
-		fs = st ? profile_func_get(p, f, l->frames, l->nframes, at) : NULL;
+		fs = st ? profile_func_get(p, f, frames, n, at) : NULL;
 		fst = fs ? &fs->st : NULL;
 	}
-	if (!st) {
+	return site_of(g, st, fst);
+}
+
+void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site)
+{
+	struct profile_gpu *g = gpu_get(p);
+	struct gpu_stats *gs;
+
+	if (!g)
+		return;
+	g->t.launches++;
+	/* Its line unknown: not remembered, so its records count unmatched. */
+	if (site < 0 || site >= g->nsites)
+		return;
+	if (!g->sites[site].st) {
 		g->t.launches_outside++;
 	} else {
-		struct gpu_stats *gs = gpu_stats_of(st);
-
-		if (gs)
+		if ((gs = gpu_stats_of(g->sites[site].st)))
 			gs->launches++;
-		if (fst && (gs = gpu_stats_of(fst)))
+		if (g->sites[site].fst && (gs = gpu_stats_of(g->sites[site].fst)))
 			gs->launches++;
 	}
-	remember(g, (struct launch_key){ l->tgid, l->correlation_id }, site_of(g, st, fst));
+	remember(g, (struct launch_key){ tgid, correlation_id }, site);
 }
 
 void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer)

@@ -104,6 +104,7 @@ void session__free(struct session *s)
 		tproc_free(v);
 	hmap__free(s->procs);
 	hmap__free(s->not_python_exes);
+	sgpu_free(s);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
 	elf_cache__free(s->elves);
@@ -828,6 +829,14 @@ static int sample_frames(struct session *s, struct tproc *tp, const struct sampl
 	return n;
 }
 
+int session_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		   struct frame_ref *frames, int *unattributed)
+{
+	if (not_python(tp, ev))
+		return 0;
+	return sample_frames(s, tp, ev, frames, NULL, unattributed);
+}
+
 static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev)
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
@@ -925,14 +934,6 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->samples_unknown_proc += count;
 		return;
 	}
-	if (ev->mode == MODE_GPU_API) {
-		int unattributed = -1, n = 0;
-
-		if (!not_python(tp, ev))
-			n = sample_frames(s, tp, ev, frames, NULL, &unattributed);
-		sgpu_launch(s, tp, ev, frames, n);
-		return;
-	}
 	if (ev->mode >= MODE_MALLOC) {
 		if (ev->mode <= MODE_COPY)
 			on_mem_sample(s, tp, ev);
@@ -991,6 +992,9 @@ static void on_stack(struct session *s, const struct agg_stack_record *r, size_t
 				      pycode_tag(r->frames[i].tag, r->frames[i].ident)))
 			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 	}
+	/* In run mode, stacks are those of traced CUDA calls. */
+	if (s->gpu_library)
+		sgpu_stack(s, r);
 }
 
 /* The counts due, then the samples held back from the last drain. */
@@ -1033,6 +1037,15 @@ int session__handle(void *ctx, const void *data, size_t size)
 			s->bad_records++;
 		else
 			on_sampler(s, data);
+		return 0;
+	}
+	if (type == EV_GPU_CALL) {
+		const struct gpu_call_record *c = data;
+
+		if (size < sizeof(*c))
+			s->bad_records++;
+		else
+			sgpu_call(s, hmap__get(s->procs, &(int){ (int)c->tgid }), c);
 		return 0;
 	}
 	if (type == EV_GPU) {

@@ -7,8 +7,10 @@
  * profile joins them (profile_gpu.c).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hmap.h"
 #include "profile.h"
 #include "session_int.h"
 
@@ -73,20 +75,6 @@ void sgpu_record(struct session *s, struct tproc *tp, const struct gpu_record *r
 	}
 }
 
-void sgpu_launch(struct session *s, struct tproc *tp, const struct sample_event *ev,
-		 const struct frame_ref *frames, int nframes)
-{
-	struct gpu_launch_in l = {
-		.tgid = tp->pid,
-		.correlation_id = (uint32_t)ev->mem_addr,
-		.api_class = ev->mem_flags,
-		.frames = frames,
-		.nframes = nframes,
-	};
-
-	profile__gpu_launch(s->profile, &l);
-}
-
 void sgpu_facts(struct session *s, struct facts_gpu *out)
 {
 	int i;
@@ -102,10 +90,97 @@ void sgpu_facts(struct session *s, struct facts_gpu *out)
 	out->procs_past = s->gpu_procs_past;
 	out->batches = s->gpu_batches;
 	out->bad_batches = s->gpu_bad_batches;
+	out->stacks_dropped = s->gpu_stacks_dropped;
+	out->calls_no_stack = s->gpu_calls_no_stack;
 }
 
 void session__settle_gpu(struct session *s)
 {
 	if (s->profile)
 		profile__gpu_settle(s->profile, UINT64_MAX);
+}
+
+/* Stacks of traced calls kept, and launch sites per process and stack. */
+#define GPU_STACKS_MAX 65536
+#define GPU_SITES_MAX (1u << 18)
+
+struct gpu_site_key {
+	int tgid;
+	int pad;
+	uint64_t stack;
+};
+
+void sgpu_stack(struct session *s, const struct agg_stack_record *r)
+{
+	struct sample_event *ev;
+	size_t size = SAMPLE_HDR_SIZE + r->nframes * sizeof(struct py_frame);
+
+	if (!s->gpu_stacks && !(s->gpu_stacks = hmap__new(sizeof(uint64_t))))
+		return;
+	if (hmap__get(s->gpu_stacks, &r->id))
+		return;
+	if (hmap__count(s->gpu_stacks) >= GPU_STACKS_MAX) {
+		s->gpu_stacks_dropped++;
+		return;
+	}
+	ev = calloc(1, size);
+	if (!ev)
+		return;
+	ev->type = EV_SAMPLE;
+	ev->tgid = r->tgid;
+	ev->mode = MODE_GPU_API;
+	ev->status = WALK_OK;
+	ev->nframes = r->nframes;
+	ev->elided = r->elided;
+	memcpy(ev->frames, r->frames, r->nframes * sizeof(struct py_frame));
+	if (hmap__put(s->gpu_stacks, &r->id, ev))
+		free(ev);
+}
+
+/* The launch site of a call's stack in process tp: resolved once per
+ * process and stack; -1 when the stack is not known. */
+static int call_site(struct session *s, struct tproc *tp, const struct gpu_call_record *c)
+{
+	struct frame_ref frames[MAX_FRAMES + 1];
+	struct gpu_site_key k = { .tgid = tp->pid, .stack = c->stack };
+	const struct sample_event *ev;
+	int unattributed = -1, n, site;
+	intptr_t v;
+
+	if (!c->stack)
+		return 0;
+	if (!s->gpu_sites && !(s->gpu_sites = hmap__new(sizeof(k))))
+		return 0;
+	v = (intptr_t)hmap__get(s->gpu_sites, &k);
+	if (v)
+		return (int)v - 1;
+	ev = s->gpu_stacks ? hmap__get(s->gpu_stacks, &c->stack) : NULL;
+	if (!ev) {
+		s->gpu_calls_no_stack++;
+		return -1;
+	}
+	n = session_frames(s, tp, ev, frames, &unattributed);
+	site = profile__gpu_site(s->profile, frames, n);
+	/* A stack whose code could not be read is not settled for good. */
+	if ((n || unattributed != UNATTR_UNREADABLE) && hmap__count(s->gpu_sites) < GPU_SITES_MAX)
+		hmap__put(s->gpu_sites, &k, (void *)(intptr_t)(site + 1));
+	return site;
+}
+
+void sgpu_call(struct session *s, struct tproc *tp, const struct gpu_call_record *c)
+{
+	if (!tp || !s->profile)
+		return;
+	profile__gpu_call(s->profile, tp->pid, c->correlation_id, call_site(s, tp, c));
+}
+
+void sgpu_free(struct session *s)
+{
+	size_t it = 0;
+	void *v;
+
+	while (s->gpu_stacks && hmap__next(s->gpu_stacks, &it, NULL, &v))
+		free(v);
+	hmap__free(s->gpu_stacks);
+	hmap__free(s->gpu_sites);
 }

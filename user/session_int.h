@@ -169,16 +169,25 @@ struct session {
 	int ngpu;
 	uint64_t gpu_procs_past; /* reporting processes beyond the table */
 	uint64_t gpu_batches, gpu_bad_batches;
+	struct hmap *gpu_stacks; /* stack id -> struct sample_event (malloc'ed) */
+	struct hmap *gpu_sites;	 /* struct gpu_site_key -> profile site + 1 */
+	uint64_t gpu_stacks_dropped, gpu_calls_no_stack;
 };
 
 /* The code object at code (cached; read from the process on first sight). */
 const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
 				      uint64_t tag);
 
+/* A record's frames resolved, innermost first: their count (0: none, the
+ * reason in *unattributed). */
+int session_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		   struct frame_ref *frames, int *unattributed);
+
 /* GPU (session_gpu.c): the library's records and launch sites. */
 void sgpu_record(struct session *s, struct tproc *tp, const struct gpu_record *r);
-void sgpu_launch(struct session *s, struct tproc *tp, const struct sample_event *ev,
-		 const struct frame_ref *frames, int nframes);
+void sgpu_stack(struct session *s, const struct agg_stack_record *r);
+void sgpu_call(struct session *s, struct tproc *tp, const struct gpu_call_record *c);
+void sgpu_free(struct session *s);
 void sgpu_facts(struct session *s, struct facts_gpu *out);
 
 /* Await attribution (session_async.c). */

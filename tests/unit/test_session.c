@@ -1442,15 +1442,29 @@ static void send_gpu(struct fixture *f, uint32_t phase, const void *payload, siz
 	CHECK_EQ_INT(session__handle(f->s, &r, sizeof(r)), 0);
 }
 
+/* A traced CUDA call at code's line (under main): its stack first, once,
+ * as BPF sends it, then the call naming it. */
 static void send_launch(struct fixture *f, uint32_t corr, int code)
 {
-	sample_init(getpid(), getpid(), 0, "python3");
-	ev.mode = MODE_GPU_API;
-	ev.mem_addr = corr;
-	ev.mem_flags = GPU_API_LAUNCH;
-	push(code);
-	push(CODE_MAIN);
-	send_sample(f);
+	static struct agg_stack_record r;
+	struct gpu_call_record c = { .type = EV_GPU_CALL,
+				     .tgid = getpid(),
+				     .tid = getpid(),
+				     .correlation_id = corr,
+				     .stack = 1000 + code,
+				     .api_class = GPU_API_LAUNCH,
+				     .status = WALK_OK };
+
+	memset(&r, 0, sizeof(r));
+	r.type = EV_STACK;
+	r.tgid = getpid();
+	r.id = c.stack;
+	r.nframes = 2;
+	r.frames[0] = frame_of(code);
+	r.frames[1] = frame_of(CODE_MAIN);
+	CHECK_EQ_INT(session__handle(f->s, &r, STACK_HDR_SIZE + 2 * sizeof(struct py_frame)), 0);
+	c.ts = mono_ns();
+	CHECK_EQ_INT(session__handle(f->s, &c, sizeof(c)), 0);
 }
 
 static void send_cpu(struct fixture *f, int code, uint64_t ts, uint64_t cpu_ns)
@@ -1501,6 +1515,16 @@ static void test_gpu(void)
 	send_gpu(&f, GPU_INIT, &st, sizeof(st), 0);
 	send_launch(&f, 42, CODE_HELPER);
 	send_launch(&f, 43, CODE_OTHER);
+	/* A call whose stack never came: counted, its records unmatched. */
+	{
+		struct gpu_call_record c = { .type = EV_GPU_CALL,
+					     .tgid = getpid(),
+					     .correlation_id = 45,
+					     .stack = 77,
+					     .status = WALK_OK };
+
+		CHECK_EQ_INT(session__handle(f.s, &c, sizeof(c)), 0);
+	}
 	/* Half of [t0 + 10, t0 + 14 ms) busy, at helper's line; other's line
 	 * runs while nothing does, after the free. */
 	send_cpu(&f, CODE_HELPER, t0 + 14 * MS, 4 * MS);
@@ -1539,9 +1563,12 @@ static void test_gpu(void)
 		CHECK(near(g->weight, 2 * MS));
 	}
 	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 5);
+	/* 44's call was never seen, 45's stack never came. */
 	CHECK_EQ_INT(fact_int(&f, "gpu.records_unmatched"), 2);
 	CHECK_EQ_INT(fact_int(&f, "gpu.kernels"), 2);
-	CHECK_EQ_INT(fact_int(&f, "gpu.calls"), 2);
+	CHECK_EQ_INT(fact_int(&f, "gpu.calls"), 3);
+	CHECK_EQ_INT(fact_int(&f, "gpu.calls_without_stack"), 1);
+	CHECK_EQ_INT(fact_int(&f, "gpu.calls_outside_profiled_files"), 0);
 	CHECK_EQ_INT(fact_int(&f, "gpu.processes_collecting"), 1);
 	CHECK_EQ_INT(fact_int(&f, "gpu.samples_with_gpu_use"), 3);
 	CHECK(near(fact_dbl(&f, "gpu.peak_memory_mb"), 4));
