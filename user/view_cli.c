@@ -207,6 +207,36 @@ static void cell_num_gap(const struct ctx *c, struct row *r, int w, double v, in
 	row_pad_to(c, r, r->cols + 1);
 }
 
+/* A left-aligned text cell of width w and the column's gap. */
+static void cell_text(const struct ctx *c, struct row *r, int w, const char *s, const char *sgr)
+{
+	int end = r->cols + w;
+
+	if (sgr)
+		row_style(c, r, sgr);
+	row_text(c, r, s, w);
+	if (sgr)
+		row_style(c, r, "0");
+	row_pad_to(c, r, end + 1);
+}
+
+/* A right-aligned text cell of width w and the column's gap. */
+static void cell_right(const struct ctx *c, struct row *r, int w, const char *s)
+{
+	int len = vj_text_cols(s);
+
+	row_pad_to(c, r, r->cols + (w > len ? w - len : 0));
+	row_text(c, r, s, w);
+	row_pad_to(c, r, r->cols + 1);
+}
+
+static int max_cols(int a, const char *s)
+{
+	int w = vj_text_cols(s);
+
+	return w > a ? w : a;
+}
+
 /* ----------------------------------------------------------- layout */
 
 enum col {
@@ -862,6 +892,164 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 	}
 }
 
+/* ------------------------------------------------ GPU launch sites */
+
+/* Where a GPU line is: the file's base name and the line, or the whole path
+ * when another listed line's file has the same base name. */
+static void gpu_where(const struct vj_gpu_line *v, size_t n, size_t i, char *buf, size_t len)
+{
+	const char *slash = strrchr(v[i].file, '/'), *base = slash ? slash + 1 : v[i].file;
+	size_t k;
+
+	for (k = 0; *base && k < n; k++) {
+		const char *ks = strrchr(v[k].file, '/'), *kb = ks ? ks + 1 : v[k].file;
+
+		if (strcmp(v[k].file, v[i].file) && !strcmp(kb, base))
+			break;
+	}
+	snprintf(buf, len, "%s:%d", *base && k == n ? base : v[i].file, v[i].line);
+}
+
+/* MB as the GPU block writes them: one decimal, two digits under 0.1. */
+static int gpu_mb(char *buf, size_t n, double v)
+{
+	return snprintf(buf, n, v >= 0.1 ? "%.1f" : "%.2g", v);
+}
+
+/* A GPU line's copies, the directions with data only: "64.0 htod, 2.0 dtoh". */
+static void gpu_copies(const struct vj_gpu_line *g, char *buf, size_t n)
+{
+	size_t len = 0;
+	int d;
+
+	buf[0] = '\0';
+	for (d = 0; d < VJ_GPU_DIRS && len < n; d++) {
+		if (!(g->copy_mb[d] > 0))
+			continue;
+		if (len)
+			len += snprintf(buf + len, n - len, ", ");
+		if (len < n)
+			len += gpu_mb(buf + len, n - len, g->copy_mb[d]);
+		if (len < n)
+			len += snprintf(buf + len, n - len, " %s", vj_gpu_dirs[d]);
+	}
+}
+
+/* Seconds as "1.25 s", "12.5 ms", "40.0 us"; "" for none. */
+static void gpu_secs(char *buf, size_t n, double s)
+{
+	if (!(s > 0))
+		buf[0] = '\0';
+	else if (s >= 1)
+		snprintf(buf, n, "%.2f s", s);
+	else if (s >= 1e-3)
+		snprintf(buf, n, "%.1f ms", s * 1e3);
+	else
+		snprintf(buf, n, "%.1f us", s * 1e6);
+}
+
+enum gcol {
+	G_WHERE,
+	G_CALLS,
+	G_KERNELS,
+	G_KTIME,
+	G_COPY,
+	G_ALLOC,
+	G_MAX
+};
+
+static const char *const gcol_title[G_MAX] = {
+	[G_WHERE] = "file:line",   [G_CALLS] = "calls",	 [G_KERNELS] = "kernels",
+	[G_KTIME] = "kernel time", [G_COPY] = "copy MB", [G_ALLOC] = "alloc MB",
+};
+
+/* After the files: the lines that put work on the GPU (scalene_bpf.gpu.lines,
+ * most GPU time first), the first VJ_GPU_LINES_SHOWN of them, with what
+ * they launched and their source text. */
+static void print_gpu_lines(struct ctx *c, struct json_object *doc)
+{
+	struct vj_gpu_line v[VJ_GPU_LINES_SHOWN];
+	size_t n = vj_gpu_lines(doc, v, VJ_GPU_LINES_SHOWN), shown, i;
+	char buf[320], num[64];
+	int w[G_MAX], k;
+	struct row r;
+
+	if (!n)
+		return;
+	shown = n < VJ_GPU_LINES_SHOWN ? n : VJ_GPU_LINES_SHOWN;
+	for (k = 0; k < G_MAX; k++)
+		w[k] = (int)strlen(gcol_title[k]);
+	for (i = 0; i < shown; i++) {
+		gpu_copies(&v[i], buf, sizeof(buf));
+		w[G_COPY] = max_cols(w[G_COPY], buf);
+		gpu_where(v, shown, i, buf, sizeof(buf));
+		w[G_WHERE] = max_cols(w[G_WHERE], buf);
+	}
+	if (w[G_COPY] > 48)
+		w[G_COPY] = 48;
+	if (w[G_WHERE] > c->width / 2)
+		w[G_WHERE] = c->width / 2 > 10 ? c->width / 2 : 10;
+	/* The calls go first on a narrow terminal; what was launched stays. */
+	if (cols_used(w, G_MAX) > c->width)
+		w[G_CALLS] = 0;
+	row_reset(&r);
+	row_emit(c, &r);
+	if (n > shown)
+		snprintf(buf, sizeof(buf),
+			 "GPU work by the line that launched it (the %zu of %zu with the most GPU "
+			 "time):",
+			 shown, n);
+	else
+		snprintf(buf, sizeof(buf),
+			 "GPU work by the line that launched it (most GPU time first):");
+	row_style(c, &r, SGR_BOLD);
+	print_wrapped(c, &r, buf);
+	row_style(c, &r, SGR_BOLD);
+	row_pad_to(c, &r, 1);
+	for (k = 0; k < G_MAX; k++) {
+		if (!w[k])
+			continue;
+		if (k == G_COPY || k == G_WHERE)
+			cell_text(c, &r, w[k], gcol_title[k], NULL);
+		else
+			cell_right(c, &r, w[k], gcol_title[k]);
+	}
+	row_pad_to(c, &r, r.cols + 1);
+	row_text(c, &r, "source", MAX_WIDTH);
+	row_emit(c, &r);
+	for (i = 0; i < shown; i++) {
+		const char *src = vj_source_of(doc, v[i].file, v[i].line);
+
+		row_pad_to(c, &r, 1);
+		gpu_where(v, shown, i, buf, sizeof(buf));
+		cell_text(c, &r, w[G_WHERE], buf, NULL);
+		if (w[G_CALLS])
+			cell_num_gap(c, &r, w[G_CALLS], v[i].calls, 0, "", NULL);
+		cell_num_gap(c, &r, w[G_KERNELS], v[i].kernels, 0, "", SGR_GPU);
+		gpu_secs(num, sizeof(num), v[i].kernel_s);
+		if (*num)
+			row_style(c, &r, SGR_GPU);
+		cell_right(c, &r, w[G_KTIME], num);
+		row_unstyle(c, &r);
+		gpu_copies(&v[i], buf, sizeof(buf));
+		cell_text(c, &r, w[G_COPY], buf, NULL);
+		num[0] = '\0';
+		if (v[i].alloc_mb > 0)
+			gpu_mb(num, sizeof(num), v[i].alloc_mb);
+		cell_right(c, &r, w[G_ALLOC], num);
+		if (src) {
+			const char *t;
+
+			vj_unescape_line(src, c->text, sizeof(c->text));
+			for (t = c->text; *t == ' ' || *t == '\t'; t++)
+				;
+			row_pad_to(c, &r, r.cols + 1);
+			row_text(c, &r, t, MAX_WIDTH);
+		}
+		row_emit(c, &r);
+	}
+}
+
 /* ------------------------------------------------------------- entry */
 
 /* Whether the user's locale (LC_ALL / LC_CTYPE / LANG) is UTF-8, without
@@ -942,6 +1130,7 @@ int view_print_cli(struct json_object *doc, FILE *f, FILE *err, const struct vie
 			   hidden, hidden == 1 ? "" : "s", c->sel.threshold);
 		row_emit(c, &r);
 	}
+	print_gpu_lines(c, doc);
 	print_footer(c, doc);
 	free(v);
 	free(c);
@@ -1013,13 +1202,6 @@ static void exit_cell(const struct host_proc *p, char *buf, size_t n)
 		snprintf(buf, n, "exited");
 }
 
-static int max_cols(int a, const char *s)
-{
-	int w = vj_text_cols(s);
-
-	return w > a ? w : a;
-}
-
 static void hlayout_make(const struct ctx *c, const struct host_index *hi, struct hlayout *l)
 {
 	char buf[320];
@@ -1060,29 +1242,6 @@ static void hlayout_make(const struct ctx *c, const struct host_index *hi, struc
 		if (hdrop_order[i] == H_SYS)
 			l->w[H_PY] = l->w[H_NAT] = 0;
 	}
-}
-
-/* A left-aligned text cell of width w and the column's gap. */
-static void cell_text(const struct ctx *c, struct row *r, int w, const char *s, const char *sgr)
-{
-	int end = r->cols + w;
-
-	if (sgr)
-		row_style(c, r, sgr);
-	row_text(c, r, s, w);
-	if (sgr)
-		row_style(c, r, "0");
-	row_pad_to(c, r, end + 1);
-}
-
-/* A right-aligned text cell of width w and the column's gap. */
-static void cell_right(const struct ctx *c, struct row *r, int w, const char *s)
-{
-	int len = vj_text_cols(s);
-
-	row_pad_to(c, r, r->cols + (w > len ? w - len : 0));
-	row_text(c, r, s, w);
-	row_pad_to(c, r, r->cols + 1);
 }
 
 static void host_header_row(struct ctx *c, const struct hlayout *l)

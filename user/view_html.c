@@ -553,6 +553,45 @@ static struct json_object *quality_model(struct json_object *doc)
 	return out;
 }
 
+/* The lines that put work on the GPU (scalene_bpf.gpu.lines), the first
+ * VJ_GPU_LINES_SHOWN: [{file, line, calls, kernels, kernel_s, copy_mb:
+ * {dir: MB, ...} (the directions with data), alloc_mb, src}, ...]; NULL when
+ * the profile has none.  How many there are in *total. */
+static struct json_object *gpu_lines_model(struct json_object *doc, size_t *total)
+{
+	struct vj_gpu_line v[VJ_GPU_LINES_SHOWN];
+	size_t n = vj_gpu_lines(doc, v, VJ_GPU_LINES_SHOWN), i;
+	struct json_object *out;
+	int d;
+
+	*total = n;
+	if (!n || !(out = json_object_new_array()))
+		return NULL;
+	for (i = 0; i < n && i < VJ_GPU_LINES_SHOWN; i++) {
+		struct json_object *r = json_object_new_object(), *copy = json_object_new_object();
+
+		if (!r || !copy) {
+			json_object_put(r);
+			json_object_put(copy);
+			break;
+		}
+		add(r, "file", text(v[i].file, MAX_NAME_BYTES * 4));
+		add(r, "line", json_object_new_int(v[i].line));
+		add(r, "calls", integer(v[i].calls));
+		add(r, "kernels", integer(v[i].kernels));
+		add(r, "kernel_s", num(v[i].kernel_s));
+		for (d = 0; d < VJ_GPU_DIRS; d++) {
+			if (v[i].copy_mb[d] > 0)
+				add(copy, vj_gpu_dirs[d], num(v[i].copy_mb[d]));
+		}
+		add(r, "copy_mb", copy);
+		add(r, "alloc_mb", num(v[i].alloc_mb));
+		add(r, "src", source_text(vj_source_of(doc, v[i].file, v[i].line)));
+		json_object_array_add(out, r);
+	}
+	return out;
+}
+
 /* The profile's warnings (scalene_bpf.warnings): [text, ...]. */
 static struct json_object *warnings_model(struct json_object *facts)
 {
@@ -570,7 +609,8 @@ static struct json_object *warnings_model(struct json_object *facts)
 
 static void header_model(struct model *m, struct json_object *doc, const char *name)
 {
-	struct json_object *r = m->root, *facts = vj_object(doc, "scalene_bpf");
+	struct json_object *r = m->root, *facts = vj_object(doc, "scalene_bpf"), *gpu;
+	size_t ngpu;
 
 	add(r, "name", text(name, MAX_NAME_BYTES * 4));
 	add(r, "program", text(vj_str(doc, "program"), MAX_NAME_BYTES * 4));
@@ -603,6 +643,11 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 			add(r, "gil_s", num(vj_num(facts, "gil_wait_s")));
 		add(r, "quality", quality_model(doc));
 		add(r, "warnings", warnings_model(facts));
+		gpu = gpu_lines_model(doc, &ngpu);
+		if (gpu) {
+			add(r, "gpu_lines", gpu);
+			add(r, "gpu_lines_total", json_object_new_int64((int64_t)ngpu));
+		}
 	}
 }
 

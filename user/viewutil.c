@@ -485,6 +485,10 @@ const struct vj_loss vj_losses[] = {
 	{ "memory", "table_overflows", "allocations not tracked: sampler table full" },
 	{ "memory", "untracked_blocks", "allocated blocks not tracked" },
 	{ "async", "tasks_unreadable", "asyncio tasks whose await could not be read" },
+	{ "gpu", "records_unmatched",
+	  "GPU records whose CUDA call was not seen: not credited to a line" },
+	{ "gpu", "lost_ringbuf_full",
+	  "GPU launch stacks, records or states lost: ring buffer full" },
 };
 
 const size_t vj_nlosses = sizeof(vj_losses) / sizeof(vj_losses[0]);
@@ -492,6 +496,67 @@ const size_t vj_nlosses = sizeof(vj_losses) / sizeof(vj_losses[0]);
 double vj_loss_value(struct json_object *doc, const struct vj_loss *loss)
 {
 	return vj_num(vj_object(vj_object(doc, "scalene_bpf"), loss->group), loss->key);
+}
+
+const char *const vj_gpu_dirs[VJ_GPU_DIRS] = { "htod", "dtoh", "dtod", "other" };
+
+size_t vj_gpu_lines(struct json_object *doc, struct vj_gpu_line *v, size_t max)
+{
+	struct json_object *gpu = vj_object(vj_object(doc, "scalene_bpf"), "gpu");
+	struct json_object *a = vj_array(gpu, "lines");
+	size_t i, k = 0, n = a ? json_object_array_length(a) : 0;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *o = json_object_array_get_idx(a, i), *copy;
+		struct vj_gpu_line *g;
+		double line = vj_num(o, "line");
+		int d;
+
+		if (!json_object_is_type(o, json_type_object) || !vj_str(o, "file") ||
+		    !(line >= 1 && line <= INT32_MAX))
+			continue;
+		if (k++ >= max)
+			continue;
+		g = &v[k - 1];
+		g->file = vj_str(o, "file");
+		g->line = (int)line;
+		g->calls = vj_num(o, "calls");
+		g->kernels = vj_num(o, "kernels");
+		g->kernel_s = vj_num(o, "kernel_s");
+		g->copies = vj_num(o, "copies");
+		g->copy_s = vj_num(o, "copy_s");
+		copy = vj_object(o, "copy_mb");
+		for (d = 0; d < VJ_GPU_DIRS; d++)
+			g->copy_mb[d] = vj_num(copy, vj_gpu_dirs[d]);
+		g->memsets = vj_num(o, "memsets");
+		g->memset_mb = vj_num(o, "memset_mb");
+		g->alloc_mb = vj_num(o, "alloc_mb");
+		g->free_mb = vj_num(o, "free_mb");
+	}
+	return k;
+}
+
+const char *vj_source_of(struct json_object *doc, const char *file, int line)
+{
+	struct json_object *lines = vj_array(vj_object(vj_object(doc, "files"), file), "lines");
+	size_t i, n = lines ? json_object_array_length(lines) : 0;
+	struct json_object *o;
+
+	if (line < 1)
+		return NULL;
+	/* Ours and Scalene's are dense: line n is usually the n-th. */
+	if ((size_t)line <= n) {
+		o = json_object_array_get_idx(lines, (size_t)line - 1);
+		if (vj_num(o, "lineno") == line || (json_object_is_type(o, json_type_object) &&
+						    !json_object_object_get_ex(o, "lineno", NULL)))
+			return vj_str(o, "line");
+	}
+	for (i = 0; i < n; i++) {
+		o = json_object_array_get_idx(lines, i);
+		if (vj_num(o, "lineno") == line)
+			return vj_str(o, "line");
+	}
+	return NULL;
 }
 
 int vj_legacy_frame_parse(const char *s, struct vj_legacy_frame *f)

@@ -142,6 +142,33 @@ double vj_await_s(struct json_object *doc);
 const char *vj_async_not_covered(struct json_object *doc);
 size_t vj_task_names(struct json_object *row, const char **names, size_t max);
 
+/* ---- GPU work by launch site ---- */
+
+/* Lines of scalene_bpf.gpu.lines a view lists. */
+#define VJ_GPU_LINES_SHOWN 10
+/* The copy directions of a GPU line's copy_mb, in the profile's order. */
+#define VJ_GPU_DIRS 4
+extern const char *const vj_gpu_dirs[VJ_GPU_DIRS];
+
+/* One entry of scalene_bpf.gpu.lines: a Python line that made CUDA calls
+ * and the device work they caused. */
+struct vj_gpu_line {
+	const char *file;
+	int line;
+	double calls, kernels, kernel_s, copies, copy_s, copy_mb[VJ_GPU_DIRS];
+	double memsets, memset_mb, alloc_mb, free_mb;
+};
+
+/* The entries of scalene_bpf.gpu.lines that name a file and a line above
+ * zero: how many there are, and the first max of them in v, in the
+ * profile's order (most GPU time first).  0 in profiles without GPU lines
+ * (Scalene's). */
+size_t vj_gpu_lines(struct json_object *doc, struct vj_gpu_line *v, size_t max);
+/* The "line" text (as the profile stores it) of line `line` of file in the
+ * profile's files: the entry whose lineno is line, or in Scalene's dense
+ * lines the line-th; NULL when the profile does not have it. */
+const char *vj_source_of(struct json_object *doc, const char *file, int line);
+
 /* ---- lost data ---- */
 
 /* A counter of scalene_bpf.<group> whose value above zero means data was

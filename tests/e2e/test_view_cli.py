@@ -624,6 +624,123 @@ def test_loss_footer(tmp_path):
     assert "lost_ringbuf_full = 0" not in out
 
 
+def gpu_profile(nlines):
+    """ours-demo.json with GPU data: nlines lines of scalene_bpf.gpu.lines
+    (most GPU time first), the first on line 8 of the demo (whose source
+    the view has), the others in a file the profile does not list."""
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    demo = next(iter(doc["files"]))
+    doc["gpu"], doc["gpu_device"] = True, "GPU"
+    lines = [{"file": demo, "line": 8, "calls": 12, "kernels": 48,
+              "kernel_s": 2.5, "copies": 3, "copy_s": 0.02,
+              "copy_mb": {"htod": 96.0, "dtoh": 0.0, "dtod": 7.5,
+                          "other": 0.0},
+              "memsets": 1, "memset_mb": 1.0, "alloc_mb": 384.0,
+              "free_mb": 0.0}]
+    for i in range(1, nlines):
+        lines.append({"file": "/opt/lib/kernels.py", "line": 100 + i,
+                      "calls": 1, "kernels": 1, "kernel_s": 0.5 / i,
+                      "copies": 0, "copy_s": 0.0,
+                      "copy_mb": {"htod": 0.0, "dtoh": 0.0, "dtod": 0.0,
+                                  "other": 0.0},
+                      "memsets": 0, "memset_mb": 0.0, "alloc_mb": 0.0,
+                      "free_mb": 0.0})
+    doc["scalene_bpf"]["gpu"] = {"records": 60, "records_unmatched": 0,
+                                 "lost_ringbuf_full": 0, "lines": lines}
+    return doc, demo
+
+
+def gpu_block(out):
+    """The GPU block: (its title, wrapped rows joined; its header row; its
+    rows); None when there is none."""
+    rows = out.split("\n")
+    at = [i for i, r in enumerate(rows)
+          if r.startswith("GPU work by the line that launched it")]
+    if not at:
+        return None
+    head = next(i for i in range(at[0], len(rows))
+                if rows[i].lstrip().startswith("file:line"))
+    end = next((i for i in range(head, len(rows)) if not rows[i].strip()),
+               len(rows))
+    return (" ".join(r.strip() for r in rows[at[0]:head]), rows[head],
+            rows[head + 1:end])
+
+
+def test_gpu_launch_sites(tmp_path):
+    """scalene_bpf.gpu.lines: after the files, a block of the lines that
+    launched GPU work, the first ten, with their numbers and source; none
+    without GPU lines; unmatched and lost GPU records in the footer."""
+    doc, demo = gpu_profile(12)
+    rc, out, _ = view(write(tmp_path, "g.json", json.dumps(doc)),
+                      COLUMNS="140")
+    assert rc == 0, out
+    block = gpu_block(out)
+    assert block, out
+    title, head, rows = block
+    assert title == ("GPU work by the line that launched it "
+                     "(the 10 of 12 with the most GPU time):"), title
+    assert out.index("GPU work") > out.index(f"{demo}: "), out
+    assert head.split() == ["file:line", "calls", "kernels", "kernel",
+                            "time", "copy", "MB", "alloc", "MB",
+                            "source"], head
+    assert len(rows) == 10, block
+    first = doc["scalene_bpf"]["gpu"]["lines"][0]
+    src = next(l["line"] for l in doc["files"][demo]["lines"]
+               if l["lineno"] == 8).strip()
+    assert rows[0].split() == [
+        "demo.py:8", str(first["calls"]), str(first["kernels"]),
+        f"{first['kernel_s']:.2f}", "s",
+        f"{first['copy_mb']['htod']:.1f}", "htod,",
+        f"{first['copy_mb']['dtod']:.1f}", "dtod",
+        f"{first['alloc_mb']:.1f}", *src.split()], rows[0]
+    # The next ones in the profile's order, down to the tenth; no source
+    # for a file the profile does not have.
+    for i, r in enumerate(rows[1:], 1):
+        line = doc["scalene_bpf"]["gpu"]["lines"][i]
+        ms = line["kernel_s"] * 1e3
+        assert r.split() == [f"kernels.py:{line['line']}", "1", "1",
+                             f"{ms:.1f}", "ms"], r
+    assert "kernels.py:110" not in out and "kernels.py:111" not in out
+    assert "gpu.records_unmatched" not in out
+    assert "gpu.lost_ringbuf_full" not in out
+
+    # Unmatched and lost GPU records: named in the footer.
+    doc["scalene_bpf"]["gpu"]["records_unmatched"] = 4
+    doc["scalene_bpf"]["gpu"]["lost_ringbuf_full"] = 2
+    rc, out, _ = view(write(tmp_path, "lost.json", json.dumps(doc)),
+                      COLUMNS="140")
+    assert rc == 0
+    footer = out[out.index("data lost or incomplete"):]
+    assert "  gpu.records_unmatched = 4: GPU records whose CUDA call was " \
+           "not seen" in footer, footer
+    assert "  gpu.lost_ringbuf_full = 2: GPU " in footer, footer
+
+    # Narrow: every row fits.
+    rc, out, _ = view(write(tmp_path, "g.json", json.dumps(doc)),
+                      COLUMNS="60")
+    assert rc == 0
+    assert_width(out, 60)
+    assert gpu_block(out)[2][0].split()[:2] == ["demo.py:8", "48"], out
+
+    # Fewer than ten: all of them, and the order's name.
+    doc, _ = gpu_profile(2)
+    rc, out, _ = view(write(tmp_path, "two.json", json.dumps(doc)),
+                      COLUMNS="140")
+    title, _, rows = gpu_block(out)
+    assert title.endswith("(most GPU time first):") and len(rows) == 2, out
+
+    # No GPU lines, or no GPU object: no block.
+    doc["scalene_bpf"]["gpu"]["lines"] = []
+    rc, out, _ = view(write(tmp_path, "none.json", json.dumps(doc)),
+                      COLUMNS="140")
+    assert rc == 0 and gpu_block(out) is None and "GPU work" not in out
+    del doc["scalene_bpf"]["gpu"]
+    rc, out, _ = view(write(tmp_path, "nogpu.json", json.dumps(doc)),
+                      COLUMNS="140")
+    assert rc == 0 and "GPU work" not in out
+
+
 def test_attach_memory_not_measured(tmp_path):
     """Memory by uprobes (--pid --memory) sees no frees: the header says the
     footprint and growth are not measured instead of showing 0 MB, and the

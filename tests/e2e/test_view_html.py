@@ -75,6 +75,10 @@ PROBE = r"""(() => {
     quality: (document.getElementById('quality') || {}).textContent || '',
     warnings: (document.getElementById('warnings') || {}).textContent || '',
     notes: [...document.querySelectorAll('p.note')].map(p => p.textContent),
+    gpu: document.getElementById('gpu-lines') ? {
+      title: document.querySelector('#gpu-lines h2').textContent,
+      rows: rows(document, 'table.gpu-lines tbody tr')} : null,
+    nav: [...document.querySelectorAll('nav a')].map(a => a.getAttribute('href')),
   };
 })()"""
 
@@ -894,6 +898,62 @@ def test_gpu_and_leak_columns(tmp_path):
     # Memory activity alone keeps a cold line.
     assert set(cells) == {"1", "2", "3"}
     assert probe["sparks"] == 1
+
+
+def test_gpu_launch_table(tmp_path):
+    """scalene_bpf.gpu.lines: a section of the lines that launched GPU work
+    (the first ten), with their numbers and source, linked from the
+    navigation; no section without GPU lines; unmatched and lost GPU
+    records in the data quality note."""
+    prof = synthetic(3, 0)
+    prof.update({"gpu": True, "gpu_device": "GPU",
+                 "scalene_bpf": {"bpf": {"samples": 10}}})
+    lines = [{"file": "/s.py", "line": 2, "calls": 9, "kernels": 30,
+              "kernel_s": 1.5, "copies": 2, "copy_s": 0.01,
+              "copy_mb": {"htod": 32.0, "dtoh": 0.25, "dtod": 0.0,
+                          "other": 0.0},
+              "memsets": 0, "memset_mb": 0.0, "alloc_mb": 128.0,
+              "free_mb": 0.0}]
+    for i in range(1, 12):
+        lines.append({"file": "/opt/k.py", "line": 40 + i, "calls": 1,
+                      "kernels": 2, "kernel_s": 0.02 / i,
+                      "copy_mb": {"htod": 0.0}, "alloc_mb": 0.0})
+    prof["scalene_bpf"]["gpu"] = {"records_unmatched": 5,
+                                  "lost_ringbuf_full": 0, "lines": lines}
+    src = tmp_path / "gpu.json"
+    src.write_text(json.dumps(prof))
+    html = page_of(src, tmp_path)
+    model = embedded_model(html)
+    assert len(model["gpu_lines"]) == 10 and model["gpu_lines_total"] == 12
+    probe = render_ok(html)
+    assert "#gpu-lines" in probe["nav"], probe["nav"]
+    gpu = probe["gpu"]
+    assert gpu and gpu["title"] == "GPU work by the line that launched it"
+    assert any(n.startswith("The 10 of 12 lines with the most GPU time")
+               for n in probe["notes"]), probe["notes"]
+    rows = [r["cells"] for r in gpu["rows"]]
+    assert len(rows) == 10
+    assert rows[0] == {"where": "s.py:2", "calls": "9", "kernels": "30",
+                       "kernel_s": "1.50 s",
+                       "copy": "32.0 htod, " + js_fixed(0.25) + " dtoh",
+                       "alloc": "128.0",
+                       "src": prof["files"]["/s.py"]["lines"][1]["line"]
+                       .strip()}, rows[0]
+    for i, r in enumerate(rows[1:], 1):
+        ms = 0.02 / i * 1e3
+        assert r == {"where": f"k.py:{40 + i}", "calls": "1",
+                     "kernels": "2", "kernel_s": js_fixed(ms) + " ms",
+                     "copy": "", "alloc": "", "src": ""}, r
+    assert "records_unmatched" in probe["quality"], probe["quality"]
+    assert "lost_ringbuf_full" not in probe["quality"]
+
+    # No GPU lines: no section and no link.
+    prof["scalene_bpf"]["gpu"]["lines"] = []
+    src.write_text(json.dumps(prof))
+    html = page_of(src, tmp_path, "none.html")
+    assert "gpu_lines" not in embedded_model(html)
+    probe = render_ok(html)
+    assert probe["gpu"] is None and "#gpu-lines" not in probe["nav"]
 
 
 def check_await_cells(cells, row):

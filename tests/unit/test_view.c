@@ -667,6 +667,28 @@ static const char mem_doc[] =
 	" \"walk_truncated\": 0, \"frames_unreadable\": \"many\", \"bad_records\": -3},"
 	" \"memory\": {\"table_overflows\": 2}}}";
 
+/* scalene_bpf.gpu.lines: a block after the files, one row per line that
+ * launched GPU work (the first ten), with what it launched and its source;
+ * nothing of it without such lines. */
+static const char gpu_lines_doc[] =
+	"{\"elapsed_time_sec\": 2, \"gpu\": true, \"gpu_device\": \"GPU\", \"files\": {"
+	"\"/app/train.py\": {\"percent_cpu_time\": 60, \"lines\": ["
+	"{\"lineno\": 1, \"line\": \"import torch\\n\"},"
+	"{\"lineno\": 2, \"line\": \"    y = model(x)  \\u003c\\u003c kernels\\n\","
+	"\"n_cpu_percent_python\": 60, \"n_gpu_percent\": 80}]},"
+	"\"/lib/a/util.py\": {\"percent_cpu_time\": 0, \"lines\": []}},"
+	"\"scalene_bpf\": {\"gpu\": {\"records_unmatched\": 0, \"lines\": ["
+	"{\"file\": \"/app/train.py\", \"line\": 2, \"calls\": 40, \"kernels\": 120,"
+	" \"kernel_s\": 1.25, \"copies\": 3, \"copy_s\": 0.01,"
+	" \"copy_mb\": {\"htod\": 64, \"dtoh\": 2.5, \"dtod\": 0, \"other\": 0},"
+	" \"memsets\": 0, \"memset_mb\": 0, \"alloc_mb\": 512, \"free_mb\": 0},"
+	"{\"file\": \"/lib/a/util.py\", \"line\": 9, \"calls\": 7, \"kernels\": 7,"
+	" \"kernel_s\": 0.00004, \"copy_mb\": {\"other\": 0.004}, \"alloc_mb\": 0},"
+	"{\"file\": \"/lib/b/util.py\", \"line\": 3, \"calls\": 1, \"kernel_s\": 0.0123},"
+	"{\"file\": \"/app/bad.py\", \"line\": 0, \"calls\": 5},"
+	"\"not an object\","
+	"{\"line\": 4, \"calls\": 5}";
+
 /* No row is wider than the width asked for, whatever it is, with colour or
  * without; the text itself stays safe. */
 static void test_every_width(void)
@@ -678,6 +700,12 @@ static void test_every_width(void)
 	size_t i;
 
 	docs[nd++] = parse(mem_doc);
+	{
+		char text[2048];
+
+		snprintf(text, sizeof(text), "%s]}}}", gpu_lines_doc);
+		docs[nd++] = parse(text);
+	}
 	docs[nd++] = load(FIXTURES "hostile.json");
 	docs[nd++] = load(FIXTURES "huge-numbers.json");
 	for (i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
@@ -811,6 +839,90 @@ static void test_gpu_columns(void)
 	json_object_put(doc);
 }
 
+static void test_gpu_lines(void)
+{
+	char text[4096];
+	struct json_object *doc;
+	const char *row;
+	int i;
+
+	snprintf(text, sizeof(text), "%s]}}}", gpu_lines_doc);
+	doc = parse(text);
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	check_outputs_safe();
+	CHECK_HAS("GPU work by the line that launched it (most GPU time first):");
+	CHECK_HAS("file:line");
+	CHECK_HAS("kernel time");
+	/* Line 2 of train.py: every number, the copies with data only, and
+	 * its source unescaped and without its indentation. */
+	row = out ? strstr(out, " train.py:2 ") : NULL;
+	CHECK(row != NULL);
+	if (row) {
+		char line[1024];
+
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(row, "\n"), row);
+		CHECK(strstr(line, " 40 "));
+		CHECK(strstr(line, " 120 "));
+		CHECK(strstr(line, " 1.25 s "));
+		CHECK(strstr(line, " 64.0 htod, 2.5 dtoh "));
+		CHECK(!strstr(line, "dtod") && !strstr(line, "other"));
+		CHECK(strstr(line, " 512.0 "));
+		CHECK(strstr(line, "  y = model(x)  << kernels"));
+	}
+	/* Two files named util.py: their whole paths; small amounts readable. */
+	row = out ? strstr(out, " /lib/a/util.py:9 ") : NULL;
+	CHECK(row != NULL);
+	if (row) {
+		CHECK(strstr(row, " 40.0 us ") && strstr(row, " 0.004 other") &&
+		      strstr(row, " 0.004 other") < strchr(row, '\n'));
+	}
+	CHECK_HAS(" /lib/b/util.py:3 ");
+	CHECK_HAS(" 12.3 ms");
+	/* Entries without a file or a line above zero are not rows. */
+	CHECK(!has("bad.py"));
+	CHECK(!has(":4 "));
+	/* The block follows the files. */
+	CHECK(out && strstr(out, "GPU work by") > strstr(out, "/app/train.py: "));
+	json_object_put(doc);
+
+	/* More than ten: the first ten, and how many there are. */
+	{
+		size_t len = strlen(gpu_lines_doc);
+
+		memcpy(text, gpu_lines_doc, len);
+		for (i = 0; i < 12; i++)
+			len += snprintf(text + len, sizeof(text) - len,
+					",{\"file\": \"/app/many.py\", \"line\": %d, \"calls\": 1,"
+					" \"kernels\": 1, \"kernel_s\": 0.001}",
+					100 + i);
+		snprintf(text + len, sizeof(text) - len, "]}}}");
+	}
+	doc = parse(text);
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK_HAS("(the 10 of 15 with the most GPU time):");
+	CHECK_HAS("many.py:106 ");
+	CHECK(!has("many.py:107"));
+	/* Narrow: rows still fit, the place and the kernels stay. */
+	CHECK_EQ_INT(view(doc, 1, 0, 60), 0);
+	CHECK(widest_row() >= 0 && widest_row() <= 60);
+	CHECK_HAS(" train.py:2 ");
+	CHECK(!has(" calls "));
+	json_object_put(doc);
+
+	/* No lines, or no gpu object at all: no block. */
+	snprintf(text, sizeof(text),
+		 "{\"elapsed_time_sec\": 1, \"gpu\": true, \"files\": {},"
+		 " \"scalene_bpf\": {\"gpu\": {\"lines\": []}}}");
+	doc = parse(text);
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK(!has("GPU work"));
+	json_object_put(doc);
+	doc = parse("{\"elapsed_time_sec\": 1, \"files\": {}}");
+	CHECK_EQ_INT(view(doc, 1, 0, 160), 0);
+	CHECK(!has("GPU work"));
+	json_object_put(doc);
+}
+
 /* GIL wait: a column (of the system time) and a header line when the
  * profile has any; nothing of it in profiles without (Scalene's). */
 static void test_gil_column(void)
@@ -917,6 +1029,7 @@ int main(void)
 	RUN_TEST(test_functions_by_time);
 	RUN_TEST(test_loss_footer);
 	RUN_TEST(test_gpu_columns);
+	RUN_TEST(test_gpu_lines);
 	RUN_TEST(test_gil_column);
 	RUN_TEST(test_color);
 	RUN_TEST(test_char_cols);

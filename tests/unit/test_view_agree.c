@@ -72,7 +72,7 @@ static const char *const loss_names[] = {
 	"bpf.walk_truncated",	     "bpf.frames_unreadable",	     "bpf.bad_records",
 	"bpf.stacks_dropped",	     "bpf.truncated_stacks",	     "memory.records_lost",
 	"memory.sampler_not_loaded", "memory.table_overflows",	     "memory.untracked_blocks",
-	"async.tasks_unreadable",
+	"async.tasks_unreadable",    "gpu.records_unmatched",	     "gpu.lost_ringbuf_full",
 };
 
 #define NLOSSES (sizeof(loss_names) / sizeof(loss_names[0]))
@@ -120,6 +120,11 @@ static struct json_object *profile(bool losses)
 		for (i = 0; i < NLOSSES; i++) {
 			if (!strncmp(loss_names[i], "async.", 6))
 				fprintf(f, ", \"%s\": %zu", loss_names[i] + 6, 100 + i);
+		}
+		fprintf(f, "}, \"gpu\": {\"records\": 5");
+		for (i = 0; i < NLOSSES; i++) {
+			if (!strncmp(loss_names[i], "gpu.", 4))
+				fprintf(f, ", \"%s\": %zu", loss_names[i] + 4, 100 + i);
 		}
 		fprintf(f, "}}");
 	}

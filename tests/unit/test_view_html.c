@@ -212,6 +212,63 @@ static void test_gil_wait(void)
 	json_object_put(doc);
 }
 
+/* scalene_bpf.gpu.lines: the first ten entries that name a file and a line,
+ * with the copy directions that have data and the line's source; none in
+ * the model when the profile has no such lines. */
+static void test_gpu_lines(void)
+{
+	char text[4096];
+	struct json_object *doc, *m;
+	size_t len;
+	int i;
+
+	len = (size_t)snprintf(
+		text, sizeof(text),
+		"{\"elapsed_time_sec\": 1.0, \"gpu\": true, \"files\": {\"/t.py\": {\"lines\": ["
+		"{\"lineno\": 1, \"line\": \"import cupy\\n\"},"
+		"{\"lineno\": 2, \"line\": \"    y = f(x) \\u0026 g\\n\", \"n_cpu_percent_c\": "
+		"50}]}},"
+		"\"scalene_bpf\": {\"gpu\": {\"lines\": ["
+		"{\"file\": \"/t.py\", \"line\": 2, \"calls\": 3, \"kernels\": 6, \"kernel_s\": "
+		"0.5,"
+		" \"copy_mb\": {\"htod\": 8, \"dtoh\": 0, \"dtod\": 1.5}, \"alloc_mb\": 64},"
+		"{\"file\": \"/t.py\", \"line\": -1, \"calls\": 1}, 7");
+	for (i = 0; i < 11; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len,
+					",{\"file\": \"/u.py\", \"line\": %d, \"calls\": 1}",
+					10 + i);
+	snprintf(text + len, sizeof(text) - len, "]}}}");
+	doc = json_tokener_parse(text);
+	CHECK(doc != NULL);
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK(json_object_array_length(at(m, "gpu_lines")) == 10);
+	CHECK(json_object_get_int(at(m, "gpu_lines_total")) == 12);
+	CHECK(!strcmp(json_object_get_string(at(m, "gpu_lines.0.file")), "/t.py"));
+	CHECK(json_object_get_int(at(m, "gpu_lines.0.line")) == 2);
+	CHECK(json_object_get_int(at(m, "gpu_lines.0.calls")) == 3);
+	CHECK(json_object_get_int(at(m, "gpu_lines.0.kernels")) == 6);
+	CHECK(json_object_get_double(at(m, "gpu_lines.0.kernel_s")) == 0.5);
+	CHECK(json_object_get_double(at(m, "gpu_lines.0.copy_mb.htod")) == 8);
+	CHECK(json_object_get_double(at(m, "gpu_lines.0.copy_mb.dtod")) == 1.5);
+	CHECK(at(m, "gpu_lines.0.copy_mb.dtoh") == NULL);
+	CHECK(json_object_get_double(at(m, "gpu_lines.0.alloc_mb")) == 64);
+	CHECK(!strcmp(json_object_get_string(at(m, "gpu_lines.0.src")), "    y = f(x) & g"));
+	/* A line the profile's files do not have: no source. */
+	CHECK(!strcmp(json_object_get_string(at(m, "gpu_lines.1.src")), ""));
+	CHECK(json_object_get_int(at(m, "gpu_lines.9.line")) == 18);
+	json_object_put(m);
+	json_object_put(doc);
+
+	doc = json_tokener_parse("{\"elapsed_time_sec\": 1.0, \"files\": {},"
+				 " \"scalene_bpf\": {\"gpu\": {\"lines\": []}}}");
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK(at(m, "gpu_lines") == NULL && at(m, "gpu_lines_total") == NULL);
+	json_object_put(m);
+	json_object_put(doc);
+}
+
 /* Scalene's older `stacks`, used when combined_stacks is empty. */
 static void test_legacy_stacks(void)
 {
@@ -261,6 +318,7 @@ int main(void)
 	RUN_TEST(test_hot_lines_and_stacks_only);
 	RUN_TEST(test_legacy_stacks);
 	RUN_TEST(test_gil_wait);
+	RUN_TEST(test_gpu_lines);
 	RUN_TEST(test_nonce_per_page);
 	free(out);
 	free(err);

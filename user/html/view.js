@@ -177,9 +177,10 @@ function header() {
 	fact('written by', str(D.producer) || '?');
 	app.appendChild(facts);
 	var nav = el('nav');
-	[['files', 'Lines'], ['cpu-flame', 'CPU flame graph'], ['mem-flame', 'Memory flame graph'],
+	[['files', 'Lines'], ['gpu-lines', 'GPU launches'], ['cpu-flame', 'CPU flame graph'],
+	 ['mem-flame', 'Memory flame graph'],
 	 ['timeline', 'Timeline']].forEach(function (l) {
-		if (l[0] === 'mem-flame' && !obj(D.mem))
+		if ((l[0] === 'mem-flame' && !obj(D.mem)) || (l[0] === 'gpu-lines' && !arr(D.gpu_lines).length))
 			return;
 		var a = el('a', null, l[1]);
 		a.href = '#' + l[0];
@@ -415,6 +416,59 @@ function files() {
 	});
 	if (num(D.files_omitted) > 0)
 		s.appendChild(el('p', 'note', count(D.files_omitted) + ' files with less time are left out.'));
+}
+
+/* ---- GPU work by the line that launched it ---- */
+/* As the terminal writes them: MB with one decimal (two digits under 0.1),
+ * seconds in s, ms or us. */
+function gpuMB(x) {
+	x = num(x);
+	return x >= 0.1 ? x.toFixed(1) : String(Number(x.toPrecision(2)));
+}
+function gpuSecs(x) {
+	x = num(x);
+	if (!(x > 0))
+		return '';
+	return x >= 1 ? x.toFixed(2) + ' s' : x >= 1e-3 ? (x * 1e3).toFixed(1) + ' ms' : (x * 1e6).toFixed(1) + ' us';
+}
+var GPU_DIRS = ['htod', 'dtoh', 'dtod', 'other'];
+function gpuCopies(r) {
+	var c = obj(r.copy_mb) || {};
+	return GPU_DIRS.filter(function (d) { return num(c[d]) > 0; })
+		.map(function (d) { return gpuMB(c[d]) + ' ' + d; }).join(', ');
+}
+function gpuLines() {
+	var rows = arr(D.gpu_lines).map(obj).filter(Boolean);
+	if (!rows.length)
+		return;
+	var s = section('gpu-lines', 'GPU work by the line that launched it');
+	var total = num(D.gpu_lines_total);
+	s.appendChild(el('p', 'note', (total > rows.length ? 'The ' + rows.length + ' of ' + count(total) +
+		' lines with the most GPU time' : 'Most GPU time first') +
+		': the kernels, copies and device memory that the CUDA calls made on each line caused.'));
+	/* A file by its base name, unless another listed file has the same one. */
+	function where(r) {
+		var f = str(r.file), b = base(f);
+		var clash = rows.some(function (o) { return str(o.file) !== f && base(o.file) === b; });
+		return (clash || !b ? f : b) + ':' + num(r.line);
+	}
+	rows.forEach(function (r, i) { r.n = i + 1; });
+	s.appendChild(table(rows, [
+		{ k: 'where', cls: 'name', label: 'File:line', v: where, dir: 1,
+		  cell: function (r) { var e = el('span', null, where(r)); e.title = str(r.file); return e; } },
+		{ k: 'calls', label: 'Calls', title: 'CUDA calls made on the line',
+		  v: function (r) { return num(r.calls); }, show: function (r) { return count(r.calls); } },
+		{ k: 'kernels', label: 'Kernels', v: function (r) { return num(r.kernels); },
+		  show: function (r) { return num(r.kernels) > 0 ? count(r.kernels) : ''; } },
+		{ k: 'kernel_s', label: 'Kernel time', title: 'time the line\u2019s kernels ran on the GPU',
+		  v: function (r) { return num(r.kernel_s); }, show: function (r) { return gpuSecs(r.kernel_s); } },
+		{ k: 'copy', label: 'Copy MB', title: 'by direction: host to device, device to host, device to device, other',
+		  v: function (r) { var c = obj(r.copy_mb) || {}; return GPU_DIRS.reduce(function (a, d) { return a + num(c[d]); }, 0); },
+		  show: gpuCopies },
+		{ k: 'alloc', label: 'Alloc MB', title: 'device memory allocated',
+		  v: function (r) { return num(r.alloc_mb); }, show: function (r) { return num(r.alloc_mb) > 0 ? gpuMB(r.alloc_mb) : ''; } },
+		{ k: 'src', cls: 'src', label: 'Source', v: function (r) { return str(r.src); }, dir: 1,
+		  show: function (r) { return str(r.src).trim(); } }], 'gpu-lines'));
 }
 
 /* ---- flame graphs ---- */
@@ -734,6 +788,7 @@ if (D.kind === 'host') {
 	guarded('warnings', warnings);
 	guarded('data quality note', quality);
 	guarded('line tables', files);
+	guarded('table of GPU launches', gpuLines);
 	guarded('CPU flame graph', function () { flameGraph('cpu-flame', 'CPU flame graph', D.cpu, 'cpu'); });
 	if (obj(D.mem))
 		guarded('memory flame graph', function () { flameGraph('mem-flame', 'Memory flame graph', D.mem, 'mem'); });
