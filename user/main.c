@@ -536,8 +536,10 @@ static void prepare_gpu(struct run_state *rs)
 	const char *old = getenv("CUDA_INJECTION64_PATH");
 	int err;
 
-	if (rs->opts->no_gpu) {
-		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "--no-gpu");
+	if (rs->opts->no_gpu || rs->opts->cpu_only) {
+		/* As in Scalene, --cpu-only profiles the CPU alone. */
+		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "%s",
+			 rs->opts->no_gpu ? "--no-gpu" : "--cpu-only");
 		return;
 	}
 	err = find_gpu_lib(rs->gpu_lib, sizeof(rs->gpu_lib));

@@ -75,17 +75,19 @@ def test_gpu_work_per_line(tmp_path):
 
 
 def test_no_gpu_option(tmp_path):
-    """--no-gpu: the program gets no library, and the profile says why."""
+    """--no-gpu (and --cpu-only, as in Scalene): the program gets no
+    library, and the profile says why."""
     prog = tmp_path / "env.py"
     prog.write_text("import os, sys\n"
                     "open(sys.argv[1], 'w').write("
                     "os.environ.get('CUDA_INJECTION64_PATH', ''))\n")
     side = tmp_path / "env.txt"
-    res = profile_run(default_interpreter(), prog, [side], tmp=tmp_path,
-                      opts=("--no-gpu", "--cpu-only"))
-    assert side.read_text() == ""
-    assert res.profile["gpu"] is False
-    assert res.profile["scalene_bpf"]["gpu"]["off"] == "--no-gpu"
+    for opt in ("--no-gpu", "--cpu-only"):
+        res = profile_run(default_interpreter(), prog, [side], tmp=tmp_path,
+                          opts=(opt,))
+        assert side.read_text() == "", opt
+        assert res.profile["gpu"] is False
+        assert res.profile["scalene_bpf"]["gpu"]["off"] == opt
 
 
 @needs_gpu_lib
@@ -97,8 +99,7 @@ def test_library_given_to_every_program(tmp_path):
                     "open(sys.argv[1], 'w').write("
                     "os.environ.get('CUDA_INJECTION64_PATH', ''))\n")
     side = tmp_path / "env.txt"
-    res = profile_run(default_interpreter(), prog, [side], tmp=tmp_path,
-                      opts=("--cpu-only",))
+    res = profile_run(default_interpreter(), prog, [side], tmp=tmp_path)
     assert Path(side.read_text()) == GPU_LIB.resolve()
     assert res.profile["gpu"] is False
     gpu = res.profile["scalene_bpf"]["gpu"]

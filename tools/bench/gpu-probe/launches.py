@@ -1,8 +1,9 @@
 """Times traced CUDA calls played through the fake CUPTI (no GPU): each
 call's entry callback fires the GPU library's gpu_api probe, as a kernel
 launch would.  argv: fake libcupti.so.13, calls per round, rounds, output
-JSON.  The library comes from CUDA_INJECTION64_PATH, as the driver would
-load it.  Writes the nanoseconds per call of each round."""
+JSON, and the GPU library when CUDA_INJECTION64_PATH does not name it (as
+the driver would load it).  Writes the nanoseconds per call of each
+round."""
 import ctypes
 import json
 import os
@@ -12,7 +13,7 @@ import time
 fake = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
 fake.fake_cupti_api.argtypes = [ctypes.c_uint32, ctypes.c_uint32, ctypes.c_int,
                                 ctypes.c_uint32]
-gpu = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"])
+gpu = ctypes.CDLL(os.environ.get("CUDA_INJECTION64_PATH") or sys.argv[5])
 gpu.InitializeInjection()
 api = fake.fake_cupti_api
 n, rounds = int(sys.argv[2]), int(sys.argv[3])
