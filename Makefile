@@ -14,7 +14,7 @@ WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -Iuser/gpu -D_GNU_SOURCE
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
-LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm
+LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -ldl
 # The compiler's multiarch triplet, asked for on first use only: a machine
 # without a compiler gets to deps-if-missing before anything runs $(CC).
 MULTIARCH	= $(eval MULTIARCH := $$(shell $$(CC) -dumpmachine))$(MULTIARCH)

@@ -47,6 +47,7 @@ enum event_type {
 	EV_STACK = 6,	 /* a stack counted in agg_counts, sent once (struct agg_stack_record) */
 	EV_GPU = 7,	 /* the GPU library's state or records (struct gpu_record) */
 	EV_GPU_CALL = 8, /* a traced CUDA call, its stack sent once (struct gpu_call_record) */
+	EV_GPU_NAME = 9, /* a kernel's name (struct gpu_name_record) */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -352,6 +353,18 @@ struct gpu_call_record {
 	__u32 gen;
 	__u8 status; /* enum walk_status */
 	__u8 pad[7];
+};
+
+/* EV_GPU_NAME: the string at a kernel name's address, as the library
+ * announced it before the records that carry the address. */
+#define GPU_NAME_BYTES 512
+struct gpu_name_record {
+	__u32 type; /* EV_GPU_NAME */
+	__u32 tgid;
+	__u64 addr;
+	__s32 len; /* bpf_probe_read_user_str: bytes with the NUL, or -errno */
+	__u32 pad;
+	char name[GPU_NAME_BYTES];
 };
 
 /* EV_GPU: one of the GPU library's probes, from a tracked process. */

@@ -1016,6 +1016,30 @@ int BPF_USDT(on_gpu_api_alias, __u64 inner, __u64 outer)
 }
 
 SEC("usdt")
+int BPF_USDT(on_gpu_name, __u64 addr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct gpu_name_record *r;
+
+	if (!tracked_proc(bpf_get_current_task_btf(), pid_tgid >> 32))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		stat_inc(STAT_GPU_LOST);
+		return 0;
+	}
+	r->type = EV_GPU_NAME;
+	r->tgid = pid_tgid >> 32;
+	r->addr = addr;
+	r->pad = 0;
+	r->len = bpf_probe_read_user_str(r->name, sizeof(r->name), (const void *)addr);
+	if (r->len < 0)
+		r->name[0] = 0;
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+SEC("usdt")
 int BPF_USDT(on_gpu_records, __u64 recs, __u64 count, __u64 state)
 {
 	struct gpu_record *r;

@@ -43,7 +43,7 @@ struct loader {
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	struct bpf_link *usdt_links[5];
-	struct bpf_link *gpu_links[5];
+	struct bpf_link *gpu_links[6];
 	struct bpf_link **alloc_links;
 	int nalloc_links;
 	int *pfds;
@@ -183,15 +183,15 @@ static int attach_sampler(struct loader *l, const char *path)
 }
 
 /* The GPU library's probes (user/gpu/gpu.h) and the programs for them. */
-static const char *const gpu_probes[] = { "gpu_init", "gpu_api", "gpu_api_alias", "gpu_records",
-					  "gpu_exit" };
+static const char *const gpu_probes[] = { "gpu_init",	 "gpu_api",  "gpu_api_alias",
+					  "gpu_records", "gpu_name", "gpu_exit" };
 
 static struct bpf_program *gpu_prog(struct loader *l, size_t i)
 {
 	struct bpf_program *progs[] = {
 		l->skel->progs.on_gpu_init,	 l->skel->progs.on_gpu_api,
 		l->skel->progs.on_gpu_api_alias, l->skel->progs.on_gpu_records,
-		l->skel->progs.on_gpu_exit,
+		l->skel->progs.on_gpu_name,	 l->skel->progs.on_gpu_exit,
 	};
 
 	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==

@@ -1117,6 +1117,36 @@ static int cmp_gpu_line(const void *a, const void *b)
 	return kx > ky ? -1 : kx < ky;
 }
 
+static int cmp_gpu_kernel(const void *a, const void *b)
+{
+	const struct gpu_kernel *x = a, *y = b;
+
+	return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+/* A line's kernels by name, most time first; those past the table as
+ * "[other kernels]". */
+static struct json_object *gpu_kernels_json(const struct gpu_stats *g)
+{
+	struct json_object *arr = json_object_new_array();
+	struct gpu_kernel k[GPU_LINE_KERNELS + 1];
+	int n = g->nnames, i;
+
+	memcpy(k, g->by_name, n * sizeof(*k));
+	qsort(k, n, sizeof(*k), cmp_gpu_kernel);
+	if (g->other_count)
+		k[n++] = (struct gpu_kernel){ "[other kernels]", g->other_count, g->other_ns };
+	for (i = 0; i < n; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "name", jstring(k[i].name[0] ? k[i].name : "[unnamed]"));
+		json_object_object_add(o, "kernels", json_object_new_int64((int64_t)k[i].count));
+		json_object_object_add(o, "kernel_s", jdouble(k[i].ns / 1e9));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static struct json_object *gpu_lines(const struct profile *p)
 {
 	static const char *const dirs[GPU_DIR_MAX] = { "htod", "dtoh", "dtod", "other" };
@@ -1153,6 +1183,7 @@ static struct json_object *gpu_lines(const struct profile *p)
 		json_object_object_add(o, "calls", json_object_new_int64((int64_t)g->launches));
 		json_object_object_add(o, "kernels", json_object_new_int64((int64_t)g->kernels));
 		json_object_object_add(o, "kernel_s", jdouble(g->kernel_ns / 1e9));
+		json_object_object_add(o, "kernels_by_name", gpu_kernels_json(g));
 		json_object_object_add(o, "copies", json_object_new_int64((int64_t)g->copies));
 		json_object_object_add(o, "copy_s", jdouble(g->copy_ns / 1e9));
 		for (d = 0; d < GPU_DIR_MAX; d++)

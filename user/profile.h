@@ -198,7 +198,20 @@ enum gpu_dir {
 	GPU_DIR_OTHER,
 	GPU_DIR_MAX
 };
+/* Kernels of a line by name: the first GPU_LINE_KERNELS names exactly, the
+ * rest together. */
+#define GPU_LINE_KERNELS 16
+struct gpu_kernel {
+	const char *name; /* interned; "" when its name was not read */
+	uint64_t count;
+	double ns;
+};
+
 struct gpu_stats {
+	struct gpu_kernel by_name[GPU_LINE_KERNELS];
+	int nnames;
+	uint64_t other_count; /* kernels past the table */
+	double other_ns;
 	uint64_t launches; /* traced calls (launches, copies, memsets, allocations) */
 	uint64_t kernels;
 	double kernel_ns;
@@ -415,6 +428,8 @@ void profile__gpu_start(struct profile *p, int tgid);
 int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int nframes);
 void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site);
 void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer);
+/* The (demangled) name of the kernels whose records carry addr. */
+void profile__gpu_name(struct profile *p, int tgid, uint64_t addr, const char *name);
 /* n struct scalene_bpf_gpu_rec of process tgid. */
 void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n);
 /* Gives the waiting samples taken before before_ns the GPU's use then

@@ -64,8 +64,15 @@ struct gpu_proc {
 	size_t nq, cq;
 };
 
+struct name_key {
+	int tgid;
+	int pad;
+	uint64_t addr;
+};
+
 struct profile_gpu {
 	struct hmap *procs;	 /* tgid -> struct gpu_proc * */
+	struct hmap *names;	 /* struct name_key -> interned kernel name */
 	struct hmap *launches;	 /* struct launch_key -> site index + 1 */
 	struct launch_key *ring; /* launches in the order seen, for forgetting */
 	size_t ring_head, ring_len;
@@ -105,11 +112,13 @@ static struct profile_gpu *gpu_get(struct profile *p)
 	g->procs = hmap__new(sizeof(int));
 	g->launches = hmap__new(sizeof(struct launch_key));
 	g->sites_by_line = hmap__new(sizeof(struct line_stats *));
+	g->names = hmap__new(sizeof(struct name_key));
 	g->ring = malloc(GPU_LAUNCHES_KEPT * sizeof(*g->ring));
 	/* Site 0: launched outside the profiled files. */
 	g->sites = calloc(1, sizeof(*g->sites));
-	if (!g->procs || !g->launches || !g->sites_by_line || !g->ring || !g->sites) {
+	if (!g->procs || !g->launches || !g->sites_by_line || !g->names || !g->ring || !g->sites) {
 		hmap__free(g->procs);
+		hmap__free(g->names);
 		hmap__free(g->launches);
 		hmap__free(g->sites_by_line);
 		free(g->ring);
@@ -266,7 +275,35 @@ static enum gpu_dir dir_of(const struct scalene_bpf_gpu_rec *r)
 	}
 }
 
-static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r)
+void profile__gpu_name(struct profile *p, int tgid, uint64_t addr, const char *name)
+{
+	struct profile_gpu *g = gpu_get(p);
+	const char *in = profile__intern(p, name);
+
+	if (g && in)
+		hmap__put(g->names, &(struct name_key){ .tgid = tgid, .addr = addr }, (void *)in);
+}
+
+static void kernel_by_name(struct gpu_stats *gs, const char *name, double ns)
+{
+	int i;
+
+	for (i = 0; i < gs->nnames; i++) {
+		if (gs->by_name[i].name == name) {
+			gs->by_name[i].count++;
+			gs->by_name[i].ns += ns;
+			return;
+		}
+	}
+	if (gs->nnames == GPU_LINE_KERNELS) {
+		gs->other_count++;
+		gs->other_ns += ns;
+		return;
+	}
+	gs->by_name[gs->nnames++] = (struct gpu_kernel){ name, 1, ns };
+}
+
+static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r, const char *name)
 {
 	double ns = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 0;
 
@@ -274,6 +311,7 @@ static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r)
 	case GPU_REC_KERNEL:
 		gs->kernels++;
 		gs->kernel_ns += ns;
+		kernel_by_name(gs, name, ns);
 		break;
 	case GPU_REC_MEMCPY:
 		gs->copies++;
@@ -336,11 +374,18 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 		} else {
 			const struct gpu_site *s = &g->sites[idx - 1];
 			struct gpu_stats *gs = gpu_stats_of(s->st);
+			const char *name = "";
 
+			if (r.kind == GPU_REC_KERNEL && r.name) {
+				name = hmap__get(g->names, &(struct name_key){ .tgid = tgid,
+									       .addr = r.name });
+				if (!name)
+					name = "";
+			}
 			if (gs)
-				credit(gs, &r);
+				credit(gs, &r, name);
 			if (s->fst && (gs = gpu_stats_of(s->fst)))
-				credit(gs, &r);
+				credit(gs, &r, name);
 		}
 		if (!gp)
 			continue;
@@ -549,6 +594,7 @@ void profile_gpu_free(struct profile *p)
 	hmap__free(g->procs);
 	hmap__free(g->launches);
 	hmap__free(g->sites_by_line);
+	hmap__free(g->names);
 	free(g->ring);
 	free(g->sites);
 	free(g);

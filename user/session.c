@@ -1039,6 +1039,15 @@ int session__handle(void *ctx, const void *data, size_t size)
 			on_sampler(s, data);
 		return 0;
 	}
+	if (type == EV_GPU_NAME) {
+		const struct gpu_name_record *n = data;
+
+		if (size < sizeof(*n))
+			s->bad_records++;
+		else
+			sgpu_name(s, hmap__get(s->procs, &(int){ (int)n->tgid }), n);
+		return 0;
+	}
 	if (type == EV_GPU_CALL) {
 		const struct gpu_call_record *c = data;
 

@@ -6,7 +6,9 @@
  * and exit and its batches of device records as EV_GPU records.  The
  * profile joins them (profile_gpu.c).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +50,48 @@ static void on_state(struct session *s, struct tproc *tp, const struct gpu_recor
 	 * collects in it. */
 	if (!r->read_err && st.magic == SCALENE_BPF_GPU_MAGIC && st.status == GPU_S_ACTIVE)
 		profile__gpu_start(s->profile, tp->pid);
+}
+
+/* C++ names demangled with libstdc++'s __cxa_demangle, found at run time
+ * (the profiler links no C++ runtime); where it is missing, names stay
+ * mangled. */
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+static demangle_fn demangler(void)
+{
+	static demangle_fn fn;
+	static bool tried;
+	void *h;
+
+	if (tried)
+		return fn;
+	tried = true;
+	h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		fn = (demangle_fn)dlsym(h, "__cxa_demangle");
+	return fn;
+}
+
+void sgpu_name(struct session *s, struct tproc *tp, const struct gpu_name_record *r)
+{
+	char name[GPU_NAME_BYTES];
+	demangle_fn dm = demangler();
+	char *out = NULL;
+	int status = -1;
+
+	if (!tp || !s->profile)
+		return;
+	if (r->len <= 0) {
+		snprintf(name, sizeof(name), "[kernel name unreadable at 0x%llx]",
+			 (unsigned long long)r->addr);
+	} else {
+		memcpy(name, r->name, sizeof(name));
+		name[sizeof(name) - 1] = '\0';
+	}
+	if (dm && r->len > 0 && name[0] == '_' && name[1] == 'Z')
+		out = dm(name, NULL, NULL, &status);
+	profile__gpu_name(s->profile, tp->pid, r->addr, out && !status ? out : name);
+	free(out);
 }
 
 void sgpu_record(struct session *s, struct tproc *tp, const struct gpu_record *r)

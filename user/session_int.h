@@ -186,6 +186,7 @@ int session_frames(struct session *s, struct tproc *tp, const struct sample_even
 /* GPU (session_gpu.c): the library's records and launch sites. */
 void sgpu_record(struct session *s, struct tproc *tp, const struct gpu_record *r);
 void sgpu_stack(struct session *s, const struct agg_stack_record *r);
+void sgpu_name(struct session *s, struct tproc *tp, const struct gpu_name_record *r);
 void sgpu_call(struct session *s, struct tproc *tp, const struct gpu_call_record *c);
 void sgpu_free(struct session *s);
 void sgpu_facts(struct session *s, struct facts_gpu *out);

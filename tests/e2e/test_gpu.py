@@ -49,17 +49,26 @@ def test_gpu_work_per_line(tmp_path):
     assert gpu["processes_collecting"] == 1, ctx
     (proc,) = gpu["processes"]
     assert proc["status"] == "exited" and proc["final"], ctx
-    assert proc["calls"] == truth["calls"] and proc["records"] == 4, ctx
+    assert proc["calls"] == truth["calls"] and proc["records"] == 7, ctx
     # Every call seen with its line, every record joined to its call.
     assert gpu["calls"] == truth["calls"], ctx
     assert gpu["calls_outside_profiled_files"] == 0, ctx
-    assert gpu["records"] == 4 and gpu["records_unmatched"] == 0, ctx
+    assert gpu["records"] == 7 and gpu["records_unmatched"] == 0, ctx
     assert gpu["lost_ringbuf_full"] == 0, ctx
     at = markers(prog)
     by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
     launch = by_line[at["launch"]]
     assert launch["calls"] == 1 and launch["kernels"] == 1, ctx
     assert abs(launch["kernel_s"] - truth["kernel_s"]) < 1e-6, ctx
+    # Kernel names, demangled; a graph's kernels all go to its launch line.
+    assert [(k["name"], k["kernels"]) for k in launch["kernels_by_name"]] == \
+        [("busy_spin(float*, int)", 1)], ctx
+    graph = by_line[at["graph"]]
+    assert graph["kernels"] == 3, ctx
+    assert {k["name"]: k["kernels"] for k in graph["kernels_by_name"]} == \
+        truth["graph"], ctx
+    assert graph["kernels_by_name"][0]["name"] == "scale(float*, float)", ctx
+    assert abs(graph["kernels_by_name"][0]["kernel_s"] - 0.002) < 1e-9, ctx
     assert by_line[at["copy"]]["copy_mb"]["htod"] == truth["copy_mb"], ctx
     assert by_line[at["alloc"]]["alloc_mb"] == truth["alloc_mb"], ctx
     assert by_line[at["free"]]["free_mb"] == truth["alloc_mb"], ctx

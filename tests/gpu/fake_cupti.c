@@ -97,7 +97,8 @@ void fake_cupti_record(const void *record, size_t size)
 	pthread_mutex_unlock(&lock);
 }
 
-void fake_cupti_kernel(uint32_t correlation_id, uint64_t start, uint64_t end)
+void fake_cupti_kernel_named(uint32_t correlation_id, uint64_t start, uint64_t end,
+			     const char *name)
 {
 	CUpti_ActivityKernel10 k;
 
@@ -106,8 +107,13 @@ void fake_cupti_kernel(uint32_t correlation_id, uint64_t start, uint64_t end)
 	k.start = start;
 	k.end = end;
 	k.correlationId = correlation_id;
-	k.name = "_Z1kv";
+	k.name = name;
 	fake_cupti_record(&k, sizeof(k));
+}
+
+void fake_cupti_kernel(uint32_t correlation_id, uint64_t start, uint64_t end)
+{
+	fake_cupti_kernel_named(correlation_id, start, end, "_Z1kv");
 }
 
 void fake_cupti_memcpy(uint32_t correlation_id, uint32_t copy_kind, uint64_t bytes, uint64_t start,

@@ -43,6 +43,10 @@ void fake_cupti_record(const void *record, size_t size);
  * (CONCURRENT_KERNEL), a copy (MEMCPY; copy_kind as CUpti_ActivityMemcpyKind),
  * or a device allocation (alloc 1) or release (alloc 0) (MEMORY2). */
 void fake_cupti_kernel(uint32_t correlation_id, uint64_t start, uint64_t end);
+/* ... with its (mangled) name, a string that must outlive the record, as
+ * CUPTI's own do. */
+void fake_cupti_kernel_named(uint32_t correlation_id, uint64_t start, uint64_t end,
+			     const char *name);
 void fake_cupti_memcpy(uint32_t correlation_id, uint32_t copy_kind, uint64_t bytes, uint64_t start,
 		       uint64_t end);
 void fake_cupti_memory(uint32_t correlation_id, int alloc, uint64_t address, uint64_t bytes,

@@ -45,6 +45,11 @@
  *				thread that completed a CUPTI buffer (the flush
  *				thread, CUPTI's own or the exiting one), never
  *				per launch.
+ *   gpu_name(name)		before the first batch whose kernel records carry
+ *				`name` (the address of a kernel's mangled name,
+ *				owned by CUPTI for the process's life): the BPF
+ *				program copies the string.  Once per name, unless
+ *				the library's set of names is full.
  *   gpu_exit(state)		after the forced flush at a normal exit: the
  *				state block is final.
  *

@@ -108,6 +108,11 @@ static __attribute__((noinline, noclone)) void probe_records(const struct scalen
 	STAP_PROBE3(scalene_bpf, gpu_records, recs, count, st);
 }
 
+static __attribute__((noinline, noclone)) void probe_name(uint64_t name)
+{
+	STAP_PROBE1(scalene_bpf, gpu_name, name);
+}
+
 static __attribute__((noinline, noclone)) void probe_exit(void *st)
 {
 	STAP_PROBE1(scalene_bpf, gpu_exit, st);
@@ -194,8 +199,42 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 	*max_records = 0;
 }
 
+/* Kernel names announced (gpu_name) before the first batch that uses
+ * them: each CUPTI-owned name is one pointer for the process's life.  An
+ * open-addressing set on the flushing threads; when it is full, names are
+ * announced again (a duplicate costs a probe, never a wrong name). */
+#define NAMES_SET 4096
+static uint64_t names_set[NAMES_SET];
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int name_is_new(uint64_t name)
+{
+	unsigned int i, h = (unsigned int)((name >> 3) * 0x9e3779b1u) % NAMES_SET;
+	int fresh = 1;
+
+	pthread_mutex_lock(&names_lock);
+	for (i = 0; i < NAMES_SET; i++, h = (h + 1) % NAMES_SET) {
+		if (names_set[h] == name) {
+			fresh = 0;
+			break;
+		}
+		if (!names_set[h]) {
+			names_set[h] = name;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&names_lock);
+	return fresh;
+}
+
 static void emit_batch(const struct scalene_bpf_gpu_rec *recs, unsigned int n, void *ctx)
 {
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (recs[i].kind == GPU_REC_KERNEL && recs[i].name && name_is_new(recs[i].name))
+			probe_name(recs[i].name);
+	}
 	probe_records(recs, n, &state);
 }
 

@@ -17,6 +17,8 @@ records say what the test wants the profile to contain.
   idle:   Python spins with nothing on the GPU
   copy:   cudaMemcpy of 64 MiB host to device
   free:   cudaFree of the 256 MiB
+  graph:  cudaGraphLaunch of a graph of three kernels (two of them the same
+          kernel), all carrying the graph launch's correlation id
 
 Writes to argv[2] (JSON) the kernel's interval and what each call moved.
 """
@@ -27,15 +29,20 @@ import sys
 import time
 
 RUNTIME = 2  # CUPTI_CB_DOMAIN_RUNTIME_API
-CBID = {"malloc": 20, "free": 22, "memcpy": 31, "launch": 211}
+CBID = {"malloc": 20, "free": 22, "memcpy": 31, "launch": 211, "graph": 311}
+# Kernel names as CUPTI gives them (mangled); CUPTI owns them for the
+# process's life, so these bytes objects stay alive to the end.
+BUSY = b"_Z9busy_spinPfi"
+SCALE = b"_Z5scalePff"
+AXPY = b"_Z4axpyfPKfPf"
 HTOD = 1
 MIB = 1 << 20
 BUSY_S = 0.6
 
 fake = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
 for name, args in (("fake_cupti_api", [ctypes.c_uint32] * 3 + [ctypes.c_int]),
-                   ("fake_cupti_kernel", [ctypes.c_uint32, ctypes.c_uint64,
-                                          ctypes.c_uint64]),
+                   ("fake_cupti_kernel_named", [ctypes.c_uint32, ctypes.c_uint64,
+                                                ctypes.c_uint64, ctypes.c_char_p]),
                    ("fake_cupti_memcpy", [ctypes.c_uint32, ctypes.c_uint32] +
                     [ctypes.c_uint64] * 3),
                    ("fake_cupti_memory", [ctypes.c_uint32, ctypes.c_int] +
@@ -57,7 +64,7 @@ fake.fake_cupti_memory(1, 1, 0x7000000000, 256 * MIB, time.monotonic_ns())
 fake.fake_cupti_api(RUNTIME, CBID["launch"], ENTER, 2)  # LINE: launch
 fake.fake_cupti_api(RUNTIME, CBID["launch"], EXIT, 2)
 start = time.monotonic_ns()
-fake.fake_cupti_kernel(2, start, start + int(BUSY_S * 1e9))
+fake.fake_cupti_kernel_named(2, start, start + int(BUSY_S * 1e9), BUSY)
 truth["kernel_s"] = BUSY_S
 # The spins are one line each: their samples are at the marked line.
 end, n = time.monotonic() + BUSY_S, 0
@@ -72,6 +79,14 @@ fake.fake_cupti_memcpy(3, HTOD, 64 * MIB, now, now + 5_000_000)
 fake.fake_cupti_api(RUNTIME, CBID["free"], ENTER, 4)  # LINE: free
 fake.fake_cupti_api(RUNTIME, CBID["free"], EXIT, 4)
 fake.fake_cupti_memory(4, 0, 0x7000000000, 256 * MIB, time.monotonic_ns())
-truth.update(alloc_mb=256, copy_mb=64, calls=4)
+fake.fake_cupti_api(RUNTIME, CBID["graph"], ENTER, 5)  # LINE: graph
+fake.fake_cupti_api(RUNTIME, CBID["graph"], EXIT, 5)
+now = time.monotonic_ns()
+for i, name in enumerate((SCALE, AXPY, SCALE)):
+    fake.fake_cupti_kernel_named(5, now + i * 1_000_000, now + (i + 1) * 1_000_000,
+                                 name)
+truth.update(alloc_mb=256, copy_mb=64, calls=5,
+             graph={"scale(float*, float)": 2,
+                    "axpy(float, float const*, float*)": 1})
 with open(sys.argv[2], "w") as f:
     json.dump(truth, f)
