@@ -129,6 +129,12 @@ def judge_build(c, out, build):
             c.check(f"{where} kernel_s", err <= KERNEL_TOLERANCE,
                     f"{got['kernel_s']:.6f} s (requested {want['kernel_s']:.6f} s, "
                     f"off by {100 * err:.2f} %)")
+        if want.get("kernels"):
+            # The kernels' names, read from the target and demangled.
+            names = [k["name"] for k in got.get("kernels_by_name", [])]
+            c.check(f"{where} kernel names",
+                    bool(names) and all(n.startswith("gt_") for n in names),
+                    f"{names} (expected gt_busy_kernel(...) or gt_tiny_kernel())")
         for key in ("copies", "memsets"):
             if key in want:
                 c.check(f"{where} {key}", got[key] == want[key],
@@ -168,7 +174,7 @@ def judge_launches(c, out):
                          ds[0]["m"])
     names = {"plain": "without the profiler (CUDA_INJECTION64_PATH unset)",
              "inject": "GPU library injected, no BPF attached",
-             "profiled": "under scalene-bpf run --cpu-only"}
+             "profiled": "under scalene-bpf run"}
     for kind in ("plain", "inject", "profiled"):
         if kind in med:
             i, t, n, m = med[kind]
