@@ -248,6 +248,7 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "records_outside_profiled_files", json_object_new_int64((int64_t)t->outside));
 	add(o, "kernels", json_object_new_int64((int64_t)t->kernels));
 	add(o, "kernel_s", seconds(t->kernel_ns));
+	add(o, "busy_s", seconds(t->busy_ns));
 	for (i = 0; i < GPU_DIR_MAX; i++)
 		add(copy, dirs[i], mb(t->copy_bytes[i]));
 	add(o, "copy_mb", copy);

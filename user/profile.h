@@ -382,6 +382,9 @@ struct profile_gpu_totals {
 	uint64_t outside;	   /* ... launched outside the profiled files */
 	uint64_t kernels;
 	double kernel_ns;
+	/* The union of the kernels' intervals, per process: the time a kernel
+	 * of the process ran (counted as they settle: final at the end). */
+	double busy_ns;
 	double copy_bytes[GPU_DIR_MAX];
 	double copy_ns, memset_bytes, alloc_bytes, free_bytes;
 	double peak_memory;	     /* device bytes allocated, at the highest */

@@ -509,9 +509,8 @@ static void settle_proc(struct profile_gpu *g, struct gpu_proc *gp, uint64_t bef
 			gp->q[n++] = t;
 		}
 	}
-	if (!n)
-		return;
-	qsort(gp->q, n, sizeof(*gp->q), cmp_waiting);
+	if (n)
+		qsort(gp->q, n, sizeof(*gp->q), cmp_waiting);
 	merge(gp);
 	if (gp->nmev)
 		qsort(gp->mev, gp->nmev, sizeof(*gp->mev), cmp_event);
@@ -533,12 +532,10 @@ static void settle_proc(struct profile_gpu *g, struct gpu_proc *gp, uint64_t bef
 			give_use(gs, util, mem, w->ns);
 		g->t.samples++;
 	}
-	/* Memory events taken are folded into the base. */
-	gp->mem_base = mem;
-	memmove(gp->mev, gp->mev + ev, (gp->nmev - ev) * sizeof(*gp->mev));
-	gp->nmev -= ev;
 	memmove(gp->q, gp->q + n, (gp->nq - n) * sizeof(*gp->q));
 	gp->nq -= n;
+	/* What no waiting sample can need any more: intervals and memory
+	 * events before the oldest window left, and GPU_KEEP_NS behind. */
 	for (i = 0; i < gp->nq; i++) {
 		if (gp->q[i].start < oldest)
 			oldest = gp->q[i].start;
@@ -547,9 +544,18 @@ static void settle_proc(struct profile_gpu *g, struct gpu_proc *gp, uint64_t bef
 		oldest = UINT64_MAX;
 	else if (oldest > before - GPU_KEEP_NS && before > GPU_KEEP_NS)
 		oldest = before - GPU_KEEP_NS;
+	for (; ev < gp->nmev && gp->mev[ev].ts < oldest; ev++)
+		mem += gp->mev[ev].delta;
+	gp->mem_base = mem < 0 ? 0 : mem;
+	memmove(gp->mev, gp->mev + ev, (gp->nmev - ev) * sizeof(*gp->mev));
+	gp->nmev -= ev;
+	/* An interval leaves merged with all that overlapped it so far: its
+	 * length is busy time of the run. */
 	for (i = 0; i < gp->niv; i++) {
-		if (gp->iv[i].end < oldest)
+		if (gp->iv[i].end < oldest) {
+			g->t.busy_ns += (double)(gp->iv[i].end - gp->iv[i].start);
 			continue;
+		}
 		gp->iv[keep++] = gp->iv[i];
 	}
 	gp->niv = keep;

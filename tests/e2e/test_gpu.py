@@ -55,6 +55,8 @@ def test_gpu_work_per_line(tmp_path):
     assert gpu["calls_outside_profiled_files"] == 0, ctx
     assert gpu["records"] == 7 and gpu["records_unmatched"] == 0, ctx
     assert gpu["lost_ringbuf_full"] == 0, ctx
+    # The union of the kernels: the 0.6 s one and the graph's 3 x 1 ms.
+    assert abs(gpu["busy_s"] - (truth["kernel_s"] + 0.003)) < 1e-6, ctx
     at = markers(prog)
     by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
     launch = by_line[at["launch"]]

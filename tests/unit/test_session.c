@@ -1572,6 +1572,8 @@ static void test_gpu(void)
 	CHECK_EQ_INT(fact_int(&f, "gpu.processes_collecting"), 1);
 	CHECK_EQ_INT(fact_int(&f, "gpu.samples_with_gpu_use"), 3);
 	CHECK(near(fact_dbl(&f, "gpu.peak_memory_mb"), 4));
+	/* The two kernels overlap: 12 ms of the process's GPU busy. */
+	CHECK(near(fact_dbl(&f, "gpu.busy_s"), 0.012));
 	/* A batch that says more than a record holds is counted, not read. */
 	send_gpu(&f, GPU_RECORDS, recs, sizeof(recs), GPU_BATCH + 1);
 	CHECK_EQ_INT(fact_int(&f, "gpu.record_batches_unreadable"), 1);
