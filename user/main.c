@@ -94,7 +94,7 @@ struct run_state {
 	double start_mono, start_wall;
 	bool memory;		/* the allocation sampler is preloaded */
 	char sampler[PATH_MAX]; /* its path */
-	char *env[4];		/* what the program's environment gets for it */
+	char *env[5];		/* what the program's environment gets for it */
 	char gpu_lib[PATH_MAX]; /* the GPU library, when given to the program */
 	bool gpu;
 	char gpu_off[256];  /* why not, when it is not */
@@ -556,8 +556,11 @@ static void prepare_gpu(struct run_state *rs)
 		pr_warn("no GPU profiling: %s\n", rs->gpu_off);
 		return;
 	}
-	if (asprintf(&rs->env[3], "CUDA_INJECTION64_PATH=%s", rs->gpu_lib) < 0) {
-		rs->env[3] = NULL;
+	if (asprintf(&rs->env[3], "CUDA_INJECTION64_PATH=%s", rs->gpu_lib) < 0 ||
+	    (rs->opts->gpu_call_sample > 1 &&
+	     asprintf(&rs->env[4], "%s=%u", SCALENE_BPF_GPU_ENV_CALL_SAMPLE,
+		      rs->opts->gpu_call_sample) < 0)) {
+		rs->env[3] = rs->env[4] = NULL;
 		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "out of memory");
 		return;
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpu.h"
 #include "options.h"
 
 enum {
@@ -34,6 +35,7 @@ enum {
 	OPT_FORMAT,
 	OPT_NO_ASYNC,
 	OPT_NO_GPU,
+	OPT_GPU_CALL_SAMPLE,
 	OPT_ALL,
 	OPT_COMM,
 	OPT_UID,
@@ -64,6 +66,7 @@ static const struct option long_opts[] = {
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
+	{ "gpu-call-sample", required_argument, NULL, OPT_GPU_CALL_SAMPLE },
 	{ "all", no_argument, NULL, OPT_ALL },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "uid", required_argument, NULL, OPT_UID },
@@ -159,6 +162,9 @@ void options_usage(FILE *f)
 	      "                                 (libscalene-bpf-gpu.so, loaded by the CUDA driver\n"
 	      "                                 through CUDA_INJECTION64_PATH: GPU time and\n"
 	      "                                 memory per line, from CUPTI)\n"
+	      "      --gpu-call-sample N        run: probe 1 in N CUDA calls at random (each\n"
+	      "                                 probed call costs a few microseconds); the\n"
+	      "                                 lines' launched GPU work is then estimated [1]\n"
 	      "  -c, --config FILE              options as \"name: value\" lines (long names)\n"
 	      "  -v, --verbose                  more messages (-vv: BPF loader messages too)\n"
 	      "  -h, --help                     this text\n"
@@ -410,6 +416,12 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_NO_GPU:
 		o->no_gpu = true;
+		return 0;
+	case OPT_GPU_CALL_SAMPLE:
+		if (parse_double(arg, &d, 1, SCALENE_BPF_GPU_CALL_SAMPLE_MAX) ||
+		    d != (unsigned int)d)
+			goto bad_number;
+		o->gpu_call_sample = (unsigned int)d;
 		return 0;
 	case OPT_CLI:
 		o->view_cli = true;

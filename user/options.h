@@ -47,8 +47,9 @@ struct options {
 	bool profile_all;
 	bool idle;
 	bool no_follow;
-	bool no_async; /* no await attribution */
-	bool no_gpu;   /* run: no GPU library for CUDA programs */
+	bool no_async;		      /* no await attribution */
+	bool no_gpu;		      /* run: no GPU library for CUDA programs */
+	unsigned int gpu_call_sample; /* run: 1 in N CUDA calls probed (0: every one) */
 	const char *profile_only[MAX_FILTERS];
 	int nprofile_only;
 	const char *profile_exclude[MAX_FILTERS];

@@ -1140,7 +1140,7 @@ static struct json_object *gpu_kernels_json(const struct gpu_stats *g)
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "name", jstring(k[i].name[0] ? k[i].name : "[unnamed]"));
-		json_object_object_add(o, "kernels", json_object_new_int64((int64_t)k[i].count));
+		json_object_object_add(o, "kernels", json_object_new_int64(llround(k[i].count)));
 		json_object_object_add(o, "kernel_s", jdouble(k[i].ns / 1e9));
 		json_object_array_add(arr, o);
 	}
@@ -1180,16 +1180,16 @@ static struct json_object *gpu_lines(const struct profile *p)
 
 		json_object_object_add(o, "file", jstring(v[i].file));
 		json_object_object_add(o, "line", json_object_new_int(v[i].line));
-		json_object_object_add(o, "calls", json_object_new_int64((int64_t)g->launches));
-		json_object_object_add(o, "kernels", json_object_new_int64((int64_t)g->kernels));
+		json_object_object_add(o, "calls", json_object_new_int64(llround(g->launches)));
+		json_object_object_add(o, "kernels", json_object_new_int64(llround(g->kernels)));
 		json_object_object_add(o, "kernel_s", jdouble(g->kernel_ns / 1e9));
 		json_object_object_add(o, "kernels_by_name", gpu_kernels_json(g));
-		json_object_object_add(o, "copies", json_object_new_int64((int64_t)g->copies));
+		json_object_object_add(o, "copies", json_object_new_int64(llround(g->copies)));
 		json_object_object_add(o, "copy_s", jdouble(g->copy_ns / 1e9));
 		for (d = 0; d < GPU_DIR_MAX; d++)
 			json_object_object_add(copy, dirs[d], jdouble(g->copy_bytes[d] / MB));
 		json_object_object_add(o, "copy_mb", copy);
-		json_object_object_add(o, "memsets", json_object_new_int64((int64_t)g->memsets));
+		json_object_object_add(o, "memsets", json_object_new_int64(llround(g->memsets)));
 		json_object_object_add(o, "memset_mb", jdouble(g->memset_bytes / MB));
 		json_object_object_add(o, "alloc_mb", jdouble(g->alloc_bytes / MB));
 		json_object_object_add(o, "free_mb", jdouble(g->free_bytes / MB));

@@ -210,6 +210,7 @@ static struct json_object *gpu_proc_json(const struct facts_gpu_proc *g)
 	add(o, "api_callbacks", json_object_new_int((int)st->api_callbacks));
 	add(o, "api_callbacks_refused", json_object_new_int((int)st->api_failed));
 	add(o, "calls", json_object_new_int64((int64_t)st->api_calls));
+	add(o, "calls_probed", json_object_new_int64((int64_t)st->calls_probed));
 	add(o, "records", json_object_new_int64((int64_t)st->records));
 	add(o, "dropped_unfinished", json_object_new_int64((int64_t)st->incomplete));
 	add(o, "dropped_invalid", json_object_new_int64((int64_t)st->invalid));
@@ -245,6 +246,10 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "calls_forgotten", json_object_new_int64((int64_t)t->launches_forgotten));
 	add(o, "records", json_object_new_int64((int64_t)t->records));
 	add(o, "records_unmatched", json_object_new_int64((int64_t)t->unmatched));
+	/* With --gpu-call-sample N, 1 in N calls is probed at random; the lines'
+	 * numbers are estimates from the probed calls' records. */
+	add(o, "call_sample", json_object_new_int(t->call_sample > 1 ? (int)t->call_sample : 1));
+	add(o, "records_not_sampled", json_object_new_int64((int64_t)t->unsampled));
 	add(o, "records_outside_profiled_files", json_object_new_int64((int64_t)t->outside));
 	add(o, "kernels", json_object_new_int64((int64_t)t->kernels));
 	add(o, "kernel_s", seconds(t->kernel_ns));

@@ -203,22 +203,24 @@ enum gpu_dir {
 #define GPU_LINE_KERNELS 16
 struct gpu_kernel {
 	const char *name; /* interned; "" when its name was not read */
-	uint64_t count;
+	double count;	  /* kernels (an estimate when calls are sampled) */
 	double ns;
 };
 
 struct gpu_stats {
 	struct gpu_kernel by_name[GPU_LINE_KERNELS];
 	int nnames;
-	uint64_t other_count; /* kernels past the table */
+	double other_count; /* kernels past the table */
 	double other_ns;
-	uint64_t launches; /* traced calls (launches, copies, memsets, allocations) */
-	uint64_t kernels;
+	/* Counts and sums below are estimates when calls are sampled (each
+	 * probed call's records stand for call_sample calls'). */
+	double launches; /* traced calls (launches, copies, memsets, allocations) */
+	double kernels;
 	double kernel_ns;
-	uint64_t copies;
+	double copies;
 	double copy_bytes[GPU_DIR_MAX];
 	double copy_ns;
-	uint64_t memsets;
+	double memsets;
 	double memset_bytes;
 	double alloc_bytes, free_bytes;
 	/* Scalene's fields: busy fraction and device memory (bytes) at the
@@ -379,6 +381,8 @@ struct profile_gpu_totals {
 	uint64_t launches_outside; /* ... with no frame in a profiled file */
 	uint64_t records;	   /* device records received */
 	uint64_t unmatched;	   /* ... whose call was not seen (or forgotten) */
+	uint64_t unsampled;	   /* ... whose call was not probed (sampling) */
+	unsigned int call_sample;  /* 1 in call_sample calls probed (0, 1: all) */
 	uint64_t outside;	   /* ... launched outside the profiled files */
 	uint64_t kernels;
 	double kernel_ns;
@@ -424,7 +428,7 @@ const struct await_outside *profile__await_outside(const struct profile *p, int 
 /* GPU (profile_gpu.c).  A process whose GPU library collects: its CPU
  * samples wait until the device records of their time have arrived, then
  * take the GPU's use (profile__gpu_settle). */
-void profile__gpu_start(struct profile *p, int tgid);
+void profile__gpu_start(struct profile *p, int tgid, unsigned int call_sample);
 /* A traced CUDA call: the launch site of its stack (0: outside the
  * profiled files), kept for the stack's later calls; then a call there
  * (site < 0: its line is not known, and its records count as unmatched). */

@@ -55,6 +55,7 @@ struct waiting {
 
 struct gpu_proc {
 	int tgid;
+	double weight; /* calls each probed call stands for (1 in weight probed) */
 	struct interval *iv;
 	size_t niv, civ;
 	struct mem_event *mev;
@@ -136,7 +137,7 @@ static struct gpu_proc *proc_get(struct profile_gpu *g, int tgid)
 	return g ? hmap__get(g->procs, &tgid) : NULL;
 }
 
-void profile__gpu_start(struct profile *p, int tgid)
+void profile__gpu_start(struct profile *p, int tgid, unsigned int call_sample)
 {
 	struct profile_gpu *g = gpu_get(p);
 	struct gpu_proc *gp;
@@ -147,6 +148,9 @@ void profile__gpu_start(struct profile *p, int tgid)
 	if (!gp)
 		return;
 	gp->tgid = tgid;
+	gp->weight = call_sample > 1 ? call_sample : 1;
+	if (gp->weight > 1)
+		g->t.call_sample = call_sample;
 	if (hmap__put(g->procs, &tgid, gp)) {
 		free(gp);
 		return;
@@ -231,8 +235,13 @@ void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int
 	struct profile_gpu *g = gpu_get(p);
 	struct gpu_stats *gs;
 
+	struct gpu_proc *gp;
+	double w;
+
 	if (!g)
 		return;
+	gp = proc_get(g, tgid);
+	w = gp ? gp->weight : 1;
 	g->t.launches++;
 	/* Its line unknown: not remembered, so its records count unmatched. */
 	if (site < 0 || site >= g->nsites)
@@ -241,9 +250,9 @@ void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int
 		g->t.launches_outside++;
 	} else {
 		if ((gs = gpu_stats_of(g->sites[site].st)))
-			gs->launches++;
+			gs->launches += w;
 		if (g->sites[site].fst && (gs = gpu_stats_of(g->sites[site].fst)))
-			gs->launches++;
+			gs->launches += w;
 	}
 	remember(g, (struct launch_key){ tgid, correlation_id }, site);
 }
@@ -284,49 +293,52 @@ void profile__gpu_name(struct profile *p, int tgid, uint64_t addr, const char *n
 		hmap__put(g->names, &(struct name_key){ .tgid = tgid, .addr = addr }, (void *)in);
 }
 
-static void kernel_by_name(struct gpu_stats *gs, const char *name, double ns)
+static void kernel_by_name(struct gpu_stats *gs, const char *name, double ns, double w)
 {
 	int i;
 
 	for (i = 0; i < gs->nnames; i++) {
 		if (gs->by_name[i].name == name) {
-			gs->by_name[i].count++;
+			gs->by_name[i].count += w;
 			gs->by_name[i].ns += ns;
 			return;
 		}
 	}
 	if (gs->nnames == GPU_LINE_KERNELS) {
-		gs->other_count++;
+		gs->other_count += w;
 		gs->other_ns += ns;
 		return;
 	}
-	gs->by_name[gs->nnames++] = (struct gpu_kernel){ name, 1, ns };
+	gs->by_name[gs->nnames++] = (struct gpu_kernel){ name, w, ns };
 }
 
-static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r, const char *name)
+/* A record of a probed call, standing for w calls' records. */
+static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r, const char *name,
+		   double w)
 {
-	double ns = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 0;
+	double ns = w * (r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 0);
+	double bytes = w * (double)r->bytes;
 
 	switch (r->kind) {
 	case GPU_REC_KERNEL:
-		gs->kernels++;
+		gs->kernels += w;
 		gs->kernel_ns += ns;
-		kernel_by_name(gs, name, ns);
+		kernel_by_name(gs, name, ns, w);
 		break;
 	case GPU_REC_MEMCPY:
-		gs->copies++;
-		gs->copy_bytes[dir_of(r)] += (double)r->bytes;
+		gs->copies += w;
+		gs->copy_bytes[dir_of(r)] += bytes;
 		gs->copy_ns += ns;
 		break;
 	case GPU_REC_MEMSET:
-		gs->memsets++;
-		gs->memset_bytes += (double)r->bytes;
+		gs->memsets += w;
+		gs->memset_bytes += bytes;
 		break;
 	case GPU_REC_ALLOC:
-		gs->alloc_bytes += (double)r->bytes;
+		gs->alloc_bytes += bytes;
 		break;
 	case GPU_REC_FREE:
-		gs->free_bytes += (double)r->bytes;
+		gs->free_bytes += bytes;
 		break;
 	}
 }
@@ -367,7 +379,11 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 		totals_add(&g->t, &r);
 		idx = (intptr_t)hmap__get(g->launches,
 					  &(struct launch_key){ tgid, r.correlation_id });
-		if (!idx) {
+		if (r.flags & GPU_REC_F_UNSAMPLED) {
+			/* Its call was not probed: the probed calls' records
+			 * stand for it on their lines. */
+			g->t.unsampled++;
+		} else if (!idx) {
 			g->t.unmatched++;
 		} else if (!g->sites[idx - 1].st) {
 			g->t.outside++;
@@ -382,10 +398,12 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 				if (!name)
 					name = "";
 			}
+			double w = gp ? gp->weight : 1;
+
 			if (gs)
-				credit(gs, &r, name);
+				credit(gs, &r, name, w);
 			if (s->fst && (gs = gpu_stats_of(s->fst)))
-				credit(gs, &r, name);
+				credit(gs, &r, name, w);
 		}
 		if (!gp)
 			continue;

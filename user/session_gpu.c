@@ -49,7 +49,7 @@ static void on_state(struct session *s, struct tproc *tp, const struct gpu_recor
 	/* Its samples wait for the device's use from now on, when CUPTI
 	 * collects in it. */
 	if (!r->read_err && st.magic == SCALENE_BPF_GPU_MAGIC && st.status == GPU_S_ACTIVE)
-		profile__gpu_start(s->profile, tp->pid);
+		profile__gpu_start(s->profile, tp->pid, st.call_sample);
 }
 
 /* C++ names demangled with libstdc++'s __cxa_demangle, found at run time

@@ -115,3 +115,38 @@ def test_library_given_to_every_program(tmp_path):
     assert res.profile["gpu"] is False
     gpu = res.profile["scalene_bpf"]["gpu"]
     assert gpu["processes_collecting"] == 0 and gpu["records"] == 0, gpu
+
+
+@needs_gpu_lib
+def test_sampled_calls(tmp_path):
+    """--gpu-call-sample 4: 1 in 4 calls probed at random; the others cost
+    no trap and their records are counted apart, and each line's launched
+    work is estimated from its probed calls (1000 calls of 1 ms and 1000 of
+    3 ms: a quarter probed, so about 250 each, within 20 % of the truth)."""
+    prog = program("gpu_fake_sampled.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(default_interpreter(), prog, [FAKE_CUPTI, side],
+                      tmp=tmp_path, opts=("--gpu-call-sample", "4"))
+    truth = json.loads(side.read_text())
+    gpu = res.profile["scalene_bpf"]["gpu"]
+    ctx = f"scalene_bpf.gpu: {gpu}"
+    (proc,) = gpu["processes"]
+    calls = 2 * truth["calls"]
+    assert proc["calls"] == calls, ctx
+    # A quarter probed: binomial, sd ~19 of 500.
+    assert 400 <= proc["calls_probed"] <= 600, ctx
+    assert gpu["calls"] == proc["calls_probed"], ctx
+    assert gpu["call_sample"] == 4, ctx
+    assert gpu["records"] == calls, ctx
+    assert gpu["records_unmatched"] == 0, ctx
+    assert gpu["records_not_sampled"] == calls - proc["calls_probed"], ctx
+    # The run's totals come from every record: exact.
+    assert gpu["kernels"] == calls, ctx
+    assert abs(gpu["kernel_s"] - truth["short_s"] - truth["long_s"]) < 1e-6, ctx
+    at = markers(prog)
+    by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
+    for mark in ("short", "long"):
+        row = by_line[at[mark]]
+        assert abs(row["kernels"] / truth["calls"] - 1) <= 0.2, (mark, ctx)
+        assert abs(row["calls"] / truth["calls"] - 1) <= 0.2, (mark, ctx)
+        assert abs(row["kernel_s"] / truth[f"{mark}_s"] - 1) <= 0.2, (mark, ctx)

@@ -72,7 +72,7 @@
 #define SCALENE_BPF_GPU_STATE_SYM "scalene_bpf_gpu_state"
 
 #define SCALENE_BPF_GPU_MAGIC 0x53475055u /* "UPGS" */
-#define SCALENE_BPF_GPU_ABI 1
+#define SCALENE_BPF_GPU_ABI 2
 
 /* Records per gpu_records probe: bounds the BPF copy loop. */
 #define SCALENE_BPF_GPU_BATCH 64
@@ -80,6 +80,10 @@
 /* Environment read by InitializeInjection(). */
 #define SCALENE_BPF_GPU_ENV_FLUSH_MS "SCALENE_BPF_GPU_FLUSH_MS"
 #define SCALENE_BPF_GPU_DEFAULT_FLUSH_MS 200
+/* Traced calls probed: 1 in N at random (default 1: every one).  The
+ * others cost no trap; their records carry GPU_REC_F_UNSAMPLED. */
+#define SCALENE_BPF_GPU_ENV_CALL_SAMPLE "SCALENE_BPF_GPU_CALL_SAMPLE"
+#define SCALENE_BPF_GPU_CALL_SAMPLE_MAX 1000000
 
 /* scalene_bpf_gpu_rec.kind */
 enum gpu_rec_kind {
@@ -96,6 +100,9 @@ enum gpu_rec_flags {
 	GPU_REC_F_DEVICE_LAUNCHED = 1 << 1, /* launched from the device (no API call) */
 	GPU_REC_F_ASYNC = 1 << 2,	    /* stream-ordered allocation or release */
 	GPU_REC_F_PEER = 1 << 3,	    /* copy between two devices (src/dst_device) */
+	/* Its call was not probed (SCALENE_BPF_GPU_CALL_SAMPLE > 1), as far as
+	 * the library remembers (the last 2^20 correlation ids). */
+	GPU_REC_F_UNSAMPLED = 1 << 4,
 };
 
 /* The direction of a copy: CUPTI's CUpti_ActivityMemcpyKind values. */
@@ -201,7 +208,7 @@ struct scalene_bpf_gpu_state {
 	__u32 api_callbacks; /* API callbacks enabled */
 	__u32 api_failed;    /* ... that CUPTI refused (unknown to this CUPTI) */
 
-	__u64 api_calls;	 /* gpu_api probes fired */
+	__u64 api_calls;	 /* traced calls (each probed unless sampled out) */
 	__u64 api_aliases;	 /* gpu_api_alias probes fired */
 	__u64 records;		 /* records handed out through gpu_records */
 	__u64 batches;		 /* gpu_records probes fired */
@@ -215,7 +222,11 @@ struct scalene_bpf_gpu_state {
 	__u64 first_ns;		 /* earliest start of a record handed out; 0: none yet */
 	__u64 last_ns;		 /* latest end of a record handed out */
 
-	__u64 reserved[8];
+	__u32 call_sample; /* 1 in call_sample traced calls probed */
+	__u32 pad;
+	__u64 calls_probed; /* gpu_api probes fired (api_calls: every traced call) */
+
+	__u64 reserved[6];
 };
 
 #ifndef __bpf__

@@ -69,7 +69,9 @@ static uint8_t class_driver[CUPTI_DRIVER_TRACE_CBID_SIZE];
  * cuLaunchKernel, and only the outermost call is the launch site. */
 struct api_tls {
 	uint32_t depth;
-	uint32_t outer; /* correlation id of the outermost call */
+	uint32_t outer;	  /* correlation id of the outermost call */
+	int outer_probed; /* ... and whether it was probed */
+	uint64_t rng;	  /* this thread's draws for sampling calls */
 };
 static __thread struct api_tls api_tls;
 
@@ -142,6 +144,45 @@ static void state_max(__u64 *field, uint64_t v)
 		;
 }
 
+/* Calls probed when sampling: one bit per correlation id, for the last
+ * 2^20 ids (they grow by one per call in a process); read when the
+ * records are decoded. */
+#define PROBED_BITS (1u << 20)
+static uint8_t probed_bits[PROBED_BITS / 8];
+
+static void mark_probed(uint32_t corr, int on)
+{
+	uint8_t *b = &probed_bits[(corr % PROBED_BITS) / 8], bit = 1u << (corr % 8);
+
+	if (on)
+		__atomic_fetch_or(b, bit, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(b, (uint8_t)~bit, __ATOMIC_RELAXED);
+}
+
+static int was_probed(uint32_t corr)
+{
+	return __atomic_load_n(&probed_bits[(corr % PROBED_BITS) / 8], __ATOMIC_RELAXED) &
+	       (1u << (corr % 8));
+}
+
+/* Whether this call is probed: 1 in state.call_sample, at random (a fixed
+ * stride could keep in step with a loop that launches several kernels). */
+static int draw(struct api_tls *t)
+{
+	uint64_t x = t->rng;
+
+	if (state.call_sample <= 1)
+		return 1;
+	if (!x)
+		x = ((uint64_t)gettid() << 32) ^ (uint64_t)(uintptr_t)t ^ 0x9e3779b97f4a7c15ULL;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	t->rng = x;
+	return (x >> 11) % state.call_sample == 0;
+}
+
 static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			    const void *data)
 {
@@ -158,18 +199,28 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
 	}
 	if (t->depth++) {
 		if (cb->correlationId != t->outer) {
-			probe_api_alias(cb->correlationId, t->outer);
-			__atomic_fetch_add(&state.api_aliases, 1, __ATOMIC_RELAXED);
+			if (state.call_sample > 1)
+				mark_probed(cb->correlationId, t->outer_probed);
+			if (t->outer_probed) {
+				probe_api_alias(cb->correlationId, t->outer);
+				__atomic_fetch_add(&state.api_aliases, 1, __ATOMIC_RELAXED);
+			}
 		}
 		return;
 	}
 	t->outer = cb->correlationId;
+	t->outer_probed = draw(t);
+	__atomic_fetch_add(&state.api_calls, 1, __ATOMIC_RELAXED);
+	if (state.call_sample > 1)
+		mark_probed(cb->correlationId, t->outer_probed);
+	if (!t->outer_probed)
+		return;
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		class = class_runtime[cbid];
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
 		class = class_driver[cbid];
 	probe_api(cb->correlationId, cbid, domain, class);
-	__atomic_fetch_add(&state.api_calls, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&state.calls_probed, 1, __ATOMIC_RELAXED);
 }
 
 /* Runs on the application thread that needs a buffer: a pop from the pool,
@@ -227,10 +278,20 @@ static int name_is_new(uint64_t name)
 	return fresh;
 }
 
-static void emit_batch(const struct scalene_bpf_gpu_rec *recs, unsigned int n, void *ctx)
+static void emit_batch(const struct scalene_bpf_gpu_rec *in, unsigned int n, void *ctx)
 {
+	struct scalene_bpf_gpu_rec marked[SCALENE_BPF_GPU_BATCH];
+	const struct scalene_bpf_gpu_rec *recs = in;
 	unsigned int i;
 
+	if (state.call_sample > 1 && n <= SCALENE_BPF_GPU_BATCH) {
+		memcpy(marked, in, n * sizeof(*in));
+		for (i = 0; i < n; i++) {
+			if (!was_probed(marked[i].correlation_id))
+				marked[i].flags |= GPU_REC_F_UNSAMPLED;
+		}
+		recs = marked;
+	}
 	for (i = 0; i < n; i++) {
 		if (recs[i].kind == GPU_REC_KERNEL && recs[i].name && name_is_new(recs[i].name))
 			probe_name(recs[i].name);
@@ -382,15 +443,28 @@ static void read_env(void)
 	long v;
 
 	state.flush_ms = SCALENE_BPF_GPU_DEFAULT_FLUSH_MS;
-	if (!s || !*s)
-		return;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < 10 || v > 60000)
-		fprintf(stderr, "scalene-bpf: ignoring %s=%s (10 to 60000 ms), using %d\n",
-			SCALENE_BPF_GPU_ENV_FLUSH_MS, s, SCALENE_BPF_GPU_DEFAULT_FLUSH_MS);
-	else
-		state.flush_ms = (__u32)v;
+	state.call_sample = 1;
+	if (s && *s) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || *end || v < 10 || v > 60000)
+			fprintf(stderr, "scalene-bpf: ignoring %s=%s (10 to 60000 ms), using %d\n",
+				SCALENE_BPF_GPU_ENV_FLUSH_MS, s, SCALENE_BPF_GPU_DEFAULT_FLUSH_MS);
+		else
+			state.flush_ms = (__u32)v;
+	}
+	s = getenv(SCALENE_BPF_GPU_ENV_CALL_SAMPLE);
+	if (s && *s) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (errno || *end || v < 1 || v > SCALENE_BPF_GPU_CALL_SAMPLE_MAX)
+			fprintf(stderr,
+				"scalene-bpf: ignoring %s=%s (1 to %d), probing every call\n",
+				SCALENE_BPF_GPU_ENV_CALL_SAMPLE, s,
+				SCALENE_BPF_GPU_CALL_SAMPLE_MAX);
+		else
+			state.call_sample = (__u32)v;
+	}
 }
 
 /* Enables the API callbacks of gpu_api_table; a CUPTI that does not know
