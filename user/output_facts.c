@@ -246,11 +246,13 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "calls_forgotten", json_object_new_int64((int64_t)t->launches_forgotten));
 	add(o, "records", json_object_new_int64((int64_t)t->records));
 	add(o, "records_unmatched", json_object_new_int64((int64_t)t->unmatched));
+	add(o, "kernel_s_no_launch_site", seconds(t->unmatched_kernel_ns));
 	/* With --gpu-call-sample N, 1 in N calls is probed at random; the lines'
 	 * numbers are estimates from the probed calls' records. */
 	add(o, "call_sample", json_object_new_int(t->call_sample > 1 ? (int)t->call_sample : 1));
 	add(o, "records_not_sampled", json_object_new_int64((int64_t)t->unsampled));
 	add(o, "records_outside_profiled_files", json_object_new_int64((int64_t)t->outside));
+	add(o, "kernel_s_outside_profiled_files", seconds(t->outside_kernel_ns));
 	add(o, "kernels", json_object_new_int64((int64_t)t->kernels));
 	add(o, "kernel_s", seconds(t->kernel_ns));
 	add(o, "busy_s", seconds(t->busy_ns));

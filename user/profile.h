@@ -386,6 +386,10 @@ struct profile_gpu_totals {
 	uint64_t outside;	   /* ... launched outside the profiled files */
 	uint64_t kernels;
 	double kernel_ns;
+	/* Kernel time of the unmatched records (no launch site: made before
+	 * the library, or by no public launch call) and of those launched
+	 * outside the profiled files. */
+	double unmatched_kernel_ns, outside_kernel_ns;
 	/* The union of the kernels' intervals, per process: the time a kernel
 	 * of the process ran (counted as they settle: final at the end). */
 	double busy_ns;

@@ -385,8 +385,12 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 			g->t.unsampled++;
 		} else if (!idx) {
 			g->t.unmatched++;
+			if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns)
+				g->t.unmatched_kernel_ns += (double)(r.end_ns - r.start_ns);
 		} else if (!g->sites[idx - 1].st) {
 			g->t.outside++;
+			if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns)
+				g->t.outside_kernel_ns += (double)(r.end_ns - r.start_ns);
 		} else {
 			const struct gpu_site *s = &g->sites[idx - 1];
 			struct gpu_stats *gs = gpu_stats_of(s->st);

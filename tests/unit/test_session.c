@@ -1487,7 +1487,7 @@ static void test_gpu(void)
 					    .abi = SCALENE_BPF_GPU_ABI,
 					    .status = GPU_S_ACTIVE,
 					    .clock = GPU_CLOCK_MONOTONIC };
-	struct scalene_bpf_gpu_rec recs[5] = {
+	struct scalene_bpf_gpu_rec recs[6] = {
 		/* Two kernels of call 42, overlapping: busy [t0, t0 + 12 ms). */
 		{ .kind = GPU_REC_KERNEL, .correlation_id = 42, .start_ns = t0,
 		  .end_ns = t0 + 10 * MS },
@@ -1500,6 +1500,9 @@ static void test_gpu(void)
 		  .end_ns = t0 },
 		{ .kind = GPU_REC_FREE, .correlation_id = 45, .bytes = 4 << 20,
 		  .start_ns = t0 + 25 * MS, .end_ns = t0 + 25 * MS },
+		/* A kernel no call was seen for (no launch site). */
+		{ .kind = GPU_REC_KERNEL, .correlation_id = 99, .start_ns = t0 + 50 * MS,
+		  .end_ns = t0 + 52 * MS },
 	};
 	const struct line_stats *helper, *other;
 	struct fixture f;
@@ -1530,7 +1533,7 @@ static void test_gpu(void)
 	send_cpu(&f, CODE_HELPER, t0 + 14 * MS, 4 * MS);
 	send_cpu(&f, CODE_HELPER, t0 + 5 * MS, 1 * MS);
 	send_cpu(&f, CODE_OTHER, t0 + 40 * MS, 2 * MS);
-	send_gpu(&f, GPU_RECORDS, recs, sizeof(recs), 5);
+	send_gpu(&f, GPU_RECORDS, recs, sizeof(recs), 6);
 	/* Too early to settle: nothing given yet. */
 	session__tick(f.s, t0 + 100 * MS);
 	helper = line_of(f.p, "/app/util.py", 9);
@@ -1562,22 +1565,23 @@ static void test_gpu(void)
 		/* Only the sample after the library started waited. */
 		CHECK(near(g->weight, 2 * MS));
 	}
-	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 5);
-	/* 44's call was never seen, 45's stack never came. */
-	CHECK_EQ_INT(fact_int(&f, "gpu.records_unmatched"), 2);
-	CHECK_EQ_INT(fact_int(&f, "gpu.kernels"), 2);
+	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 6);
+	/* 44's and 99's calls were never seen, 45's stack never came. */
+	CHECK_EQ_INT(fact_int(&f, "gpu.records_unmatched"), 3);
+	CHECK(near(fact_dbl(&f, "gpu.kernel_s_no_launch_site"), 0.002));
+	CHECK_EQ_INT(fact_int(&f, "gpu.kernels"), 3);
 	CHECK_EQ_INT(fact_int(&f, "gpu.calls"), 3);
 	CHECK_EQ_INT(fact_int(&f, "gpu.calls_without_stack"), 1);
 	CHECK_EQ_INT(fact_int(&f, "gpu.calls_outside_profiled_files"), 0);
 	CHECK_EQ_INT(fact_int(&f, "gpu.processes_collecting"), 1);
 	CHECK_EQ_INT(fact_int(&f, "gpu.samples_with_gpu_use"), 3);
 	CHECK(near(fact_dbl(&f, "gpu.peak_memory_mb"), 4));
-	/* The two kernels overlap: 12 ms of the process's GPU busy. */
-	CHECK(near(fact_dbl(&f, "gpu.busy_s"), 0.012));
+	/* The first two kernels overlap: 12 + 2 ms of the process's GPU busy. */
+	CHECK(near(fact_dbl(&f, "gpu.busy_s"), 0.014));
 	/* A batch that says more than a record holds is counted, not read. */
 	send_gpu(&f, GPU_RECORDS, recs, sizeof(recs), GPU_BATCH + 1);
 	CHECK_EQ_INT(fact_int(&f, "gpu.record_batches_unreadable"), 1);
-	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 5);
+	CHECK_EQ_INT(fact_int(&f, "gpu.records"), 6);
 	teardown(&f);
 }
 
