@@ -61,9 +61,9 @@ enum sample_mode {
 	MODE_MALLOC = 3,
 	MODE_FREE = 4,
 	MODE_COPY = 5, /* mem_bytes: weight of a copy of mem_size bytes */
-	/* Fired by the GPU library (user/gpu/gpu.h) at a traced CUDA call:
-	 * mem_addr is the correlation id, mem_size the callback id, mem_flags
-	 * the enum gpu_api_class, mem_bytes 0. */
+	/* The stack of a traced CUDA call (user/gpu/gpu.h), walked into BPF's
+	 * scratch space: it leaves as an EV_STACK and an EV_GPU_CALL record,
+	 * never as a sample. */
 	MODE_GPU_API = 6,
 };
 

@@ -877,9 +877,10 @@ int BPF_USDT(on_sampler_exit, __u64 state)
 /*
  * The GPU library's probes (user/gpu/gpu.h), attached like the sampler's to
  * every process that maps the library; only tracked processes are kept.  A
- * traced CUDA call is a record with the calling thread's Python stack (the
- * launch site); records and state blocks are copied while the library's
- * thread waits at the probe.
+ * traced CUDA call is a small record naming the calling thread's Python
+ * stack (the launch site), whose frames go once per distinct stack; records,
+ * names and state blocks are copied while the library's thread waits at the
+ * probe.
  */
 /* Where a traced call's stack is built (per CPU: uprobe programs do not
  * nest on a CPU), and its EV_STACK record. */

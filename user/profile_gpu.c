@@ -84,6 +84,9 @@ struct profile_gpu {
 	double mem_now; /* all processes' device bytes, for the peak */
 };
 
+/* Room for need elements.  Not profile_grow(): these arrays also shrink
+ * (to empty, as samples settle), which its count-only doubling cannot
+ * follow. */
 static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
 	size_t n = *cap ? *cap : 64;
