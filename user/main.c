@@ -543,6 +543,13 @@ static void prepare_gpu(struct run_state *rs)
 		return;
 	}
 	err = find_gpu_lib(rs->gpu_lib, sizeof(rs->gpu_lib));
+	if (err && getenv("SCALENE_BPF_GPU_LIB") && *getenv("SCALENE_BPF_GPU_LIB")) {
+		/* Asked for by name: said, not only written in the profile. */
+		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "SCALENE_BPF_GPU_LIB=%.160s: %s",
+			 getenv("SCALENE_BPF_GPU_LIB"), strerror(-err));
+		pr_warn("no GPU profiling: %s\n", rs->gpu_off);
+		return;
+	}
 	if (err) {
 		snprintf(rs->gpu_off, sizeof(rs->gpu_off),
 			 "%s was not found next to this program (%s): it is built where a CUDA "
