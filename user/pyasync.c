@@ -42,7 +42,6 @@
 #define SAVED_FRAMES 16
 #define MIN_SNAPSHOT_NS 5000000ULL
 #define COST_RATIO 50
-#define CODE_MEMO_NS 1000000000ULL
 #define OBJ_READ 512	   /* bytes of a task or coroutine read at once, at most */
 #define FRAME_READ_MAX 512 /* bytes of a frame */
 #define UVLOOP_CHECK_POLLS 100
@@ -155,8 +154,7 @@ struct pyasync {
 	int saved_per_loop[MAX_LOOPS];
 	int saved_conc[MAX_LOOPS]; /* tasks suspended, as that snapshot counted */
 	uint64_t saved_snapshot;   /* its number */
-	struct hmap *codes;	   /* code address -> tag and flags (CODE_MEMO_NS) */
-	uint64_t codes_since_ns;
+	struct hmap *codes;	   /* code address -> tag and flags, for one poll */
 	struct pyasync_stats st;
 	char last_error[160];
 };
@@ -170,8 +168,11 @@ static void set_error(struct pyasync *a, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* What a code object's header says, remembered for CODE_MEMO_NS:
- * the tasks of one coroutine function share their code objects. */
+/* What a code object's header says, remembered for one poll: the tasks of
+ * one coroutine function share their code objects.  Not longer: a code
+ * object freed (a module's body once imported) and another made at its
+ * address would keep the first one's tag, and the session's code cache
+ * holds a line for that address and tag, in the first one's file. */
 struct code_memo {
 	uint64_t tag;
 	uint32_t flags;
@@ -1247,13 +1248,7 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 								: MIN_SNAPSHOT_NS);
 		}
 	}
-	/* Code headers are remembered for a second: a code object freed and
-	 * another made at its address within it is not worth a read per
-	 * frame per poll. */
-	if (now_ns - a->codes_since_ns > CODE_MEMO_NS) {
-		codes_clear(a);
-		a->codes_since_ns = now_ns;
-	}
+	codes_clear(a);
 	a->st.reads += a->po.reads - reads0;
 	a->st.syscalls += (a->po.reads - reads0) - (a->batched - batched0);
 	a->st.cost_ns += mono_ns() - t0;

@@ -107,7 +107,16 @@ def check_async_on(profile, prog):
     for key in ("await_s", "snapshots", "tasks_read", "tasks_unreadable"):
         assert key in facts, f"scalene_bpf.async has no {key}: {facts}"
     assert facts["await_s"] > 0 and facts["snapshots"] > 0, facts
-    check_outside(facts)
+    where = check_outside(facts)
+    # Every task of these programs runs a coroutine of the program (or of
+    # asyncio itself): a task said to run another module's code was given
+    # a stale code object's line.
+    for w in where:
+        if w.get("other"):
+            continue
+        file = w["task_coroutine"]["file"]
+        assert file == prog or "/asyncio/" in file, (
+            f"a task said to run {w['task_coroutine']}: {where}")
     assert facts["tasks_read"] >= facts["snapshots"], facts
     # A task that ends while it is read may be lost; a few, not a share.
     assert facts["tasks_unreadable"] <= 2 + 0.01 * facts["tasks_read"], facts
@@ -446,6 +455,27 @@ def test_await_outside_profiled_files(tmp_path):
     assert any(w["task_coroutine"]["function"] == "waiter" and
                w["waits_in"]["function"] == "sleep" and
                "asyncio" in w["waits_in"]["file"] for w in where), ctx
+
+
+def test_code_object_reused(python, tmp_path, accuracy):
+    """A code object freed and another made at its address: the waiters'
+    time stays on the program's `wait` line (3 of the 4 suspended tasks),
+    none of it goes to the freed module body's file."""
+    prog = program("async_code_reuse.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(python, prog, ["30", side], tmp=tmp_path)
+    truth = json.loads(side.read_text())
+    prof = res.profile
+    ctx = f"truth {truth}; {awaited(prof)}"
+    check_async_on(prof, prog)
+    rows = file_entry(prof, prog)["lines"]
+    at = {m: rows[n - 1].get("n_async_await_percent", 0)
+          for m, n in markers(prog).items()}
+    others = {n: sum(r.get("n_async_await_percent", 0) for r in d["lines"])
+              for n, d in prof["files"].items() if n != prog}
+    assert not any(others.values()), f"await time in other files {others}; {ctx}"
+    check_share(accuracy, "wait share (3 of 4 tasks), %", at["wait"], 75.0, ctx)
+    check_share(accuracy, "gather share (1 of 4), %", at["gather"], 25.0, ctx)
 
 
 def test_loop_never_idle(python, tmp_path, accuracy):
