@@ -118,7 +118,7 @@ struct facts_memory {
 	int python_allocator_unwrapped_processes;
 };
 
-/* Memory from uprobes on the allocators (--pid --memory). */
+/* Memory from uprobes on the allocators (--pid --memory, --all --memory). */
 struct facts_probe_site {
 	const char *function; /* a constant */
 	char module[64];
@@ -132,6 +132,9 @@ struct facts_uprobes {
 	uint64_t hits;
 	double elapsed_s;
 	double ns_per_hit; /* measured here; < 0 if it could not be */
+	/* --all: the probes of one process of many; the hits, counted for the
+	 * host, are in index.json (hits and elapsed_s are 0). */
+	bool host;
 };
 
 /* The @profile builtin (run). */

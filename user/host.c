@@ -22,6 +22,7 @@
 #include "facts.h"
 #include "hmap.h"
 #include "host.h"
+#include "hostmem.h"
 #include "log.h"
 #include "options.h"
 #include "output.h"
@@ -96,6 +97,7 @@ struct host {
 	int nfifo, fifo_cap, fifo_head, max_files;
 	bool told_write_failure;
 	char last_write_error[256];
+	struct hostmem *mem; /* --memory: the allocation probes */
 };
 
 /* A /proc/PID file's first line (or all of it, up to n - 1 bytes). */
@@ -377,6 +379,8 @@ static struct profile *host_python(void *ctx, const struct session_proc *sp)
 	}
 	e->live = true;
 	hmap__put(h->live, &pid, e);
+	if (h->mem)
+		hostmem__python(h->mem, pid, pp);
 	return e->profile;
 }
 
@@ -454,6 +458,10 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		.main_thread_id = e->main_thread,
 		.main_pid = e->pid,
 		.cpu_percent_threshold = h->o->cpu_percent_threshold,
+		/* Memory from uprobes: gross allocation per line, frees not
+		 * seen (as --pid --memory). */
+		.memory = h->mem != NULL,
+		.no_footprint = h->mem != NULL,
 		.leaks = false,
 		.read_source = session__read_proc_source,
 		.ctx = end->source_ctx,
@@ -471,6 +479,10 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		facts->has_process = true;
 		identity_of(e, &facts->process);
 		facts->process.ended = end_names[end->why];
+		if (h->mem) {
+			facts->has_uprobes = true;
+			hostmem__facts(h->mem, e->pid, &facts->uprobes);
+		}
 	}
 	m.facts = facts;
 	if (!e->file)
@@ -612,6 +624,10 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	memset(&e->target, 0, sizeof(e->target));
 	if (e->file && end->why != END_RUNNING)
 		rotate(h, e);
+	/* Its libc probes go (in the background); at the end of the run they
+	 * all go with the loader. */
+	if (h->mem && end->why != END_RUNNING)
+		hostmem__ended(h->mem, pid);
 }
 
 /* Users named by --uid, as numbers. */
@@ -736,6 +752,7 @@ void host__free(struct host *h)
 	}
 	free(h->procs);
 	free(h->fifo);
+	hostmem__free(h->mem);
 	hmap__free(h->live);
 	hmap__free(h->images);
 	free(h);
@@ -749,6 +766,11 @@ const struct session_host *host__session_host(struct host *h)
 void host__set_session(struct host *h, struct session *s)
 {
 	h->session = s;
+}
+
+void host__set_memory(struct host *h, struct hostmem *hm)
+{
+	h->mem = hm;
 }
 
 int host__scan(struct host *h)
@@ -903,6 +925,7 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	struct json_object *warnings = json_object_new_array();
 	struct utsname u;
 	char path[PATH_MAX], *text, warn[512];
+	uint64_t stats[STAT_MAX];
 	int i, err, profiled = 0;
 
 	struct hproc **order = malloc((h->nprocs ? h->nprocs : 1) * sizeof(*order));
@@ -954,6 +977,13 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 		doc, "execs_known_not_python",
 		json_object_new_int64((int64_t)session__execs_known_not_python(h->session)));
 	counts_json(h, doc, warnings);
+	/* null: --memory was not given. */
+	if (h->mem && !session__bpf_stats(h->session, stats))
+		json_object_object_add(
+			doc, "memory",
+			hostmem__json(h->mem, stats[STAT_UPROBE_HITS], elapsed_s, warnings));
+	else
+		json_object_object_add(doc, "memory", NULL);
 	if (h->table_full) {
 		snprintf(warn, sizeof(warn),
 			 "%llu Python processes past the first %d are not in the index",

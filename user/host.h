@@ -30,6 +30,10 @@ void host__free(struct host *h);
  * each profile written. */
 const struct session_host *host__session_host(struct host *h);
 void host__set_session(struct host *h, struct session *s);
+struct hostmem;
+/* --memory: the allocation probes (hostmem.h), owned by the host from here;
+ * each Python process gets its probes and its profile memory per line. */
+void host__set_memory(struct host *h, struct hostmem *hm);
 /* Follows every process running now that the filters take; returns how
  * many were handed to the session. */
 int host__scan(struct host *h);

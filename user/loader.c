@@ -12,6 +12,7 @@
 #include <time.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -46,6 +47,8 @@ struct loader {
 	struct bpf_link *gpu_links[6];
 	struct bpf_link **alloc_links;
 	int nalloc_links;
+	struct detacher *detacher; /* allocation uprobes let go during the run */
+	struct loader_link_stats link_stats;
 	int *pfds;
 	int ncpus;
 	uint64_t period_ns;
@@ -241,10 +244,11 @@ static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
 }
 
 int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
-			       const char *func, size_t offset)
+			       const char *func, size_t offset, struct bpf_link **out)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = func);
 	struct bpf_link *link, **links;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
 	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
 	if (!links)
@@ -254,7 +258,142 @@ int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid,
 	if (!link)
 		return -errno;
 	l->alloc_links[l->nalloc_links++] = link;
+	l->link_stats.attached++;
+	l->link_stats.attach_ns += clock_ns(CLOCK_MONOTONIC) - t0;
+	if (out)
+		*out = link;
 	return 0;
+}
+
+/*
+ * Letting go of a uprobe link waits for the kernel to remove the probe (on
+ * the kernels measured, tens of milliseconds to 0.1 s a link, one after the
+ * other).  During a run that would stall the ring buffer's reader, so the
+ * links go to a thread of their own that destroys them one by one; at the
+ * end those still queued are handed off with the rest (loader__free_detached).
+ */
+struct detacher {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct bpf_link **queue;
+	int n, cap;
+	bool busy; /* destroying one, taken off the queue */
+	bool stop;
+	struct loader_link_stats *stats;
+};
+
+static void *detach_thread(void *arg)
+{
+	struct detacher *d = arg;
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		struct bpf_link *link;
+		uint64_t t0;
+
+		while (!d->n && !d->stop)
+			pthread_cond_wait(&d->cond, &d->lock);
+		if (d->stop)
+			break;
+		link = d->queue[--d->n];
+		d->busy = true;
+		pthread_mutex_unlock(&d->lock);
+		t0 = clock_ns(CLOCK_MONOTONIC);
+		bpf_link__destroy(link);
+		t0 = clock_ns(CLOCK_MONOTONIC) - t0;
+		pthread_mutex_lock(&d->lock);
+		d->busy = false;
+		d->stats->detached++;
+		d->stats->detach_ns += t0;
+		if (t0 > d->stats->detach_max_ns)
+			d->stats->detach_max_ns = t0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+static struct detacher *detacher_new(struct loader *l)
+{
+	struct detacher *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->stats = &l->link_stats;
+	if (pthread_create(&d->thread, NULL, detach_thread, d)) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* Stops the thread (after the link it is destroying, if any); the links
+ * still queued are destroyed here, at once when another process holds
+ * them (the hand-off). */
+static void detacher_free(struct detacher *d)
+{
+	int i;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	for (i = 0; i < d->n; i++)
+		bpf_link__destroy(d->queue[i]);
+	free(d->queue);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+}
+
+int loader__detach_alloc_probe(struct loader *l, struct bpf_link *link)
+{
+	struct detacher *d;
+	int i;
+
+	for (i = 0; i < l->nalloc_links && l->alloc_links[i] != link; i++)
+		;
+	if (i == l->nalloc_links)
+		return -ENOENT;
+	if (!l->detacher)
+		l->detacher = detacher_new(l);
+	d = l->detacher;
+	if (!d)
+		return -ENOMEM; /* kept: let go at the end */
+	pthread_mutex_lock(&d->lock);
+	if (d->n == d->cap) {
+		int cap = d->cap ? d->cap * 2 : 16;
+		struct bpf_link **q = realloc(d->queue, cap * sizeof(*q));
+
+		if (!q) {
+			pthread_mutex_unlock(&d->lock);
+			return -ENOMEM;
+		}
+		d->queue = q;
+		d->cap = cap;
+	}
+	d->queue[d->n++] = link;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	l->alloc_links[i] = l->alloc_links[--l->nalloc_links];
+	return 0;
+}
+
+void loader__link_stats(struct loader *l, struct loader_link_stats *out)
+{
+	struct detacher *d = l->detacher;
+
+	if (d)
+		pthread_mutex_lock(&d->lock);
+	*out = l->link_stats;
+	out->pending = d ? d->n + d->busy : 0;
+	if (d)
+		pthread_mutex_unlock(&d->lock);
 }
 
 #ifdef __x86_64__
@@ -584,6 +723,7 @@ void loader__free(struct loader *l)
 		bpf_link__destroy(l->usdt_links[cpu]);
 	for (cpu = 0; cpu < (int)(sizeof(l->gpu_links) / sizeof(l->gpu_links[0])); cpu++)
 		bpf_link__destroy(l->gpu_links[cpu]);
+	detacher_free(l->detacher);
 	for (cpu = 0; cpu < l->nalloc_links; cpu++)
 		bpf_link__destroy(l->alloc_links[cpu]);
 	free(l->alloc_links);
@@ -646,7 +786,8 @@ static bool hand_off_uprobes(struct loader *l)
 	pid_t pid;
 	char c;
 
-	if (!l->nalloc_links && !l->usdt_links[0] && !l->gpu_links[0])
+	if (!l->nalloc_links && !(l->detacher && l->detacher->n) && !l->usdt_links[0] &&
+	    !l->gpu_links[0])
 		return false;
 	if (pipe2(fds, O_CLOEXEC))
 		return false;

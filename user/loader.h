@@ -88,10 +88,25 @@ enum alloc_prog {
 	ALLOC_PROGS,
 };
 
+struct bpf_link;
+
 /* Attaches allocation program `which` to func + offset in the ELF file at
- * path, for process pid (-1: any).  0 or -errno. */
+ * path, for process pid (-1: any); the link in *out when out is not NULL.
+ * 0 or -errno. */
 int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
-			       const char *func, size_t offset);
+			       const char *func, size_t offset, struct bpf_link **out);
+/* Lets go of an allocation probe during the run: in a thread of the
+ * loader's, as the kernel takes its time to remove a uprobe.  0, -ENOENT
+ * (not ours), -ENOMEM (kept until the end). */
+int loader__detach_alloc_probe(struct loader *l, struct bpf_link *link);
+
+/* What attaching and detaching allocation probes took (wall clock). */
+struct loader_link_stats {
+	uint64_t attached, attach_ns;
+	uint64_t detached, detach_ns, detach_max_ns;
+	uint64_t pending; /* queued for the detaching thread */
+};
+void loader__link_stats(struct loader *l, struct loader_link_stats *out);
 /* Measures what one hit of an allocation uprobe costs the probed thread on
  * this machine (trap and BPF program, for a process that is not tracked):
  * ns per hit, or a negative errno. */

@@ -27,6 +27,7 @@
 #include "host.h"
 #include "loader.h"
 #include "memprobe.h"
+#include "hostmem.h"
 #include "log.h"
 #include "options.h"
 #include "output.h"
@@ -102,9 +103,10 @@ struct run_state {
 	struct pyhook hook; /* run: the @profile builtin */
 	bool hook_ready;
 	struct memprobe_report probes;
-	struct host *host; /* --all */
-	bool quit;	   /* top: q was typed */
-	char what[512];	   /* top: what is profiled */
+	struct host *host;  /* --all */
+	struct hostmem *hm; /* --all --memory (the host's) */
+	bool quit;	    /* top: q was typed */
+	char what[512];	    /* top: what is profiled */
 };
 
 static int write_profile(struct run_state *rs, bool final)
@@ -805,6 +807,29 @@ static int cmd_attach(const struct options *o)
 	return err ? 1 : 0;
 }
 
+/* --all --memory: the probes go on as each followed Python process is seen
+ * (hostmem.h); what a hit costs is measured first and said, as for --pid. */
+static int all_memory(struct run_state *rs)
+{
+	double cost = loader__uprobe_cost_ns(rs->loader);
+
+	rs->hm = hostmem__new(rs->loader, cost);
+	if (!rs->hm)
+		return -ENOMEM;
+	host__set_memory(rs->host, rs->hm);
+	if (cost >= 0)
+		pr_warn("memory: every allocation of the followed Python processes now traps to "
+			"the kernel, about %.2f us each on this machine (Python's allocator is "
+			"probed per interpreter file, so processes of the same build that are "
+			"not followed trap too; libc per process, for up to %d at once); frees "
+			"are not followed: no footprint, peak or leaks\n",
+			cost / 1e3, HOSTMEM_MAX_LIBC);
+	else
+		pr_warn("memory: the cost of a probe hit could not be measured here: %s\n",
+			strerror((int)-cost));
+	return 0;
+}
+
 /* --all: every Python process the filters take, until Ctrl-C or
  * --duration; one profile each and index.json in the output directory. */
 static int cmd_all(const struct options *o)
@@ -826,7 +851,10 @@ static int cmd_all(const struct options *o)
 		return 1;
 	if (setpriority(PRIO_PROCESS, 0, ALL_NICE))
 		pr_debug("could not raise the loader's priority: %s\n", strerror(errno));
+	rs.uprobes = o->memory;
 	err = setup(&rs);
+	if (!err && rs.uprobes)
+		err = all_memory(&rs);
 	if (err) {
 		teardown(&rs);
 		return 1;
@@ -847,6 +875,12 @@ static int cmd_all(const struct options *o)
 	top_finish(&rs, got_signal || rs.quit ? "stopped" : "--duration reached");
 	session__end_all(rs.session);
 	err = top_no_write ? 0 : host__finish(rs.host, mono_s() - rs.start_mono);
+	if (rs.uprobes) {
+		uint64_t stats[STAT_MAX] = { 0 };
+
+		loader__stats(rs.loader, stats);
+		hostmem__report(rs.hm, stats[STAT_UPROBE_HITS], mono_s() - rs.start_mono);
+	}
 	teardown_written(&rs);
 	return err ? 1 : 0;
 }

@@ -40,8 +40,14 @@ static const struct target_fn python_fns[] = {
 	{ "PyMem_Realloc", ALLOC_PY_REALLOC, ARG_RDI | ARG_RSI, true },
 };
 
-static void probe_module(struct loader *l, int pid, const struct procmaps *m, const char *path,
-			 const struct target_fn *fns, int nfns, struct memprobe_report *rep)
+/* Probes fns in path as pid maps it, for attach_pid (-1: every process
+ * running the file); the links go to links[] (when not NULL) in the order
+ * of the sites added to rep.  known: the sites found in the same file
+ * before (NULL: none), used as they are, without reading the code again. */
+static void probe_module(struct loader *l, int pid, int attach_pid, const struct procmaps *m,
+			 const char *path, const struct target_fn *fns, int nfns,
+			 struct memprobe_report *rep, struct bpf_link **links,
+			 const struct memprobe_report *known)
 {
 	char file[PATH_MAX + 32];
 	struct elf_file *e;
@@ -49,6 +55,26 @@ static void probe_module(struct loader *l, int pid, const struct procmaps *m, co
 	int i, err;
 
 	snprintf(file, sizeof(file), "/proc/%d/root%s", pid, path);
+	if (known) {
+		for (i = 0; i < nfns && i < known->nsites && rep->nsites < MEMPROBE_MAX; i++) {
+			struct memprobe_site *s = &rep->sites[rep->nsites++];
+
+			*s = known->sites[i];
+			if (s->offset < 0)
+				continue;
+			err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file,
+							 fns[i].func, s->offset,
+							 links ? &links[rep->nsites - 1] : NULL);
+			if (err) {
+				snprintf(s->why, sizeof(s->why), "attach failed: %s",
+					 strerror(-err));
+				s->offset = -1;
+				continue;
+			}
+			rep->attached++;
+		}
+		return;
+	}
 	e = elf_file__open(file);
 	if (e && procmaps_load_bias(m, path, e, &bias)) {
 		elf_file__free(e);
@@ -79,7 +105,8 @@ static void probe_module(struct loader *l, int pid, const struct procmaps *m, co
 		s->offset = uprobe_site(code, sizeof(code), fns[i].args, s->why, sizeof(s->why));
 		if (s->offset < 0)
 			continue;
-		err = loader__attach_alloc_probe(l, fns[i].prog, pid, file, fns[i].func, s->offset);
+		err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file, fns[i].func,
+						 s->offset, links ? &links[rep->nsites - 1] : NULL);
 		if (err) {
 			snprintf(s->why, sizeof(s->why), "attach failed: %s", strerror(-err));
 			s->offset = -1;
@@ -90,31 +117,83 @@ static void probe_module(struct loader *l, int pid, const struct procmaps *m, co
 	elf_file__free(e);
 }
 
+static const char *find_libc(const struct procmaps *m)
+{
+	size_t i;
+
+	for (i = 0; i < procmaps__count(m); i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+		const char *b = basename(e->path);
+
+		if (e->x && (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5)))
+			return e->path;
+	}
+	return NULL;
+}
+
 int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 		     struct memprobe_report *rep)
 {
-	const char *libc = NULL;
+	const char *libc;
 	struct procmaps *m;
-	size_t i;
 
 	memset(rep, 0, sizeof(*rep));
 	m = procmaps__load(pid);
 	if (!m)
 		return -errno;
-	for (i = 0; i < procmaps__count(m); i++) {
-		const struct map_entry *e = procmaps__get(m, i);
-		const char *b = basename(e->path);
-
-		if (e->x && (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-", 5))) {
-			libc = e->path;
-			break;
-		}
-	}
+	libc = find_libc(m);
 	if (libc)
-		probe_module(l, pid, m, libc, libc_fns, ARRAY_SIZE(libc_fns), rep);
-	probe_module(l, pid, m, pp->path, python_fns, ARRAY_SIZE(python_fns), rep);
+		probe_module(l, pid, pid, m, libc, libc_fns, ARRAY_SIZE(libc_fns), rep, NULL, NULL);
+	probe_module(l, pid, pid, m, pp->path, python_fns, ARRAY_SIZE(python_fns), rep, NULL, NULL);
 	procmaps__free(m);
 	rep->hit_cost_ns = rep->attached ? loader__uprobe_cost_ns(l) : -1;
+	return rep->attached;
+}
+
+int memprobe__attach_python_file(struct loader *l, int pid, const char *path,
+				 struct memprobe_report *rep)
+{
+	struct procmaps *m;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->hit_cost_ns = -1;
+	m = procmaps__load(pid);
+	if (!m)
+		return -errno;
+	probe_module(l, pid, -1, m, path, python_fns, ARRAY_SIZE(python_fns), rep, NULL, NULL);
+	procmaps__free(m);
+	return rep->attached;
+}
+
+int memprobe__libc_path(int pid, char *buf, size_t n)
+{
+	struct procmaps *m = procmaps__load(pid);
+	const char *libc;
+
+	if (!m)
+		return -errno;
+	libc = find_libc(m);
+	if (libc)
+		snprintf(buf, n, "%s", libc);
+	procmaps__free(m);
+	return libc ? 0 : -ENOENT;
+}
+
+int memprobe__attach_libc(struct loader *l, int pid, const char *path,
+			  const struct memprobe_report *known, struct memprobe_report *rep,
+			  struct bpf_link **links)
+{
+	struct procmaps *m = NULL;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->hit_cost_ns = -1;
+	if (!known) {
+		m = procmaps__load(pid);
+		if (!m)
+			return -errno;
+	}
+	probe_module(l, pid, pid, m, path, libc_fns, ARRAY_SIZE(libc_fns), rep, links, known);
+	procmaps__free(m);
 	return rep->attached;
 }
 

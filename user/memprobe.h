@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Memory profiling of a running process (--pid --memory): uprobes on libc's
- * malloc, calloc and realloc and on Python's PyObject_/PyMem_ allocation
- * functions, each placed where the kernel emulates the probed instruction
- * (user/uprobe_site.h).  What was and was not probed is kept for the profile.
+ * Memory profiling of a running process (--pid --memory, --all --memory):
+ * uprobes on libc's malloc, calloc and realloc and on Python's
+ * PyObject_/PyMem_ allocation functions, each placed where the kernel
+ * emulates the probed instruction (user/uprobe_site.h).  What was and was
+ * not probed is kept for the profile.
  */
 #ifndef MEMPROBE_H
 #define MEMPROBE_H
@@ -31,6 +32,28 @@ struct memprobe_report {
  * the reasons are in rep). */
 int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 		     struct memprobe_report *rep);
+struct bpf_link;
+
+/* Number of libc functions memprobe__attach_libc probes (its links[]). */
+#define MEMPROBE_LIBC_FNS 3
+
+/* System-wide (--all): Python's allocator functions in path (the
+ * executable or libpython, as pid maps it), for every process that runs
+ * that file (the BPF side keeps only followed processes' hits).  Returns
+ * how many were attached, or -errno; hit_cost_ns is not measured. */
+int memprobe__attach_python_file(struct loader *l, int pid, const char *path,
+				 struct memprobe_report *rep);
+/* The libc pid maps (its path as mapped), or -ENOENT. */
+int memprobe__libc_path(int pid, char *buf, size_t n);
+/* System-wide: libc's malloc, calloc and realloc in path (as pid maps it)
+ * for pid alone; the links in links[MEMPROBE_LIBC_FNS] (site i's, NULL
+ * where not attached).  known: the report of the same file for another
+ * process, whose sites are used as they are: a fork child's code holds its
+ * parent's breakpoints (int3), which cannot be read past.  Returns how many
+ * were attached, or -errno. */
+int memprobe__attach_libc(struct loader *l, int pid, const char *path,
+			  const struct memprobe_report *known, struct memprobe_report *rep,
+			  struct bpf_link **links);
 /* The report as facts, with the hit count over elapsed_s. */
 void memprobe__facts(const struct memprobe_report *rep, unsigned long long hits, double elapsed_s,
 		     struct facts_uprobes *out);

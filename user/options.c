@@ -122,10 +122,11 @@ void options_usage(FILE *f)
 	      "      --all                      every Python process on the host, running or\n"
 	      "                                 started during the run (containers too): one\n"
 	      "                                 profile per process and index.json in DIR\n"
-	      "                                 (-o DIR [scalene-bpf-profiles]); CPU only, no\n"
-	      "                                 await attribution.  Filters, repeatable or\n"
-	      "                                 comma-separated: --pid P, --comm NAME (the\n"
-	      "                                 process name), --uid USER, --exclude-pid P;\n"
+	      "                                 (-o DIR [scalene-bpf-profiles]); no await\n"
+	      "                                 attribution; memory with --memory.  Filters,\n"
+	      "                                 repeatable or comma-separated: --pid P,\n"
+	      "                                 --comm NAME (the process name), --uid USER,\n"
+	      "                                 --exclude-pid P;\n"
 	      "                                 children of a profiled process are profiled\n"
 	      "                                 unless excluded (--no-follow: they must pass\n"
 	      "                                 the filters themselves).  --profile-interval\n"
@@ -138,13 +139,17 @@ void options_usage(FILE *f)
 	      "                                 default: it preloads the allocation sampler,\n"
 	      "                                 libscalene-bpf-sampler.so, into the program)\n"
 	      "                                 and no GPU\n"
-	      "      --memory                   with --pid: profile allocations too, by uprobes\n"
-	      "                                 on malloc/calloc/realloc and Python's allocator.\n"
-	      "                                 Every allocation call then traps: ~1-2 us each\n"
-	      "                                 on the VM measured, so 100k allocations/s cost\n"
-	      "                                 0.1-0.2 s of CPU a second; the cost measured on\n"
-	      "                                 this machine is printed at the end.  Frees are\n"
-	      "                                 not seen: no footprint, peak or leaks\n"
+	      "      --memory                   with --pid or --all: profile allocations too, by\n"
+	      "                                 uprobes on malloc/calloc/realloc and Python's\n"
+	      "                                 allocator.  Every allocation call then traps:\n"
+	      "                                 ~1-2 us each on the VM measured, so 100k\n"
+	      "                                 allocations/s cost 0.1-0.2 s of CPU a second;\n"
+	      "                                 the cost measured on this machine is printed.\n"
+	      "                                 Frees are not seen: no footprint, peak or leaks.\n"
+	      "                                 With --all, Python's allocator is probed per\n"
+	      "                                 interpreter file (processes of that build left\n"
+	      "                                 out by the filters trap too) and libc for at\n"
+	      "                                 most 64 followed processes at a time\n"
 	      "      --allocation-sampling-window BYTES\n"
 	      "                                 mean bytes between allocation samples [1m]\n"
 	      "      --copy-sampling-window BYTES  the same for memcpy volume [2m]\n"
@@ -631,9 +636,6 @@ static int check_all(struct options *o, int argc, char **argv, FILE *err)
 		      "those started during the run";
 	else if (optind < argc)
 		why = "--all takes no program";
-	else if (o->memory)
-		why = "--memory is not available with --all yet: profile one process with "
-		      "--pid PID --memory";
 	if (why) {
 		fprintf(err, "scalene-bpf: %s%s%s\n", why, optind < argc ? ": " : "",
 			optind < argc ? argv[optind] : "");

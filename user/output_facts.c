@@ -428,6 +428,13 @@ static struct json_object *uprobes_json(const struct facts_uprobes *u)
 		json_object_array_add(sites, so);
 	}
 	add(o, "probes", sites);
+	if (u->host) {
+		/* One process of a host's run: the hits are the host's. */
+		add(o, "hits_in", json_object_new_string("index.json"));
+		if (u->ns_per_hit >= 0)
+			add(o, "ns_per_hit_measured", json_object_new_double(u->ns_per_hit));
+		goto measured;
+	}
 	add(o, "hits", json_object_new_int64((int64_t)u->hits));
 	if (u->elapsed_s > 0)
 		add(o, "hits_per_s", json_object_new_double(u->hits / u->elapsed_s));
@@ -438,6 +445,7 @@ static struct json_object *uprobes_json(const struct facts_uprobes *u)
 			    json_object_new_double(100.0 * u->hits * u->ns_per_hit / 1e9 /
 						   u->elapsed_s));
 	}
+measured:
 	add(o, "not_measured",
 	    json_object_new_string(
 		    "frees, footprint, peaks, leaks and net growth (they need `run`, "

@@ -334,7 +334,6 @@ def test_fork_storm(any_python, tmp_path):
 
 @pytest.mark.parametrize("argv,rc,message", [
     (["--all", "prog.py"], 2, "--all takes no program"),
-    (["--all", "--memory"], 2, "--memory is not available with --all"),
     (["--all", "--max-profiles", "0"], 2, "not a valid value"),
     (["--max-profiles", "5", "--pid", "1"], 2, "are for --all"),
     (["run", "--all", "prog.py"], 2, "run starts one program"),

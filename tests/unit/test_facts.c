@@ -628,6 +628,15 @@ static void test_uprobes(void)
 	o = output_facts_json(f, p);
 	CHECK_KEYS(get(o, "memory"), "mode", "probes", "hits", "not_measured");
 	json_object_put(o);
+	/* One process of --all: its probes and the cost of a hit; the hits are
+	 * the host's, in index.json. */
+	u->host = true;
+	u->ns_per_hit = 1000;
+	o = output_facts_json(f, p);
+	m = get(o, "memory");
+	CHECK_KEYS(m, "mode", "probes", "hits_in", "ns_per_hit_measured", "not_measured");
+	CHECK_EQ_STR(str(m, "hits_in"), "index.json");
+	json_object_put(o);
 out:
 	facts__free(f);
 	profile__free(p);

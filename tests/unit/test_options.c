@@ -643,13 +643,17 @@ static void test_memory_options(void)
 		0);
 	CHECK(o.memory && o.sampling_window == 65536);
 	options_free(&o);
+	/* --all --memory: the attach mode's probes for a whole host. */
+	CHECK_EQ_INT(parse(&o, "--all", "--memory", "--comm", "gunicorn", NULL), 0);
+	CHECK(o.cmd == CMD_ALL && o.memory && o.ncomms == 1);
+	options_free(&o);
 	CHECK_EQ_INT(parse(&o, "run", "--cpu-only", "--memory-leak-detector", "p.py", NULL), 0);
 	CHECK(o.cpu_only && !o.no_leaks);
 	options_free(&o);
 }
 
 /* --all and its filters: repeatable or comma-separated; the filters and
- * several --pid only with --all; what --all cannot do yet refused. */
+ * several --pid only with --all; what --all cannot do refused. */
 static void test_all(void)
 {
 	struct options o;
@@ -683,8 +687,6 @@ static void test_all(void)
 	CHECK_MSG("takes no program");
 	CHECK_REJECTED(parse(&o, "run", "--all", "prog.py", NULL));
 	CHECK_MSG("run starts one program");
-	CHECK_REJECTED(parse(&o, "--all", "--memory", NULL));
-	CHECK_MSG("--pid PID --memory");
 	CHECK_REJECTED(parse(&o, "--all", "--exclude-pid", "1,,", NULL));
 	CHECK_MSG("--exclude-pid");
 	CHECK_REJECTED(parse(&o, "--all", "--pid", "1, 2", NULL));

@@ -1,0 +1,198 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""scalene-bpf --all --memory: the attach mode's allocation uprobes for a
+whole host (user/hostmem.h).  Python's allocator is probed once per
+interpreter file, for every process running it; libc per followed process.
+
+Known truth: tests/e2e/programs/mem_known.py allocates ROUNDS blocks of
+4 MiB on one line and ROUNDS of 1 MiB on another once told to.  A block of
+s bytes is sampled with probability q = 1 - exp(-s/P) (P = 1 MiB) and
+weighs s/q: 100 blocks of 4 MiB are estimated within 1.4 % (one standard
+deviation), 100 of 1 MiB within 7.6 %.  The big line is held to 7 % (5
+deviations), the two lines' ratio to 4:1 within 3..5 as the --pid --memory
+test holds it."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from e2e_helpers import (check_compat, clean_env, file_entry, find_interpreter,
+                         invoke, markers, program)
+
+PROG = program("mem_known.py")
+ROUNDS = 100  # as in the program
+BIG_MB = ROUNDS * 4.0  # MiB, as the profiles count MB
+
+
+def _link(python, tmp_path, name):
+    link = tmp_path / name
+    os.symlink(python, link)
+    return link
+
+
+def _start(argv, tmp_path):
+    proc = subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path),
+                            env=clean_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"{argv} did not start: {line!r} {proc.stderr.read()}")
+    return proc
+
+
+def _row(profile, name):
+    rows = file_entry(profile, PROG)["lines"]
+    return rows[markers(PROG)[name] - 1]
+
+
+def _describe(profile):
+    rows = file_entry(profile, PROG)["lines"]
+    return [(r["lineno"], round(r["n_malloc_mb"], 1), round(r["n_python_fraction"], 2))
+            for r in rows if r["n_malloc_mb"] > 0.5]
+
+
+def _check_known(profile, python_share, accuracy, who):
+    """The allocating lines against what the program allocated."""
+    ctx = f"{who}: {_describe(profile)}; {profile['scalene_bpf']['memory']}"
+    assert profile["memory"] is True, ctx
+    big, small = _row(profile, "big"), _row(profile, "small")
+    accuracy(f"--all --memory: big line MB ({who})", BIG_MB,
+             round(big["n_malloc_mb"], 1), "+-7%")
+    assert abs(big["n_malloc_mb"] - BIG_MB) <= 0.07 * BIG_MB, ctx
+    assert small["n_malloc_mb"] > 0, ctx
+    ratio = big["n_malloc_mb"] / small["n_malloc_mb"]
+    assert 3.0 <= ratio <= 5.0, f"4:1 lines measured {ratio:.2f}; {ctx}"
+    if python_share:
+        # Counted by the probes on the interpreter file's allocator.
+        assert big["n_python_fraction"] >= 0.9, ctx
+    # Gross allocation, frees not seen: no footprint, as with --pid.
+    assert profile["max_footprint_mb"] == 0 and profile["samples"] == [], ctx
+    mem = profile["scalene_bpf"]["memory"]
+    assert mem["mode"] == "uprobes" and mem["hits_in"] == "index.json", ctx
+    assert mem["ns_per_hit_measured"] > 0, ctx
+    probed = {s["function"] for s in mem["probes"] if "offset" in s}
+    assert "malloc" in probed and "PyObject_Malloc" in probed, ctx
+
+
+def test_all_memory_known_truth(tmp_path, accuracy):
+    """Two builds (pyenv 3.12 with libpython, Debian's static 3.11 with the
+    allocator in the executable) running at the start, a fork child of the
+    first, and a process of the first build started during the run: each
+    profile has the allocating lines' memory; the first build's file is
+    probed once for its three processes."""
+    py312 = find_interpreter("py3.12")
+    py311 = find_interpreter("debian3.11-static")
+    go, stop = tmp_path / "go", tmp_path / "stop"
+    a = _start([_link(py312, tmp_path, "sbpf-am-a"), PROG, go, stop, "fork"], tmp_path)
+    b = _start([_link(py311, tmp_path, "sbpf-am-b"), PROG, go, stop], tmp_path)
+    out_dir = tmp_path / "out"
+    seen = {}
+
+    def during(proc):
+        # The scan (and the first probes) are done well within this.
+        time.sleep(2.0)
+        later = _start([_link(py312, tmp_path, "sbpf-am-c"), PROG, go, stop], tmp_path)
+        time.sleep(1.0)  # recognised as Python after its exec
+        go.touch()
+        lines = {}
+        for name, p, n in (("a", a, 3), ("b", b, 1), ("later", later, 1)):
+            lines[name] = [p.stdout.readline().split() for _ in range(n)]
+        stop.touch()
+        for p in (a, b, later):
+            p.communicate(timeout=30)
+            assert p.returncode == 0, p.returncode
+        seen.update(lines=lines, later=later.pid)
+        time.sleep(1.0)  # their exits are read
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        seen["stop_s"] = time.monotonic() - t0
+
+    try:
+        res = invoke(["--all", "--memory", "--comm", "sbpf-am-a,sbpf-am-b,sbpf-am-c",
+                      "--duration", "60", "-o", out_dir], cwd=tmp_path, timeout=90,
+                     during=during)
+    finally:
+        stop.touch()
+        for p in (a, b):
+            if p.poll() is None:
+                p.kill()
+    assert res.rc == 0, res.describe()
+    assert "now traps to the kernel, about" in res.stderr, res.stderr
+    assert "memory probes fired" in res.stderr, res.stderr
+    lines = seen["lines"]
+    # a's child allocated first ("allocated CHILD"), then a said its exit
+    # code ("child 0") and allocated itself.
+    child = int(lines["a"][0][1])
+    assert lines["a"][1:] == [["child", "0"], ["allocated", str(a.pid)]], lines
+    index = json.loads((out_dir / "index.json").read_text())
+    by_pid = {e["pid"]: e for e in index["processes"]}
+    want = {"first": (a.pid, True), "fork child": (child, True),
+            "static 3.11": (b.pid, False), "later": (seen["later"], True)}
+    for who, (pid, python_share) in want.items():
+        e = by_pid.get(pid)
+        assert e and e["profile"], (who, e, index["processes"])
+        path = out_dir / e["profile"]
+        check_compat(path)
+        _check_known(json.loads(path.read_text()), python_share, accuracy, who)
+    mem = index["memory"]
+    assert mem["mode"] == "uprobes" and mem["hits"] > 0, mem
+    assert mem["ns_per_hit_measured"] > 0 and "estimated_cost_cpu_percent" in mem, mem
+    # One set of probes per build, by (device, inode).
+    files = {f["path"]: f for f in mem["python_files"]}
+    assert len(files) == 2, files
+    [lib312] = [f for p, f in files.items() if "3.12" in p]
+    [exe311] = [f for p, f in files.items() if p.endswith("python3.11")]
+    assert lib312["processes"] == 3 and exe311["processes"] == 1, files
+    python_links = sum("offset" in s for f in files.values() for s in f["probes"])
+    libc = mem["libc"]
+    assert libc["processes_probed"] == 4 and libc["processes_not_probed"] == 0, libc
+    links = mem["links"]
+    assert links["attached"] == python_links + 3 * libc["processes_probed"], mem
+    # All four ended during the run: their libc links were let go, or are
+    # on their way.
+    assert links["detached"] + links["detach_pending"] == 12, links
+    print(f"--all --memory links: {links}; Ctrl-C to exit {seen['stop_s']:.2f} s")
+
+
+def test_all_memory_end_of_run(tmp_path):
+    """Ten processes of two builds probed until the end: the run ends in
+    well under the time the kernel takes to remove their 30 libc probes
+    one by one (about 0.1 s each, measured in index.json's links): they are
+    let go after scalene-bpf has exited."""
+    pythons = [find_interpreter("py3.12"), find_interpreter("debian3.11-static")]
+    go, stop = tmp_path / "go", tmp_path / "stop"
+    go.touch()  # they allocate at once, then wait
+    procs = [_start([_link(pythons[i % 2], tmp_path, f"sbpf-ame{i}"), PROG, go, stop],
+                    tmp_path) for i in range(10)]
+    out_dir = tmp_path / "out"
+    seen = {}
+
+    def during(proc):
+        time.sleep(3.0)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        seen["stop_s"] = time.monotonic() - t0
+
+    try:
+        res = invoke(["--all", "--memory", "--comm",
+                      ",".join(f"sbpf-ame{i}" for i in range(10)),
+                      "--duration", "60", "-o", out_dir], cwd=tmp_path, timeout=90,
+                     during=during)
+    finally:
+        stop.touch()
+        for p in procs:
+            p.communicate(timeout=30)
+    assert res.rc == 0, res.describe()
+    mem = json.loads((out_dir / "index.json").read_text())["memory"]
+    assert mem["libc"]["processes_probed"] == 10, mem
+    assert mem["links"]["attached"] >= 30, mem
+    print(f"--all --memory, 10 processes: Ctrl-C to exit {seen['stop_s']:.2f} s; "
+          f"links {mem['links']}")
+    assert seen["stop_s"] < 2.0, (seen, mem["links"])
