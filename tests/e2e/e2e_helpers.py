@@ -580,3 +580,26 @@ def async_profile(with_async=True):
     doc["scalene_bpf"] = {"async": {"await_s": 2.5, "snapshots": 250,
                                     "tasks_read": 900, "tasks_unreadable": 4}}
     return doc
+
+
+def named_interpreter(python, tmp_path, name):
+    """A link to the interpreter under a name of the test's own: the
+    process's command, for --comm filters and for telling processes
+    apart in a system-wide run."""
+    link = tmp_path / name
+    os.symlink(python, link)
+    return link
+
+
+def start_ready(argv, tmp_path):
+    """Starts a program that prints "ready" once it is under way."""
+    proc = subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path),
+                            env=clean_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    line = proc.stdout.readline()
+    if line.strip() != "ready":
+        proc.kill()
+        raise AssertionError(f"{argv} did not start: {line!r} "
+                             f"{proc.stderr.read()}")
+    return proc

@@ -20,29 +20,11 @@ import pytest
 
 from e2e_helpers import (BIN, INTERPRETER_IDS, _pyenv_prefix, check_compat,
                          clean_env, find_interpreter, hot_lines, invoke,
-                         line_time, markers, program)
+                         line_time, markers, named_interpreter, program,
+                         start_ready)
 
 TARGET = program("attach_target.py")
 
-
-def _link(python, tmp_path, name):
-    link = tmp_path / name
-    os.symlink(python, link)
-    return link
-
-
-def _start(argv, tmp_path):
-    """Starts a program that says "ready" once it spins."""
-    proc = subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path),
-                            env=clean_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"{argv} did not start: {line!r} "
-                             f"{proc.stderr.read()}")
-    return proc
 
 
 def _stop(proc, stop_file):
@@ -87,15 +69,15 @@ def test_before_and_during(python, tmp_path, accuracy):
     """A process running at the start and one started during the run each
     get a profile of their own, with its hot line, its version and its end;
     the index ranks them and counts what it left out."""
-    link = _link(python, tmp_path, "sbpf-all-a")
+    link = named_interpreter(python, tmp_path, "sbpf-all-a")
     stop = tmp_path / "stop"
-    first = _start([link, TARGET, stop], tmp_path)
+    first = start_ready([link, TARGET, stop], tmp_path)
     out_dir = tmp_path / "out"
     later = {}
 
     def during(proc):
         time.sleep(1.0)
-        p = _start([link, TARGET, "1.0"], tmp_path)
+        p = start_ready([link, TARGET, "1.0"], tmp_path)
         later["pid"] = p.pid
         later["out"] = p.communicate(timeout=30)
         later["rc"] = p.returncode
@@ -159,9 +141,9 @@ def test_before_and_during(python, tmp_path, accuracy):
 def test_filters(any_python, tmp_path):
     """--pid keeps only the processes named, --exclude-pid leaves one out,
     --uid of a user with no processes profiles nothing (and says so)."""
-    link = _link(any_python, tmp_path, "sbpf-all-f")
+    link = named_interpreter(any_python, tmp_path, "sbpf-all-f")
     stops = [tmp_path / "stop1", tmp_path / "stop2"]
-    procs = [_start([link, TARGET, s], tmp_path) for s in stops]
+    procs = [start_ready([link, TARGET, s], tmp_path) for s in stops]
     try:
         only = tmp_path / "only"
         res = invoke(["--all", "--pid", procs[0].pid, "--duration", "1.5",
@@ -194,7 +176,7 @@ def test_filters(any_python, tmp_path):
 def test_exec_python_into_python(any_python, tmp_path):
     """A Python process that execs another Python program: one profile per
     image under the same PID, the first ended by the exec."""
-    link = _link(any_python, tmp_path, "sbpf-all-x")
+    link = named_interpreter(any_python, tmp_path, "sbpf-all-x")
     script = tmp_path / "execer.py"
     script.write_text(
         "import os, sys, time\n"
@@ -209,7 +191,7 @@ def test_exec_python_into_python(any_python, tmp_path):
 
     def during(proc):
         time.sleep(0.5)
-        p = _start([link, script], tmp_path)
+        p = start_ready([link, script], tmp_path)
         child["pid"] = p.pid
         child["out"] = p.communicate(timeout=30)
         child["rc"] = p.returncode
@@ -235,7 +217,7 @@ def test_other_namespaces(any_python, tmp_path):
     has its source lines."""
     if not shutil.which("unshare"):
         pytest.skip("unshare not found (apt-get install util-linux)")
-    link = _link(any_python, tmp_path, "sbpf-all-n")
+    link = named_interpreter(any_python, tmp_path, "sbpf-all-n")
     out_dir = tmp_path / "out"
     child = {}
 
@@ -265,7 +247,7 @@ def test_fork_storm(any_python, tmp_path):
     """1000 short-lived forks of a followed Python process: each is in the
     index (a profile, or "no samples" for one too short to be sampled), the
     parent's profile is intact and nothing is lost."""
-    link = _link(any_python, tmp_path, "sbpf-all-s")
+    link = named_interpreter(any_python, tmp_path, "sbpf-all-s")
     script = tmp_path / "storm.py"
     script.write_text(
         "import os, sys\n"
@@ -291,7 +273,7 @@ def test_fork_storm(any_python, tmp_path):
         for line in proc.stderr:
             if b"following" in line:
                 break
-        p = _start([link, script, pids_file], tmp_path)
+        p = start_ready([link, script, pids_file], tmp_path)
         parent["pid"] = p.pid
         parent["out"] = p.communicate(timeout=120)
         parent["rc"] = p.returncode
@@ -375,7 +357,7 @@ def _background(tmp_path, n=10):
             continue
     procs = []
     for i in range(n):
-        link = _link(pythons[i % len(pythons)], tmp_path, f"sbpf-bg{i}")
+        link = named_interpreter(pythons[i % len(pythons)], tmp_path, f"sbpf-bg{i}")
         procs.append(subprocess.Popen(
             [str(link), "-c", "while True: pass"], env=clean_env(),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -424,7 +406,7 @@ def test_split_under_all(python, tmp_path, accuracy):
     (test_accuracy.test_split_20_30_50, the same tolerances)."""
     prog = program("split.py")
     side = tmp_path / "spent.json"
-    link = _link(python, tmp_path, "sbpf-acc")
+    link = named_interpreter(python, tmp_path, "sbpf-acc")
     e, prof = _under_all(tmp_path, [link, prog, "1.0", side],
                          opts=("--profile-exclude", "spin_helper"))
     m = markers(prog)
@@ -451,7 +433,7 @@ def test_threads_under_all(any_python, tmp_path, accuracy):
     run (test_accuracy.test_two_threads_1_to_3)."""
     prog = program("threads_ratio.py")
     side = tmp_path / "threads.json"
-    link = _link(any_python, tmp_path, "sbpf-thr")
+    link = named_interpreter(any_python, tmp_path, "sbpf-thr")
     e, prof = _under_all(tmp_path, [link, prog, "0.3", side],
                          opts=("--profile-exclude", "spin_helper"))
     m = markers(prog)
@@ -469,9 +451,9 @@ def test_interval_and_rotation(any_python, tmp_path):
     index while the run goes on; --max-profiles keeps the profiles of the
     last N processes that ended and removes older ones, which the index
     still lists with their numbers."""
-    link = _link(any_python, tmp_path, "sbpf-all-r")
+    link = named_interpreter(any_python, tmp_path, "sbpf-all-r")
     stop = tmp_path / "stop"
-    first = _start([link, TARGET, stop], tmp_path)
+    first = start_ready([link, TARGET, stop], tmp_path)
     out_dir = tmp_path / "out"
     seen = {}
 
@@ -484,7 +466,7 @@ def test_interval_and_rotation(any_python, tmp_path):
         seen["live_profile"] = check_compat(out_dir / e["profile"])
         seen["short"] = []
         for _ in range(5):
-            p = _start([link, TARGET, "0.3"], tmp_path)
+            p = start_ready([link, TARGET, "0.3"], tmp_path)
             seen["short"].append(p.pid)
             p.communicate(timeout=30)
             assert p.returncode == 0
@@ -521,9 +503,9 @@ def test_unsupported_python_listed(tmp_path):
     old = _pyenv_prefix("3.8.18") or _pyenv_prefix("3.8")
     if not old or not (old / "bin" / "python3").exists():
         pytest.skip("no Python 3.8 to try (pyenv install 3.8)")
-    link = _link(old / "bin" / "python3", tmp_path, "sbpf-all-o")
+    link = named_interpreter(old / "bin" / "python3", tmp_path, "sbpf-all-o")
     stop = tmp_path / "stop"
-    proc = _start([link, TARGET, stop], tmp_path)
+    proc = start_ready([link, TARGET, stop], tmp_path)
     out_dir = tmp_path / "out"
     try:
         res = invoke(["--all", "--comm", "sbpf-all-o", "--duration", "1.5",

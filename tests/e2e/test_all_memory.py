@@ -12,37 +12,19 @@ deviations), the two lines' ratio to 4:1 within 3..5 as the --pid --memory
 test holds it."""
 
 import json
-import os
 import signal
-import subprocess
 import time
 
 import pytest
 
-from e2e_helpers import (check_compat, clean_env, file_entry, find_interpreter,
-                         invoke, markers, program)
+from e2e_helpers import (check_compat, file_entry, find_interpreter,
+                         invoke, markers, named_interpreter, program,
+                         start_ready)
 
 PROG = program("mem_known.py")
 ROUNDS = 100  # as in the program
 BIG_MB = ROUNDS * 4.0  # MiB, as the profiles count MB
 
-
-def _link(python, tmp_path, name):
-    link = tmp_path / name
-    os.symlink(python, link)
-    return link
-
-
-def _start(argv, tmp_path):
-    proc = subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path),
-                            env=clean_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"{argv} did not start: {line!r} {proc.stderr.read()}")
-    return proc
 
 
 def _row(profile, name):
@@ -88,15 +70,15 @@ def test_all_memory_known_truth(tmp_path, accuracy):
     py312 = find_interpreter("py3.12")
     py311 = find_interpreter("debian3.11-static")
     go, stop = tmp_path / "go", tmp_path / "stop"
-    a = _start([_link(py312, tmp_path, "sbpf-am-a"), PROG, go, stop, "fork"], tmp_path)
-    b = _start([_link(py311, tmp_path, "sbpf-am-b"), PROG, go, stop], tmp_path)
+    a = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-a"), PROG, go, stop, "fork"], tmp_path)
+    b = start_ready([named_interpreter(py311, tmp_path, "sbpf-am-b"), PROG, go, stop], tmp_path)
     out_dir = tmp_path / "out"
     seen = {}
 
     def during(proc):
         # The scan (and the first probes) are done well within this.
         time.sleep(2.0)
-        later = _start([_link(py312, tmp_path, "sbpf-am-c"), PROG, go, stop], tmp_path)
+        later = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-c"), PROG, go, stop], tmp_path)
         time.sleep(1.0)  # recognised as Python after its exec
         go.touch()
         lines = {}
@@ -168,7 +150,7 @@ def test_all_memory_end_of_run(tmp_path):
     pythons = [find_interpreter("py3.12"), find_interpreter("debian3.11-static")]
     go, stop = tmp_path / "go", tmp_path / "stop"
     go.touch()  # they allocate at once, then wait
-    procs = [_start([_link(pythons[i % 2], tmp_path, f"sbpf-ame{i}"), PROG, go, stop],
+    procs = [start_ready([named_interpreter(pythons[i % 2], tmp_path, f"sbpf-ame{i}"), PROG, go, stop],
                     tmp_path) for i in range(10)]
     out_dir = tmp_path / "out"
     seen = {}

@@ -11,20 +11,11 @@ import time
 import pytest
 
 from e2e_helpers import (clean_env, finish, hot_lines, invoke, line_time,
-                         markers, program)
+                         markers, program, start_ready)
 
 
 def _start_target(python, arg, tmp_path):
-    proc = subprocess.Popen([python, program("attach_target.py"), str(arg)],
-                            cwd=str(tmp_path), env=clean_env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if line.strip() != "ready":
-        proc.kill()
-        raise AssertionError(f"target did not start: {line!r} "
-                             f"{proc.stderr.read()}")
-    return proc
+    return start_ready([python, program("attach_target.py"), arg], tmp_path)
 
 
 def _state(pid):
