@@ -284,7 +284,10 @@ static double proc_memory(struct nvml *nv, int i, int pid)
 		if ((int)nv->infos[k].pid != pid)
 			continue;
 		if (nv->infos[k].used_gpu_memory == NV_VALUE_NOT_AVAILABLE) {
-			failed(nv, "nvmlDeviceGetComputeRunningProcesses_v3", NV_NOT_SUPPORTED);
+			snprintf(
+				nv->facts.last_error, sizeof(nv->facts.last_error),
+				"nvmlDeviceGetComputeRunningProcesses_v3: the driver does not give "
+				"the process's memory");
 			return -1;
 		}
 		bytes += (double)nv->infos[k].used_gpu_memory;

@@ -124,6 +124,32 @@ static void test_device_wide(void)
 	nvml__free(nv);
 }
 
+/* NVML_VALUE_NOT_AVAILABLE for the process's memory: the utilisation still
+ * counts, the memory is unknown and said to be. */
+static void test_memory_not_available(void)
+{
+	char why[256] = "", text[256];
+	struct nvml_reading r;
+	struct nvml_facts f;
+	struct nvml *nv;
+	int me = getpid();
+
+	snprintf(text, sizeof(text), "proc 0 %d 50 %llu\n", me, ~0ULL);
+	write_state(text);
+	nv = nvml__open(why, sizeof(why));
+	CHECK(nv != NULL);
+	if (!nv)
+		return;
+	CHECK_EQ_INT(nvml__poll(nv, me, &r), 0);
+	CHECK(near(r.busy, 0.5));
+	CHECK(r.mem_bytes < 0);
+	nvml__facts(nv, &f);
+	CHECK_EQ_INT(f.memory_unread, 1);
+	CHECK_EQ_INT(f.failures, 0);
+	CHECK(strstr(f.last_error, "does not give the process's memory") != NULL);
+	nvml__free(nv);
+}
+
 int main(void)
 {
 	snprintf(state, sizeof(state), "/tmp/test_nvml_%d.state", (int)getpid());
@@ -133,6 +159,7 @@ int main(void)
 	RUN_TEST(test_init_fails);
 	RUN_TEST(test_per_process);
 	RUN_TEST(test_device_wide);
+	RUN_TEST(test_memory_not_available);
 	unlink(state);
 	return test_summary("nvml");
 }
