@@ -22,6 +22,7 @@
 
 #include "abi.h"
 #include "gpu.h"
+#include "nvml.h"
 #include "profile.h"
 
 /* Distinct interpreters described; more are counted only. */
@@ -166,6 +167,9 @@ struct facts_gpu_proc {
 };
 
 struct facts_gpu {
+	/* CUPTI in the program (run), or NVML sampled from outside (--pid). */
+	bool nvml;
+	struct nvml_facts nv;	/* NVML: when it opened */
 	char library[PATH_MAX]; /* given to the program as CUDA_INJECTION64_PATH */
 	char off[256];		/* why GPU profiling is off ("" when on) */
 	struct profile_gpu_totals totals;

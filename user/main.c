@@ -29,6 +29,7 @@
 #include "memprobe.h"
 #include "hostmem.h"
 #include "log.h"
+#include "nvml.h"
 #include "options.h"
 #include "output.h"
 #include "profile.h"
@@ -98,9 +99,12 @@ struct run_state {
 	char *env[5];		/* what the program's environment gets for it */
 	char gpu_lib[PATH_MAX]; /* the GPU library, when given to the program */
 	bool gpu;
-	char gpu_off[256];  /* why not, when it is not */
-	bool uprobes;	    /* attach: allocation uprobes */
-	struct pyhook hook; /* run: the @profile builtin */
+	char gpu_off[256];   /* why not, when it is not */
+	struct nvml *nvml;   /* attach: the GPU's use sampled through NVML */
+	uint64_t nvml_since; /* start of the period its next reading covers */
+	uint64_t nvml_next;  /* when to read it next */
+	bool uprobes;	     /* attach: allocation uprobes */
+	struct pyhook hook;  /* run: the @profile builtin */
 	bool hook_ready;
 	struct memprobe_report probes;
 	struct host *host;  /* --all */
@@ -108,6 +112,19 @@ struct run_state {
 	bool quit;	    /* top: q was typed */
 	char what[512];	    /* top: what is profiled */
 };
+
+/* scalene_bpf.gpu on attach: NVML's readings, or why there are none. */
+static void nvml_facts(struct run_state *rs, struct facts *f)
+{
+	struct facts_gpu *g = &f->gpu;
+
+	f->has_gpu = true;
+	g->nvml = true;
+	snprintf(g->off, sizeof(g->off), "%s", rs->nvml ? "" : rs->gpu_off);
+	profile__gpu_totals(rs->profile, &g->totals);
+	if (rs->nvml)
+		nvml__facts(rs->nvml, &g->nv);
+}
 
 static int write_profile(struct run_state *rs, bool final)
 {
@@ -149,6 +166,8 @@ static int write_profile(struct run_state *rs, bool final)
 		facts__free(facts);
 		facts = NULL;
 	}
+	if (facts && rs->opts->cmd == CMD_ATTACH)
+		nvml_facts(rs, facts);
 	m.facts = facts;
 	if (rs->hook_ready && facts) {
 		facts->has_decorator = true;
@@ -349,6 +368,8 @@ static void teardown(struct run_state *rs)
 	if (rs->hook_ready)
 		pyhook__cleanup(&rs->hook);
 	rs->hook_ready = false;
+	nvml__free(rs->nvml);
+	rs->nvml = NULL;
 	loader__free(rs->loader);
 	session__free(rs->session);
 	host__free(rs->host);
@@ -530,6 +551,17 @@ static int prepare_memory(struct run_state *rs)
 	return 0;
 }
 
+/* --no-gpu, or --cpu-only (as in Scalene, the CPU alone): GPU profiling
+ * off, by run's library or attach's NVML alike. */
+static bool gpu_refused(struct run_state *rs)
+{
+	if (!rs->opts->no_gpu && !rs->opts->cpu_only)
+		return false;
+	snprintf(rs->gpu_off, sizeof(rs->gpu_off), "%s",
+		 rs->opts->no_gpu ? "--no-gpu" : "--cpu-only");
+	return true;
+}
+
 /* GPU in run mode: the CUDA driver loads the GPU library into the program
  * (CUDA_INJECTION64_PATH) at its first cuInit(); a program that never
  * initialises CUDA never maps it. */
@@ -538,12 +570,8 @@ static void prepare_gpu(struct run_state *rs)
 	const char *old = getenv("CUDA_INJECTION64_PATH");
 	int err;
 
-	if (rs->opts->no_gpu || rs->opts->cpu_only) {
-		/* As in Scalene, --cpu-only profiles the CPU alone. */
-		snprintf(rs->gpu_off, sizeof(rs->gpu_off), "%s",
-			 rs->opts->no_gpu ? "--no-gpu" : "--cpu-only");
+	if (gpu_refused(rs))
 		return;
-	}
 	err = find_gpu_lib(rs->gpu_lib, sizeof(rs->gpu_lib));
 	if (err && getenv("SCALENE_BPF_GPU_LIB") && *getenv("SCALENE_BPF_GPU_LIB")) {
 		/* Asked for by name: said, not only written in the profile. */
@@ -704,6 +732,49 @@ static int attach_memory(struct run_state *rs, int pid, const struct py_proc *pp
 	return n;
 }
 
+/* GPU on attach: CUPTI cannot be put into a running process, so NVML's
+ * readings of its GPU use are sampled from outside.  No NVML (no driver,
+ * no GPU) is no error: the profile says why. */
+static void attach_gpu(struct run_state *rs, int pid)
+{
+	const char *env = getenv(NVML_ENV_LIB);
+
+	if (gpu_refused(rs))
+		return;
+	rs->nvml = nvml__open(rs->gpu_off, sizeof(rs->gpu_off));
+	if (!rs->nvml) {
+		/* Asked for by name: said, not only written in the profile. */
+		if (env && *env)
+			pr_warn("no GPU profiling: %s\n", rs->gpu_off);
+		else
+			pr_info("no GPU profiling: %s\n", rs->gpu_off);
+		return;
+	}
+	profile__gpu_start(rs->profile, pid, 1);
+	rs->nvml_since = mono_ns();
+	rs->nvml_next = rs->nvml_since + NVML_POLL_MS * 1000000ULL;
+	pr_info("gpu: process %d's GPU use read through NVML every %d ms\n", pid, NVML_POLL_MS);
+}
+
+/* A reading when one is due (or now, at the end): the GPU's use over the
+ * period since the last reading.  A failed one leaves the period to the
+ * next reading. */
+static void attach_gpu_poll(struct run_state *rs, int pid, bool now_too)
+{
+	uint64_t now = mono_ns();
+	struct nvml_reading r;
+
+	if (!rs->nvml || (!now_too && now < rs->nvml_next))
+		return;
+	rs->nvml_next = now + NVML_POLL_MS * 1000000ULL;
+	if (nvml__poll(rs->nvml, pid, &r))
+		return;
+	profile__gpu_use(rs->profile, pid, rs->nvml_since, now, r.busy);
+	if (r.mem_bytes >= 0)
+		profile__gpu_memory(rs->profile, pid, rs->nvml_since, r.mem_bytes);
+	rs->nvml_since = now;
+}
+
 /* The target has exited: a pidfd turns readable as soon as it ends, a zombie
  * its parent has not reaped included, which kill(pid, 0) still finds. */
 static bool target_gone(int pid, int pidfd)
@@ -781,6 +852,7 @@ static int cmd_attach(const struct options *o)
 	}
 	if (rs.uprobes && attach_memory(&rs, o->pid, &pp) <= 0)
 		rs.uprobes = false;
+	attach_gpu(&rs, o->pid);
 	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
 	rs.start_mono = mono_s();
 	rs.start_wall = clock_s(CLOCK_REALTIME);
@@ -789,6 +861,7 @@ static int cmd_attach(const struct options *o)
 	pr_info("attached to process %d; Ctrl-C to stop\n", o->pid);
 	while (!got_signal && !rs.quit && !session__root_exited(rs.session)) {
 		loop_step(&rs, &next);
+		attach_gpu_poll(&rs, o->pid, false);
 		if (deadline && mono_s() >= deadline) {
 			state = "--duration reached";
 			break;
@@ -797,6 +870,7 @@ static int cmd_attach(const struct options *o)
 			break;
 	}
 	loader__drain(rs.loader);
+	attach_gpu_poll(&rs, o->pid, true);
 	if (!got_signal && !rs.quit && strcmp(state, "--duration reached"))
 		state = "the process has ended";
 	top_finish(&rs, state);

@@ -3,6 +3,7 @@
  * The profile's "scalene_bpf" object: the facts (facts.h) as JSON, in a
  * fixed key order that readers and tests rely on.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -219,16 +220,65 @@ static struct json_object *gpu_proc_json(const struct facts_gpu_proc *g)
 	return o;
 }
 
+/* scalene_bpf.gpu with NVML (--pid): what was read, how often. */
+static struct json_object *gpu_nvml_json(const struct facts_gpu *g)
+{
+	struct json_object *o = json_object_new_object(), *names = json_object_new_array();
+	const struct profile_gpu_totals *t = &g->totals;
+	const struct nvml_facts *nv = &g->nv;
+	char how[320];
+	int i;
+
+	snprintf(how, sizeof(how),
+		 "NVML read every %d ms from outside the process: each reading's utilisation "
+		 "and device memory go to the lines that ran in the period it covers; no "
+		 "launch sites (scalene_bpf.gpu.lines stays empty)",
+		 NVML_POLL_MS);
+	add(o, "method", json_object_new_string("nvml-sampling"));
+	add(o, "how", json_object_new_string(how));
+	if (g->off[0]) {
+		add(o, "off", json_object_new_string(g->off));
+		return o;
+	}
+	add(o, "library", json_object_new_string(nv->library));
+	for (i = 0; i < nv->ndevices && i < NVML_DEVICES_MAX; i++)
+		json_object_array_add(names, json_object_new_string(nv->names[i]));
+	add(o, "devices", names);
+	/* Per process where every device gives it; else (partly) the whole
+	 * devices', other processes' work included. */
+	add(o, "utilization",
+	    json_object_new_string(nv->per_process == nv->ndevices ? "per_process"
+				   : nv->per_process		   ? "mixed"
+								   : "device"));
+	add(o, "memory_read", json_object_new_boolean(nv->memory));
+	add(o, "poll_ms", json_object_new_int(NVML_POLL_MS));
+	add(o, "polls", json_object_new_int64((int64_t)nv->polls));
+	add(o, "polls_failed", json_object_new_int64((int64_t)nv->failures));
+	add(o, "polls_memory_unread", json_object_new_int64((int64_t)nv->memory_unread));
+	if (nv->last_error[0])
+		add(o, "last_error", json_object_new_string(nv->last_error));
+	add(o, "processes_collecting", json_object_new_int(t->processes));
+	add(o, "busy_s", seconds(t->busy_ns));
+	add(o, "peak_memory_mb", mb(t->peak_memory));
+	add(o, "samples_with_gpu_use", json_object_new_int64((int64_t)t->samples));
+	return o;
+}
+
 /* scalene_bpf.gpu: where GPU data comes from, what reached the profile. */
 static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *stats)
 {
 	static const char *const dirs[GPU_DIR_MAX] = { "htod", "dtoh", "dtod", "other" };
-	struct json_object *o = json_object_new_object(), *procs = json_object_new_array();
-	struct json_object *copy = json_object_new_object();
+	struct json_object *o, *procs, *copy;
 	const struct profile_gpu_totals *t = &g->totals;
 	int i;
 
-	add(o, "method",
+	if (g->nvml)
+		return gpu_nvml_json(g);
+	o = json_object_new_object();
+	procs = json_object_new_array();
+	copy = json_object_new_object();
+	add(o, "method", json_object_new_string("cupti"));
+	add(o, "how",
 	    json_object_new_string("CUPTI activity records and API callbacks from "
 				   "libscalene-bpf-gpu.so (CUDA_INJECTION64_PATH), joined by "
 				   "correlation id to the Python line of each CUDA call"));

@@ -391,7 +391,8 @@ struct profile_gpu_totals {
 	 * outside the profiled files. */
 	double unmatched_kernel_ns, outside_kernel_ns;
 	/* The union of the kernels' intervals, per process: the time a kernel
-	 * of the process ran (counted as they settle: final at the end). */
+	 * of the process ran (counted as they settle: final at the end); with
+	 * sampled readings, each period by its busy fraction. */
 	double busy_ns;
 	double copy_bytes[GPU_DIR_MAX];
 	double copy_ns, memset_bytes, alloc_bytes, free_bytes;
@@ -443,6 +444,11 @@ void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t ou
 void profile__gpu_name(struct profile *p, int tgid, uint64_t addr, const char *name);
 /* n struct scalene_bpf_gpu_rec of process tgid. */
 void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n);
+/* Sampled readings of process tgid (NVML): the GPU busy for a fraction
+ * busy (0..1) of [start_ns, end_ns), and its device memory in use at ts_ns
+ * (bytes).  Its samples take them as they take kernels and allocations. */
+void profile__gpu_use(struct profile *p, int tgid, uint64_t start_ns, uint64_t end_ns, double busy);
+void profile__gpu_memory(struct profile *p, int tgid, uint64_t ts_ns, double bytes);
 /* Gives the waiting samples taken before before_ns the GPU's use then
  * (UINT64_MAX: all of them, at the end). */
 void profile__gpu_settle(struct profile *p, uint64_t before_ns);

@@ -12,6 +12,11 @@
  * The records of a moment arrive a flush period or more after it, so a
  * sample waits in its process's queue until profile__gpu_settle() says the
  * records of its time are in.
+ *
+ * Sampled readings (NVML, attach mode) take the same way: a utilisation
+ * reading is a period busy for that fraction of its time (a kernel is one
+ * busy for all of it), a memory reading an event that brings the process's
+ * device memory to that level.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,8 +43,11 @@ struct launch_key {
 	uint32_t corr;
 };
 
+/* [start, end) busy for frac of its time: 1 for a kernel, a reading's
+ * share for a sampled period. */
 struct interval {
 	uint64_t start, end;
+	double frac;
 };
 
 struct mem_event {
@@ -60,7 +68,8 @@ struct gpu_proc {
 	size_t niv, civ;
 	struct mem_event *mev;
 	size_t nmev, cmev;
-	double mem_base; /* device bytes allocated before the first event kept */
+	double mem_base;  /* device bytes allocated before the first event kept */
+	double mem_level; /* device bytes after every event so far */
 	struct waiting *q;
 	size_t nq, cq;
 };
@@ -365,6 +374,18 @@ static void totals_add(struct profile_gpu_totals *t, const struct scalene_bpf_gp
 	}
 }
 
+/* The process's device memory changes by delta bytes at ts. */
+static void mem_event(struct profile_gpu *g, struct gpu_proc *gp, uint64_t ts, double delta)
+{
+	if (!grow((void **)&gp->mev, &gp->cmev, gp->nmev + 1, sizeof(*gp->mev)))
+		return;
+	gp->mev[gp->nmev++] = (struct mem_event){ ts, delta };
+	gp->mem_level += delta;
+	g->mem_now += delta;
+	if (g->mem_now > g->t.peak_memory)
+		g->t.peak_memory = g->mem_now;
+}
+
 void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 {
 	struct profile_gpu *g = p->gpu;
@@ -416,17 +437,29 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 			continue;
 		if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns &&
 		    grow((void **)&gp->iv, &gp->civ, gp->niv + 1, sizeof(*gp->iv)))
-			gp->iv[gp->niv++] = (struct interval){ r.start_ns, r.end_ns };
-		if ((r.kind == GPU_REC_ALLOC || r.kind == GPU_REC_FREE) &&
-		    grow((void **)&gp->mev, &gp->cmev, gp->nmev + 1, sizeof(*gp->mev))) {
-			double d = r.kind == GPU_REC_ALLOC ? (double)r.bytes : -(double)r.bytes;
-
-			gp->mev[gp->nmev++] = (struct mem_event){ r.start_ns, d };
-			g->mem_now += d;
-			if (g->mem_now > g->t.peak_memory)
-				g->t.peak_memory = g->mem_now;
-		}
+			gp->iv[gp->niv++] = (struct interval){ r.start_ns, r.end_ns, 1 };
+		if (r.kind == GPU_REC_ALLOC || r.kind == GPU_REC_FREE)
+			mem_event(g, gp, r.start_ns,
+				  r.kind == GPU_REC_ALLOC ? (double)r.bytes : -(double)r.bytes);
 	}
+}
+
+void profile__gpu_use(struct profile *p, int tgid, uint64_t start_ns, uint64_t end_ns, double busy)
+{
+	struct gpu_proc *gp = proc_get(p->gpu, tgid);
+
+	if (!gp || end_ns <= start_ns || !(busy > 0))
+		return;
+	if (grow((void **)&gp->iv, &gp->civ, gp->niv + 1, sizeof(*gp->iv)))
+		gp->iv[gp->niv++] = (struct interval){ start_ns, end_ns, busy > 1 ? 1 : busy };
+}
+
+void profile__gpu_memory(struct profile *p, int tgid, uint64_t ts_ns, double bytes)
+{
+	struct gpu_proc *gp = proc_get(p->gpu, tgid);
+
+	if (gp && bytes >= 0 && bytes != gp->mem_level)
+		mem_event(p->gpu, gp, ts_ns, bytes - gp->mem_level);
 }
 
 void profile_gpu_sample(struct profile *p, int tgid, uint64_t ts, double ns, struct line_stats *st,
@@ -466,7 +499,10 @@ static int cmp_waiting(const void *a, const void *b)
 	return x->end < y->end ? -1 : x->end > y->end;
 }
 
-/* The intervals sorted and merged where they overlap: their union. */
+/* The intervals sorted and merged where they overlap: their union.  Of
+ * overlapping ones busy for different fractions (not seen: a process has
+ * kernel records or sampled readings), the earlier one stands for the time
+ * they share, so that no time is counted twice. */
 static void merge(struct gpu_proc *gp)
 {
 	size_t i, k = 0;
@@ -475,17 +511,25 @@ static void merge(struct gpu_proc *gp)
 		return;
 	qsort(gp->iv, gp->niv, sizeof(*gp->iv), cmp_interval);
 	for (i = 1; i < gp->niv; i++) {
-		if (gp->iv[i].start <= gp->iv[k].end) {
-			if (gp->iv[i].end > gp->iv[k].end)
-				gp->iv[k].end = gp->iv[i].end;
+		struct interval cur = gp->iv[i], *last = &gp->iv[k];
+
+		if (cur.start <= last->end && cur.frac == last->frac) {
+			if (cur.end > last->end)
+				last->end = cur.end;
+		} else if (cur.start < last->end) {
+			if (cur.end <= last->end)
+				continue;
+			cur.start = last->end;
+			gp->iv[++k] = cur;
 		} else {
-			gp->iv[++k] = gp->iv[i];
+			gp->iv[++k] = cur;
 		}
 	}
 	gp->niv = k + 1;
 }
 
-/* ns of [a, b) covered by the merged intervals. */
+/* Busy ns of [a, b): its time under each merged interval, by the
+ * interval's fraction. */
 static double busy_in(const struct gpu_proc *gp, uint64_t a, uint64_t b)
 {
 	size_t lo = 0, hi = gp->niv;
@@ -505,7 +549,7 @@ static double busy_in(const struct gpu_proc *gp, uint64_t a, uint64_t b)
 		uint64_t e = gp->iv[lo].end < b ? gp->iv[lo].end : b;
 
 		if (e > s)
-			busy += (double)(e - s);
+			busy += (double)(e - s) * gp->iv[lo].frac;
 	}
 	return busy;
 }
@@ -575,10 +619,10 @@ static void settle_proc(struct profile_gpu *g, struct gpu_proc *gp, uint64_t bef
 	memmove(gp->mev, gp->mev + ev, (gp->nmev - ev) * sizeof(*gp->mev));
 	gp->nmev -= ev;
 	/* An interval leaves merged with all that overlapped it so far: its
-	 * length is busy time of the run. */
+	 * busy share of its length is busy time of the run. */
 	for (i = 0; i < gp->niv; i++) {
 		if (gp->iv[i].end < oldest) {
-			g->t.busy_ns += (double)(gp->iv[i].end - gp->iv[i].start);
+			g->t.busy_ns += (double)(gp->iv[i].end - gp->iv[i].start) * gp->iv[i].frac;
 			continue;
 		}
 		gp->iv[keep++] = gp->iv[i];

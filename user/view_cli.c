@@ -800,9 +800,21 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	}
 	if (c->sel.gpu) {
 		const char *dev = vj_str(doc, "gpu_device");
+		struct json_object *g = vj_object(vj_object(doc, "scalene_bpf"), "gpu");
+		const char *method = vj_str(g, "method"), *util = vj_str(g, "utilization");
 
 		row_text(c, &r, "gpu: ", MAX_WIDTH);
 		row_text(c, &r, dev && *dev ? dev : "yes", MAX_WIDTH);
+		/* Sampled from outside (--pid): the lines' GPU use is NVML's
+		 * readings, and no line is known to have launched anything. */
+		if (method && !strcmp(method, "nvml-sampling"))
+			row_printf(c, &r,
+				   ", use sampled through NVML every %.0f ms (%s "
+				   "utilisation); no launch sites",
+				   vj_num(g, "poll_ms"),
+				   util && !strcmp(util, "per_process") ? "per-process"
+				   : util && !strcmp(util, "mixed") ? "per-process or device-wide"
+								    : "device-wide");
 		row_emit(c, &r);
 	}
 }

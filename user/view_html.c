@@ -620,6 +620,8 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "churn", json_object_new_boolean(m->churn_files != NULL));
 	add(r, "gpu", json_object_new_boolean(m->sel.gpu));
 	add(r, "gpu_device", text(vj_str(doc, "gpu_device"), 40));
+	/* "nvml-sampling" (--pid) or "cupti": what the GPU numbers are. */
+	add(r, "gpu_method", text(vj_str(vj_object(facts, "gpu"), "method"), 40));
 	add(r, "async", json_object_new_boolean(vj_flag(doc, "async_profile")));
 	add(r, "await", json_object_new_boolean(m->sel.await));
 	if (vj_await_s(doc) >= 0)

@@ -9,19 +9,27 @@ No GPU is involved: the program (programs/gpu_fake_cuda.py) loads the
 library itself over a fake libcupti.so.13 and plays CUDA's part, so what
 is tested is the path from the library's probes through BPF and the loader
 to the profile, not CUPTI or a driver.
+
+`--pid` cannot inject anything into a running process: there NVML is
+sampled from outside.  A fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c)
+answers from a state file that the attached program (programs/nvml_target.py)
+rewrites as it moves between its lines.
 """
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (REPO, default_interpreter, file_entry, markers,
-                         profile_run, program)
+from e2e_helpers import (REPO, clean_env, default_interpreter, file_entry,
+                         finish, invoke, markers, profile_run, program)
 
 BUILD = REPO / "build"
 FAKE_CUPTI = BUILD / "tests" / "fakecupti" / "libcupti.so.13"
 GPU_LIB = BUILD / "gpu" / "libscalene-bpf-gpu.so"
+
+FAKE_NVML = BUILD / "tests" / "fakenvml" / "libnvidia-ml.so.1"
 
 needs_gpu_lib = pytest.mark.skipif(
     not (FAKE_CUPTI.is_file() and GPU_LIB.is_file()),
@@ -150,3 +158,103 @@ def test_sampled_calls(tmp_path):
         assert abs(row["kernels"] / truth["calls"] - 1) <= 0.2, (mark, ctx)
         assert abs(row["calls"] / truth["calls"] - 1) <= 0.2, (mark, ctx)
         assert abs(row["kernel_s"] / truth[f"{mark}_s"] - 1) <= 0.2, (mark, ctx)
+
+
+needs_fake_nvml = pytest.mark.skipif(
+    not FAKE_NVML.is_file(),
+    reason="the fake libnvidia-ml.so.1 was not built (make unit-tests)")
+
+
+def _attach_nvml(tmp_path, mode="", opts=(), env=None, duration=5):
+    """Attach for duration seconds to programs/nvml_target.py; returns the
+    Result (profile not yet read)."""
+    state, stop = tmp_path / "nvml.state", tmp_path / "stop"
+    stop.unlink(missing_ok=True)
+    target = subprocess.Popen(
+        [default_interpreter(), program("nvml_target.py"), str(state),
+         str(stop)] + ([mode] if mode else []),
+        cwd=str(tmp_path), env=clean_env(), stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = target.stdout.readline()
+    if line.strip() != "ready":
+        target.kill()
+        raise AssertionError(f"target did not start: {line!r} "
+                             f"{target.stderr.read()}")
+    env = clean_env({"FAKE_NVML_STATE": str(state), **(env or {})})
+    try:
+        res = invoke(["--pid", target.pid, "--duration", duration, *opts,
+                      "-o", tmp_path / "profile.json"],
+                     cwd=tmp_path, timeout=60, env=env)
+    finally:
+        stop.touch()
+        try:
+            target.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            target.kill()
+    return res
+
+
+@needs_fake_nvml
+@pytest.mark.parametrize("mode", ["", "device"])
+def test_attach_nvml_sampling(tmp_path, mode):
+    """The GPU line runs while the (fake) GPU is 100 % busy with 512 MiB of
+    the process's memory on it, the cpu line while it is idle and empty:
+    each line's GPU fields say so, within a poll period at each switch
+    (100 ms of every 0.8 s), from per-process utilisation or, where the
+    device gives none, the device's."""
+    res = _attach_nvml(tmp_path, mode, env={"SCALENE_BPF_NVML_LIB":
+                                            str(FAKE_NVML)})
+    finish(res, tmp_path / "profile.json", gui=True)
+    prof = res.profile
+    gpu = prof["scalene_bpf"]["gpu"]
+    ctx = f"scalene_bpf.gpu: {gpu}"
+    assert prof["gpu"] is True and prof["gpu_device"] == "GPU", ctx
+    assert gpu["method"] == "nvml-sampling", ctx
+    assert gpu["library"] == str(FAKE_NVML), ctx
+    assert gpu["devices"] == ["Fake H100"], ctx
+    assert gpu["utilization"] == ("device" if mode else "per_process"), ctx
+    assert gpu["memory_read"] is True, ctx
+    # About one poll per 100 ms over the 5 s, none failed.
+    assert 30 <= gpu["polls"] <= 60, ctx
+    assert gpu["polls_failed"] == 0 and gpu["polls_memory_unread"] == 0, ctx
+    assert "last_error" not in gpu, ctx
+    assert abs(gpu["peak_memory_mb"] - 512) < 1e-6, ctx
+    # Busy half the time, less the attach's start.
+    assert 1.5 <= gpu["busy_s"] <= 3.0, ctx
+    # No launch sites from sampling: the table stays empty.
+    assert gpu["lines"] == [], ctx
+    rows = lines_by_marker(prof, program("nvml_target.py"))
+    busy, idle = rows["gpu"], rows["cpu"]
+    assert busy["n_gpu_percent"] >= 80, (busy, ctx)
+    assert idle["n_gpu_percent"] <= 20, (idle, ctx)
+    assert abs(busy["n_gpu_peak_memory_mb"] - 512) < 1e-6, busy
+    assert busy["n_gpu_avg_memory_mb"] >= 0.8 * 512, busy
+    assert idle["n_gpu_avg_memory_mb"] <= 0.2 * 512, idle
+    # The views say where the numbers come from.
+    view = subprocess.run([str(REPO / "build" / "scalene-bpf"), "view", "--cli",
+                           str(tmp_path / "profile.json")],
+                          capture_output=True, text=True, timeout=60,
+                          env=clean_env(), stdin=subprocess.DEVNULL)
+    assert "sampled through NVML" in view.stdout, view.stdout
+
+
+def test_attach_without_nvml(tmp_path):
+    """No NVML (no driver, or here a library that is not there): no error,
+    gpu false, and the reason in the profile; --no-gpu and --cpu-only do
+    not open it at all."""
+    missing = tmp_path / "no" / "libnvidia-ml.so.1"
+    res = _attach_nvml(tmp_path, env={"SCALENE_BPF_NVML_LIB": str(missing)},
+                       duration=1.5)
+    finish(res, tmp_path / "profile.json")
+    gpu = res.profile["scalene_bpf"]["gpu"]
+    assert res.profile["gpu"] is False, gpu
+    assert gpu["method"] == "nvml-sampling", gpu
+    assert gpu["off"].startswith(f"{missing} could not be loaded"), gpu
+    # Named by the user: said on stderr too.
+    assert f"no GPU profiling: {missing}" in res.stderr, res.stderr
+    for opt in ("--no-gpu", "--cpu-only"):
+        env = {"SCALENE_BPF_NVML_LIB": str(FAKE_NVML)}
+        res = _attach_nvml(tmp_path, opts=(opt,), env=env, duration=1.5)
+        finish(res, tmp_path / "profile.json")
+        gpu = res.profile["scalene_bpf"]["gpu"]
+        assert res.profile["gpu"] is False and gpu["off"] == opt, (opt, gpu)

@@ -1244,6 +1244,101 @@ static void test_free_null(void)
 	CHECK(1);
 }
 
+/* ------------------------------------------------------------ GPU readings */
+
+static void gpu_sample(struct profile *p, const struct frame_ref *f, uint64_t end, uint64_t ns)
+{
+	struct sample_in s = sample(f, 1, ns);
+
+	s.ts_ns = end;
+	profile__add(p, &s);
+}
+
+static bool near_gpu(double a, double b)
+{
+	return fabs(a - b) < 1e-9 * (fabs(b) > 1 ? fabs(b) : 1);
+}
+
+/* Sampled readings (NVML): each is the GPU busy for a share of the period
+ * it covers and the process's memory from its start; a sample takes the
+ * busy time under its window and the memory at its end. */
+static void test_gpu_sampled_readings(void)
+{
+	struct profile *p = new_profile("/app");
+	const uint64_t t0 = 10000 * MS;
+	const double mib512 = 512.0 * 1024 * 1024;
+	struct frame_ref gpu_line[] = { fr(p, "/app/main.py", "<module>", 1, 10) };
+	struct frame_ref cpu_line[] = { fr(p, "/app/main.py", "<module>", 1, 20) };
+	struct profile_gpu_totals t;
+	const struct line_stats *g, *c;
+
+	/* A process that is not started gets nothing. */
+	profile__gpu_use(p, 100, t0, t0 + 100 * MS, 1);
+	CHECK(!profile__gpu_on(p));
+	profile__gpu_start(p, 100, 1);
+	CHECK(profile__gpu_on(p));
+	profile__gpu_use(p, 100, t0, t0 + 100 * MS, 1);
+	profile__gpu_memory(p, 100, t0, mib512);
+	profile__gpu_use(p, 100, t0 + 100 * MS, t0 + 200 * MS, 0.5);
+	profile__gpu_memory(p, 100, t0 + 100 * MS, mib512);
+	profile__gpu_use(p, 100, t0 + 200 * MS, t0 + 300 * MS, 0);
+	profile__gpu_memory(p, 100, t0 + 200 * MS, 0);
+	/* Fully busy; half at busy 1, half at 0.5; idle. */
+	gpu_sample(p, gpu_line, t0 + 50 * MS, 10 * MS);
+	gpu_sample(p, gpu_line, t0 + 110 * MS, 20 * MS);
+	gpu_sample(p, cpu_line, t0 + 260 * MS, 10 * MS);
+	/* Before it all: not settled, nothing given yet. */
+	profile__gpu_settle(p, t0);
+	g = line_of(p, "/app/main.py", 10);
+	CHECK(g && (!g->gpu || g->gpu->weight == 0));
+	profile__gpu_settle(p, UINT64_MAX);
+	g = line_of(p, "/app/main.py", 10);
+	c = line_of(p, "/app/main.py", 20);
+	CHECK(g && g->gpu && c && c->gpu);
+	if (g && g->gpu) {
+		/* (10 ms * 1 + 20 ms * 0.75) / 30 ms. */
+		CHECK(near_gpu(g->gpu->util_sum / g->gpu->weight, 25.0 / 30));
+		CHECK(near_gpu(g->gpu->mem_peak, mib512));
+		CHECK(near_gpu(g->gpu->mem_sum / g->gpu->weight, mib512));
+		CHECK(g->gpu->launches == 0 && g->gpu->kernels == 0);
+	}
+	if (c && c->gpu) {
+		CHECK(near_gpu(c->gpu->util_sum, 0));
+		CHECK(near_gpu(c->gpu->mem_peak, 0));
+		CHECK(near_gpu(c->gpu->weight, 10 * MS));
+	}
+	profile__gpu_totals(p, &t);
+	CHECK_EQ_INT(t.processes, 1);
+	CHECK_EQ_INT(t.samples, 3);
+	CHECK(near_gpu(t.busy_ns, 150 * MS));
+	CHECK(near_gpu(t.peak_memory, mib512));
+	profile__free(p);
+}
+
+/* Kernels (busy 1) merge into their union; a sampled period that overlaps
+ * one counts only past it, so no time is counted twice. */
+static void test_gpu_mixed_fractions(void)
+{
+	struct profile *p = new_profile("/app");
+	const uint64_t t0 = 10000 * MS;
+	struct frame_ref line[] = { fr(p, "/app/main.py", "<module>", 1, 10) };
+	struct profile_gpu_totals t;
+	const struct line_stats *l;
+
+	profile__gpu_start(p, 100, 1);
+	profile__gpu_use(p, 100, t0, t0 + 40 * MS, 1);
+	profile__gpu_use(p, 100, t0 + 20 * MS, t0 + 60 * MS, 1);
+	profile__gpu_use(p, 100, t0 + 50 * MS, t0 + 100 * MS, 0.5);
+	gpu_sample(p, line, t0 + 100 * MS, 100 * MS);
+	profile__gpu_settle(p, UINT64_MAX);
+	l = line_of(p, "/app/main.py", 10);
+	/* [t0, t0 + 60 ms) busy, then 40 ms at half. */
+	CHECK(l && l->gpu && near_gpu(l->gpu->util_sum / l->gpu->weight, 0.8));
+	profile__gpu_totals(p, &t);
+	CHECK(near_gpu(t.busy_ns, 80 * MS));
+	profile__free(p);
+}
+
 int main(void)
 {
 	RUN_TEST(test_free_null);
@@ -1277,5 +1372,7 @@ int main(void)
 	RUN_TEST(test_timeline_majority_kept);
 	RUN_TEST(test_timeline_many_threads);
 	RUN_TEST(test_stack_native_address);
+	RUN_TEST(test_gpu_sampled_readings);
+	RUN_TEST(test_gpu_mixed_fractions);
 	return test_summary("profile");
 }

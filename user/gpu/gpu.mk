@@ -94,6 +94,18 @@ $(OUT)/tests/test_gpu_inject: tests/unit/test_gpu_inject.c $(OUT)/gpu/config | $
 		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
 endif
 
+# A fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c) for --pid's NVML
+# sampling: no NVIDIA header or driver needed, so built everywhere.
+GPU_FAKE_NVML	:= $(OUT)/tests/fakenvml/libnvidia-ml.so.1
+unit-tests: $(GPU_FAKE_NVML)
+$(GPU_FAKE_NVML): tests/gpu/fake_nvml.c user/gpu/gpu.mk
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE -g -O2 -fPIC -shared $(WARNINGS) -Wl,-soname,libnvidia-ml.so.1 \
+		-o $@ $<
+# user/nvml.c against it.
+$(OUT)/tests/test_nvml: $(GPU_FAKE_NVML)
+$(OUT)/tests/test_nvml: CPPFLAGS += -DFAKE_NVML_PATH='"$(abspath $(GPU_FAKE_NVML))"'
+
 # The decoding needs CUPTI's headers only.
 ifeq ($(GPU_HEADERS),yes)
 $(OUT)/tests/test_gpurec: tests/unit/test_gpurec.c user/gpu/gpurec.c user/gpu/gpurec.h \

@@ -166,7 +166,8 @@ function header() {
 		if (num(D.native_mb) > 0)
 			fact('threads without Python', mb(D.native_mb));
 	}
-	fact('GPU', gpuOn ? 'on' + (str(D.gpu_device) ? ' (' + str(D.gpu_device) + ')' : '') : 'off');
+	fact('GPU', gpuOn ? 'on' + (str(D.gpu_device) ? ' (' + str(D.gpu_device) + ')' : '') +
+		(str(D.gpu_method) === 'nvml-sampling' ? ', use sampled through NVML; no launch sites' : '') : 'off');
 	if (D.async === true)
 		fact('async', 'on');
 	if (str(D.await_not_covered))
