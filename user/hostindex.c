@@ -330,6 +330,38 @@ static int read_counts(struct reader *r, struct json_object *doc, struct host_in
 	return 0;
 }
 
+static int read_memory(struct reader *r, struct json_object *doc, struct host_index *hi)
+{
+	struct host_memory *m = &hi->memory;
+	struct json_object *o, *libc;
+	int err = field(r, doc, "memory", false, true, &o);
+
+	if (err || !o)
+		return err;
+	if (!json_object_is_type(o, json_type_object))
+		return fail(r, "memory", "is not an object");
+	snprintf(r->at, sizeof(r->at), "memory.");
+	err = get_num(r, o, "hits", true, 0, 1e18, true, &m->hits);
+	err = err ?: get_num(r, o, "hits_per_s", false, 0, 1e12, false, &m->hits_per_s);
+	err = err ?: get_num(r, o, "ns_per_hit_measured", false, 0, 1e9, false, &m->ns_per_hit);
+	err = err
+		      ?: get_num(r, o, "estimated_cost_cpu_percent", false, 0, 1e9, false,
+				 &m->cost_percent);
+	err = err ?: field(r, o, "libc", false, false, &libc);
+	if (!err && libc && !json_object_is_type(libc, json_type_object))
+		err = fail(r, "libc", "is not an object");
+	if (!err && libc) {
+		snprintf(r->at, sizeof(r->at), "memory.libc.");
+		err = get_num(r, libc, "processes_probed", false, 0, 1e12, true, &m->libc_probed);
+		err = err
+			      ?: get_num(r, libc, "processes_not_probed", false, 0, 1e12, true,
+					 &m->libc_not_probed);
+	}
+	r->at[0] = '\0';
+	m->on = !err;
+	return err;
+}
+
 static int read_warnings(struct reader *r, struct json_object *doc, struct host_index *hi)
 {
 	struct json_object *a;
@@ -399,6 +431,7 @@ static int read_index(struct reader *r, struct json_object *doc, struct host_ind
 		err = fail(r, "filters", "is not an object");
 	err = err ?: read_procs(r, doc, hi);
 	err = err ?: read_counts(r, doc, hi);
+	err = err ?: read_memory(r, doc, hi);
 	return err ?: read_warnings(r, doc, hi);
 }
 
@@ -477,4 +510,26 @@ double host_index_cpu_s(const struct host_index *hi)
 	for (i = 0; i < hi->nprocs; i++)
 		s += hi->procs[i].not_profiled ? 0 : hi->procs[i].cpu_s;
 	return s;
+}
+
+void host_index_memory_text(const struct host_index *hi, char *buf, size_t len)
+{
+	const struct host_memory *m = &hi->memory;
+	int n;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (!m->on)
+		return;
+	n = snprintf(buf, len, "allocation uprobes fired %.0f times (%.0f/s)", m->hits,
+		     m->hits_per_s);
+	if (n >= 0 && (size_t)n < len && m->ns_per_hit > 0)
+		n += snprintf(buf + n, len - n, ", %.2f us a hit: about %.1f%% of one CPU",
+			      m->ns_per_hit / 1000, m->cost_percent);
+	if (n >= 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - n, "; libc probed in %.0f processes", m->libc_probed);
+	if (n >= 0 && (size_t)n < len && m->libc_not_probed > 0)
+		snprintf(buf + n, len - n, ", %.0f not (their native allocations are not counted)",
+			 m->libc_not_probed);
 }

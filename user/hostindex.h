@@ -47,6 +47,14 @@ struct host_count {
 	double count;
 };
 
+/* --memory under --all (the index's "memory"; on: false when it is null
+ * or absent).  What the allocation probes cost the host's processes. */
+struct host_memory {
+	bool on;
+	double hits, hits_per_s, ns_per_hit, cost_percent;
+	double libc_probed, libc_not_probed;
+};
+
 struct host_index {
 	int version;
 	char *host, *kernel;
@@ -60,6 +68,7 @@ struct host_index {
 	size_t ncounts;
 	char **warnings;
 	size_t nwarnings;
+	struct host_memory memory;
 };
 
 /* Parses and checks an index read into memory (name: the file, for the
@@ -76,5 +85,8 @@ bool host_index_name_ok(const char *s, size_t len);
 double host_index_not_profiled(const struct host_index *hi);
 /* The sum of the profiled processes' cpu_s. */
 double host_index_cpu_s(const struct host_index *hi);
+/* One line on the allocation probes for the views: what they counted and
+ * cost; "" when memory was not profiled. */
+void host_index_memory_text(const struct host_index *hi, char *buf, size_t len);
 
 #endif /* HOSTINDEX_H */

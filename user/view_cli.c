@@ -1369,6 +1369,7 @@ static void host_header(struct ctx *c, const struct host_index *hi)
 {
 	double skipped =
 		hi->ncounts ? host_index_not_profiled(hi) : (double)(hi->nprocs - hi->nprofiled);
+	char text[320];
 	struct row r;
 	size_t i;
 
@@ -1399,6 +1400,12 @@ static void host_header(struct ctx *c, const struct host_index *hi)
 	row_emit(c, &r);
 	row_printf(c, &r, "CPU: %.2f s sampled in the profiled processes", host_index_cpu_s(hi));
 	row_emit(c, &r);
+	host_index_memory_text(hi, text, sizeof(text));
+	if (text[0]) {
+		row_text(c, &r, "memory: ", MAX_WIDTH);
+		row_text(c, &r, text, MAX_WIDTH);
+		row_emit(c, &r);
+	}
 }
 
 /* How to open one process's profile. */

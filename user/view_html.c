@@ -851,6 +851,7 @@ int view_write_host_html(const struct host_index *hi, const char *name, FILE *f,
 {
 	struct json_object *root = json_object_new_object(), *procs, *skipped, *counts, *warn;
 	double total = host_index_cpu_s(hi);
+	char memory[320];
 	size_t i;
 	int ret;
 
@@ -875,6 +876,9 @@ int view_write_host_html(const struct host_index *hi, const char *name, FILE *f,
 	if (hi->start_time > 0)
 		add(root, "start", num(hi->start_time));
 	add(root, "cpu_s", num(total));
+	host_index_memory_text(hi, memory, sizeof(memory));
+	if (memory[0])
+		add(root, "memory", text(memory, sizeof(memory)));
 	add(root, "profiled", json_object_new_int64((int64_t)hi->nprofiled));
 	add(root, "not_profiled",
 	    integer(hi->ncounts ? host_index_not_profiled(hi)

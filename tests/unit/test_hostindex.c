@@ -153,6 +153,10 @@ static void test_wrong_types_and_missing(void)
 	refused(parse_with(-1, "not_profiled", "{\"x\": -3}"), "not_profiled.x is out of range");
 	refused(parse_with(-1, "warnings", "[1]"), "warnings has an element that is not a string");
 	refused(parse_with(-1, "filters", "3"), "filters is not an object");
+	refused(parse_with(-1, "memory", "[]"), "memory is not an object");
+	refused(parse_with(-1, "memory", "{\"hits_per_s\": 3}"), "memory.hits is missing");
+	refused(parse_with(-1, "memory", "{\"hits\": 3, \"libc\": 1}"),
+		"memory.libc is not an object");
 	refused(parse_with(0, "pid", "\"4242\""), "processes[0].pid is not a number");
 	refused(parse_with(0, "pid", "0"), "processes[0].pid is out of range");
 	refused(parse_with(0, "pid", "1.5"), "processes[0].pid is not a whole number");
@@ -184,6 +188,48 @@ static void test_wrong_types_and_missing(void)
 		CHECK(hi);
 		host_index__free(hi);
 	}
+}
+
+/* --memory under --all: one line on what the probes counted and cost, the
+ * same in the terminal and on the page; none without --memory. */
+static void test_memory(void)
+{
+	struct host_index *hi =
+		parse_with(-1, "memory",
+			   "{\"mode\": \"uprobes\", \"hits\": 26498, \"hits_per_s\": 6160.9,"
+			   " \"ns_per_hit_measured\": 1395.1, \"estimated_cost_cpu_percent\": 0.86,"
+			   " \"libc\": {\"processes_probed\": 4, \"processes_not_probed\": 2}}");
+	struct view_opts vo = { 1, false, 300, false };
+	char text[320], *out = NULL;
+	size_t outlen = 0;
+	FILE *f;
+
+	CHECK(hi);
+	if (!hi)
+		return;
+	host_index_memory_text(hi, text, sizeof(text));
+	CHECK_EQ_STR(text, "allocation uprobes fired 26498 times (6161/s), 1.40 us a hit: about "
+			   "0.9% of one CPU; libc probed in 4 processes, 2 not (their native "
+			   "allocations are not counted)");
+	f = open_memstream(&out, &outlen);
+	view_print_host_cli(hi, "d", f, &vo);
+	fclose(f);
+	CHECK(strstr(out, "memory: allocation uprobes fired 26498 times"));
+	free(out);
+	out = NULL;
+	f = open_memstream(&out, &outlen);
+	CHECK(view_write_host_html(hi, "d/index.html", f, stderr) == 0);
+	fclose(f);
+	CHECK(strstr(out, "\"memory\":\"allocation uprobes fired 26498 times"));
+	free(out);
+	host_index__free(hi);
+	hi = parse_with(-1, "memory", "null");
+	CHECK(hi && !hi->memory.on);
+	if (hi) {
+		host_index_memory_text(hi, text, sizeof(text));
+		CHECK_EQ_STR(text, "");
+	}
+	host_index__free(hi);
 }
 
 static void test_versions(void)
@@ -330,6 +376,7 @@ int main(void)
 {
 	RUN_TEST(test_good);
 	RUN_TEST(test_wrong_types_and_missing);
+	RUN_TEST(test_memory);
 	RUN_TEST(test_versions);
 	RUN_TEST(test_huge_arrays);
 	RUN_TEST(test_profile_names);

@@ -721,6 +721,8 @@ function hostHeader() {
 	var why = arr(D.counts).filter(Array.isArray).map(function (c) { return str(c[0]) + ' ' + count(c[1]); });
 	fact('not profiled', count(D.not_profiled) + (why.length ? ' (' + why.join(', ') + ')' : ''));
 	fact('CPU sampled', secs(D.cpu_s));
+	if (str(D.memory))
+		fact('memory', str(D.memory));
 	fact('index', str(D.name) || '?');
 	app.appendChild(facts);
 }
