@@ -17,7 +17,8 @@
 #include "memprobe.h"
 #include "python.h"
 
-/* A distinct interpreter file, probed for every process running it. */
+/* A distinct interpreter file: probed for every process running it, or
+ * (per_process) where the first followed process found its sites. */
 struct hm_file {
 	dev_t dev;
 	ino_t ino;
@@ -30,6 +31,9 @@ struct hm_file {
 struct hm_proc {
 	int file; /* into files; -1: its interpreter file was not probed */
 	char file_why[160];
+	/* per_process: its own Python allocator probes. */
+	struct memprobe_report py;
+	struct bpf_link *py_links[MEMPROBE_PY_FNS];
 	struct memprobe_report libc;
 	struct bpf_link *links[MEMPROBE_LIBC_FNS];
 	bool libc_probed;  /* holds one of the HOSTMEM_MAX_LIBC places */
@@ -47,6 +51,7 @@ struct hm_libc {
 struct hostmem {
 	struct loader *l;
 	double hit_cost_ns;
+	bool per_process; /* Python's allocator probed per followed process */
 	struct hm_file *files;
 	int nfiles;
 	struct hm_libc *libcs;
@@ -57,7 +62,7 @@ struct hostmem {
 	int libc_refused_pid;
 };
 
-struct hostmem *hostmem__new(struct loader *l, double hit_cost_ns)
+struct hostmem *hostmem__new(struct loader *l, double hit_cost_ns, bool per_process)
 {
 	struct hostmem *hm = calloc(1, sizeof(*hm));
 
@@ -65,6 +70,7 @@ struct hostmem *hostmem__new(struct loader *l, double hit_cost_ns)
 		return NULL;
 	hm->l = l;
 	hm->hit_cost_ns = hit_cost_ns;
+	hm->per_process = per_process;
 	hm->procs = hmap__new(sizeof(int));
 	if (!hm->procs) {
 		free(hm);
@@ -89,8 +95,11 @@ void hostmem__free(struct hostmem *hm)
 	free(hm);
 }
 
-/* The interpreter file of pid, probed once per (device, inode). */
-static int python_file(struct hostmem *hm, int pid, const char *path, char *why, size_t n)
+/* The interpreter file of pid, by (device, inode): probed once for every
+ * process running it or, per_process, for pid alone (with the sites the
+ * file's first process gave: a fork child's code holds its parent's
+ * breakpoints). */
+static int python_file(struct hostmem *hm, int pid, const char *path, struct hm_proc *p)
 {
 	char file[PATH_MAX + 32];
 	struct hm_file *f;
@@ -100,16 +109,27 @@ static int python_file(struct hostmem *hm, int pid, const char *path, char *why,
 	/* Through the process's root: a container's files are its own. */
 	snprintf(file, sizeof(file), "/proc/%d/root%s", pid, path);
 	if (stat(file, &st)) {
-		snprintf(why, n, "cannot look at %s: %s", path, strerror(errno));
+		snprintf(p->file_why, sizeof(p->file_why), "cannot look at %s: %s", path,
+			 strerror(errno));
 		return -1;
 	}
 	for (i = 0; i < hm->nfiles; i++) {
-		if (hm->files[i].dev == st.st_dev && hm->files[i].ino == st.st_ino)
+		if (hm->files[i].dev != st.st_dev || hm->files[i].ino != st.st_ino)
+			continue;
+		if (!hm->per_process)
 			return i;
+		err = memprobe__attach_python(hm->l, pid, pid, path, &hm->files[i].rep, &p->py,
+					      p->py_links);
+		if (err <= 0) {
+			snprintf(p->file_why, sizeof(p->file_why), "cannot probe %s: %s", path,
+				 err ? strerror(-err) : "no function could be");
+			return -1;
+		}
+		return i;
 	}
 	f = realloc(hm->files, (hm->nfiles + 1) * sizeof(*f));
 	if (!f) {
-		snprintf(why, n, "out of memory");
+		snprintf(p->file_why, sizeof(p->file_why), "out of memory");
 		return -1;
 	}
 	hm->files = f;
@@ -118,21 +138,29 @@ static int python_file(struct hostmem *hm, int pid, const char *path, char *why,
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	snprintf(f->path, sizeof(f->path), "%s", path);
-	err = memprobe__attach_python_file(hm->l, pid, path, &f->rep);
+	err = memprobe__attach_python(hm->l, pid, hm->per_process ? pid : -1, path, NULL, &f->rep,
+				      hm->per_process ? p->py_links : NULL);
 	if (err < 0) {
 		/* Not kept: the next process of this build tries again. */
-		snprintf(why, n, "cannot probe %s: %s", path, strerror(-err));
+		snprintf(p->file_why, sizeof(p->file_why), "cannot probe %s: %s", path,
+			 strerror(-err));
 		return -1;
 	}
+	p->py = f->rep;
 	for (i = 0; i < f->rep.nsites; i++) {
 		const struct memprobe_site *s = &f->rep.sites[i];
 
 		if (s->offset < 0)
 			pr_warn("memory: %s in %s not probed: %s\n", s->func, path, s->why);
 	}
-	pr_info("memory: Python's allocator in %s probed (%d functions), for every process "
-		"running it\n",
-		path, f->rep.attached);
+	if (hm->per_process)
+		pr_info("memory: Python's allocator in %s probed (%d functions), for each "
+			"followed process running it\n",
+			path, f->rep.attached);
+	else
+		pr_info("memory: Python's allocator in %s probed (%d functions), for every "
+			"process running it\n",
+			path, f->rep.attached);
 	return hm->nfiles++;
 }
 
@@ -182,13 +210,16 @@ void hostmem__python(struct hostmem *hm, int pid, const struct py_proc *pp)
 		free(p);
 		return;
 	}
-	p->file = python_file(hm, pid, pp->path, p->file_why, sizeof(p->file_why));
-	if (p->file >= 0)
-		hm->files[p->file].procs++;
+	/* Probed one by one, a process past the limit gets no probe at all. */
 	if (hm->libc_live >= HOSTMEM_MAX_LIBC) {
 		p->libc_refused = true;
 		hm->libc_refused++;
 		hm->libc_refused_pid = pid;
+		if (!hm->per_process)
+			goto python;
+		p->file = -1;
+		snprintf(p->file_why, sizeof(p->file_why),
+			 "not probed: more than %d processes probed at once", HOSTMEM_MAX_LIBC);
 		return;
 	}
 	n = probe_libc(hm, pid, p);
@@ -201,6 +232,10 @@ void hostmem__python(struct hostmem *hm, int pid, const struct py_proc *pp)
 		pr_debug("memory: libc of process %d not probed: %s\n", pid,
 			 n == -ENOENT ? "no libc mapped" : strerror(n < 0 ? -n : EINVAL));
 	}
+python:
+	p->file = python_file(hm, pid, pp->path, p);
+	if (p->file >= 0)
+		hm->files[p->file].procs++;
 }
 
 void hostmem__ended(struct hostmem *hm, int pid)
@@ -210,10 +245,14 @@ void hostmem__ended(struct hostmem *hm, int pid)
 
 	if (!p)
 		return;
+	/* One the loader cannot queue stays to the end of the run. */
 	for (i = 0; i < MEMPROBE_LIBC_FNS; i++) {
-		/* One the loader cannot queue stays to the end of the run. */
 		if (p->links[i])
 			loader__detach_alloc_probe(hm->l, p->links[i]);
+	}
+	for (i = 0; i < MEMPROBE_PY_FNS; i++) {
+		if (p->py_links[i])
+			loader__detach_alloc_probe(hm->l, p->py_links[i]);
 	}
 	if (p->libc_probed)
 		hm->libc_live--;
@@ -259,10 +298,11 @@ void hostmem__facts(const struct hostmem *hm, int pid, struct facts_uprobes *out
 		return;
 	}
 	if (p->file >= 0) {
-		const struct hm_file *f = &hm->files[p->file];
+		const struct memprobe_report *py =
+			hm->per_process ? &p->py : &hm->files[p->file].rep;
 
-		for (i = 0; i < f->rep.nsites; i++)
-			add_site(out, &f->rep.sites[i]);
+		for (i = 0; i < py->nsites; i++)
+			add_site(out, &py->sites[i]);
 	} else {
 		add_missing(out, "PyObject_Malloc", "", p->file_why);
 	}
@@ -336,9 +376,13 @@ struct json_object *hostmem__json(struct hostmem *hm, uint64_t hits, double elap
 		json_object_array_add(files, fo);
 	}
 	add(o, "python_files", files);
+	add(o, "python_per_process", json_object_new_boolean(hm->per_process));
 	add(o, "python_files_note",
-	    json_object_new_string("probed for every process running the file: those "
-				   "filtered out trap too, and their hits are dropped"));
+	    json_object_new_string(hm->per_process
+					   ? "filters given: probed for each followed process, so "
+					     "processes filtered out do not trap"
+					   : "probed for every process running the file (no filter "
+					     "given, every Python process is followed)"));
 	add(libc, "max_processes_at_once", json_object_new_int(HOSTMEM_MAX_LIBC));
 	add(libc, "processes_probed", json_object_new_int64((int64_t)hm->libc_probed));
 	add(libc, "processes_not_probed", json_object_new_int64((int64_t)hm->libc_refused));
@@ -362,10 +406,12 @@ struct json_object *hostmem__json(struct hostmem *hm, uint64_t hits, double elap
 				   "--pid --memory, n_malloc_mb holds gross allocation"));
 	if (hm->libc_refused && warnings) {
 		snprintf(warn, sizeof(warn),
-			 "memory: libc allocations not probed in %llu processes (more than %d "
-			 "at once, e.g. %d): their native allocations are not measured",
+			 "memory: %s not probed in %llu processes (more than %d at once, e.g. "
+			 "%d): %s not measured",
+			 hm->per_process ? "allocations" : "libc allocations",
 			 (unsigned long long)hm->libc_refused, HOSTMEM_MAX_LIBC,
-			 hm->libc_refused_pid);
+			 hm->libc_refused_pid,
+			 hm->per_process ? "their memory is" : "their native allocations are");
 		json_object_array_add(warnings, json_object_new_string(warn));
 	}
 	return o;
@@ -377,8 +423,9 @@ void hostmem__report(struct hostmem *hm, uint64_t hits, double elapsed_s)
 
 	if (hm->libc_refused)
 		fprintf(stderr,
-			"scalene-bpf: memory: libc allocations not probed in %llu processes "
-			"(more than %d at once)\n",
+			"scalene-bpf: memory: %s not probed in %llu processes (more than %d at "
+			"once)\n",
+			hm->per_process ? "allocations" : "libc allocations",
 			(unsigned long long)hm->libc_refused, HOSTMEM_MAX_LIBC);
 	if (hm->hit_cost_ns < 0) {
 		fprintf(stderr, "scalene-bpf: memory probes fired %llu times (%.0f/s)\n",

@@ -9,15 +9,19 @@
  * processes of the same build need no more probes.  Files are told apart
  * by (device, inode) as seen through /proc/PID/root, so a container's
  * interpreter is its own.  Every process running a probed file traps on
- * each Python allocation, followed or not (filtered out, or not Python's
- * business of ours): the BPF program drops those that are not followed.
+ * each Python allocation, followed or not: the BPF program drops those
+ * that are not followed.  So when filters choose the processes
+ * (per_process), the Python allocator is probed per followed process too,
+ * as libc is: a process filtered out never traps, and a fork child is
+ * measured from the moment the loader has its probes in place.
  *
  * libc's malloc, calloc and realloc are probed per followed process (a
  * probe on the whole file would make every process on the host trap on
  * each malloc), for at most HOSTMEM_MAX_LIBC processes at a time; those
- * past it are counted and their native allocations go unmeasured.  A
- * process's libc probes are let go when its image ends, in the loader's
- * detaching thread (loader__detach_alloc_probe).
+ * past it are counted and their native allocations (per_process: all of
+ * their allocations) go unmeasured.  A process's own probes are let go
+ * when its image ends, in the loader's detaching thread
+ * (loader__detach_alloc_probe).
  */
 #ifndef HOSTMEM_H
 #define HOSTMEM_H
@@ -36,7 +40,7 @@ struct hostmem;
 
 /* hit_cost_ns: what one hit costs here (loader__uprobe_cost_ns), < 0 if not
  * measured. */
-struct hostmem *hostmem__new(struct loader *l, double hit_cost_ns);
+struct hostmem *hostmem__new(struct loader *l, double hit_cost_ns, bool per_process);
 void hostmem__free(struct hostmem *hm);
 /* A followed process's image is Python: its probes. */
 void hostmem__python(struct hostmem *hm, int pid, const struct py_proc *pp);

@@ -885,18 +885,26 @@ static int cmd_attach(const struct options *o)
  * (hostmem.h); what a hit costs is measured first and said, as for --pid. */
 static int all_memory(struct run_state *rs)
 {
+	const struct options *o = rs->opts;
 	double cost = loader__uprobe_cost_ns(rs->loader);
+	bool filtered = o->npids || o->ncomms || o->nuids || o->nexclude_pids;
 
-	rs->hm = hostmem__new(rs->loader, cost);
+	rs->hm = hostmem__new(rs->loader, cost, filtered);
 	if (!rs->hm)
 		return -ENOMEM;
 	host__set_memory(rs->host, rs->hm);
-	if (cost >= 0)
+	if (cost >= 0 && filtered)
+		pr_warn("memory: every allocation of the followed Python processes now traps to "
+			"the kernel, about %.2f us each on this machine (probed per process, for "
+			"up to %d at once: processes the filters leave out do not trap); frees "
+			"are not followed: no footprint, peak or leaks\n",
+			cost / 1e3, HOSTMEM_MAX_LIBC);
+	else if (cost >= 0)
 		pr_warn("memory: every allocation of the followed Python processes now traps to "
 			"the kernel, about %.2f us each on this machine (Python's allocator is "
-			"probed per interpreter file, so processes of the same build that are "
-			"not followed trap too; libc per process, for up to %d at once); frees "
-			"are not followed: no footprint, peak or leaks\n",
+			"probed per interpreter file, for every Python process; libc per process, "
+			"for up to %d at once); frees are not followed: no footprint, peak or "
+			"leaks\n",
 			cost / 1e3, HOSTMEM_MAX_LIBC);
 	else
 		pr_warn("memory: the cost of a probe hit could not be measured here: %s\n",

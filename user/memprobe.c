@@ -150,17 +150,23 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 	return rep->attached;
 }
 
-int memprobe__attach_python_file(struct loader *l, int pid, const char *path,
-				 struct memprobe_report *rep)
+_Static_assert(ARRAY_SIZE(python_fns) == MEMPROBE_PY_FNS, "links[] has a place for each");
+
+int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const char *path,
+			    const struct memprobe_report *known, struct memprobe_report *rep,
+			    struct bpf_link **links)
 {
-	struct procmaps *m;
+	struct procmaps *m = NULL;
 
 	memset(rep, 0, sizeof(*rep));
 	rep->hit_cost_ns = -1;
-	m = procmaps__load(pid);
-	if (!m)
-		return -errno;
-	probe_module(l, pid, -1, m, path, python_fns, ARRAY_SIZE(python_fns), rep, NULL, NULL);
+	if (!known) {
+		m = procmaps__load(pid);
+		if (!m)
+			return -errno;
+	}
+	probe_module(l, pid, attach_pid, m, path, python_fns, ARRAY_SIZE(python_fns), rep, links,
+		     known);
 	procmaps__free(m);
 	return rep->attached;
 }

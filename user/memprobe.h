@@ -37,12 +37,18 @@ struct bpf_link;
 /* Number of libc functions memprobe__attach_libc probes (its links[]). */
 #define MEMPROBE_LIBC_FNS 3
 
+/* Number of Python allocator functions memprobe__attach_python probes. */
+#define MEMPROBE_PY_FNS 6
+
 /* System-wide (--all): Python's allocator functions in path (the
- * executable or libpython, as pid maps it), for every process that runs
- * that file (the BPF side keeps only followed processes' hits).  Returns
- * how many were attached, or -errno; hit_cost_ns is not measured. */
-int memprobe__attach_python_file(struct loader *l, int pid, const char *path,
-				 struct memprobe_report *rep);
+ * executable or libpython, as pid maps it), for attach_pid alone or, with
+ * attach_pid -1, for every process that runs that file (the BPF side keeps
+ * only followed processes' hits).  known, links: as for
+ * memprobe__attach_libc (links: MEMPROBE_PY_FNS, or NULL).  Returns how
+ * many were attached, or -errno; hit_cost_ns is not measured. */
+int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const char *path,
+			    const struct memprobe_report *known, struct memprobe_report *rep,
+			    struct bpf_link **links);
 /* The libc pid maps (its path as mapped), or -ENOENT. */
 int memprobe__libc_path(int pid, char *buf, size_t n);
 /* System-wide: libc's malloc, calloc and realloc in path (as pid maps it)

@@ -733,9 +733,17 @@ const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint6
 	if (!pc)
 		pc = pycode_cache__lookup(s->codes, tp->space, code, tag);
 	/* Code objects created before a fork live at the same address in the
-	 * child: the parent's entry holds (the tag guards it). */
-	if (!pc && tp->parent_space)
+	 * child: the parent's entry holds (the tag guards it).  A child that
+	 * ends before its records are read (it ran a function and exited)
+	 * leaves no process to read them from: the parent, still running the
+	 * image it forked from, has them. */
+	if (!pc && tp->parent_space) {
+		const struct tproc *parent = hmap__get(s->procs, &tp->ppid);
+
 		pc = pycode_cache__lookup(s->codes, tp->parent_space, code, tag);
+		if (!pc && parent && parent->space == tp->parent_space && !parent->exited)
+			pc = pycode_cache__load(s->codes, &parent->pp, parent->space, code, tag);
+	}
 	return pc;
 }
 

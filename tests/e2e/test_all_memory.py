@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """scalene-bpf --all --memory: the attach mode's allocation uprobes for a
-whole host (user/hostmem.h).  Python's allocator is probed once per
-interpreter file, for every process running it; libc per followed process.
+whole host (user/hostmem.h).  Without filters Python's allocator is probed
+once per interpreter file, for every process running it; with filters, per
+followed process; libc always per followed process.
 
 Known truth: tests/e2e/programs/mem_known.py allocates ROUNDS blocks of
 4 MiB on one line and ROUNDS of 1 MiB on another once told to.  A block of
@@ -14,6 +15,7 @@ test holds it."""
 import json
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -61,31 +63,47 @@ def _check_known(profile, python_share, accuracy, who):
     assert "malloc" in probed and "PyObject_Malloc" in probed, ctx
 
 
-def test_all_memory_known_truth(tmp_path, accuracy):
+@pytest.mark.parametrize("mode", ["per-process", "per-file"])
+def test_all_memory_known_truth(tmp_path, accuracy, mode):
     """Two builds (pyenv 3.12 with libpython, Debian's static 3.11 with the
     allocator in the executable) running at the start, a fork child of the
     first, and a process of the first build started during the run: each
-    profile has the allocating lines' memory; the first build's file is
-    probed once for its three processes."""
+    profile has the allocating lines' memory.
+
+    per-file: no filter, every Python process is followed, and each
+    build's allocator is probed once for every process running it: the
+    fork child is measured from its first allocation.  per-process: --comm
+    chooses the processes, and each is probed on its own: a process of
+    the same build that the filter leaves out has no breakpoint in its
+    code (two "peek" processes read their own PyObject_Malloc), and the
+    fork child is measured once its probes are in place (it waits 0.5 s)."""
+    per_process = mode == "per-process"
     py312 = find_interpreter("py3.12")
     py311 = find_interpreter("debian3.11-static")
     go, stop = tmp_path / "go", tmp_path / "stop"
-    a = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-a"), PROG, go, stop, "fork"], tmp_path)
+    a = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-a"), PROG, go, stop,
+                     "fork-wait" if per_process else "fork"], tmp_path)
     b = start_ready([named_interpreter(py311, tmp_path, "sbpf-am-b"), PROG, go, stop], tmp_path)
+    peek = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-p"), PROG, go, stop,
+                        "peek"], tmp_path)
+    other = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-x"), PROG, go, stop,
+                         "peek"], tmp_path)
     out_dir = tmp_path / "out"
     seen = {}
 
     def during(proc):
         # The scan (and the first probes) are done well within this.
         time.sleep(2.0)
-        later = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-c"), PROG, go, stop], tmp_path)
+        later = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-c"), PROG, go, stop],
+                            tmp_path)
         time.sleep(1.0)  # recognised as Python after its exec
         go.touch()
         lines = {}
-        for name, p, n in (("a", a, 3), ("b", b, 1), ("later", later, 1)):
+        for name, p, n in (("a", a, 3), ("b", b, 1), ("later", later, 1),
+                           ("peek", peek, 1), ("other", other, 1)):
             lines[name] = [p.stdout.readline().split() for _ in range(n)]
         stop.touch()
-        for p in (a, b, later):
+        for p in (a, b, later, peek, other):
             p.communicate(timeout=30)
             assert p.returncode == 0, p.returncode
         seen.update(lines=lines, later=later.pid)
@@ -95,13 +113,13 @@ def test_all_memory_known_truth(tmp_path, accuracy):
         proc.wait(timeout=60)
         seen["stop_s"] = time.monotonic() - t0
 
+    chosen = ["--comm", "sbpf-am-a,sbpf-am-b,sbpf-am-c,sbpf-am-p"] if per_process else []
     try:
-        res = invoke(["--all", "--memory", "--comm", "sbpf-am-a,sbpf-am-b,sbpf-am-c",
-                      "--duration", "60", "-o", out_dir], cwd=tmp_path, timeout=90,
-                     during=during)
+        res = invoke(["--all", "--memory", *chosen, "--duration", "60", "-o", out_dir],
+                     cwd=tmp_path, timeout=90, during=during)
     finally:
         stop.touch()
-        for p in (a, b):
+        for p in (a, b, peek, other):
             if p.poll() is None:
                 p.kill()
     assert res.rc == 0, res.describe()
@@ -125,20 +143,39 @@ def test_all_memory_known_truth(tmp_path, accuracy):
     mem = index["memory"]
     assert mem["mode"] == "uprobes" and mem["hits"] > 0, mem
     assert mem["ns_per_hit_measured"] > 0 and "estimated_cost_cpu_percent" in mem, mem
-    # One set of probes per build, by (device, inode).
+    assert mem["python_per_process"] is per_process, mem
+    # One entry per build, by (device, inode).
     files = {f["path"]: f for f in mem["python_files"]}
-    assert len(files) == 2, files
-    [lib312] = [f for p, f in files.items() if "3.12" in p]
-    [exe311] = [f for p, f in files.items() if p.endswith("python3.11")]
-    assert lib312["processes"] == 3 and exe311["processes"] == 1, files
-    python_links = sum("offset" in s for f in files.values() for s in f["probes"])
+    prefix = str(Path(py312).resolve().parents[1]) + "/"
+    lib312 = [f for p, f in files.items() if p.startswith(prefix)]
+    exe311 = [f for p, f in files.items() if p == str(Path(py311).resolve())]
+    assert len(lib312) == 1 and len(exe311) == 1, files
+    [lib312], [exe311] = lib312, exe311
+    # The peeking processes' code: a breakpoint where the index says the
+    # probe is, unless the process was left out and probes are per process.
+    [offset] = [s["offset"] for s in lib312["probes"] if s["function"] == "PyObject_Malloc"]
+    for name, trapped in (("peek", True), ("other", not per_process)):
+        [[word, code]] = lines[name]
+        assert word == "code", lines[name]
+        got = bytes.fromhex(code)[offset]
+        assert (got == 0xCC) is trapped, (name, code, offset, mode)
     libc = mem["libc"]
-    assert libc["processes_probed"] == 4 and libc["processes_not_probed"] == 0, libc
     links = mem["links"]
+    if not per_process:
+        # Every Python process on the host is followed: ours among them.
+        assert lib312["processes"] >= 4 and exe311["processes"] >= 1, files
+        assert libc["processes_probed"] >= 5, libc
+        print(f"--all --memory links: {links}; Ctrl-C to exit {seen['stop_s']:.2f} s")
+        return
+    assert len(files) == 2, files
+    assert lib312["processes"] == 4 and exe311["processes"] == 1, files
+    assert libc["processes_probed"] == 5 and libc["processes_not_probed"] == 0, libc
+    # Each process's own links: Python's (the file's sites) and libc's
+    # three, all let go (or on their way) once the processes ended.
+    python_links = sum(f["processes"] * sum("offset" in s for s in f["probes"])
+                       for f in files.values())
     assert links["attached"] == python_links + 3 * libc["processes_probed"], mem
-    # All four ended during the run: their libc links were let go, or are
-    # on their way.
-    assert links["detached"] + links["detach_pending"] == 12, links
+    assert links["detached"] + links["detach_pending"] == links["attached"], links
     print(f"--all --memory links: {links}; Ctrl-C to exit {seen['stop_s']:.2f} s")
 
 

@@ -618,9 +618,19 @@ static void test_fork_inherits(void)
 	CHECK(near(line_of(f.p, "/app/main.py", 42)->python_ns, 3 * MS));
 	stk = stack_ending(f.p, "main");
 	CHECK(stk && stk->count == 2);
-	/* A code object the parent never read is not the child's to borrow. */
+	/* A code object the parent never read: read from the parent, which
+	 * still runs the image the child forked from (a child that ran a
+	 * function and exited before its records were read). */
 	sample_init(child, child, 4 * MS, "python3");
 	push(CODE_OTHER);
+	send_sample(&f);
+	CHECK_EQ_INT(fact_int(&f, "bpf.frames_unreadable"), 0);
+	CHECK(line_of(f.p, "/app/other.py", 102) != NULL);
+	/* Unless the parent holds another object there (the child made its
+	 * own after the fork): the tag tells them apart. */
+	sample_init(child, child, 4 * MS, "python3");
+	ev.frames[ev.nframes] = frame_of(CODE_HELPER);
+	ev.frames[ev.nframes++].tag++;
 	send_sample(&f);
 	CHECK_EQ_INT(fact_int(&f, "bpf.frames_unreadable"), 1);
 	CHECK(near(fact_dbl(&f, "unattributed.unreadable_stacks_s"), 0.004));
