@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "nvml.h"
 
@@ -78,10 +79,7 @@ struct nvml {
 
 static uint64_t realtime_us(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	return clock_ns(CLOCK_REALTIME) / 1000;
 }
 
 static const char *nv_error(const struct nvml *nv, int ret)
