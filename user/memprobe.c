@@ -151,10 +151,12 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 }
 
 _Static_assert(ARRAY_SIZE(python_fns) == MEMPROBE_PY_FNS, "links[] has a place for each");
+_Static_assert(ARRAY_SIZE(libc_fns) == MEMPROBE_LIBC_FNS, "links[] has a place for each");
 
-int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const char *path,
-			    const struct memprobe_report *known, struct memprobe_report *rep,
-			    struct bpf_link **links)
+/* One file's functions, probed for attach_pid (system-wide). */
+static int attach_file(struct loader *l, int pid, int attach_pid, const char *path,
+		       const struct target_fn *fns, int nfns, const struct memprobe_report *known,
+		       struct memprobe_report *rep, struct bpf_link **links)
 {
 	struct procmaps *m = NULL;
 
@@ -165,10 +167,17 @@ int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const cha
 		if (!m)
 			return -errno;
 	}
-	probe_module(l, pid, attach_pid, m, path, python_fns, ARRAY_SIZE(python_fns), rep, links,
-		     known);
+	probe_module(l, pid, attach_pid, m, path, fns, nfns, rep, links, known);
 	procmaps__free(m);
 	return rep->attached;
+}
+
+int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const char *path,
+			    const struct memprobe_report *known, struct memprobe_report *rep,
+			    struct bpf_link **links)
+{
+	return attach_file(l, pid, attach_pid, path, python_fns, ARRAY_SIZE(python_fns), known, rep,
+			   links);
 }
 
 int memprobe__libc_path(int pid, char *buf, size_t n)
@@ -189,18 +198,7 @@ int memprobe__attach_libc(struct loader *l, int pid, const char *path,
 			  const struct memprobe_report *known, struct memprobe_report *rep,
 			  struct bpf_link **links)
 {
-	struct procmaps *m = NULL;
-
-	memset(rep, 0, sizeof(*rep));
-	rep->hit_cost_ns = -1;
-	if (!known) {
-		m = procmaps__load(pid);
-		if (!m)
-			return -errno;
-	}
-	probe_module(l, pid, pid, m, path, libc_fns, ARRAY_SIZE(libc_fns), rep, links, known);
-	procmaps__free(m);
-	return rep->attached;
+	return attach_file(l, pid, pid, path, libc_fns, ARRAY_SIZE(libc_fns), known, rep, links);
 }
 
 void memprobe__facts(const struct memprobe_report *rep, unsigned long long hits, double elapsed_s,
