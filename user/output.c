@@ -825,6 +825,25 @@ static void build_await_stacks(struct sink *snk, const struct profile *p, bool l
 	}
 }
 
+/* scalene_bpf.gpu_stacks: [frames, seconds] per entry, as memory_stacks has
+ * [frames, MB]: the device time of the work each stack launched. */
+static struct json_object *gpu_stacks_json(const struct stack_bound *b)
+{
+	struct json_object *a = json_object_new_array();
+	int i;
+
+	for (i = 0; a && i < b->n; i++) {
+		struct json_object *frames = json_object_new_array(), *entry;
+
+		entry_frames_json(&b->e[i], frames, NULL);
+		entry = json_object_new_array();
+		json_object_array_add(entry, frames);
+		json_object_array_add(entry, jdouble(b->e[i].gpu_ns / 1e9));
+		json_object_array_add(a, entry);
+	}
+	return a;
+}
+
 /* emitted[i]: the index in combined_stacks of profile stack i (whole or
  * merged), or -1. */
 static void build_stacks(struct sink *snk, const struct profile *p, double total, bool memory,
@@ -832,8 +851,8 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 {
 	struct json_object *facts = json_object_new_object();
 	const struct stack_stats **all;
-	struct stack_bound cpu = { 0 }, mem = { 0 };
-	int i, n = profile__nstacks(p), ncpu = 0, nmem = 0;
+	struct stack_bound cpu = { 0 }, mem = { 0 }, gpu = { 0 };
+	int i, n = profile__nstacks(p), ncpu = 0, nmem = 0, ngpu = 0;
 	bool ok;
 
 	all = malloc((n ? n : 1) * sizeof(*all));
@@ -841,12 +860,15 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		all[i] = profile__stack(p, i);
 		ncpu += all[i]->count > 0;
 		nmem += all[i]->malloc_bytes > 0;
+		ngpu += all[i]->gpu_ns > 0;
 	}
-	ok = all && !stack_bound__compute(all, n, false, &stack_limits, &cpu) &&
-	     (!memory || !stack_bound__compute(all, n, true, &stack_limits, &mem));
+	ok = all && !stack_bound__compute(all, n, STACK_BY_SAMPLES, &stack_limits, &cpu) &&
+	     (!memory || !stack_bound__compute(all, n, STACK_BY_BYTES, &stack_limits, &mem)) &&
+	     (!ngpu || !stack_bound__compute(all, n, STACK_BY_GPU, &stack_limits, &gpu));
 	if (!ok) {
 		stack_bound__free(&cpu);
 		stack_bound__free(&mem);
+		stack_bound__free(&gpu);
 	}
 	for (i = 0; emitted && i < n; i++)
 		emitted[i] = ok ? cpu.entry_of[i] : -1;
@@ -903,13 +925,18 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		json_object_object_add(facts, "cpu", bound_facts(&cpu, ncpu));
 		if (memory)
 			json_object_object_add(facts, "memory", bound_facts(&mem, nmem));
+		if (ngpu)
+			json_object_object_add(facts, "gpu", bound_facts(&gpu, ngpu));
 	}
+	if (extra && ok && ngpu)
+		json_object_object_add(extra, "gpu_stacks", gpu_stacks_json(&gpu));
 	if (extra)
 		json_object_object_add(extra, "stack_bounds", facts);
 	else
 		json_object_put(facts);
 	stack_bound__free(&cpu);
 	stack_bound__free(&mem);
+	stack_bound__free(&gpu);
 	free(all);
 }
 

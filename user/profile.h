@@ -258,6 +258,7 @@ struct stack_stats {
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
 	double malloc_bytes; /* net malloc samples on this stack */
+	double gpu_ns;	     /* device time of the work launched from it */
 };
 
 struct thread_stats {

@@ -34,8 +34,11 @@
  * waiting sample's window, for samples that stand for a long wait. */
 #define GPU_KEEP_NS 5000000000ULL
 
+/* Where calls were made: the line and function (NULL: outside the profiled
+ * files) and the whole stack (NULL: none kept), for the GPU flame graph. */
 struct gpu_site {
-	struct line_stats *st, *fst; /* NULL: launched outside the profiled files */
+	struct line_stats *st, *fst;
+	struct stack_stats *stk;
 };
 
 struct launch_key {
@@ -86,7 +89,7 @@ struct profile_gpu {
 	struct hmap *launches;	 /* struct launch_key -> site index + 1 */
 	struct launch_key *ring; /* launches in the order seen, for forgetting */
 	size_t ring_head, ring_len;
-	struct hmap *sites_by_line; /* struct line_stats * -> site index + 1 */
+	struct hmap *sites_by_key; /* the stack (or the line) -> site index + 1 */
 	struct gpu_site *sites;
 	int nsites;
 	struct profile_gpu_totals t;
@@ -124,16 +127,16 @@ static struct profile_gpu *gpu_get(struct profile *p)
 		return NULL;
 	g->procs = hmap__new(sizeof(int));
 	g->launches = hmap__new(sizeof(struct launch_key));
-	g->sites_by_line = hmap__new(sizeof(struct line_stats *));
+	g->sites_by_key = hmap__new(sizeof(void *));
 	g->names = hmap__new(sizeof(struct name_key));
 	g->ring = malloc(GPU_LAUNCHES_KEPT * sizeof(*g->ring));
 	/* Site 0: launched outside the profiled files. */
 	g->sites = calloc(1, sizeof(*g->sites));
-	if (!g->procs || !g->launches || !g->sites_by_line || !g->names || !g->ring || !g->sites) {
+	if (!g->procs || !g->launches || !g->sites_by_key || !g->names || !g->ring || !g->sites) {
 		hmap__free(g->procs);
 		hmap__free(g->names);
 		hmap__free(g->launches);
-		hmap__free(g->sites_by_line);
+		hmap__free(g->sites_by_key);
 		free(g->ring);
 		free(g->sites);
 		free(g);
@@ -182,22 +185,26 @@ static struct gpu_stats *gpu_stats_of(struct line_stats *st)
 	return st->gpu;
 }
 
-static int site_of(struct profile_gpu *g, struct line_stats *st, struct line_stats *fst)
+/* A site per stack (the line follows from it), or per line when no stack
+ * is kept; site 0 when neither is known. */
+static int site_of(struct profile_gpu *g, struct line_stats *st, struct line_stats *fst,
+		   struct stack_stats *stk)
 {
+	const void *key = stk ? (const void *)stk : (const void *)st;
 	intptr_t idx;
 	struct gpu_site *grown;
 
-	if (!st)
+	if (!key)
 		return 0;
-	idx = (intptr_t)hmap__get(g->sites_by_line, &st);
+	idx = (intptr_t)hmap__get(g->sites_by_key, &key);
 	if (idx)
 		return (int)idx - 1;
 	grown = profile_grow(g->sites, g->nsites, sizeof(*grown));
 	if (!grown)
 		return 0;
 	g->sites = grown;
-	g->sites[g->nsites] = (struct gpu_site){ st, fst };
-	if (hmap__put(g->sites_by_line, &st, (void *)(intptr_t)(g->nsites + 1)))
+	g->sites[g->nsites] = (struct gpu_site){ st, fst, stk };
+	if (hmap__put(g->sites_by_key, &key, (void *)(intptr_t)(g->nsites + 1)))
 		return 0;
 	return g->nsites++;
 }
@@ -224,10 +231,16 @@ int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int n)
 {
 	struct profile_gpu *g = gpu_get(p);
 	struct line_stats *st = NULL, *fst = NULL;
-	int at;
+	struct stack_stats *stk = NULL;
+	int at, index;
 
 	if (!g)
 		return 0;
+	if (n > 0) {
+		struct stack_key k = { frames, n, NULL, NULL, false };
+
+		stk = profile_stack_get(p, &k, &index);
+	}
 	at = n > 0 ? profile_attributed_frame(p, frames, n) : -1;
 	if (at >= 0) {
 		struct file_stats *f = profile_file_get(p, frames[at].filename);
@@ -239,7 +252,7 @@ int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int n)
 		fs = st ? profile_func_get(p, f, frames, n, at) : NULL;
 		fst = fs ? &fs->st : NULL;
 	}
-	return site_of(g, st, fst);
+	return site_of(g, st, fst, stk);
 }
 
 void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site)
@@ -433,6 +446,14 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 			if (s->fst && (gs = gpu_stats_of(s->fst)))
 				credit(gs, &r, name, w);
 		}
+		/* The GPU flame graph: the device time of kernels, copies and
+		 * memsets by the stack that launched them, wherever it was. */
+		if (idx && !(r.flags & GPU_REC_F_UNSAMPLED) && g->sites[idx - 1].stk &&
+		    (r.kind == GPU_REC_KERNEL || r.kind == GPU_REC_MEMCPY ||
+		     r.kind == GPU_REC_MEMSET) &&
+		    r.end_ns > r.start_ns)
+			g->sites[idx - 1].stk->gpu_ns +=
+				(gp ? gp->weight : 1) * (double)(r.end_ns - r.start_ns);
 		if (!gp)
 			continue;
 		if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns &&
@@ -668,7 +689,7 @@ void profile_gpu_free(struct profile *p)
 	}
 	hmap__free(g->procs);
 	hmap__free(g->launches);
-	hmap__free(g->sites_by_line);
+	hmap__free(g->sites_by_key);
 	hmap__free(g->names);
 	free(g->ring);
 	free(g->sites);

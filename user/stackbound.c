@@ -13,9 +13,18 @@ struct ranked {
 	int index;
 };
 
-static double weight(const struct stack_stats *st, bool memory)
+static double weight(const struct stack_stats *st, enum stack_weight by)
 {
-	return memory ? st->malloc_bytes : (double)st->count;
+	return by == STACK_BY_BYTES ? st->malloc_bytes
+	       : by == STACK_BY_GPU ? st->gpu_ns
+				    : (double)st->count;
+}
+
+static double entry_weight(const struct stack_entry *e, enum stack_weight by)
+{
+	return by == STACK_BY_BYTES ? e->malloc_bytes
+	       : by == STACK_BY_GPU ? e->gpu_ns
+				    : (double)e->count;
 }
 
 static int cmp_ranked(const void *a, const void *b)
@@ -29,15 +38,14 @@ static int cmp_ranked(const void *a, const void *b)
 
 struct sort_ctx {
 	const struct stack_entry *e;
-	bool memory;
+	enum stack_weight by;
 };
 
 static int cmp_perm(const void *a, const void *b, void *ctx)
 {
 	const struct sort_ctx *c = ctx;
 	int i = *(const int *)a, j = *(const int *)b;
-	double wx = c->memory ? c->e[i].malloc_bytes : (double)c->e[i].count;
-	double wy = c->memory ? c->e[j].malloc_bytes : (double)c->e[j].count;
+	double wx = entry_weight(&c->e[i], c->by), wy = entry_weight(&c->e[j], c->by);
 
 	if (wx != wy)
 		return wx < wy ? 1 : -1;
@@ -96,6 +104,7 @@ static void entry_add(struct stack_entry *e, const struct stack_stats *st)
 	e->native_ns += st->native_ns;
 	e->system_ns += st->system_ns;
 	e->malloc_bytes += st->malloc_bytes;
+	e->gpu_ns += st->gpu_ns;
 }
 
 /* Groups r[0 .. n) at depth d.  With out, fills out[] with the entries and
@@ -142,7 +151,7 @@ static int group(const struct ranked *r, int n, int d, int max, int max_frames, 
 	return ng;
 }
 
-int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory,
+int stack_bound__compute(const struct stack_stats *const *st, int n, enum stack_weight by,
 			 const struct stack_bound_limits *lim, struct stack_bound *out)
 {
 	struct ranked *r;
@@ -156,7 +165,7 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 	if (!r)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		double w = weight(st[i], memory);
+		double w = weight(st[i], by);
 
 		if (w <= 0)
 			continue;
@@ -225,7 +234,7 @@ int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory
 			hi = mid - 1;
 	}
 	if (lo >= 0) {
-		struct sort_ctx sc = { out->e + whole, memory };
+		struct sort_ctx sc = { out->e + whole, by };
 		int *member = malloc(((size_t)(k - whole) + 1) * sizeof(*member));
 		int *perm = malloc(((size_t)(k - whole) + 1) * sizeof(*perm));
 		int *pos = malloc(((size_t)(k - whole) + 1) * sizeof(*pos));

@@ -3,7 +3,8 @@
  * How many stacks a profile writes.  A program can leave tens of thousands of
  * distinct stacks, most of them seen once; written whole they are most of the
  * profile and no one reads them.  The rule, for the CPU stacks (weight: the
- * sample count) and the memory stacks (weight: net allocated bytes) apart:
+ * sample count), the memory stacks (weight: net allocated bytes) and the GPU
+ * stacks (weight: device time launched) apart:
  *
  *  1. the heaviest stacks are written whole, heaviest first, while there are
  *     at most lim->whole of them and their frames fit in half of lim->frames;
@@ -26,6 +27,13 @@
 
 struct stack_stats;
 
+/* What a stack weighs. */
+enum stack_weight {
+	STACK_BY_SAMPLES, /* count */
+	STACK_BY_BYTES,	  /* malloc_bytes */
+	STACK_BY_GPU,	  /* gpu_ns */
+};
+
 struct stack_bound_limits {
 	int whole;  /* stacks written whole, at most */
 	int merged; /* entries the other stacks are merged into, at most */
@@ -40,7 +48,7 @@ struct stack_entry {
 	bool all;	  /* the single entry of everything not written whole */
 	uint64_t members; /* stacks in it */
 	uint64_t count;
-	double python_ns, native_ns, system_ns, malloc_bytes;
+	double python_ns, native_ns, system_ns, malloc_bytes, gpu_ns;
 };
 
 struct stack_bound {
@@ -52,13 +60,13 @@ struct stack_bound {
 	int whole;		/* entries written whole */
 	int merge_depth;	/* D, or -1 when nothing was merged; 0 with all */
 	uint64_t merged_stacks; /* stacks in the merged entries */
-	double merged_weight;	/* their weight (samples, or bytes) */
+	double merged_weight;	/* their weight (samples, bytes or ns) */
 	double total_weight;	/* weight of all the stacks considered */
 };
 
-/* Bounds the stacks of weight > 0 (memory: malloc_bytes, else count);
- * 0 or -ENOMEM.  Free with stack_bound__free. */
-int stack_bound__compute(const struct stack_stats *const *st, int n, bool memory,
+/* Bounds the stacks of weight > 0; 0 or -ENOMEM.  Free with
+ * stack_bound__free. */
+int stack_bound__compute(const struct stack_stats *const *st, int n, enum stack_weight by,
 			 const struct stack_bound_limits *lim, struct stack_bound *out);
 void stack_bound__free(struct stack_bound *b);
 

@@ -655,7 +655,7 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 
 static void stacks_model(struct model *m, struct json_object *doc)
 {
-	struct json_object *cpu, *mem;
+	struct json_object *cpu, *mem, *gpu;
 	int *remap = NULL;
 	size_t n = 0;
 
@@ -674,6 +674,10 @@ static void stacks_model(struct model *m, struct json_object *doc)
 		add(m->root, "samples", integer(vj_num(cpu, "total")));
 	mem = stack_set(m, vj_array(doc, "memory_stacks"), 0, "memory_stacks", "MB", NULL);
 	add(m->root, "mem", mem);
+	gpu = stack_set(m, vj_array(vj_object(doc, "scalene_bpf"), "gpu_stacks"), 0,
+			"scalene_bpf.gpu_stacks", "s", NULL);
+	if (gpu)
+		add(m->root, "gpu_flame", gpu);
 	add(m->root, "timeline",
 	    timeline_model(m, vj_array(doc, "combined_stacks_timeline"), remap, n));
 	free(remap);

@@ -91,6 +91,17 @@ def test_gpu_work_per_line(tmp_path):
     for row in (sync, idle):
         assert abs(row["n_gpu_peak_memory_mb"] - truth["alloc_mb"]) < 0.01, row
         assert abs(row["n_gpu_avg_memory_mb"] - truth["alloc_mb"]) < 0.01, row
+    # The GPU flame graph's stacks: the device time of the kernels and
+    # copies by the stack that launched them, adding up to the lines'.
+    stacks = prof["scalene_bpf"]["gpu_stacks"]
+    device_s = sum(r["kernel_s"] + r.get("copy_s", 0) for r in gpu["lines"])
+    assert abs(sum(s for _, s in stacks) - device_s) < 1e-6, (stacks, ctx)
+    heaviest, seconds = stacks[0]
+    assert heaviest[-1]["filename_or_module"] == prog, heaviest
+    assert heaviest[-1]["line"] == at["launch"], heaviest
+    assert abs(seconds - truth["kernel_s"]) < 1e-6, stacks
+    assert prof["scalene_bpf"]["stack_bounds"]["gpu"]["distinct"] == len(stacks), prof[
+        "scalene_bpf"]["stack_bounds"]
 
 
 def test_no_gpu_option(tmp_path):

@@ -71,7 +71,7 @@ static void test_under_limits_all_whole(void)
 	struct stack_bound_limits lim = { 10, 10, 100 };
 	struct stack_bound r;
 
-	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, false, &lim, &r),
+	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, STACK_BY_SAMPLES, &lim, &r),
 		     0);
 	CHECK_EQ_INT(r.n, 2);
 	CHECK_EQ_INT(r.whole, 2);
@@ -106,7 +106,7 @@ static void test_tail_merged_by_prefix(void)
 		total += i + 1;
 	}
 	CHECK_EQ_INT(
-		stack_bound__compute((const struct stack_stats *const *)s, 40, false, &lim, &r), 0);
+		stack_bound__compute((const struct stack_stats *const *)s, 40, STACK_BY_SAMPLES, &lim, &r), 0);
 	CHECK_EQ_INT(r.whole, 2);
 	/* The two heaviest whole: counts 40 and 39. */
 	CHECK_EQ_INT(r.e[0].count, 40);
@@ -160,7 +160,7 @@ static void test_frame_budget(void)
 		s[i] = mk(ids, 6, 1, 0);
 	}
 	CHECK_EQ_INT(
-		stack_bound__compute((const struct stack_stats *const *)s, 40, false, &lim, &r), 0);
+		stack_bound__compute((const struct stack_stats *const *)s, 40, STACK_BY_SAMPLES, &lim, &r), 0);
 	CHECK_EQ_INT(r.whole, 0);
 	for (i = 0; i < r.n; i++)
 		frames += r.e[i].depth + r.e[i].cut;
@@ -183,7 +183,7 @@ static void test_all_merged(void)
 	struct stack_bound r;
 
 	s[2]->native_sym = "memcpy";
-	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 3, false, &lim, &r),
+	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 3, STACK_BY_SAMPLES, &lim, &r),
 		     0);
 	/* Depth 0: the empty stack stays itself, the other two are cut: 2 > 1. */
 	CHECK_EQ_INT(r.n, 1);
@@ -203,7 +203,7 @@ static void test_memory_weight(void)
 	struct stack_bound_limits lim = { 1, 5, 100 };
 	struct stack_bound r;
 
-	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 3, true, &lim, &r),
+	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 3, STACK_BY_BYTES, &lim, &r),
 		     0);
 	CHECK_EQ_INT(r.whole, 1);
 	CHECK(r.e[0].rep == s[2]);
@@ -228,7 +228,7 @@ static void test_native_leaf_kept_apart(void)
 
 	s[0]->native_sym = "sin";
 	s[1]->native_sym = "cos";
-	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, false, &lim, &r),
+	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, STACK_BY_SAMPLES, &lim, &r),
 		     0);
 	CHECK_EQ_INT(r.merge_depth, 2);
 	CHECK_EQ_INT(r.n, 2);
@@ -245,7 +245,7 @@ static void test_overflow_apart(void)
 	struct stack_bound r;
 
 	s[1]->overflow = true;
-	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, false, &lim, &r),
+	CHECK_EQ_INT(stack_bound__compute((const struct stack_stats *const *)s, 2, STACK_BY_SAMPLES, &lim, &r),
 		     0);
 	CHECK_EQ_INT(r.n, 2);
 	CHECK(r.e[0].rep == s[1] && r.e[0].count == 2);

@@ -269,6 +269,38 @@ static void test_gpu_lines(void)
 	json_object_put(doc);
 }
 
+/* scalene_bpf.gpu_stacks: the GPU flame graph's set, in seconds, apart from
+ * the page's `gpu` (the profile's GPU flag). */
+static void test_gpu_stacks(void)
+{
+	struct json_object *doc = json_tokener_parse(
+		"{\"elapsed_time_sec\": 1.0, \"gpu\": true, \"files\": {},"
+		" \"scalene_bpf\": {\"gpu_stacks\": ["
+		"[[{\"kind\": \"py\", \"display_name\": \"train\", \"filename_or_module\":"
+		" \"/t.py\", \"line\": 4}], 0.75],"
+		"[[{\"kind\": \"py\", \"display_name\": \"load\", \"filename_or_module\":"
+		" \"/t.py\", \"line\": 9}], 0.25]]}}");
+	struct json_object *m;
+
+	CHECK(doc != NULL);
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK(json_object_get_boolean(at(m, "gpu")));
+	CHECK(!strcmp(json_object_get_string(at(m, "gpu_flame.unit")), "s"));
+	CHECK(!strcmp(json_object_get_string(at(m, "gpu_flame.from")), "scalene_bpf.gpu_stacks"));
+	CHECK(json_object_get_double(at(m, "gpu_flame.total")) == 1.0);
+	CHECK(json_object_array_length(at(m, "gpu_flame.stacks")) == 2);
+	json_object_put(m);
+	json_object_put(doc);
+	/* None: no set (the page shows no GPU flame graph). */
+	doc = json_tokener_parse("{\"elapsed_time_sec\": 1.0, \"files\": {}}");
+	CHECK_EQ_INT(page(doc), 0);
+	m = model();
+	CHECK(at(m, "gpu_flame") == NULL);
+	json_object_put(m);
+	json_object_put(doc);
+}
+
 /* Scalene's older `stacks`, used when combined_stacks is empty. */
 static void test_legacy_stacks(void)
 {
@@ -319,6 +351,7 @@ int main(void)
 	RUN_TEST(test_legacy_stacks);
 	RUN_TEST(test_gil_wait);
 	RUN_TEST(test_gpu_lines);
+	RUN_TEST(test_gpu_stacks);
 	RUN_TEST(test_nonce_per_page);
 	free(out);
 	free(err);

@@ -179,9 +179,10 @@ function header() {
 	app.appendChild(facts);
 	var nav = el('nav');
 	[['files', 'Lines'], ['gpu-lines', 'GPU launches'], ['cpu-flame', 'CPU flame graph'],
-	 ['mem-flame', 'Memory flame graph'],
+	 ['mem-flame', 'Memory flame graph'], ['gpu-flame', 'GPU flame graph'],
 	 ['timeline', 'Timeline']].forEach(function (l) {
-		if ((l[0] === 'mem-flame' && !obj(D.mem)) || (l[0] === 'gpu-lines' && !arr(D.gpu_lines).length))
+		if ((l[0] === 'mem-flame' && !obj(D.mem)) || (l[0] === 'gpu-flame' && !obj(D.gpu_flame)) ||
+		    (l[0] === 'gpu-lines' && !arr(D.gpu_lines).length))
 			return;
 		var a = el('a', null, l[1]);
 		a.href = '#' + l[0];
@@ -501,6 +502,8 @@ function flameColor(n, palette) {
 	var h = hash(n.f.name + '\u0000' + n.f.file);
 	if (palette === 'mem')
 		return 'hsl(' + (95 + h % 50) + ',50%,' + (52 + (h >> 8) % 14) + '%)';
+	if (palette === 'gpu')
+		return 'hsl(' + (265 + h % 45) + ',55%,' + (62 + (h >> 8) % 14) + '%)';
 	if (n.f.kind === 'native')
 		return 'hsl(' + (190 + h % 35) + ',60%,' + (60 + (h >> 8) % 14) + '%)';
 	return 'hsl(' + (12 + h % 38) + ',85%,' + (58 + (h >> 8) % 14) + '%)';
@@ -515,7 +518,10 @@ function flameGraph(id, title, set, palette) {
 	}
 	var root = buildTree(set), unit = str(set.unit) || 'samples';
 	var all = num(set.total) || root.w || 1, focus = root;
-	function amount(w) { return (unit === 'MB' ? mb(w) : count(w) + ' ' + unit) + ' (' + pct(w / all * 100) + ')'; }
+	function amount(w) {
+		return (unit === 'MB' ? mb(w) : unit === 's' ? secs(w) : count(w) + ' ' + unit) +
+			' (' + pct(w / all * 100) + ')';
+	}
 	s.appendChild(el('p', 'note', 'From ' + (str(set.from) || 'the stacks') + ': ' + count(set.count) + ' stacks, ' +
 		amount(all).replace(/ \(.*\)$/, '') + '. Root at the top; a frame\u2019s width is its share. ' +
 		'Click a frame to zoom in, the top bar to zoom out.'));
@@ -795,6 +801,11 @@ if (D.kind === 'host') {
 	guarded('CPU flame graph', function () { flameGraph('cpu-flame', 'CPU flame graph', D.cpu, 'cpu'); });
 	if (obj(D.mem))
 		guarded('memory flame graph', function () { flameGraph('mem-flame', 'Memory flame graph', D.mem, 'mem'); });
+	if (obj(D.gpu_flame))
+		guarded('GPU flame graph', function () {
+			flameGraph('gpu-flame', 'GPU flame graph: device time by the stack that launched it', D.gpu_flame,
+				   'gpu');
+		});
 	guarded('timeline', timeline);
 	guarded('footer', footer);
 }
