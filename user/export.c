@@ -5,10 +5,11 @@
  * gzipped profile.proto for go tool pprof, Pyroscope and Parca.
  *
  * All three are written from one model read from the document: a table of
- * distinct frames and two lists of stacks, outermost frame first.  CPU stacks
- * come from combined_stacks (or `stacks` when that is empty) and carry their
- * sample count and, for our own profiles, their sampled time; memory stacks
- * come from memory_stacks and carry bytes.  The document is untrusted: a
+ * distinct frames and three lists of stacks, outermost frame first.  CPU
+ * stacks come from combined_stacks (or `stacks` when that is empty) and carry
+ * their sample count and, for our own profiles, their sampled time; memory
+ * stacks come from memory_stacks and carry bytes; GPU stacks come from
+ * scalene_bpf.gpu_stacks and carry the device time of the work they launched.  The document is untrusted: a
  * field of the wrong type reads as absent, and every string written is valid
  * UTF-8 without control characters.  Numbers come from the profile only: a
  * time is exported where the profile states it, never derived from a guessed
@@ -46,13 +47,20 @@ struct frame {
 	bool native;
 };
 
+/* What a stack's weight is: a pprof sample type, a speedscope profile. */
+enum weight {
+	W_SAMPLES, /* CPU: hits */
+	W_TIME,	   /* CPU: sampled time (ns), when model.have_time */
+	W_BYTES,   /* memory: sampled bytes allocated */
+	W_GPU,	   /* GPU: device time (ns) of the work launched */
+	W_KINDS,
+};
+
 struct stack {
 	int *frames; /* indices into model.frames, outermost first */
 	int n;
-	int src;	 /* index of the entry in the document */
-	int64_t samples; /* CPU: hits */
-	int64_t time_ns; /* CPU: sampled time, when model.have_time */
-	int64_t bytes;	 /* memory: sampled bytes allocated */
+	int src; /* index of the entry in the document */
+	int64_t w[W_KINDS];
 };
 
 struct stacks {
@@ -65,7 +73,7 @@ struct model {
 	struct hmap *frame_idx; /* struct frame -> index + 1 */
 	struct frame *frames;
 	int nframes, cap;
-	struct stacks cpu, mem;
+	struct stacks cpu, mem, gpu;
 	bool have_time;	   /* cpu stacks carry time_ns */
 	int64_t period_ns; /* the sampling period, 0 when not stated */
 	int64_t time_nanos, duration_nanos;
@@ -269,11 +277,11 @@ static int64_t weight_of(struct json_object *w, double scale)
 	return d > MAX_VALUE ? (int64_t)MAX_VALUE : llround(d);
 }
 
-/* [[frames...], weight] entries (combined_stacks, memory_stacks) or, for
- * `stacks`, [[frame strings...], {"count": N, ...}].  Entries of another
- * shape or with no weight are left out. */
-static int read_stacks(struct model *m, struct json_object *arr, struct stacks *out, bool memory,
-		       bool strings)
+/* [[frames...], weight] entries (combined_stacks, memory_stacks in MB,
+ * gpu_stacks in seconds) or, for `stacks`, [[frame strings...], {"count": N,
+ * ...}].  Entries of another shape or with no weight are left out. */
+static int read_stacks(struct model *m, struct json_object *arr, struct stacks *out,
+		       enum weight kind, bool strings)
 {
 	size_t i, n = arr ? json_object_array_length(arr) : 0;
 
@@ -294,17 +302,14 @@ static int read_stacks(struct model *m, struct json_object *arr, struct stacks *
 			    !json_object_object_get_ex(w, "count", &w))
 				continue;
 		}
-		v = weight_of(w, memory ? MB : 1);
+		v = weight_of(w, kind == W_BYTES ? MB : kind == W_GPU ? 1e9 : 1);
 		if (!v)
 			continue;
 		st = stack_new(out);
 		if (!st)
 			return -ENOMEM;
 		st->src = (int)i;
-		if (memory)
-			st->bytes = v;
-		else
-			st->samples = v;
+		st->w[kind] = v;
 		err = stack_frames(m, st, frames, strings);
 		if (err)
 			return err;
@@ -375,12 +380,12 @@ static void read_times(struct model *m, struct json_object *doc, struct json_obj
 		struct json_object *c = json_object_array_get_idx(combined, st->src);
 		double t;
 
-		if (!stacks_match(s, c, st->samples))
+		if (!stacks_match(s, c, st->w[W_SAMPLES]))
 			return;
 		t = vj_num(json_object_array_get_idx(s, 1), "cpu_samples") * total * 1e9;
 		if (t < 0 || t > MAX_VALUE)
 			return;
-		st->time_ns = llround(t);
+		st->w[W_TIME] = llround(t);
 	}
 	m->have_time = true;
 }
@@ -409,8 +414,11 @@ static void model_free(struct model *m)
 		free(m->cpu.v[i].frames);
 	for (i = 0; i < m->mem.n; i++)
 		free(m->mem.v[i].frames);
+	for (i = 0; i < m->gpu.n; i++)
+		free(m->gpu.v[i].frames);
 	free(m->cpu.v);
 	free(m->mem.v);
+	free(m->gpu.v);
 	free(m->frames);
 	hmap__free(m->frame_idx);
 	strtab__free(m->strs);
@@ -426,14 +434,17 @@ static int model_read(struct model *m, struct json_object *doc)
 	m->frame_idx = hmap__new(sizeof(struct frame));
 	if (!m->strs || !m->frame_idx)
 		return -ENOMEM;
-	err = read_stacks(m, combined, &m->cpu, false, false);
+	err = read_stacks(m, combined, &m->cpu, W_SAMPLES, false);
 	if (!err && m->cpu.n)
 		read_times(m, doc, combined);
 	/* Scalene's `stacks` (Python frames only) when there is no combined. */
 	if (!err && !m->cpu.n)
-		err = read_stacks(m, vj_array(doc, "stacks"), &m->cpu, false, true);
+		err = read_stacks(m, vj_array(doc, "stacks"), &m->cpu, W_SAMPLES, true);
 	if (!err)
-		err = read_stacks(m, vj_array(doc, "memory_stacks"), &m->mem, true, false);
+		err = read_stacks(m, vj_array(doc, "memory_stacks"), &m->mem, W_BYTES, false);
+	if (!err)
+		err = read_stacks(m, vj_array(vj_object(doc, "scalene_bpf"), "gpu_stacks"), &m->gpu,
+				  W_GPU, false);
 	read_facts(m, doc);
 	return err;
 }
@@ -497,7 +508,7 @@ static int write_folded(const struct model *m, FILE *f, FILE *err)
 		return -ENOMEM;
 	for (i = 0; i < m->cpu.n; i++) {
 		lines[i].text = folded_text(m, &m->cpu.v[i]);
-		lines[i].count = m->cpu.v[i].samples;
+		lines[i].count = m->cpu.v[i].w[W_SAMPLES];
 		if (!lines[i].text) {
 			ret = -ENOMEM;
 			goto cleanup;
@@ -511,9 +522,13 @@ static int write_folded(const struct model *m, FILE *f, FILE *err)
 			sum = add_sat(sum, lines[n].count);
 		fprintf(f, "%s %lld\n", lines[i].text, (long long)sum);
 	}
-	if (m->mem.n)
-		fprintf(err, "scalene-bpf: folded output has the CPU stacks only; the memory "
-			     "stacks are in the speedscope and pprof exports\n");
+	if (m->mem.n || m->gpu.n)
+		fprintf(err,
+			"scalene-bpf: folded output has the CPU stacks only; the %s stacks "
+			"are in the speedscope and pprof exports\n",
+			m->mem.n && m->gpu.n ? "memory and GPU"
+			: m->mem.n	     ? "memory"
+					     : "GPU");
 cleanup:
 	for (i = 0; i < m->cpu.n; i++)
 		free(lines[i].text);
@@ -548,7 +563,7 @@ static struct json_object *speedscope_frames(const struct model *m)
 }
 
 static struct json_object *speedscope_profile(const struct model *m, const struct stacks *l,
-					      const char *name, const char *unit, int which)
+					      const char *name, const char *unit, enum weight which)
 {
 	struct json_object *p = json_object_new_object();
 	struct json_object *samples = json_object_new_array_ext(l->n);
@@ -559,7 +574,7 @@ static struct json_object *speedscope_profile(const struct model *m, const struc
 	for (i = 0; i < l->n; i++) {
 		const struct stack *st = &l->v[i];
 		struct json_object *s = json_object_new_array_ext(st->n);
-		int64_t w = which == 0 ? st->samples : which == 1 ? st->time_ns : st->bytes;
+		int64_t w = st->w[which];
 
 		for (j = 0; j < st->n; j++)
 			json_object_array_add(s, json_object_new_int(st->frames[j]));
@@ -598,14 +613,17 @@ static int write_speedscope(const struct model *m, const char *name, FILE *f)
 	json_object_object_add(doc, "shared", shared);
 	shared = NULL;
 	if (m->cpu.n && m->have_time)
-		p = speedscope_profile(m, &m->cpu, "CPU and blocked time", "nanoseconds", 1);
+		p = speedscope_profile(m, &m->cpu, "CPU and blocked time", "nanoseconds", W_TIME);
 	else if (m->cpu.n)
-		p = speedscope_profile(m, &m->cpu, "CPU samples", "none", 0);
+		p = speedscope_profile(m, &m->cpu, "CPU samples", "none", W_SAMPLES);
 	if (p)
 		json_object_array_add(profiles, p);
 	if (m->mem.n)
-		json_object_array_add(
-			profiles, speedscope_profile(m, &m->mem, "Memory allocated", "bytes", 2));
+		json_object_array_add(profiles, speedscope_profile(m, &m->mem, "Memory allocated",
+								   "bytes", W_BYTES));
+	if (m->gpu.n)
+		json_object_array_add(profiles, speedscope_profile(m, &m->gpu, "GPU device time",
+								   "nanoseconds", W_GPU));
 	json_object_object_add(doc, "profiles", profiles);
 	profiles = NULL;
 	text = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
@@ -636,8 +654,9 @@ struct pprof {
 	struct hmap *fn_idx;  /* struct pprof_fn_key -> id */
 	const char **strs;
 	size_t nstrs, capstrs;
-	Perftools__Profiles__ValueType types[3], period_type;
-	Perftools__Profiles__ValueType *type_ptrs[3];
+	Perftools__Profiles__ValueType types[W_KINDS], period_type;
+	Perftools__Profiles__ValueType *type_ptrs[W_KINDS];
+	int slot[W_KINDS]; /* each weight's place in a sample's values; -1: none */
 	Perftools__Profiles__Function *fns;
 	Perftools__Profiles__Location *locs;
 	Perftools__Profiles__Line *lines;
@@ -748,25 +767,34 @@ static int pp_locations(struct pprof *pp, struct model *m, struct json_object *f
 	return 0;
 }
 
-/* Sample types: samples and time for CPU, alloc_space for memory; every
- * sample has a value for each (0 for the other kind). */
+/* Sample types: samples and time for CPU, alloc_space for memory, gpu_time
+ * for GPU; every sample has a value for each (0 for the other kinds). */
 static int pp_types(struct pprof *pp, struct model *m)
 {
-	static const char *const names[3][2] = {
-		{ "samples", "count" },
-		{ "time", "nanoseconds" },
-		{ "alloc_space", "bytes" },
+	static const char *const names[W_KINDS][2] = {
+		[W_SAMPLES] = { "samples", "count" },
+		[W_TIME] = { "time", "nanoseconds" },
+		[W_BYTES] = { "alloc_space", "bytes" },
+		[W_GPU] = { "gpu_time", "nanoseconds" },
+	};
+	bool present[W_KINDS] = {
+		[W_SAMPLES] = m->cpu.n > 0,
+		[W_TIME] = m->cpu.n > 0 && m->have_time,
+		[W_BYTES] = m->mem.n > 0,
+		[W_GPU] = m->gpu.n > 0,
 	};
 	int i;
 
-	for (i = 0; i < 3; i++) {
-		if ((i < 2 && !m->cpu.n) || (i == 1 && !m->have_time) || (i == 2 && !m->mem.n))
+	for (i = 0; i < W_KINDS; i++) {
+		pp->slot[i] = -1;
+		if (!present[i])
 			continue;
 		perftools__profiles__value_type__init(&pp->types[i]);
 		pp->types[i].type = pp_cstr(pp, m, names[i][0]);
 		pp->types[i].unit = pp_cstr(pp, m, names[i][1]);
 		if (pp->types[i].type < 0 || pp->types[i].unit < 0)
 			return -ENOMEM;
+		pp->slot[i] = (int)pp->p.n_sample_type;
 		pp->type_ptrs[pp->p.n_sample_type++] = &pp->types[i];
 	}
 	pp->p.sample_type = pp->type_ptrs;
@@ -786,40 +814,41 @@ static int pp_types(struct pprof *pp, struct model *m)
 
 static int pp_samples(struct pprof *pp, const struct model *m)
 {
-	size_t ns = m->cpu.n + m->mem.n, nloc = 0, k = 0, nv = pp->p.n_sample_type;
-	int i, j;
+	const struct stacks *lists[] = { &m->cpu, &m->mem, &m->gpu };
+	size_t ns = m->cpu.n + m->mem.n + m->gpu.n, nloc = 0, k = 0, nv = pp->p.n_sample_type, i;
+	int j, w;
 
-	for (i = 0; i < m->cpu.n; i++)
-		nloc += m->cpu.v[i].n;
-	for (i = 0; i < m->mem.n; i++)
-		nloc += m->mem.v[i].n;
-	pp->samples = calloc(ns, sizeof(*pp->samples));
-	pp->p.sample = calloc(ns, sizeof(void *));
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < lists[i]->n; j++)
+			nloc += lists[i]->v[j].n;
+	pp->samples = calloc(ns ? ns : 1, sizeof(*pp->samples));
+	pp->p.sample = calloc(ns ? ns : 1, sizeof(void *));
 	pp->loc_ids = calloc(nloc ? nloc : 1, sizeof(*pp->loc_ids));
-	pp->values = calloc(ns * nv, sizeof(*pp->values));
+	pp->values = calloc(ns * nv > 0 ? ns * nv : 1, sizeof(*pp->values));
 	if (!pp->samples || !pp->p.sample || !pp->loc_ids || !pp->values)
 		return -ENOMEM;
-	for (i = 0; i < (int)ns; i++) {
-		bool mem = i >= m->cpu.n;
-		const struct stack *st = mem ? &m->mem.v[i - m->cpu.n] : &m->cpu.v[i];
-		Perftools__Profiles__Sample *s = &pp->samples[i];
-		int64_t *val = pp->values + i * nv;
+	ns = 0;
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < lists[i]->n; j++, ns++) {
+			const struct stack *st = &lists[i]->v[j];
+			Perftools__Profiles__Sample *s = &pp->samples[ns];
+			int64_t *val = pp->values + ns * nv;
+			int f;
 
-		perftools__profiles__sample__init(s);
-		s->location_id = pp->loc_ids + k;
-		s->n_location_id = st->n;
-		/* pprof lists a stack leaf first. */
-		for (j = st->n - 1; j >= 0; j--)
-			pp->loc_ids[k++] = st->frames[j] + 1;
-		s->value = val;
-		s->n_value = nv;
-		if (mem)
-			val[nv - 1] = st->bytes;
-		else
-			val[0] = st->samples;
-		if (!mem && m->have_time)
-			val[1] = st->time_ns;
-		pp->p.sample[i] = s;
+			perftools__profiles__sample__init(s);
+			s->location_id = pp->loc_ids + k;
+			s->n_location_id = st->n;
+			/* pprof lists a stack leaf first. */
+			for (f = st->n - 1; f >= 0; f--)
+				pp->loc_ids[k++] = st->frames[f] + 1;
+			s->value = val;
+			s->n_value = nv;
+			for (w = 0; w < W_KINDS; w++) {
+				if (pp->slot[w] >= 0)
+					val[pp->slot[w]] = st->w[w];
+			}
+			pp->p.sample[ns] = s;
+		}
 	}
 	pp->p.n_sample = ns;
 	return 0;
@@ -953,15 +982,16 @@ int export_write(struct json_object *doc, enum export_format fmt, const char *na
 	ret = model_read(&m, doc);
 	if (ret)
 		goto cleanup;
-	if (!m.cpu.n && !m.mem.n) {
-		fprintf(err, "scalene-bpf: no stacks in this profile: combined_stacks, stacks "
-			     "and memory_stacks are empty or missing\n");
+	if (!m.cpu.n && !m.mem.n && !m.gpu.n) {
+		fprintf(err, "scalene-bpf: no stacks in this profile: combined_stacks, stacks, "
+			     "memory_stacks and scalene_bpf.gpu_stacks are empty or missing\n");
 		ret = -EINVAL;
 		goto cleanup;
 	}
 	if (fmt == EXPORT_FOLDED && !m.cpu.n) {
-		fprintf(err, "scalene-bpf: no CPU stacks in this profile, only memory stacks: "
-			     "use --format speedscope or pprof for those\n");
+		fprintf(err,
+			"scalene-bpf: no CPU stacks in this profile, only memory or GPU stacks: "
+			"use --format speedscope or pprof for those\n");
 		ret = -EINVAL;
 		goto cleanup;
 	}

@@ -188,6 +188,59 @@ static void test_pprof(void)
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* GPU stacks (scalene_bpf.gpu_stacks, seconds): a pprof sample type of
+ * their own and a speedscope profile; not in folded, which says so. */
+/* clang-format off */
+static const char *doc_gpu =
+	"{\"combined_stacks\":[[[" PY("main", "/a.py", 10) "],3]],"
+	"\"scalene_bpf\":{\"gpu_stacks\":["
+	"[[" PY("main", "/a.py", 10) "," PY("train", "/a.py", 4) "],0.75],"
+	"[[" PY("main", "/a.py", 11) "],0.25]]}}";
+/* clang-format on */
+
+static void test_gpu_stacks(void)
+{
+	Perftools__Profiles__Profile *p;
+	struct json_object *doc, *profiles, *g;
+
+	CHECK_EQ_INT(run(doc_gpu, EXPORT_PPROF), 0);
+	p = unpack();
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ_INT(p->n_sample_type, 2);
+	CHECK_EQ_STR(str(p, p->sample_type[1]->type), "gpu_time");
+	CHECK_EQ_STR(str(p, p->sample_type[1]->unit), "nanoseconds");
+	CHECK_EQ_INT(p->n_sample, 3);
+	if (p->n_sample == 3) {
+		CHECK_EQ_INT(p->sample[0]->value[0], 3);
+		CHECK_EQ_INT(p->sample[0]->value[1], 0);
+		CHECK_EQ_INT(p->sample[1]->value[0], 0);
+		CHECK_EQ_INT(p->sample[1]->value[1], 750000000);
+		CHECK_EQ_INT(p->sample[1]->n_location_id, 2);
+		CHECK_EQ_INT(p->sample[2]->value[1], 250000000);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+
+	CHECK_EQ_INT(run(doc_gpu, EXPORT_SPEEDSCOPE), 0);
+	doc = json_tokener_parse(out);
+	profiles = json_object_object_get(doc, "profiles");
+	CHECK(json_object_array_length(profiles) == 2);
+	g = json_object_array_get_idx(profiles, 1);
+	CHECK_EQ_STR(json_object_get_string(json_object_object_get(g, "name")), "GPU device time");
+	CHECK_EQ_STR(json_object_get_string(json_object_object_get(g, "unit")), "nanoseconds");
+	CHECK_EQ_INT(json_object_get_int64(json_object_object_get(g, "endValue")), 1000000000);
+	json_object_put(doc);
+
+	CHECK_EQ_INT(run(doc_gpu, EXPORT_FOLDED), 0);
+	CHECK_EQ_STR(out, "main (/a.py:10) 3\n");
+	CHECK(strstr(err, "the GPU stacks are in the speedscope and pprof exports") != NULL);
+	/* GPU stacks alone: pprof and speedscope, not folded. */
+	CHECK_EQ_INT(run("{\"scalene_bpf\":{\"gpu_stacks\":[[[],0.5]]}}", EXPORT_PPROF), 0);
+	CHECK(run("{\"scalene_bpf\":{\"gpu_stacks\":[[[],0.5]]}}", EXPORT_FOLDED) < 0);
+	CHECK(strstr(err, "only memory or GPU stacks") != NULL);
+}
+
 /* Ours: `stacks` beside combined_stacks states each stack's time. */
 /* clang-format off */
 static const char *doc_ours =
@@ -274,7 +327,7 @@ static void test_refused(void)
 		for (i = 0; i < sizeof(no_stacks) / sizeof(no_stacks[0]); i++)
 			check_refused(no_stacks[i], f, "no stacks in this profile");
 	}
-	check_refused("{\"memory_stacks\":[[[],1]]}", EXPORT_FOLDED, "only memory stacks");
+	check_refused("{\"memory_stacks\":[[[],1]]}", EXPORT_FOLDED, "only memory or GPU stacks");
 }
 
 /* Wrong types everywhere: what is usable is exported, bounded. */
@@ -321,6 +374,7 @@ int main(void)
 	RUN_TEST(test_speedscope);
 	RUN_TEST(test_pprof);
 	RUN_TEST(test_pprof_time);
+	RUN_TEST(test_gpu_stacks);
 	RUN_TEST(test_no_time_when_stacks_differ);
 	RUN_TEST(test_stacks_fallback);
 	RUN_TEST(test_refused);
