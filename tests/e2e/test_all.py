@@ -296,7 +296,11 @@ def test_fork_storm(any_python, tmp_path):
     # Any left out are printed as (fork number, pid).
     assert len(missing) <= 5 and len(children) >= 995, (missing[:10], index["not_profiled"])
     if missing:
-        print(f"fork storm: left out {missing}", file=sys.stderr)
+        # Listed all the same, but not as the parent's child (seen: ppid 0,
+        # no name: its fork record was not what introduced it).
+        elsewhere = {e["pid"]: (e["ppid"], e["comm"]) for e in index["processes"]
+                     if e["pid"] in dict(missing).values()}
+        print(f"fork storm: left out {missing}; listed as {elsewhere}", file=sys.stderr)
     for e in children:
         assert e["exited"] and e["exit_code"] == 0, e
         assert e["profile"] or e["not_profiled"].startswith("no samples"), e
@@ -305,7 +309,10 @@ def test_fork_storm(any_python, tmp_path):
         check_compat(out_dir / e["profile"])
     files = {p.name for p in out_dir.iterdir()}
     assert {e["profile"] for e in written} <= files
-    assert len(files) == len(written) + 1 + (1 if _entries(index, parent["pid"])[0]["profile"] else 0)
+    # Every file is a profile the index names: the children's, the
+    # parent's, and a straggler's (listed without its parent, below).
+    named = {e["profile"] for e in index["processes"] if e["profile"]} | {"index.json"}
+    assert files == named, sorted(files ^ named)[:10]
     # Children gone before they were looked at have no namespace PID: the
     # view still reads the index.
     assert str(parent["pid"]) in _view(out_dir)
