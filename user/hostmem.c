@@ -17,14 +17,22 @@
 #include "memprobe.h"
 #include "python.h"
 
-/* A distinct interpreter file: probed for every process running it, or
- * (per_process) where the first followed process found its sites. */
+/* A distinct file probed, by (device, inode) through /proc/PID/root: an
+ * interpreter (probed for every process running it, or per_process for
+ * each) or a libc (probed for each process).  rep: its sites as its first
+ * process's code had them, used as they are for the next process that maps
+ * it (a fork child's code holds its parent's breakpoints). */
 struct hm_file {
 	dev_t dev;
 	ino_t ino;
 	char path[PATH_MAX]; /* as the first process mapped it */
 	struct memprobe_report rep;
 	uint64_t procs; /* followed images that run it */
+};
+
+struct hm_files {
+	struct hm_file *v;
+	int n;
 };
 
 /* A followed Python image. */
@@ -40,22 +48,12 @@ struct hm_proc {
 	bool libc_refused; /* past HOSTMEM_MAX_LIBC */
 };
 
-/* A libc file: where its functions were found probe-able, for the next
- * process that maps it (its code may hold a parent's breakpoints). */
-struct hm_libc {
-	dev_t dev;
-	ino_t ino;
-	struct memprobe_report rep;
-};
-
 struct hostmem {
 	struct loader *l;
 	double hit_cost_ns;
-	bool per_process; /* Python's allocator probed per followed process */
-	struct hm_file *files;
-	int nfiles;
-	struct hm_libc *libcs;
-	int nlibcs;
+	bool per_process;      /* Python's allocator probed per followed process */
+	struct hm_files files; /* interpreters */
+	struct hm_files libcs;
 	struct hmap *procs; /* pid -> struct hm_proc */
 	int libc_live;	    /* processes whose libc is probed now */
 	uint64_t libc_probed, libc_refused, libc_failed;
@@ -90,109 +88,123 @@ void hostmem__free(struct hostmem *hm)
 	while (hmap__next(hm->procs, &it, NULL, &v))
 		free(v);
 	hmap__free(hm->procs);
-	free(hm->files);
-	free(hm->libcs);
+	free(hm->files.v);
+	free(hm->libcs.v);
 	free(hm);
 }
 
-/* The interpreter file of pid, by (device, inode): probed once for every
- * process running it or, per_process, for pid alone (with the sites the
- * file's first process gave: a fork child's code holds its parent's
- * breakpoints). */
-static int python_file(struct hostmem *hm, int pid, const char *path, struct hm_proc *p)
+/* The identity of path as pid maps it: through the process's root, so that
+ * a container's files are its own.  0 or -errno. */
+static int file_stat(int pid, const char *path, struct stat *st)
 {
 	char file[PATH_MAX + 32];
-	struct hm_file *f;
-	struct stat st;
-	int i, err;
 
-	/* Through the process's root: a container's files are its own. */
 	snprintf(file, sizeof(file), "/proc/%d/root%s", pid, path);
-	if (stat(file, &st)) {
-		snprintf(p->file_why, sizeof(p->file_why), "cannot look at %s: %s", path,
-			 strerror(errno));
+	return stat(file, st) ? -errno : 0;
+}
+
+/* The entry of the file st names, or -1. */
+static int files_find(const struct hm_files *t, const struct stat *st)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++) {
+		if (t->v[i].dev == st->st_dev && t->v[i].ino == st->st_ino)
+			return i;
+	}
+	return -1;
+}
+
+/* A new entry for the file st names, with its first process's sites; -1
+ * when out of memory. */
+static int files_add(struct hm_files *t, const struct stat *st, const char *path,
+		     const struct memprobe_report *rep)
+{
+	struct hm_file *v = realloc(t->v, (t->n + 1) * sizeof(*v));
+
+	if (!v)
+		return -1;
+	t->v = v;
+	memset(&v[t->n], 0, sizeof(v[t->n]));
+	v[t->n].dev = st->st_dev;
+	v[t->n].ino = st->st_ino;
+	snprintf(v[t->n].path, sizeof(v[t->n].path), "%s", path);
+	v[t->n].rep = *rep;
+	return t->n++;
+}
+
+/* The interpreter file of pid: probed once for every process running it
+ * or, per_process, for pid alone. */
+static int python_file(struct hostmem *hm, int pid, const char *path, struct hm_proc *p)
+{
+	struct stat st;
+	int i, k, err;
+
+	err = file_stat(pid, path, &st);
+	if (err) {
+		snprintf(p->file_why, sizeof(p->file_why), "cannot look at %.96s: %s", path,
+			 strerror(-err));
 		return -1;
 	}
-	for (i = 0; i < hm->nfiles; i++) {
-		if (hm->files[i].dev != st.st_dev || hm->files[i].ino != st.st_ino)
-			continue;
-		if (!hm->per_process)
-			return i;
-		err = memprobe__attach_python(hm->l, pid, pid, path, &hm->files[i].rep, &p->py,
+	i = files_find(&hm->files, &st);
+	if (i >= 0 && !hm->per_process)
+		return i;
+	if (i >= 0) {
+		err = memprobe__attach_python(hm->l, pid, pid, path, &hm->files.v[i].rep, &p->py,
 					      p->py_links);
 		if (err <= 0) {
-			snprintf(p->file_why, sizeof(p->file_why), "cannot probe %s: %s", path,
+			snprintf(p->file_why, sizeof(p->file_why), "cannot probe %.96s: %s", path,
 				 err ? strerror(-err) : "no function could be");
 			return -1;
 		}
 		return i;
 	}
-	f = realloc(hm->files, (hm->nfiles + 1) * sizeof(*f));
-	if (!f) {
+	/* Its place first: probes attached for every process are not let go
+	 * until the end, and must not be attached twice. */
+	i = files_add(&hm->files, &st, path, &p->py);
+	if (i < 0) {
 		snprintf(p->file_why, sizeof(p->file_why), "out of memory");
 		return -1;
 	}
-	hm->files = f;
-	f = &hm->files[hm->nfiles];
-	memset(f, 0, sizeof(*f));
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	snprintf(f->path, sizeof(f->path), "%s", path);
-	err = memprobe__attach_python(hm->l, pid, hm->per_process ? pid : -1, path, NULL, &f->rep,
+	err = memprobe__attach_python(hm->l, pid, hm->per_process ? pid : -1, path, NULL, &p->py,
 				      hm->per_process ? p->py_links : NULL);
 	if (err < 0) {
 		/* Not kept: the next process of this build tries again. */
-		snprintf(p->file_why, sizeof(p->file_why), "cannot probe %s: %s", path,
+		hm->files.n--;
+		snprintf(p->file_why, sizeof(p->file_why), "cannot probe %.96s: %s", path,
 			 strerror(-err));
 		return -1;
 	}
-	p->py = f->rep;
-	for (i = 0; i < f->rep.nsites; i++) {
-		const struct memprobe_site *s = &f->rep.sites[i];
+	hm->files.v[i].rep = p->py;
+	for (k = 0; k < p->py.nsites; k++) {
+		const struct memprobe_site *s = &p->py.sites[k];
 
 		if (s->offset < 0)
 			pr_warn("memory: %s in %s not probed: %s\n", s->func, path, s->why);
 	}
-	if (hm->per_process)
-		pr_info("memory: Python's allocator in %s probed (%d functions), for each "
-			"followed process running it\n",
-			path, f->rep.attached);
-	else
-		pr_info("memory: Python's allocator in %s probed (%d functions), for every "
-			"process running it\n",
-			path, f->rep.attached);
-	return hm->nfiles++;
+	pr_info("memory: Python's allocator in %s probed (%d functions), for %s running it\n", path,
+		p->py.attached, hm->per_process ? "each followed process" : "every process");
+	return i;
 }
 
 /* Probes pid's libc, with the sites found before in the same file. */
 static int probe_libc(struct hostmem *hm, int pid, struct hm_proc *p)
 {
-	char path[PATH_MAX], file[PATH_MAX + 32];
-	struct hm_libc *c = NULL, *grown;
+	char path[PATH_MAX];
 	struct stat st;
 	int i, n, err;
 
 	err = memprobe__libc_path(pid, path, sizeof(path));
+	if (!err)
+		err = file_stat(pid, path, &st);
 	if (err)
 		return err;
-	snprintf(file, sizeof(file), "/proc/%d/root%s", pid, path);
-	if (stat(file, &st))
-		return -errno;
-	for (i = 0; i < hm->nlibcs && !c; i++) {
-		if (hm->libcs[i].dev == st.st_dev && hm->libcs[i].ino == st.st_ino)
-			c = &hm->libcs[i];
-	}
-	n = memprobe__attach_libc(hm->l, pid, path, c ? &c->rep : NULL, &p->libc, p->links);
-	if (c || n <= 0)
-		return n;
+	i = files_find(&hm->libcs, &st);
+	n = memprobe__attach_libc(hm->l, pid, path, i >= 0 ? &hm->libcs.v[i].rep : NULL, &p->libc,
+				  p->links);
 	/* The first process of this libc: its code is as the file has it. */
-	grown = realloc(hm->libcs, (hm->nlibcs + 1) * sizeof(*grown));
-	if (grown) {
-		hm->libcs = grown;
-		grown[hm->nlibcs].dev = st.st_dev;
-		grown[hm->nlibcs].ino = st.st_ino;
-		grown[hm->nlibcs++].rep = p->libc;
-	}
+	if (i < 0 && n > 0)
+		files_add(&hm->libcs, &st, path, &p->libc);
 	return n;
 }
 
@@ -235,7 +247,7 @@ void hostmem__python(struct hostmem *hm, int pid, const struct py_proc *pp)
 python:
 	p->file = python_file(hm, pid, pp->path, p);
 	if (p->file >= 0)
-		hm->files[p->file].procs++;
+		hm->files.v[p->file].procs++;
 }
 
 void hostmem__ended(struct hostmem *hm, int pid)
@@ -299,7 +311,7 @@ void hostmem__facts(const struct hostmem *hm, int pid, struct facts_uprobes *out
 	}
 	if (p->file >= 0) {
 		const struct memprobe_report *py =
-			hm->per_process ? &p->py : &hm->files[p->file].rep;
+			hm->per_process ? &p->py : &hm->files.v[p->file].rep;
 
 		for (i = 0; i < py->nsites; i++)
 			add_site(out, &py->sites[i]);
@@ -364,8 +376,8 @@ struct json_object *hostmem__json(struct hostmem *hm, uint64_t hits, double elap
 			    json_object_new_double(100.0 * hits * hm->hit_cost_ns / 1e9 /
 						   elapsed_s));
 	}
-	for (i = 0; i < hm->nfiles; i++) {
-		const struct hm_file *f = &hm->files[i];
+	for (i = 0; i < hm->files.n; i++) {
+		const struct hm_file *f = &hm->files.v[i];
 		struct json_object *fo = json_object_new_object();
 
 		add(fo, "path", json_object_new_string(f->path));
