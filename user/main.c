@@ -893,19 +893,17 @@ static int all_memory(struct run_state *rs)
 	if (!rs->hm)
 		return -ENOMEM;
 	host__set_memory(rs->host, rs->hm);
-	if (cost >= 0 && filtered)
+	if (cost >= 0)
 		pr_warn("memory: every allocation of the followed Python processes now traps to "
-			"the kernel, about %.2f us each on this machine (probed per process, for "
-			"up to %d at once: processes the filters leave out do not trap); frees "
-			"are not followed: no footprint, peak or leaks\n",
-			cost / 1e3, HOSTMEM_MAX_LIBC);
-	else if (cost >= 0)
-		pr_warn("memory: every allocation of the followed Python processes now traps to "
-			"the kernel, about %.2f us each on this machine (Python's allocator is "
-			"probed per interpreter file, for every Python process; libc per process, "
-			"for up to %d at once); frees are not followed: no footprint, peak or "
-			"leaks\n",
-			cost / 1e3, HOSTMEM_MAX_LIBC);
+			"the kernel, about %.2f us each on this machine (%s, for up to %d at "
+			"once%s); "
+			"frees are not followed: no footprint, peak or leaks\n",
+			cost / 1e3,
+			filtered ? "probed per process"
+				 : "Python's allocator is probed per interpreter file, for every "
+				   "Python process; libc per process",
+			HOSTMEM_MAX_LIBC,
+			filtered ? ": processes the filters leave out do not trap" : "");
 	else
 		pr_warn("memory: the cost of a probe hit could not be measured here: %s\n",
 			strerror((int)-cost));
