@@ -825,22 +825,26 @@ static void build_await_stacks(struct sink *snk, const struct profile *p, bool l
 	}
 }
 
-/* scalene_bpf.gpu_stacks: [frames, seconds] per entry, as memory_stacks has
- * [frames, MB]: the device time of the work each stack launched. */
+/* A weighed stack entry: [frames, weight], as memory_stacks (MB) and
+ * scalene_bpf.gpu_stacks (seconds) have them. */
+static struct json_object *weighed_entry(const struct stack_entry *e, double weight)
+{
+	struct json_object *frames = json_object_new_array(), *entry = json_object_new_array();
+
+	entry_frames_json(e, frames, NULL);
+	json_object_array_add(entry, frames);
+	json_object_array_add(entry, jdouble(weight));
+	return entry;
+}
+
+/* scalene_bpf.gpu_stacks: the device time of the work each stack launched. */
 static struct json_object *gpu_stacks_json(const struct stack_bound *b)
 {
 	struct json_object *a = json_object_new_array();
 	int i;
 
-	for (i = 0; a && i < b->n; i++) {
-		struct json_object *frames = json_object_new_array(), *entry;
-
-		entry_frames_json(&b->e[i], frames, NULL);
-		entry = json_object_new_array();
-		json_object_array_add(entry, frames);
-		json_object_array_add(entry, jdouble(b->e[i].gpu_ns / 1e9));
-		json_object_array_add(a, entry);
-	}
+	for (i = 0; a && i < b->n; i++)
+		json_object_array_add(a, weighed_entry(&b->e[i], b->e[i].gpu_ns / 1e9));
 	return a;
 }
 
@@ -911,15 +915,8 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 	build_await_stacks(snk, p, false);
 	sink_close(snk);
 	sink_open(snk, "memory_stacks", true);
-	for (i = 0; i < mem.n; i++) {
-		struct json_object *mframes = json_object_new_array(), *entry;
-
-		entry_frames_json(&mem.e[i], mframes, NULL);
-		entry = json_object_new_array();
-		json_object_array_add(entry, mframes);
-		json_object_array_add(entry, jdouble(mem.e[i].malloc_bytes / MB));
-		sink_add(snk, NULL, entry);
-	}
+	for (i = 0; i < mem.n; i++)
+		sink_add(snk, NULL, weighed_entry(&mem.e[i], mem.e[i].malloc_bytes / MB));
 	sink_close(snk);
 	if (ok) {
 		json_object_object_add(facts, "cpu", bound_facts(&cpu, ncpu));
