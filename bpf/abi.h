@@ -23,6 +23,16 @@
  * into it. */
 #define FRAME_BUF 128
 
+/* The thread state's fields a walk needs (thread id, where the frames start,
+ * the data stack's bounds) are read in one go: they lie within this many
+ * bytes in every version (py_walk_cfg.ts_lo, ts_len). */
+#define TS_BUF 256
+
+/* 3.11+ pushes a thread's frames one after the other on its data stack: the
+ * walker reads up to this many bytes of it at once and takes the frames in
+ * there from that copy, instead of one read per frame.  A power of two. */
+#define WIN_BUF 4096
+
 /* glibc keeps the values of pthread keys below this in the thread's own
  * specific_1stblock; keys above it live in blocks reached through one more
  * pointer, which the walker does not follow (the loader refuses such a
@@ -76,6 +86,7 @@ enum walk_status {
 	WALK_READ_FAILED = 4,  /* a user-memory read failed mid-walk (stack kept so far) */
 	WALK_TRUNCATED = 5,    /* more than WALK_DEPTH_MAX frames: the outermost not seen */
 	WALK_TID_MISMATCH = 6, /* TSD slot held another thread's state */
+	WALK_BUSY = 7,	       /* not walked: the CPU's walk scratch was in use */
 };
 
 /* Counters kept per CPU in the `stats` map; the profile reports them. */
@@ -104,6 +115,9 @@ enum stat_id {
 	STAT_AGG_STACKS,	/* stacks sent to the loader for the count tables */
 	STAT_GPU_API,		/* GPU library launch probes of tracked processes */
 	STAT_GPU_LOST,		/* GPU launch, record or state records lost: ring buffer full */
+	STAT_WALK_BUSY,		/* walks not made: the CPU's walk scratch was in use */
+	STAT_WALKS,		/* stack walks made */
+	STAT_WALK_READS,	/* user-memory reads they took */
 	STAT_MAX,
 };
 
@@ -127,8 +141,17 @@ struct py_walk_cfg {
 	__u16 co_firstlineno;
 	__u16 co_filename; /* with co_name: the code object's identity */
 	__u16 co_name;
-	__u16 co_code;		       /* co_code (<=3.10), else 0xffff */
-	__u16 bytes_sval;	       /* PyBytesObject.ob_sval (<=3.10) */
+	__u16 co_code;	  /* co_code (<=3.10), else 0xffff */
+	__u16 bytes_sval; /* PyBytesObject.ob_sval (<=3.10) */
+	/* The part of the thread state read per walk, [ts_lo, ts_lo + ts_len),
+	 * ts_len <= TS_BUF: it holds ts_thread_id, ts_frame and, 3.11+, the
+	 * data stack's fields. */
+	__u16 ts_lo;
+	__u16 ts_len;
+	__u16 ts_stack_chunk; /* datastack_chunk (3.11+), else 0xffff */
+	__u16 ts_stack_top;   /* datastack_top (3.11+) */
+	__u16 chunk_data;     /* _PyStackChunk.data (3.11+) */
+	__u16 pad_cfg[3];
 	__u32 ntext;		       /* ranges used in text[] */
 	__u64 call_ops[4];	       /* CALL-family opcodes: bit n of word n / 64 (pyoffsets) */
 	__u64 text[PY_TEXT_RANGES][2]; /* the interpreter's code: [start, end) */

@@ -189,21 +189,50 @@ static __always_inline struct proc_info *tracked_proc(struct task_struct *task, 
 	return p;
 }
 
+/* Where the walker keeps what it read (8 KB: off the BPF stack), one slot
+ * per kind of program that may interrupt another on a CPU: the perf_event
+ * program, the tracepoints, the probes (see fill_stack()).  `busy` catches
+ * what the slots cannot rule out (two probe programs on one CPU under a
+ * preemptible kernel): that walk is not made, and is counted. */
+struct walk_slot {
+	struct pywalk_scratch s;
+	__u64 busy;
+};
+
+enum {
+	WALK_SLOT_SAMPLE,
+	WALK_SLOT_TRACEPOINT,
+	WALK_SLOT_PROBE,
+	WALK_SLOTS
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WALK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct walk_slot);
+} walk_scratch SEC(".maps");
+
 /* Fills the record's stack. */
 static __always_inline void fill_stack(struct sample_event *ev, struct proc_info *p,
-				       struct task_struct *task, struct tracked_thread *ts)
+				       struct task_struct *task, struct tracked_thread *ts,
+				       __u32 slot)
 {
 	struct pywalk_cache none = {};
-	struct pywalk_scratch walk;
+	struct walk_slot *w = bpf_map_lookup_elem(&walk_scratch, &slot);
 	__u32 n = 0, elided = 0;
 	int status;
 
 	if (!p->has_cfg) {
 		status = WALK_NO_CONFIG;
 		stat_inc(STAT_NO_CONFIG);
+	} else if (!w || w->busy) {
+		status = WALK_BUSY;
+		stat_inc(STAT_WALK_BUSY);
 	} else {
+		w->busy = 1;
 		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none,
-				       ev->frames, &n, &elided, &walk);
+				       ev->frames, &n, &elided, &w->s);
 		if (status == WALK_READ_FAILED)
 			stat_inc(STAT_WALK_READ_FAILED);
 		else if (status == WALK_TRUNCATED)
@@ -213,13 +242,16 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		/* In the interpreter's code under a call: the called C
 		 * function's time (native), not the eval loop's. */
 		if (n && ev->mode == MODE_USER && pywalk_in_interpreter(&p->cfg, ev->user_ip)) {
-			int call = pywalk_at_call(&p->cfg, &walk);
+			int call = pywalk_at_call(&p->cfg, &w->s);
 
 			if (call < 0)
 				stat_inc(STAT_OP_READ_FAILED);
 			else if (call)
 				ev->flags |= SAMPLE_F_CALL;
 		}
+		w->busy = 0;
+		stat_inc(STAT_WALKS);
+		stat_add(STAT_WALK_READS, w->s.reads);
 	}
 	ev->status = status;
 	ev->nframes = n;
@@ -589,7 +621,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		ev->offcpu_ns = 0;
 		ev->gil_ns = 0;
 	}
-	fill_stack(ev, p, task, ts);
+	fill_stack(ev, p, task, ts, WALK_SLOT_SAMPLE);
 	finish_record(ev, p, 0);
 	/* The cost per sample, measured where it is spent. */
 	stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
@@ -662,7 +694,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
 	ev->syscall_nr = (__s32)BPF_CORE_READ(regs, orig_ax);
 	ev->user_ip = BPF_CORE_READ(regs, ip);
-	fill_stack(ev, p, task, ts);
+	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
 	finish_record(ev, p, 1);
 	return 0;
 }
@@ -801,7 +833,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 		if (!ts)
 			stat_inc(STAT_TASK_STORAGE_FAIL);
 	}
-	fill_stack(ev, p, task, ts);
+	fill_stack(ev, p, task, ts, WALK_SLOT_PROBE);
 	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	stat_add(STAT_MEM_NS, bpf_ktime_get_ns() - t0);
 	return 0;
@@ -946,7 +978,7 @@ int BPF_USDT(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 c
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
-	fill_stack(&sc->ev, p, task, ts);
+	fill_stack(&sc->ev, p, task, ts, WALK_SLOT_PROBE);
 	sc->call.status = sc->ev.status;
 	return send_call(sc);
 }

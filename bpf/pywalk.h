@@ -65,15 +65,39 @@ static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
  * down to 8) to the end of co_name. */
 #define CODE_BUF 128
 
+/* Code objects remembered during one walk: a power of two. */
+#define WALK_MEMO 8
+
 struct pywalk_scratch {
-	__u8 buf[FRAME_BUF] __attribute__((aligned(8))); /* read as __u64 */
+	/* Frames as read: [0, WIN_BUF) a window of the data stack holding
+	 * [win_lo, win_hi), [WIN_BUF, WIN_BUF + FRAME_BUF) one frame read on
+	 * its own.  Sized so that any index masked with MEM_MASK can be read
+	 * as a __u64. */
+	__u8 mem[2 * WIN_BUF + 8] __attribute__((aligned(8)));
 	__u8 code[CODE_BUF] __attribute__((aligned(8)));
+	__u8 ts[TS_BUF] __attribute__((aligned(8))); /* the thread state's span */
+	__u64 win_lo, win_hi;
+	/* The data stack's used part in its current chunk, [stack_lo,
+	 * stack_hi): frames in there are read with the window.  Empty when
+	 * not known (<= 3.10, a read that failed). */
+	__u64 stack_lo, stack_hi;
+	/* Code objects this walk has read, by address (emptied per walk). */
+	struct pywalk_memo {
+		__u64 code;
+		__u32 tag, ident;
+	} memo[WALK_MEMO];
 	/* Out: the address of the innermost frame's current instruction (its
 	 * code unit), 0 when there is none (no frame, a shim, a frame that has
 	 * not started).  See pywalk_at_call(). */
 	__u64 instr;
-	__u64 prev; /* out of pywalk_one(): the caller frame's address */
+	__u64 prev;  /* out of pywalk_one(): the caller frame's address */
+	__u64 reads; /* out: user-memory reads of the walk (its cost) */
 };
+
+/* Every read of the walk goes through here, to be counted. */
+#define PYWALK_READ_S(s, dst, size, addr) ((s)->reads++, PYWALK_READ((dst), (size), (addr)))
+
+#define MEM_MASK (2 * WIN_BUF - 1)
 
 static __always_inline int pywalk_user_ptr(__u64 p)
 {
@@ -86,48 +110,109 @@ static __always_inline int pywalk_user_ptr(__u64 p)
  * self->specific_1stblock[key].data with self == fsbase.
  */
 static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsbase, __u64 *tstate,
-					 __u64 *slot)
+					 __u64 *slot, struct pywalk_scratch *s)
 {
 	__u32 key = 0;
-	__u64 ts = 0, tid = 0, at;
+	__u64 ts = 0, at;
 
-	if (!c->tss_key_addr || PYWALK_READ(&key, sizeof(key), c->tss_key_addr))
+	if (!c->tss_key_addr || PYWALK_READ_S(s, &key, sizeof(key), c->tss_key_addr))
 		return WALK_BAD_KEY;
 	if (key >= TSD_DIRECT_KEYS)
 		return WALK_BAD_KEY;
 	at = fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data;
-	if (PYWALK_READ(&ts, sizeof(ts), at))
+	if (PYWALK_READ_S(s, &ts, sizeof(ts), at))
 		return WALK_NO_TSTATE;
 	if (!pywalk_user_ptr(ts))
 		return WALK_NO_TSTATE;
-	/* thread_id is pthread_self(), i.e. the TCB address: a slot holding a
-	 * stale or foreign pointer shows up here. */
-	if (PYWALK_READ(&tid, sizeof(tid), ts + c->ts_thread_id))
-		return WALK_NO_TSTATE;
-	if (tid != fsbase)
-		return WALK_TID_MISMATCH;
 	*tstate = ts;
 	*slot = at;
 	return WALK_OK;
 }
 
-/* The innermost frame: tstate->frame (<=3.10), tstate->cframe->current_frame
- * (3.11, 3.12), tstate->current_frame (3.13+). */
-static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64 tstate,
-					      __u64 *frame)
+/* Whether the 8 bytes at thread-state offset `off` lie in the span read. */
+static __always_inline int pywalk_in_span(const struct py_walk_cfg *c, __u32 off)
 {
-	__u64 f = 0;
+	return off >= c->ts_lo && off + 8 <= (__u32)c->ts_lo + c->ts_len;
+}
 
-	if (PYWALK_READ(&f, sizeof(f), tstate + c->ts_frame))
-		return WALK_READ_FAILED;
+static __always_inline __u64 pywalk_ts_u64(const struct py_walk_cfg *c,
+					   const struct pywalk_scratch *s, __u32 off)
+{
+	return *(__u64 *)&s->ts[pywalk_masked(off - c->ts_lo, TS_BUF - 8)];
+}
+
+/*
+ * Reads the thread state's span and finds the innermost frame in it:
+ * tstate->frame (<=3.10), tstate->cframe->current_frame (3.11, 3.12),
+ * tstate->current_frame (3.13+).  Also notes the data stack's used part
+ * (3.11+) for the window.  thread_id is pthread_self(), i.e. the TCB
+ * address: a slot holding a stale or foreign pointer shows up here.
+ */
+static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64 fsbase,
+					      __u64 tstate, __u64 *frame, struct pywalk_scratch *s)
+{
+	__u64 f = 0, chunk, top;
+
+	s->win_lo = s->win_hi = 0;
+	s->stack_lo = s->stack_hi = 0;
+	if (c->ts_len < 8 || c->ts_len > TS_BUF || !pywalk_in_span(c, c->ts_thread_id) ||
+	    !pywalk_in_span(c, c->ts_frame))
+		return WALK_NO_CONFIG;
+	if (PYWALK_READ_S(s, s->ts, pywalk_masked(c->ts_len - 1, TS_BUF - 1) + 1,
+			  tstate + c->ts_lo))
+		return WALK_NO_TSTATE;
+	if (pywalk_ts_u64(c, s, c->ts_thread_id) != fsbase)
+		return WALK_TID_MISMATCH;
+	f = pywalk_ts_u64(c, s, c->ts_frame);
 	if (c->cframe_current != PYOFF_UNSET) {
 		if (!pywalk_user_ptr(f))
 			return WALK_NO_TSTATE;
-		if (PYWALK_READ(&f, sizeof(f), f + c->cframe_current))
+		if (PYWALK_READ_S(s, &f, sizeof(f), f + c->cframe_current))
 			return WALK_READ_FAILED;
+	}
+	if (c->ts_stack_chunk != PYOFF_UNSET && pywalk_in_span(c, c->ts_stack_chunk) &&
+	    pywalk_in_span(c, c->ts_stack_top)) {
+		chunk = pywalk_ts_u64(c, s, c->ts_stack_chunk);
+		top = pywalk_ts_u64(c, s, c->ts_stack_top);
+		if (pywalk_user_ptr(chunk) && pywalk_user_ptr(top) && top > chunk + c->chunk_data) {
+			s->stack_lo = chunk + c->chunk_data;
+			s->stack_hi = top;
+		}
 	}
 	*frame = f;
 	return WALK_OK;
+}
+
+/*
+ * Brings the `rd` bytes of the frame at `f` into s->mem and returns where
+ * they start there, or -1 when they cannot be read.  A frame on the data
+ * stack comes from the window, which is read when the frame is not in it
+ * yet: the WIN_BUF bytes that end with the frame, so that its callers (below
+ * it) come with it.
+ */
+static __always_inline int pywalk_fetch(struct pywalk_scratch *s, __u64 f, __u32 rd)
+{
+	__u64 end = f + rd, lo;
+	__u32 len;
+
+	if (f >= s->win_lo && end <= s->win_hi)
+		return (f - s->win_lo) & (WIN_BUF - 1);
+	if (f >= s->stack_lo && end <= s->stack_hi) {
+		lo = end - s->stack_lo > WIN_BUF ? (end - WIN_BUF + 7) & ~7ULL : s->stack_lo;
+		len = pywalk_masked(end - lo - 1, WIN_BUF - 1) + 1;
+		if (!PYWALK_READ_S(s, s->mem, len, lo)) {
+			s->win_lo = lo;
+			s->win_hi = lo + len;
+			return (f - lo) & (WIN_BUF - 1);
+		}
+		/* Not the data stack we took it for: one frame at a time. */
+		s->win_lo = s->win_hi = 0;
+		s->stack_lo = s->stack_hi = 0;
+	}
+	/* verifier: 1..FRAME_BUF, as checked in pywalk_layout(). */
+	if (PYWALK_READ_S(s, &s->mem[WIN_BUF], pywalk_masked(rd - 1, FRAME_BUF - 1) + 1, f))
+		return -1;
+	return WIN_BUF;
 }
 
 /* The frame and code-object offsets of one walk, checked against the
@@ -200,26 +285,30 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	 * (no-ops for the checked values, 1..FRAME_BUF and 8..CODE_BUF). */
 	__u32 rd = pywalk_masked(l->rd - 1, FRAME_BUF - 1) + 1;
 	__u32 co_len = pywalk_masked(l->co_len - 1, CODE_BUF - 1) + 1;
+	struct pywalk_memo *memo;
 	__u64 code, ip = 0;
 	__s32 off;
-	int shim = 0;
+	int shim = 0, at;
 
-	if (!pywalk_user_ptr(f) || PYWALK_READ(s->buf, rd, f))
+	if (!pywalk_user_ptr(f))
 		return WALK_READ_FAILED;
-	code = *(__u64 *)&s->buf[pywalk_masked(l->f_code, FRAME_BUF - 8)];
-	*prev = *(__u64 *)&s->buf[pywalk_masked(l->f_prev, FRAME_BUF - 8)];
+	at = pywalk_fetch(s, f, rd);
+	if (at < 0)
+		return WALK_READ_FAILED;
+	code = *(__u64 *)&s->mem[pywalk_masked(at + l->f_code, MEM_MASK)];
+	*prev = *(__u64 *)&s->mem[pywalk_masked(at + l->f_prev, MEM_MASK)];
 	if (c->minor >= 11) {
-		ip = *(__u64 *)&s->buf[pywalk_masked(l->f_instr, FRAME_BUF - 8)];
+		ip = *(__u64 *)&s->mem[pywalk_masked(at + l->f_instr, MEM_MASK)];
 
 		/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
 		 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
-		if (l->has_owner && s->buf[pywalk_masked(l->f_owner, FRAME_BUF - 1)] >= 3)
+		if (l->has_owner && s->mem[pywalk_masked(at + l->f_owner, MEM_MASK)] >= 3)
 			shim = 1;
 		/* A new 3.11/3.12 frame points one unit before the first
 		 * instruction, giving -2: reported as the first line. */
 		off = (__s32)(ip - code - c->co_adaptive);
 	} else {
-		__s32 lasti = *(__s32 *)&s->buf[pywalk_masked(l->f_instr, FRAME_BUF - 8)];
+		__s32 lasti = *(__s32 *)&s->mem[pywalk_masked(at + l->f_instr, MEM_MASK)];
 
 		/* f_lasti counts bytes on 3.9 and code units on 3.10. */
 		/* Unsigned doubling: a garbage f_lasti must not overflow. */
@@ -227,14 +316,27 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	}
 	if (!shim && !pywalk_user_ptr(code))
 		shim = 1;
-	/* One read for the first line and the identity pointers.
+	/* One read for the first line and the identity pointers, unless
+	 * the walk read this code object already (recursion, a wrapper's
+	 * code in several frames): every frame of the thread's stack holds
+	 * its code object, so the address cannot have changed hands during
+	 * the walk.
 	 * verifier: no branch on its outcome (a failed read zeroes the
 	 * buffer) and no variable byte offset for the line (co_fl is 0
 	 * or 4: a shift picks it), or the walk stops verifying. */
-	PYWALK_READ(s->code, co_len, code + l->co_base);
-	out->tag = (__u32)(*(__u64 *)&s->code[0] >> (l->co_fl * 8));
-	out->ident = code_ident(*(__u64 *)&s->code[pywalk_masked(l->co_fn, CODE_BUF - 8)],
-				*(__u64 *)&s->code[pywalk_masked(l->co_nm, CODE_BUF - 8)]);
+	memo = &s->memo[(code >> 4) & (WALK_MEMO - 1)];
+	if (!l->innermost && pywalk_user_ptr(code) && memo->code == code) {
+		out->tag = memo->tag;
+		out->ident = memo->ident;
+	} else {
+		PYWALK_READ_S(s, s->code, co_len, code + l->co_base);
+		out->tag = (__u32)(*(__u64 *)&s->code[0] >> (l->co_fl * 8));
+		out->ident = code_ident(*(__u64 *)&s->code[pywalk_masked(l->co_fn, CODE_BUF - 8)],
+					*(__u64 *)&s->code[pywalk_masked(l->co_nm, CODE_BUF - 8)]);
+		memo->code = code;
+		memo->tag = out->tag;
+		memo->ident = out->ident;
+	}
 	/* The innermost frame's current instruction: 3.11+ holds its
 	 * address, <= 3.10 its offset into the co_code bytes. */
 	if (l->innermost && !shim && off >= 0) {
@@ -272,13 +374,14 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 					 struct pywalk_scratch *s)
 {
 	struct pywalk_layout l;
-	int status = WALK_OK, err;
+	int status = WALK_OK, err, at;
 	__u32 i = 0, n = 0, j = 0, m;
 	__u64 prev = 0;
 	PYWALK_ITER it;
 
 	*elided = 0;
 	s->instr = 0;
+	__builtin_memset(s->memo, 0, sizeof(s->memo));
 	status = pywalk_layout(c, &l);
 	if (status != WALK_OK)
 		return status;
@@ -311,11 +414,12 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 			break;
 		frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))].code = f;
 		j = i + 1;
-		if (!pywalk_user_ptr(f) || PYWALK_READ(&prev, sizeof(prev), f + l.f_prev)) {
+		at = pywalk_user_ptr(f) ? pywalk_fetch(s, f, l.rd) : -1;
+		if (at < 0) {
 			status = WALK_READ_FAILED;
 			break;
 		}
-		f = prev;
+		f = *(__u64 *)&s->mem[pywalk_masked(at + l.f_prev, MEM_MASK)];
 	}
 	PYWALK_LOOP_END(it);
 	if (status == WALK_OK && f)
@@ -371,51 +475,54 @@ static __always_inline int pywalk_in_interpreter(const struct py_walk_cfg *c, __
  * of the code unit (x86_64 is little-endian).  3.11+ reads the live,
  * specialised bytecode, whose forms are all in call_ops.
  */
-static __always_inline int pywalk_at_call(const struct py_walk_cfg *c,
-					  const struct pywalk_scratch *s)
+static __always_inline int pywalk_at_call(const struct py_walk_cfg *c, struct pywalk_scratch *s)
 {
 	__u8 op = 0;
 
 	if (!pywalk_user_ptr(s->instr))
 		return 0;
-	if (PYWALK_READ(&op, sizeof(op), s->instr))
+	if (PYWALK_READ_S(s, &op, sizeof(op), s->instr))
 		return -1;
 	return (c->call_ops[(op >> 6) & 3] >> (op & 63)) & 1;
 }
 
 /*
  * The walk, remembering the thread state between samples of one thread: a
- * thread keeps its PyThreadState for life, so reading its TSD slot and the
- * state's thread id confirms the cached value without looking up the key.  A slot
- * that changed (a native thread that re-entered Python with a new state)
- * falls back to the full lookup.
+ * thread keeps its PyThreadState for life, so reading its TSD slot confirms
+ * the cached value without looking up the key (the state's thread id is
+ * checked with the span, as on the first walk).  A slot that changed (a
+ * native thread that re-entered Python with a new state) falls back to the
+ * full lookup.
  */
 static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsbase,
 					 struct pywalk_cache *cache, struct py_frame *frames,
 					 __u32 *nframes, __u32 *elided, struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, cur = 0, tid = 0, slot = 0;
+	__u64 tstate = 0, f = 0, cur = 0, slot = 0;
 	int status;
 
 	*nframes = 0;
 	*elided = 0;
 	s->instr = 0;
-	/* The slot still names the cached state, and that state still belongs
-	 * to this thread (a freed one could have been reused). */
-	if (cache->tstate && !PYWALK_READ(&cur, sizeof(cur), cache->slot) && cur == cache->tstate &&
-	    !PYWALK_READ(&tid, sizeof(tid), cur + c->ts_thread_id) && tid == fsbase) {
+	s->reads = 0;
+	if (cache->tstate && !PYWALK_READ_S(s, &cur, sizeof(cur), cache->slot) &&
+	    cur == cache->tstate) {
 		tstate = cur;
 	} else {
 		cache->tstate = 0;
-		status = pywalk_tstate(c, fsbase, &tstate, &slot);
+		status = pywalk_tstate(c, fsbase, &tstate, &slot, s);
 		if (status != WALK_OK)
 			return status;
 		cache->slot = slot;
 		cache->tstate = tstate;
 	}
-	status = pywalk_first_frame(c, tstate, &f);
-	if (status != WALK_OK)
+	status = pywalk_first_frame(c, fsbase, tstate, &f, s);
+	if (status != WALK_OK) {
+		/* A freed state, reused by another thread: look it up anew
+		 * next time. */
+		cache->tstate = 0;
 		return status;
+	}
 	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 
@@ -430,10 +537,11 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 	*nframes = 0;
 	*elided = 0;
 	s->instr = 0;
-	status = pywalk_tstate(c, fsbase, &tstate, &slot);
+	s->reads = 0;
+	status = pywalk_tstate(c, fsbase, &tstate, &slot, s);
 	if (status != WALK_OK)
 		return status;
-	status = pywalk_first_frame(c, tstate, &f);
+	status = pywalk_first_frame(c, fsbase, tstate, &f, s);
 	if (status != WALK_OK)
 		return status;
 	return pywalk_frames(c, f, frames, nframes, elided, s);

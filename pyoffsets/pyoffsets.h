@@ -34,6 +34,9 @@ struct py_offsets {
 	uint16_t tstate_current_frame;	/* current_frame (3.13+), else NONE */
 	uint16_t tstate_thread_id;	/* thread_id: pthread_self() */
 	uint16_t tstate_native_thread_id; /* native_thread_id (3.11+), else NONE */
+	uint16_t tstate_datastack_chunk;  /* datastack_chunk (3.11+), else NONE */
+	uint16_t tstate_datastack_top;	  /* datastack_top (3.11+), else NONE */
+	uint16_t stackchunk_data;	  /* _PyStackChunk.data (3.11+), else NONE */
 
 	/* _PyCFrame (3.11, 3.12) */
 	uint16_t cframe_current_frame;

@@ -45,6 +45,9 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_AGG_STACKS] = "stacks_sent",
 	[STAT_GPU_API] = "gpu_launch_probes",
 	[STAT_GPU_LOST] = "gpu_lost_ringbuf_full",
+	[STAT_WALK_BUSY] = "walk_scratch_busy",
+	[STAT_WALKS] = "walks",
+	[STAT_WALK_READS] = "walk_reads",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
@@ -342,6 +345,9 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 	if (stats[STAT_SAMPLES])
 		add(o, "ns_per_sample",
 		    json_object_new_double((double)stats[STAT_SAMPLE_NS] / stats[STAT_SAMPLES]));
+	if (stats[STAT_WALKS])
+		add(o, "reads_per_walk",
+		    json_object_new_double((double)stats[STAT_WALK_READS] / stats[STAT_WALKS]));
 	if (stats[STAT_PROBE_CHECKS])
 		add(o, "probe_check_ns_per_check",
 		    json_object_new_double((double)stats[STAT_PROBE_CHECK_NS] /

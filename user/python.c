@@ -466,6 +466,38 @@ static int find_gil(struct py_proc *pp)
 	return 0;
 }
 
+/* The thread state's span the walker reads in one go (py_walk_cfg.ts_lo):
+ * from the first to the end of the last field it needs.  A layout whose
+ * fields lie further apart than TS_BUF gets ts_len 0, which the walker
+ * refuses (WALK_NO_CONFIG) rather than reading them one by one. */
+static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg *c)
+{
+	const uint16_t fields[] = { c->ts_thread_id, c->ts_frame, o->tstate_datastack_chunk,
+				    o->tstate_datastack_top };
+	unsigned int lo = PYOFF_NONE, hi = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i] == PYOFF_NONE)
+			continue;
+		lo = fields[i] < lo ? fields[i] : lo;
+		hi = fields[i] + 8u > hi ? fields[i] + 8u : hi;
+	}
+	c->ts_stack_chunk = PYOFF_NONE;
+	c->ts_stack_top = PYOFF_NONE;
+	c->chunk_data = PYOFF_NONE;
+	if (lo >= hi || hi - lo > TS_BUF)
+		return;
+	c->ts_lo = lo;
+	c->ts_len = hi - lo;
+	if (o->tstate_datastack_chunk != PYOFF_NONE && o->tstate_datastack_top != PYOFF_NONE &&
+	    o->stackchunk_data != PYOFF_NONE) {
+		c->ts_stack_chunk = o->tstate_datastack_chunk;
+		c->ts_stack_top = o->tstate_datastack_top;
+		c->chunk_data = o->stackchunk_data;
+	}
+}
+
 void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -497,6 +529,7 @@ void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct 
 	c->co_name = o->code_name;
 	c->co_code = o->code_code;
 	c->bytes_sval = o->bytes_sval;
+	walk_cfg_tstate_span(o, c);
 	memcpy(c->call_ops, o->call_ops, sizeof(c->call_ops));
 }
 

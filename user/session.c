@@ -830,6 +830,10 @@ static int sample_frames(struct session *s, struct tproc *tp, const struct sampl
 		*unattributed = UNATTR_NO_PYTHON_THREAD;
 		return 0;
 	}
+	if (ev->status == WALK_BUSY) {
+		*unattributed = UNATTR_UNREADABLE;
+		return 0;
+	}
 	n = resolve_frames(s, tp, ev, frames, offsets);
 	if (!n)
 		*unattributed = unread_before < s->frames_unreadable ? UNATTR_UNREADABLE

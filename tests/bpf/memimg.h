@@ -24,6 +24,8 @@ struct memimg_region {
 	uint64_t used; /* bump allocator: bytes handed out from the start */
 	uint64_t top;  /* ... and from the end: [top, size) is taken */
 	uint8_t *data;
+	unsigned long reads;	/* reads that started in here */
+	unsigned long max_read; /* largest of them */
 };
 
 struct memimg {
@@ -97,9 +99,20 @@ static inline int memimg__read(struct memimg *m, void *dst, uint64_t size, uint6
 {
 	const uint8_t *src = memimg__host(m, addr, size);
 
+	int i;
+
 	m->reads++;
 	if (size > m->max_read)
 		m->max_read = size;
+	for (i = 0; i < m->n; i++) {
+		struct memimg_region *r = &m->r[i];
+
+		if (addr < r->base || addr - r->base >= r->size)
+			continue;
+		r->reads++;
+		if (size > r->max_read)
+			r->max_read = size;
+	}
 	if (!src) {
 		m->failed_reads++;
 		memset(dst, 0, size);

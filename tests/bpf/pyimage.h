@@ -49,6 +49,7 @@ struct pyimg {
 	uint64_t none;			  /* _Py_NoneStruct: f_executable of 3.13 entry frames */
 	uint64_t trampoline;		  /* interp->interpreter_trampoline (3.12 entry frames) */
 	uint64_t top;			  /* innermost frame, 0 if none */
+	uint64_t chunk;			  /* 3.11+: the data stack's chunk, in the frames region */
 	struct py_frame want[MAX_PUSHES]; /* in push order: outermost first */
 	uint32_t nwant;
 };
@@ -130,6 +131,13 @@ static inline void pyimg__tstate(struct pyimg *p, uint32_t key)
 		 * _PyCFrame on the C stack of _PyEval_EvalFrameDefault. */
 		p->cframe = memimg__alloc(p->m, p->stack, 32, 16);
 		memimg__w64(p->m, p->tstate + o->tstate_cframe, p->cframe);
+	}
+	if (o->tstate_datastack_chunk != PYOFF_NONE) {
+		/* 3.11+: frames pushed from now on go on a data stack chunk
+		 * that starts here; datastack_top is the end of its used part. */
+		p->chunk = memimg__alloc(p->m, p->frames, o->stackchunk_data, 16);
+		memimg__w64(p->m, p->tstate + o->tstate_datastack_chunk, p->chunk);
+		memimg__w64(p->m, p->tstate + o->tstate_datastack_top, p->chunk + o->stackchunk_data);
 	}
 	pyimg__set_top(p, 0);
 	p->nwant = 0;
@@ -246,10 +254,15 @@ static inline uint64_t pyimg__push_full(struct pyimg *p, int ri, uint64_t code, 
 	return f;
 }
 
-/* An ordinary frame owned by the thread (owner 0). */
+/* An ordinary frame owned by the thread (owner 0); on 3.11+ it is pushed on
+ * the data stack, whose used part now ends with it. */
 static inline uint64_t pyimg__push(struct pyimg *p, uint64_t code, int32_t off)
 {
-	return pyimg__push_full(p, p->frames, code, off, 0, 0);
+	uint64_t f = pyimg__push_full(p, p->frames, code, off, 0, 0);
+
+	if (p->chunk)
+		memimg__w64(p->m, p->tstate + p->o->tstate_datastack_top, f + p->o->frame_size);
+	return f;
 }
 
 /* The entry frame _PyEval_EvalFrameDefault puts on the C stack (3.12+):

@@ -49,12 +49,22 @@ static struct py_frame *out;
 static struct pywalk_scratch *scratch;
 static __u32 nout, nelided;
 
+/* The walk's own count of its reads (what the profile reports as its cost)
+ * is the number of reads the image saw. */
+static int counted(struct pyimg *p, unsigned long before, int status)
+{
+	CHECK_EQ_INT(scratch->reads, p->m->reads - before);
+	return status;
+}
+
 static int walk_fs(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase)
 {
+	unsigned long before = p->m->reads;
+
 	memset(out, SENTINEL, MAX_FRAMES * sizeof(*out));
 	cur_img = p->m;
 	nout = 0xdeadbeef;
-	return pywalk(c, fsbase, out, &nout, &nelided, scratch);
+	return counted(p, before, pywalk(c, fsbase, out, &nout, &nelided, scratch));
 }
 
 static int walk(struct pyimg *p, const struct py_walk_cfg *c)
@@ -74,10 +84,13 @@ static int walk_default(struct pyimg *p)
 static int walk_cached(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase,
 		       struct pywalk_cache *cache)
 {
+	unsigned long before = p->m->reads;
+
 	memset(out, SENTINEL, MAX_FRAMES * sizeof(*out));
 	cur_img = p->m;
 	nout = 0xdeadbeef;
-	return pywalk_cached(c, fsbase, cache, out, &nout, &nelided, scratch);
+	return counted(p, before,
+		       pywalk_cached(c, fsbase, cache, out, &nout, &nelided, scratch));
 }
 
 /* Slots from `n` on must be as the walker found them. */
@@ -488,7 +501,167 @@ static void test_frame_at_end_of_mapping(void)
 		pyimg__expect(p, code, 4, 9);
 		CHECK_EQ_INT(walk_default(p), WALK_OK);
 		check_frames(p, 2);
-		CHECK(p->m->max_read <= FRAME_BUF);
+		/* Outside the data stack's used part: read on its own. */
+		CHECK(p->m->r[p->frames].max_read <= FRAME_BUF);
+		pyimg__free(p);
+	}
+}
+
+/* ---- the data stack window (3.11+) ------------------------------------- */
+
+/* Frames pushed on the data stack come from one read of it, not one each:
+ * `n` frames cost one read of the frames region per WIN_BUF bytes of them,
+ * and the walk reports them exactly. */
+static void test_window_one_read(void)
+{
+	const unsigned int depths[] = { 1, 16, 40 };
+	unsigned int minor;
+	size_t k;
+
+	for (minor = 11; minor <= LAST_MINOR; minor++) {
+		for (k = 0; k < sizeof(depths) / sizeof(depths[0]); k++) {
+			struct pyimg *p = pyimg__new(minor);
+			unsigned long span;
+
+			push_many(p, depths[k]);
+			span = p->top + p->o->frame_size - (p->chunk + p->o->stackchunk_data);
+			CHECK_EQ_INT(walk_default(p), WALK_OK);
+			check_frames(p, depths[k]);
+			CHECK_EQ_INT(p->m->r[p->frames].reads, (span + WIN_BUF - 1) / WIN_BUF);
+			CHECK(p->m->r[p->frames].max_read <= WIN_BUF);
+			pyimg__free(p);
+		}
+	}
+}
+
+/* A stack deeper than a window is read in windows, each ending with the
+ * first frame the last one did not hold; the frames are the same either way. */
+static void test_window_deep(void)
+{
+	static struct py_frame first[MAX_FRAMES];
+	unsigned int minor;
+
+	for (minor = 11; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		unsigned long with, without;
+		struct py_walk_cfg c;
+
+		push_many(p, 200);
+		pyimg__cfg(p, &c);
+		with = p->m->reads;
+		CHECK_EQ_INT(walk(p, &c), WALK_OK);
+		with = p->m->reads - with;
+		CHECK_EQ_INT(nout, MAX_FRAMES);
+		CHECK_EQ_INT(nelided, 200 - MAX_FRAMES);
+		memcpy(first, out, sizeof(first));
+		c.ts_stack_chunk = PYOFF_UNSET;
+		without = p->m->reads;
+		CHECK_EQ_INT(walk(p, &c), WALK_OK);
+		without = p->m->reads - without;
+		CHECK_EQ_INT(nout, MAX_FRAMES);
+		CHECK_EQ_INT(nelided, 200 - MAX_FRAMES);
+		CHECK(!memcmp(first, out, sizeof(first)));
+		CHECK(with * 3 < without * 2);
+		pyimg__free(p);
+	}
+}
+
+/* Data stack bounds that do not hold the frames or cannot be read: the
+ * frames are read one by one and reported exactly. */
+static void test_window_bad_bounds(void)
+{
+	unsigned int minor;
+
+	for (minor = 11; minor <= LAST_MINOR; minor++) {
+		const struct py_offsets *o = pyimg__table(minor);
+		const uint64_t chunks[] = { HOLE_ADDR, FRAMES_BASE - 0x10000, 0, KERNEL_ADDR };
+		size_t k;
+
+		for (k = 0; k < sizeof(chunks) / sizeof(chunks[0]); k++) {
+			struct pyimg *p = pyimg__new(minor);
+
+			/* Over a window's worth of frames, so that the window
+			 * would start below the chunk claimed. */
+			push_many(p, 60);
+			memimg__w64(p->m, p->tstate + o->tstate_datastack_chunk, chunks[k]);
+			CHECK_EQ_INT(walk_default(p), WALK_OK);
+			check_frames(p, 60);
+			pyimg__free(p);
+		}
+		/* A top below the innermost frame: it is read on its own. */
+		{
+			struct pyimg *p = pyimg__new(minor);
+
+			push_many(p, 5);
+			memimg__w64(p->m, p->tstate + o->tstate_datastack_top, p->top + 8);
+			CHECK_EQ_INT(walk_default(p), WALK_OK);
+			check_frames(p, 5);
+			pyimg__free(p);
+		}
+	}
+}
+
+/* A window left from an earlier walk is never used: a new thread state's
+ * frames at the same addresses are read anew. */
+static void test_window_not_reused(void)
+{
+	unsigned int minor;
+
+	for (minor = 11; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		uint64_t f[3];
+		int i;
+
+		for (i = 0; i < 3; i++)
+			f[i] = pyimg__push(p, pyimg__code(p, 10 + i), 2 * i);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 3);
+		/* Same frames, other code: what a later sample sees after the
+		 * calls returned and others were made at the same depth. */
+		p->nwant = 0;
+		pyimg__set_top(p, 0);
+		for (i = 0; i < 3; i++) {
+			uint64_t code = pyimg__code(p, 20 + i);
+
+			pyimg__write_frame(p, f[i], code, 4, p->top, 0, 0);
+			pyimg__set_top(p, f[i]);
+			pyimg__expect(p, code, 4, 20 + i);
+		}
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 3);
+		pyimg__free(p);
+	}
+}
+
+/* A code object already read in this walk is not read again (recursion,
+ * wrappers), and code objects whose addresses share a memo slot are told
+ * apart. */
+static void test_code_memo(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		uint64_t a = pyimg__code(p, 7), b, heap_reads;
+		int i;
+
+		/* b shares a's memo slot: (address >> 4) % WALK_MEMO. */
+		do
+			b = pyimg__code(p, 8);
+		while (((b >> 4) ^ (a >> 4)) % WALK_MEMO);
+		for (i = 0; i < 12; i++)
+			pyimg__push(p, i % 3 ? a : b, 2 * i);
+		/* Innermost first: a a b a a b a a b a a b.  The thread
+		 * state's span is one read of the heap; then each code object
+		 * is read unless the frame before had the same (a and b evict
+		 * each other): 8 reads. */
+		for (i = 0; i < 2; i++) {
+			heap_reads = p->m->r[p->heap].reads;
+			CHECK_EQ_INT(walk_default(p), WALK_OK);
+			check_frames(p, 12);
+			/* The same on the second walk: the memo lives one walk. */
+			CHECK_EQ_INT(p->m->r[p->heap].reads - heap_reads, 1 + 8);
+		}
 		pyimg__free(p);
 	}
 }
@@ -876,9 +1049,11 @@ static void test_frame_read_clamped(void)
 			push_many(p, 4);
 			pyimg__cfg(p, &c);
 			c.frame_read = sizes[i];
+			/* One frame at a time: no data stack window (3.11+). */
+			c.ts_stack_chunk = PYOFF_UNSET;
 			CHECK_EQ_INT(walk(p, &c), WALK_OK);
 			check_frames(p, 4);
-			CHECK_EQ_INT(p->m->max_read, FRAME_BUF);
+			CHECK_EQ_INT(p->m->r[p->frames].max_read, FRAME_BUF);
 			pyimg__free(p);
 		}
 	}
@@ -1005,7 +1180,7 @@ static void fuzz_fill(struct memimg *m, uint64_t fsbase, uint64_t code)
 static void check_sane(int st, const char *what, unsigned int iter)
 {
 	int ok = st >= WALK_OK && st <= WALK_TID_MISMATCH && nout <= MAX_FRAMES &&
-		 untouched_from(nout) && cur_img->max_read <= FRAME_BUF &&
+		 untouched_from(nout) && cur_img->max_read <= WIN_BUF &&
 		 (st != WALK_TRUNCATED || nout == MAX_FRAMES) &&
 		 (st == WALK_OK || st == WALK_READ_FAILED || st == WALK_TRUNCATED || nout == 0);
 	__u32 i;
@@ -1286,6 +1461,11 @@ int main(void)
 	RUN_TEST(test_cycles_terminate);
 	RUN_TEST(test_read_failed_mid_chain);
 	RUN_TEST(test_frame_at_end_of_mapping);
+	RUN_TEST(test_window_one_read);
+	RUN_TEST(test_window_deep);
+	RUN_TEST(test_window_bad_bounds);
+	RUN_TEST(test_window_not_reused);
+	RUN_TEST(test_code_memo);
 	RUN_TEST(test_bad_code_pointers);
 	RUN_TEST(test_empty_stack);
 	RUN_TEST(test_tid_mismatch);

@@ -177,6 +177,8 @@ static struct facts *full_facts(void)
 	f->bpf.stats[STAT_SAMPLE_NS] = 4000;
 	f->bpf.stats[STAT_PROBE_CHECKS] = 10;
 	f->bpf.stats[STAT_PROBE_CHECK_NS] = 250;
+	f->bpf.stats[STAT_WALKS] = 300;
+	f->bpf.stats[STAT_WALK_READS] = 3300;
 	f->bpf.stats[STAT_PROBE_SAMPLES] = 3;
 	f->bpf.stats[STAT_IDLE_NS] = 5000000000ULL;
 	f->bpf.stats[STAT_MEM_EVENTS] = 8;
@@ -334,7 +336,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	/* Each counter under a name of its own (a name used twice would
 	 * leave fewer keys), in the enum's order, then what is derived from
 	 * them and the session's own counters. */
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 3 + 6);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 4 + 6);
 	json_object_object_foreach (b, key, v) {
 		if (i < STAT_MAX && (uint64_t)json_object_get_int64(v) != stats[i]) {
 			fprintf(stderr, "  bpf.%s is not counter %d\n", key, i);
@@ -346,6 +348,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	CHECK_EQ_INT(num(b, "lost_ringbuf_full"), 1000 + STAT_RINGBUF_FULL);
 	CHECK_EQ_INT(num(b, "probe_check_ns_total"), 250);
 	CHECK(dbl(b, "ns_per_sample") == 10);
+	CHECK(dbl(b, "reads_per_walk") == 11);
 	CHECK(dbl(b, "probe_check_ns_per_check") == 25);
 	CHECK(dbl(b, "sampler_ns_per_run") == 300);
 	CHECK_EQ_INT(num(b, "records"), 201);

@@ -99,6 +99,11 @@ static void fill_thread_state(struct py_offsets *o)
 	o->tstate_thread_id = OFF(PyThreadState, thread_id);
 #if PY_VERSION_HEX >= 0x030b0000
 	o->tstate_native_thread_id = OFF(PyThreadState, native_thread_id);
+	/* The data stack the frames of 3.11+ are pushed on: its current chunk
+	 * and the end of its used part. */
+	o->tstate_datastack_chunk = OFF(PyThreadState, datastack_chunk);
+	o->tstate_datastack_top = OFF(PyThreadState, datastack_top);
+	o->stackchunk_data = OFF(_PyStackChunk, data);
 #endif
 
 	/*
@@ -427,6 +432,9 @@ static const struct field fields[] = {
 	DEC(tstate_current_frame),
 	DEC(tstate_thread_id),
 	DEC(tstate_native_thread_id),
+	DEC(tstate_datastack_chunk),
+	DEC(tstate_datastack_top),
+	DEC(stackchunk_data),
 	DEC(cframe_current_frame),
 	DEC(frame_code),
 	DEC(frame_previous),
