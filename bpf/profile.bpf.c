@@ -498,6 +498,11 @@ static __always_inline void finish_record(struct sample_event *ev, const struct 
 	}
 	if (n > MAX_FRAMES)
 		n = MAX_FRAMES;
+	/* verifier: the compiler may fold the clamp into the size, whose
+	 * bound the verifier then loses; checked again, opaquely. */
+	pywalk_barrier_var(n);
+	if (n > MAX_FRAMES)
+		return;
 	if (bpf_ringbuf_output(&events, ev, SAMPLE_HDR_SIZE + n * sizeof(struct py_frame),
 			       BPF_RB_NO_WAKEUP))
 		stat_inc(STAT_RINGBUF_FULL);

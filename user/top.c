@@ -62,10 +62,11 @@ enum sort {
 	SORT_PYTHON,
 	SORT_NATIVE,
 	SORT_SYSTEM,
+	SORT_MEMORY, /* offered once a profile has memory figures */
 	SORT_MAX
 };
 
-static const char *const sort_names[SORT_MAX] = { "total", "python", "native", "system" };
+static const char *const sort_names[SORT_MAX] = { "total", "python", "native", "system", "memory" };
 static const char *const mode_names[] = { "lines", "functions", "processes" };
 
 enum col {
@@ -75,6 +76,7 @@ enum col {
 	C_PY,
 	C_NAT,
 	C_SYS,
+	C_MEM, /* C_TOTAL + SORT_MEMORY, as the times are C_TOTAL + their sort */
 	C_TIME,
 	C_SAMPLES,
 	C_MAX
@@ -84,17 +86,19 @@ static const struct {
 	const char *title;
 	int width; /* with the space before it */
 } cols[C_MAX] = {
-	[C_PID] = { "PID", 8 },	     [C_CPU] = { "CPU%", 7 },	     [C_TOTAL] = { "TOT%", 7 },
-	[C_PY] = { "PY%", 7 },	     [C_NAT] = { "NAT%", 7 },	     [C_SYS] = { "SYS%", 7 },
-	[C_TIME] = { "TIME s", 10 }, [C_SAMPLES] = { "SAMPLES", 9 },
+	[C_PID] = { "PID", 8 },	   [C_CPU] = { "CPU%", 7 },	[C_TOTAL] = { "TOT%", 7 },
+	[C_PY] = { "PY%", 7 },	   [C_NAT] = { "NAT%", 7 },	[C_SYS] = { "SYS%", 7 },
+	[C_MEM] = { "MEM MB", 9 }, [C_TIME] = { "TIME s", 10 }, [C_SAMPLES] = { "SAMPLES", 9 },
 };
 
 /* The columns that go first on a narrow terminal (never the sort's). */
-static const enum col drop_order[] = { C_SAMPLES, C_TIME, C_CPU, C_SYS, C_NAT, C_PY, C_PID };
+static const enum col drop_order[] = { C_SAMPLES, C_TIME, C_CPU, C_MEM, C_SYS, C_NAT, C_PY, C_PID };
 
 /* One row: a line, a function or a process. */
 struct item {
-	double ns[SORT_MAX]; /* total, python, native, system */
+	/* By sort: total, python, native and system time (ns); memory: the
+	 * net bytes allocated (the profile's n_malloc_mb). */
+	double ns[SORT_MAX];
 	uint64_t samples;
 	const struct profile *p;
 	const char *file;
@@ -133,6 +137,7 @@ struct top {
 	int sort;
 	int pid_filter; /* 0: every process */
 	bool paused, quit, input, dirty, finished;
+	bool memory; /* a profile shown has memory figures: the column, the sort */
 	char typed[12];
 	char msg[128];
 	double msg_until, next_draw;
@@ -426,6 +431,9 @@ static bool heap_may_take(const struct heap *h, const struct line_stats *ls)
 	case SORT_SYSTEM:
 		key = ls->system_ns;
 		break;
+	case SORT_MEMORY:
+		key = ls->mem ? ls->mem->net_bytes : 0;
+		break;
 	default:
 		key = ls->python_ns + ls->native_ns + ls->system_ns;
 	}
@@ -483,17 +491,22 @@ static bool item_of(struct item *it, const struct line_stats *ls, const struct p
 	it->ns[SORT_NATIVE] = ls->native_ns;
 	it->ns[SORT_SYSTEM] = ls->system_ns;
 	it->ns[SORT_TOTAL] = ls->python_ns + ls->native_ns + ls->system_ns;
+	it->ns[SORT_MEMORY] = ls->mem ? ls->mem->net_bytes : 0;
 	it->samples = ls->samples;
 	it->p = p;
 	it->file = file;
 	it->pid = pid;
-	return it->ns[SORT_TOTAL] > 0;
+	return it->ns[SORT_TOTAL] > 0 || it->ns[SORT_MEMORY] != 0;
 }
 
 static void offer_profile(struct gather *g, const struct profile *p, int pid)
 {
 	struct top *t = g->t;
 	int i, k, n = profile__nfiles(p);
+
+	/* Allocations have been sampled: memory is profiled. */
+	if (profile__memory(p)->alloc_samples)
+		t->memory = true;
 
 	for (i = 0; i < n; i++) {
 		const struct file_stats *fs = profile__file(p, i);
@@ -591,11 +604,14 @@ static void each_proc(void *ctx, const struct host_proc_info *pi)
 			offer_profile(g, pi->profile, pi->pid);
 			return;
 		}
+		if (profile__memory(pi->profile)->alloc_samples)
+			t->memory = true;
 		profile__split_ns(pi->profile, &s[0], &s[1], &s[2]);
 		it.ns[SORT_PYTHON] = s[0];
 		it.ns[SORT_NATIVE] = s[1];
 		it.ns[SORT_SYSTEM] = s[2];
 		it.ns[SORT_TOTAL] = profile__total_ns(pi->profile);
+		it.ns[SORT_MEMORY] = profile__memory(pi->profile)->net_bytes;
 		it.samples = profile__samples(pi->profile);
 	} else {
 		it.ns[SORT_PYTHON] = pi->python_s * 1e9;
@@ -732,6 +748,7 @@ static void layout(const struct top *t, const struct out *o, bool show[C_MAX])
 	for (i = 0; i < C_MAX; i++)
 		show[i] = false;
 	show[C_TOTAL] = show[C_PY] = show[C_NAT] = show[C_SYS] = show[C_TIME] = true;
+	show[C_MEM] = t->memory;
 	show[C_PID] = t->o.all && (!t->pid_filter || t->mode == MODE_PROCS);
 	show[C_CPU] = show[C_SAMPLES] = t->mode == MODE_PROCS;
 	for (i = 0; i < C_MAX; i++)
@@ -822,6 +839,10 @@ static void item_row(struct top *t, struct out *o, const bool show[C_MAX], const
 			break;
 		case C_SYS:
 			o_num(o, cols[i].width, it->ns[SORT_SYSTEM] * pct, 1, "", SGR_SYSTEM);
+			break;
+		case C_MEM:
+			o_num(o, cols[i].width, it->ns[SORT_MEMORY] / (1024.0 * 1024.0), 1, "",
+			      NULL);
 			break;
 		case C_TIME:
 			o_num(o, cols[i].width, it->ns[SORT_TOTAL] / 1e9, 3, "", NULL);
@@ -998,6 +1019,17 @@ static void say(struct top *t, const char *msg)
 	t->msg_until = mono_s() + MSG_S;
 }
 
+/* The sort `step` places on (1: next, SORT_MAX - 1: previous); memory only
+ * once a profile has it. */
+static int next_sort(const struct top *t, int step)
+{
+	int s = (t->sort + step) % SORT_MAX;
+
+	if (s == SORT_MEMORY && !t->memory)
+		s = (s + step) % SORT_MAX;
+	return s;
+}
+
 static void key(struct top *t, const unsigned char *k, size_t n)
 {
 	size_t i;
@@ -1043,10 +1075,8 @@ static void key(struct top *t, const unsigned char *k, size_t n)
 				say(t, "one process is profiled: the processes view is --all's");
 			break;
 		case 's':
-			t->sort = (t->sort + 1) % SORT_MAX;
-			break;
 		case 'S':
-			t->sort = (t->sort + SORT_MAX - 1) % SORT_MAX;
+			t->sort = next_sort(t, c == 's' ? 1 : SORT_MAX - 1);
 			break;
 		case '/':
 		case 'P':
@@ -1069,6 +1099,13 @@ static void key(struct top *t, const unsigned char *k, size_t n)
 			break;
 		}
 	}
+}
+
+void top__key(struct top *t, int c)
+{
+	unsigned char k = (unsigned char)c;
+
+	key(t, &k, 1);
 }
 
 static void read_keys(struct top *t)

@@ -57,5 +57,7 @@ void top__free(struct top *t);
 /* One plain frame of width columns and at most rows rows (0: no limit) to
  * f, as the view would show it now; for tests. */
 void top__draw_to(struct top *t, const struct top_src *src, FILE *f, int width, int rows);
+/* A key as if typed; for tests. */
+void top__key(struct top *t, int c);
 
 #endif /* TOP_H */

@@ -145,6 +145,83 @@ static void test_frame_widths(void)
 	profile__free(p);
 }
 
+/* A 16 MiB block allocated at `line` and kept: a net sample of its own. */
+static void alloc(struct profile *p, int line, uint64_t addr)
+{
+	static uint64_t ts;
+	struct frame_ref f = { profile__intern(p, "/app/main.py"), profile__intern(p, "main"), 5,
+			       line };
+	struct mem_in m = {
+		.tgid = 100,
+		.tid = 100,
+		.ts_ns = ++ts * MS,
+		.kind = MEM_MALLOC,
+		.bytes = 16 << 20,
+		.size = 16 << 20,
+		.addr = addr,
+		.python = true,
+		.unattributed = -1,
+		.frames = &f,
+		.nframes = 1,
+	};
+
+	profile__add_mem(p, &m);
+}
+
+/* Memory profiled: a column of the net MB allocated per line, which the
+ * sort keys offer; without memory neither. */
+static void test_memory_column(void)
+{
+	struct top_opts o = { .refresh_s = 1, .batch = true };
+	struct profile *p = new_profile();
+	struct top *t = top__new(&o);
+	const char *a, *b;
+	char *f;
+	int i;
+
+	CHECK(p && t);
+	if (!p || !t)
+		return;
+	add(p, "/app/main.py", "main", 5, 10, WHERE_PYTHON, 800 * MS);
+	add(p, "/app/main.py", "main", 5, 12, WHERE_PYTHON, 100 * MS);
+	f = frame_of(t, p, 120, 0);
+	CHECK(f && !strstr(f, "MEM MB"));
+	free(f);
+	/* 's' steps past the memory sort while nothing was allocated. */
+	for (i = 0; i < 4; i++)
+		top__key(t, 's');
+	f = frame_of(t, p, 120, 0);
+	CHECK(f && strstr(f, "sort: total"));
+	free(f);
+
+	for (i = 0; i < 4; i++)
+		alloc(p, 12, 0x10000 + i);
+	f = frame_of(t, p, 120, 0);
+	CHECK(f && strstr(f, "MEM MB"));
+	/* 64 MiB on line 12; the time sort keeps line 10 first. */
+	a = f ? strstr(items(f), "main.py:10") : NULL;
+	b = f ? strstr(items(f), "main.py:12") : NULL;
+	/* The 64.0 is on line 12's row, the one after line 10's. */
+	CHECK(a && b && a < b && strstr(a, "64.0") && strstr(a, "64.0") < b);
+	free(f);
+	for (i = 0; i < 4; i++)
+		top__key(t, 's');
+	f = frame_of(t, p, 120, 0);
+	CHECK(f && strstr(f, "sort: memory") && strstr(f, "MEM MB*"));
+	a = f ? strstr(items(f), "main.py:10") : NULL;
+	b = f ? strstr(items(f), "main.py:12") : NULL;
+	CHECK(a && b && b < a);
+	/* On a narrow terminal the sort's column stays. */
+	free(f);
+	f = frame_of(t, p, 40, 0);
+	CHECK(f && strstr(f, "MEM"));
+	if (f)
+		check_fits(f, 40, 0);
+	free(f);
+	top__free(t);
+	profile__free(p);
+}
+
 /* The hottest rows, in order, out of many: a partial selection. */
 static void test_top_rows_in_order(void)
 {
@@ -225,6 +302,7 @@ int main(void)
 {
 	RUN_TEST(test_frame_widths);
 	RUN_TEST(test_top_rows_in_order);
+	RUN_TEST(test_memory_column);
 	RUN_TEST(test_draw_cost);
 	return test_summary("top");
 }
