@@ -197,7 +197,8 @@ void options_usage(FILE *f)
 	      "PID and Enter shows one process (Enter alone: all), space pauses the\n"
 	      "drawing (not the profiling), q or Ctrl-C quits (run: the program is\n"
 	      "stopped with SIGINT, then SIGTERM and SIGKILL if it goes on).\n"
-	      "CPU only.  Nothing is written unless -o is given; then the profile (--all:\n"
+	      "CPU only, unless --memory: then also the net MB allocated (MEM MB, a sort\n"
+	      "of its own).  Nothing is written unless -o is given; then the profile (--all:\n"
 	      "the directory) is written at the end as the command without top writes it.\n"
 	      "On a terminal the program's input is /dev/null and its output, with\n"
 	      "scalene-bpf's messages, is printed when the view closes; when the profile\n"
@@ -667,15 +668,12 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 			FILE *err);
 
 /* top: the command it shows is run (a program, with or without the word
- * run), --pid or --all; CPU only. */
+ * run), --pid or --all; CPU only unless --memory (then memory as run, --pid
+ * --memory and --all --memory profile it). */
 static int check_top(int argc, char **argv, struct options *o, const char *last_optarg, FILE *err)
 {
-	if (o->memory) {
-		fprintf(err, "scalene-bpf: top shows CPU time only; profile memory with run, "
-			     "or --pid PID --memory, without top\n");
-		return -EINVAL;
-	}
-	o->cpu_only = true;
+	if (!o->memory)
+		o->cpu_only = true;
 	if (!o->refresh)
 		o->refresh = DEFAULT_REFRESH_S;
 	if (!o->all && !o->pid && o->cmd == CMD_NONE) {

@@ -716,7 +716,13 @@ static void test_top(void)
 	CHECK(o.top && o.cmd == CMD_ALL && o.ncomms == 1);
 	CHECK_EQ_INT(parse(&o, "top", NULL), -EINVAL);
 	CHECK(msg && strstr(msg, "give a program"));
-	CHECK_EQ_INT(parse(&o, "top", "--memory", "prog.py", NULL), -EINVAL);
+	CHECK_EQ_INT(parse(&o, "top", "prog.py", NULL), 0);
+	CHECK(o.top && o.cpu_only && !o.memory);
+	/* Memory on demand: run's sampler, or the uprobes of --pid and --all. */
+	CHECK_EQ_INT(parse(&o, "top", "--memory", "prog.py", NULL), 0);
+	CHECK(o.top && o.cmd == CMD_RUN && !o.cpu_only && o.memory);
+	CHECK_EQ_INT(parse(&o, "top", "--memory", "--pid", "42", NULL), 0);
+	CHECK(o.cmd == CMD_ATTACH && o.memory);
 	CHECK_EQ_INT(parse(&o, "top", "--refresh", "0", "prog.py", NULL), -EINVAL);
 	CHECK_EQ_INT(parse(&o, "top", "--all", "run", "prog.py", NULL), -EINVAL);
 	CHECK_EQ_INT(parse(&o, "run", "--once", "prog.py", NULL), -EINVAL);
