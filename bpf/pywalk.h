@@ -153,8 +153,6 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
 {
 	__u64 f = 0, chunk, top;
 
-	s->win_lo = s->win_hi = 0;
-	s->stack_lo = s->stack_hi = 0;
 	if (c->ts_len < 8 || c->ts_len > TS_BUF || !pywalk_in_span(c, c->ts_thread_id) ||
 	    !pywalk_in_span(c, c->ts_frame))
 		return WALK_NO_CONFIG;
@@ -352,6 +350,19 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	return WALK_OK;
 }
 
+/* What one walk starts from: nothing found yet, and nothing of an earlier
+ * walk's reads (window, data stack bounds, code objects) taken as this one's. */
+static __always_inline void pywalk_begin(struct pywalk_scratch *s, __u32 *nframes, __u32 *elided)
+{
+	*nframes = 0;
+	*elided = 0;
+	s->instr = 0;
+	s->reads = 0;
+	s->win_lo = s->win_hi = 0;
+	s->stack_lo = s->stack_hi = 0;
+	__builtin_memset(s->memo, 0, sizeof(s->memo));
+}
+
 /*
  * Walks the stack starting at `f`, innermost first, into frames[]; returns
  * the status and stores the count in *nframes.
@@ -379,9 +390,6 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 	__u64 prev = 0;
 	PYWALK_ITER it;
 
-	*elided = 0;
-	s->instr = 0;
-	__builtin_memset(s->memo, 0, sizeof(s->memo));
 	status = pywalk_layout(c, &l);
 	if (status != WALK_OK)
 		return status;
@@ -501,10 +509,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 	__u64 tstate = 0, f = 0, cur = 0, slot = 0;
 	int status;
 
-	*nframes = 0;
-	*elided = 0;
-	s->instr = 0;
-	s->reads = 0;
+	pywalk_begin(s, nframes, elided);
 	if (cache->tstate && !PYWALK_READ_S(s, &cur, sizeof(cur), cache->slot) &&
 	    cur == cache->tstate) {
 		tstate = cur;
@@ -534,10 +539,7 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 	__u64 tstate = 0, f = 0, slot = 0;
 	int status;
 
-	*nframes = 0;
-	*elided = 0;
-	s->instr = 0;
-	s->reads = 0;
+	pywalk_begin(s, nframes, elided);
 	status = pywalk_tstate(c, fsbase, &tstate, &slot, s);
 	if (status != WALK_OK)
 		return status;

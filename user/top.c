@@ -504,10 +504,6 @@ static void offer_profile(struct gather *g, const struct profile *p, int pid)
 	struct top *t = g->t;
 	int i, k, n = profile__nfiles(p);
 
-	/* Allocations have been sampled: memory is profiled. */
-	if (profile__memory(p)->alloc_samples)
-		t->memory = true;
-
 	for (i = 0; i < n; i++) {
 		const struct file_stats *fs = profile__file(p, i);
 
@@ -574,6 +570,9 @@ static void add_totals(struct gather *g, const struct profile *p)
 	g->split[2] += s[2];
 	g->total_ns += profile__total_ns(p);
 	g->samples += profile__samples(p);
+	/* Allocations have been sampled: memory is profiled. */
+	if (profile__memory(p)->alloc_samples)
+		g->t->memory = true;
 }
 
 static void each_proc(void *ctx, const struct host_proc_info *pi)
@@ -604,8 +603,6 @@ static void each_proc(void *ctx, const struct host_proc_info *pi)
 			offer_profile(g, pi->profile, pi->pid);
 			return;
 		}
-		if (profile__memory(pi->profile)->alloc_samples)
-			t->memory = true;
 		profile__split_ns(pi->profile, &s[0], &s[1], &s[2]);
 		it.ns[SORT_PYTHON] = s[0];
 		it.ns[SORT_NATIVE] = s[1];
