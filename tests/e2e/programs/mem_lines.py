@@ -9,10 +9,10 @@
 
 bytearray(n) asks for n + 1 bytes (its trailing NUL) plus its small header.
 
-Every block is 4 MiB or more: with the default 1 MiB mean sampling gap a
-4 MiB block is sampled with probability 1 - e^-4 and weighted by its
-inverse, so N = 150 blocks give a standard error of 1.1 % and the 5 % bound
-is 4.5 of them (2 MiB blocks would make it 3.2 % and the bound 1.5).
+Every block is 4 MiB or more: with a mean sampling gap of 512 KiB (the
+test's; the default is 1 MiB) a 4 MiB block is sampled with probability
+1 - e^-8 and weighted by its inverse, so N = 150 blocks miss 0.05 samples
+on average and an estimate 5 % low takes 8 misses.
 """
 import ctypes
 import sys
