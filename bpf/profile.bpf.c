@@ -567,6 +567,25 @@ static __always_inline bool after_int3(__u64 user_ip)
 	return user_ip && !bpf_probe_read_user(&op, 1, (const void *)(user_ip - 1)) && op == 0xcc;
 }
 
+/* The on-CPU time a sample of the current thread stands for: its run time
+ * since its previous sample, known exactly once it has been switched in
+ * under tracking (run time then, plus the clock since: it has run on this
+ * CPU ever since); until then one period. */
+static __always_inline __u64 cpu_since_last(struct tracked_thread *ts, __u64 now)
+{
+	__u64 run, last;
+
+	if (!ts || !ts->in_ktime || now < ts->in_ktime)
+		return sample_period_ns;
+	run = ts->in_run_ns + (now - ts->in_ktime);
+	last = ts->last_run_ns;
+	ts->last_run_ns = run | RUN_SEEN;
+	if (!(last & RUN_SEEN))
+		return sample_period_ns;
+	last &= ~RUN_SEEN;
+	return run > last ? run - last : 1;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
@@ -585,12 +604,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	t0 = ev->ts;
 	ev->gen = p->gen;
 	stat_inc(STAT_SAMPLES);
-	ev->cpu_ns = sample_period_ns;
 	/* Marks the thread as tracked for sched_switch; also picks up blocked
 	 * time that ended without a syscall exit (page faults). */
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
+	ev->cpu_ns = cpu_since_last(ts, t0);
 	/* verifier: context fields are read at their full width. */
 	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) {
 		ev->mode = MODE_USER;
@@ -653,9 +672,15 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 	}
 	ts = bpf_task_storage_get(&threads, next, 0, 0);
-	if (ts && ts->blocked_since) {
-		if (!now)
-			now = bpf_ktime_get_ns();
+	if (!ts)
+		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	ts->in_run_ns = next->se.sum_exec_runtime;
+	ts->in_ktime = now;
+	if (!ts->last_run_ns)
+		ts->last_run_ns = ts->in_run_ns | RUN_SEEN;
+	if (ts->blocked_since) {
 		if (now > ts->blocked_since) {
 			ts->pending_ns += now - ts->blocked_since;
 			if (ts->blocked_on_gil)
