@@ -118,6 +118,7 @@ enum stat_id {
 	STAT_WALK_BUSY,		/* walks not made: the CPU's walk scratch was in use */
 	STAT_WALKS,		/* stack walks made */
 	STAT_WALK_READS,	/* user-memory reads they took */
+	STAT_PROBE_NS,		/* on-CPU time those probe samples stood for, ns */
 	STAT_MAX,
 };
 

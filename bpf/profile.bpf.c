@@ -631,8 +631,9 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		     (ev->syscall_nr == -1 && (after_int3(ev->user_ip) || in_uprobe(ctx, ev))))) {
 			/* Counted apart; pending blocked time waits for the
 			 * next record. */
-			drop_record(ev);
 			stat_inc(STAT_PROBE_SAMPLES);
+			stat_add(STAT_PROBE_NS, ev->cpu_ns);
+			drop_record(ev);
 			stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 			return 0;
 		}

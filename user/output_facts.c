@@ -48,6 +48,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_WALK_BUSY] = "walk_scratch_busy",
 	[STAT_WALKS] = "walks",
 	[STAT_WALK_READS] = "walk_reads",
+	[STAT_PROBE_NS] = "probe_ns_total",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
@@ -560,8 +561,7 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 	 * emulated instruction), sampled in the program's threads and left out
 	 * of its lines and of total_sampled_s. */
 	if (f->probe_check)
-		add(o, "probe_overhead_s",
-		    seconds((double)f->bpf.stats[STAT_PROBE_SAMPLES] * f->period_ns));
+		add(o, "probe_overhead_s", seconds((double)f->bpf.stats[STAT_PROBE_NS]));
 	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
 	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
 	add(o, "gil_wait_s", seconds(f->gil_wait_ns));

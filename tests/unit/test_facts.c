@@ -180,6 +180,7 @@ static struct facts *full_facts(void)
 	f->bpf.stats[STAT_WALKS] = 300;
 	f->bpf.stats[STAT_WALK_READS] = 3300;
 	f->bpf.stats[STAT_PROBE_SAMPLES] = 3;
+	f->bpf.stats[STAT_PROBE_NS] = 3000000;
 	f->bpf.stats[STAT_IDLE_NS] = 5000000000ULL;
 	f->bpf.stats[STAT_MEM_EVENTS] = 8;
 	f->bpf.stats[STAT_MEM_NS] = 100;
