@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -52,6 +53,10 @@ struct loader {
 	int *pfds;
 	int ncpus;
 	uint64_t period_ns;
+	/* The timers' periods are drawn anew now and then (see redraw_periods);
+	 * next_draw_ns: when next, rng: the draws' state. */
+	uint64_t next_draw_ns;
+	uint64_t rng;
 	bool probe_check; /* samples inside uprobe hits are told apart */
 	loader_event_fn on_event;
 	void *ctx;
@@ -611,6 +616,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 		return NULL;
 	}
 	l->period_ns = 1000000000ULL / (opts->rate_hz ? opts->rate_hz : 1);
+	l->rng = mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
 	l->skel = profile_bpf__open();
 	if (!l->skel) {
 		err = -errno;
@@ -927,8 +933,45 @@ bool loader__counts_stats(struct loader *l, struct counts_stats *out)
 	return true;
 }
 
+/*
+ * A fixed sampling period aliases with a program whose work repeats at a
+ * multiple of it (a loop of 1 ms rounds, a 500 Hz control loop): the fires
+ * fall at the same point of every round and one line takes them all (a
+ * program spinning 0.3 and 0.7 of a period per round got 98.9 % and 0 %).
+ * So every REDRAW_NS each CPU's timer gets a period drawn from 0.75-1.25 of
+ * the mean, which also restarts it at a random phase.  Samples stand for
+ * their thread's measured run time, so a period that varies costs no
+ * accuracy; the mean rate stays what was asked for.
+ */
+#define REDRAW_NS (20 * 1000 * 1000ull)
+
+static void redraw_periods(struct loader *l)
+{
+	uint64_t now = mono_ns(), x, period;
+	int cpu;
+
+	if (now < l->next_draw_ns || !l->pfds)
+		return;
+	l->next_draw_ns = now + REDRAW_NS;
+	for (cpu = 0; cpu < l->ncpus; cpu++) {
+		if (l->pfds[cpu] < 0)
+			continue;
+		/* xorshift64* */
+		x = l->rng;
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		l->rng = x;
+		x *= 0x2545f4914f6cdd1dull;
+		period = l->period_ns * 3 / 4 + (x >> 11) % (l->period_ns / 2 + 1);
+		/* A CPU that went offline keeps its old period: no harm. */
+		ioctl(l->pfds[cpu], PERF_EVENT_IOC_PERIOD, &period);
+	}
+}
+
 int loader__poll(struct loader *l, int timeout_ms)
 {
+	redraw_periods(l);
 	/* Samples are submitted without wake-ups, and a record submitted with
 	 * one behind unconsumed records wakes no one either: wait, then always
 	 * drain. */

@@ -371,3 +371,24 @@ def test_handoff_threads_keep_their_cpu_time(python, tmp_path, accuracy):
     for who, name in (("main", "ping"), ("echo", "echo")):
         t = line_time(res.profile, prog, m[name])
         assert t.seconds >= 0.5 * info[f"{who}_thread_cpu_s"], (name, t, hot_lines(res.profile))
+
+
+def test_rounds_of_one_period_do_not_alias(python, tmp_path, accuracy):
+    """A program whose rounds are exactly one sampling period long, 30:70
+    between two lines: with a fixed period every fire falls at the same
+    point of the round and one line takes nearly all (98.9 % and 0 % were
+    measured); the timers' periods are drawn anew every 20 ms, so each line
+    gets its share, against the CPU time the thread measured on each."""
+    prog = program("alias_rounds.py")
+    side = tmp_path / "spent.json"
+    res = profile_run(python, prog, ["2000", side], tmp=tmp_path, opts=["--cpu-only"])
+    m = markers(prog)
+    spent = json.loads(side.read_text())
+    times = {n: line_time(res.profile, prog, m[n]) for n in ("short", "long")}
+    got = shares([times["short"].percent, times["long"].percent])
+    real = shares([spent["short"], spent["long"]])
+    ctx = f"profile {got}, the thread's clock {real}; hot lines: {hot_lines(res.profile)}"
+    accuracy("one-period rounds: short line share, %", real[0], round(got[0], 2), "5")
+    # 5 points: 2000 rounds are about 2000 samples, a share's sampling
+    # error about 1 point.
+    assert abs(got[0] - real[0]) <= 5, ctx
