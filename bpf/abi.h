@@ -199,17 +199,15 @@ struct tracked_thread {
 	__u64 in_probe;
 	/* On-CPU time: the thread's run time (se.sum_exec_runtime, exact at a
 	 * switch) and the clock when it was last switched in (0: not since its
-	 * storage was made), and its run time at its last CPU sample
-	 * (RUN_SEEN: set).  A sample stands for the time the thread ran since
-	 * its previous one: samples the timer missed (fires that fell while
-	 * the CPU was idle between the thread's short runs) are not lost. */
+	 * storage was made), and its run time at its last CPU sample (from
+	 * its first switch-in on).  A sample stands for the time the thread
+	 * ran since its previous one: samples the timer missed (fires that
+	 * fell while the CPU was idle between the thread's short runs) are not
+	 * lost. */
 	__u64 in_run_ns;
 	__u64 in_ktime;
 	__u64 last_run_ns;
 };
-
-/* tracked_thread.last_run_ns holds a run time (which may be 0). */
-#define RUN_SEEN (1ull << 63)
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry
  * frames) that user space skips.  tag (co_firstlineno) and ident (a mix of

@@ -579,10 +579,7 @@ static __always_inline __u64 cpu_since_last(struct tracked_thread *ts, __u64 now
 		return sample_period_ns;
 	run = ts->in_run_ns + (now - ts->in_ktime);
 	last = ts->last_run_ns;
-	ts->last_run_ns = run | RUN_SEEN;
-	if (!(last & RUN_SEEN))
-		return sample_period_ns;
-	last &= ~RUN_SEEN;
+	ts->last_run_ns = run;
 	return run > last ? run - last : 1;
 }
 
@@ -678,9 +675,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (!now)
 		now = bpf_ktime_get_ns();
 	ts->in_run_ns = next->se.sum_exec_runtime;
+	/* The first switch-in under tracking: samples count from here. */
+	if (!ts->in_ktime)
+		ts->last_run_ns = ts->in_run_ns;
 	ts->in_ktime = now;
-	if (!ts->last_run_ns)
-		ts->last_run_ns = ts->in_run_ns | RUN_SEEN;
 	if (ts->blocked_since) {
 		if (now > ts->blocked_since) {
 			ts->pending_ns += now - ts->blocked_since;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <limits.h>
@@ -54,9 +55,9 @@ struct loader {
 	int ncpus;
 	uint64_t period_ns;
 	/* The timers' periods are drawn anew now and then (see redraw_periods);
-	 * next_draw_ns: when next, rng: the draws' state. */
+	 * next_draw_ns: when next, rng: the draws' state (nrand48). */
 	uint64_t next_draw_ns;
-	uint64_t rng;
+	unsigned short rng[3];
 	bool probe_check; /* samples inside uprobe hits are told apart */
 	loader_event_fn on_event;
 	void *ctx;
@@ -616,7 +617,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 		return NULL;
 	}
 	l->period_ns = 1000000000ULL / (opts->rate_hz ? opts->rate_hz : 1);
-	l->rng = mono_ns() ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
+	if (getrandom(l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
+		memcpy(l->rng, &(uint64_t){ mono_ns() ^ getpid() }, sizeof(l->rng));
 	l->skel = profile_bpf__open();
 	if (!l->skel) {
 		err = -errno;
@@ -947,7 +949,7 @@ bool loader__counts_stats(struct loader *l, struct counts_stats *out)
 
 static void redraw_periods(struct loader *l)
 {
-	uint64_t now = mono_ns(), x, period;
+	uint64_t now = mono_ns(), period;
 	int cpu;
 
 	if (now < l->next_draw_ns || !l->pfds)
@@ -956,14 +958,7 @@ static void redraw_periods(struct loader *l)
 	for (cpu = 0; cpu < l->ncpus; cpu++) {
 		if (l->pfds[cpu] < 0)
 			continue;
-		/* xorshift64* */
-		x = l->rng;
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		l->rng = x;
-		x *= 0x2545f4914f6cdd1dull;
-		period = l->period_ns * 3 / 4 + (x >> 11) % (l->period_ns / 2 + 1);
+		period = l->period_ns * 3 / 4 + (uint64_t)nrand48(l->rng) % (l->period_ns / 2 + 1);
 		/* A CPU that went offline keeps its old period: no harm. */
 		ioctl(l->pfds[cpu], PERF_EVENT_IOC_PERIOD, &period);
 	}
