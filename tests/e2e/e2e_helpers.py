@@ -453,6 +453,12 @@ def _binomial_quantiles(n, q, p):
     return lo, hi
 
 
+# Above a sampled range: a line's small allocations the truth lumps with its
+# blocks (a bytearray's or a list's header), each sampled now and then at
+# about a 1 MiB window's weight; two are allowed.
+STRAY_MB = 2.0
+
+
 def sampled_mb_range(blocks, mean=1 << 20, p=1e-6):
     """What a correct allocation sampler may estimate for blocks given as
     [size, count] pairs: (truth, low, high) in MiB.  A block of s bytes is

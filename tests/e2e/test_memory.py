@@ -30,12 +30,11 @@ import re
 import subprocess
 
 from e2e_helpers import (BIN, clean_env, compat, file_entry, finish, invoke,
-                         markers, profile_run, program, sampled_mb_range)
+                         markers, profile_run, program, sampled_mb_range, STRAY_MB)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
 WINDOW_MB = 1.0  # Scalene's allocation sampling window (`scalene run`'s default)
 SMALL_WINDOW_MB = 10.0  # ours for blocks under it (profile.h)
-STRAY_MB = 2 * WINDOW_MB  # two small allocations' samples, each about a window
 
 
 def line_row(profile, path, name):
@@ -320,9 +319,7 @@ def test_net_growth_not_churn(python, tmp_path, accuracy):
 
     # Blocks of a window or more are each a net sample; lists of small
     # objects grow by windows of their own (less one still held back).
-    # The truth lumps a bytearray's or a list's header with its block; the
-    # header is a small allocation of its own, sampled now and then at about
-    # a window's weight: STRAY_MB above the range allows two.
+    # STRAY_MB above the range: headers the truth lumps with their blocks.
     for name in ("allocator", "small", "big", "c_keep", "kept_list"):
         kept, lo, hi = sampled_mb_range(truth[name])
         lo -= SMALL_WINDOW_MB if name == "kept_list" else 0
