@@ -418,4 +418,26 @@ struct gpu_record {
 	};
 };
 
+/*
+ * The kernel's uprobe_multi link (Linux 6.6), which the loader creates with
+ * the bpf syscall itself (the system's uapi headers and libbpf may predate
+ * it): the attach type and the part of union bpf_attr's link_create it
+ * fills.  profile.bpf.c checks both against the kernel's BTF.
+ */
+#define ATTACH_UPROBE_MULTI 48
+struct uprobe_multi_attr {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;	       /* const char * */
+	__u64 offsets;	       /* const __u64 *: file offsets */
+	__u64 ref_ctr_offsets; /* const __u64 *, or 0 */
+	__u64 cookies;	       /* const __u64 *, or 0 */
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid; /* 0: every process that maps path */
+	__u32 pad;
+};
+
 #endif /* SCALENE_BPF_ABI_H */

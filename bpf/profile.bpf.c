@@ -16,11 +16,12 @@
  *   the whole periods crossed (blocked time sampled like CPU time), so the
  *   cost follows the sampling rate, not the switch rate.
  * sched_process_{fork,exec,exit}: follow children, re-detect after exec.
- * on_malloc, on_free, on_memcpy (USDT, libscalene-bpf-sampler.so): the
- *   sampler fires them only for sampled allocations, frees of sampled blocks
- *   and sampled copies; each becomes a record with the Python stack, walked
- *   here while the allocating frame is still live.
- * on_sampler_init, on_sampler_exit (USDT): the sampler's state block.
+ * on_malloc, on_free, on_memcpy (uprobes at the probe functions of
+ *   libscalene-bpf-sampler.so, probes.h): the sampler calls them only for
+ *   sampled allocations, frees of sampled blocks and sampled copies; each
+ *   becomes a record with the Python stack, walked here while the allocating
+ *   frame is still live.
+ * on_sampler_init, on_sampler_exit (likewise): the sampler's state block.
  *
  * System-wide (aggregate), CPU and off-CPU samples are added up in
  * agg_counts instead of becoming records (see struct agg_key); a count that
@@ -30,7 +31,6 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include <bpf/usdt.bpf.h>
 
 /* Open-coded iterators (Linux 6.4+): the walker's loop is verified until
  * its states converge instead of once per iteration, which took ~0.13 s of
@@ -49,6 +49,14 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
 #include "pywalk.h"
 #include "sampler.h"
+
+_Static_assert(ATTACH_UPROBE_MULTI == BPF_TRACE_UPROBE_MULTI, "uprobe_multi attach type");
+_Static_assert(__builtin_offsetof(union bpf_attr, link_create.uprobe_multi.path) ==
+		       __builtin_offsetof(struct uprobe_multi_attr, path),
+	       "uprobe_multi link_create layout");
+_Static_assert(__builtin_offsetof(union bpf_attr, link_create.uprobe_multi.pid) ==
+		       __builtin_offsetof(struct uprobe_multi_attr, pid),
+	       "uprobe_multi link_create layout");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -878,20 +886,20 @@ static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 s
 	return mem_record(p, task, NULL, mode, bytes, addr, size, flags);
 }
 
-SEC("usdt")
-int BPF_USDT(on_malloc, __u64 weight, __u32 flags, __u64 ptr, __u64 size)
+SEC("uprobe")
+int BPF_KPROBE(on_malloc, __u64 weight, __u32 flags, __u64 ptr, __u64 size)
 {
 	return mem_event(MODE_MALLOC, weight, ptr, size, flags);
 }
 
-SEC("usdt")
-int BPF_USDT(on_free, __u64 ptr, __u64 weight, __u32 flags)
+SEC("uprobe")
+int BPF_KPROBE(on_free, __u64 ptr, __u64 weight, __u32 flags)
 {
 	return mem_event(MODE_FREE, weight, ptr, 0, flags);
 }
 
-SEC("usdt")
-int BPF_USDT(on_memcpy, __u64 weight, __u64 size)
+SEC("uprobe")
+int BPF_KPROBE(on_memcpy, __u64 weight, __u64 size)
 {
 	return mem_event(MODE_COPY, weight, 0, size, 0);
 }
@@ -923,14 +931,14 @@ static __always_inline int sampler_event(__u32 phase, __u64 state, __u32 abi)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_sampler_init, __u64 state, __u32 abi)
+SEC("uprobe")
+int BPF_KPROBE(on_sampler_init, __u64 state, __u32 abi)
 {
 	return sampler_event(SAMPLER_INIT, state, abi);
 }
 
-SEC("usdt")
-int BPF_USDT(on_sampler_exit, __u64 state)
+SEC("uprobe")
+int BPF_KPROBE(on_sampler_exit, __u64 state)
 {
 	return sampler_event(SAMPLER_EXIT, state, 0);
 }
@@ -972,8 +980,8 @@ static __noinline int send_call(struct gpu_scratch *sc)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 class)
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 class)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -1052,20 +1060,20 @@ static __always_inline int gpu_state_event(__u32 phase, __u64 state, __u32 abi)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_gpu_init, __u64 state, __u32 abi)
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_init, __u64 state, __u32 abi)
 {
 	return gpu_state_event(GPU_INIT, state, abi);
 }
 
-SEC("usdt")
-int BPF_USDT(on_gpu_exit, __u64 state)
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_exit, __u64 state)
 {
 	return gpu_state_event(GPU_EXIT, state, 0);
 }
 
-SEC("usdt")
-int BPF_USDT(on_gpu_api_alias, __u64 inner, __u64 outer)
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_api_alias, __u64 inner, __u64 outer)
 {
 	struct gpu_record *r = gpu_reserve(GPU_ALIAS, 0);
 
@@ -1077,8 +1085,8 @@ int BPF_USDT(on_gpu_api_alias, __u64 inner, __u64 outer)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_gpu_name, __u64 addr)
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_name, __u64 addr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gpu_name_record *r;
@@ -1101,8 +1109,8 @@ int BPF_USDT(on_gpu_name, __u64 addr)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(on_gpu_records, __u64 recs, __u64 count, __u64 state)
+SEC("uprobe")
+int BPF_KPROBE(on_gpu_records, __u64 recs, __u64 count, __u64 state)
 {
 	struct gpu_record *r;
 	__u32 n = count > GPU_BATCH ? GPU_BATCH : (__u32)count;

@@ -463,6 +463,23 @@ int elf_file__exec_ranges(const struct elf_file *e, uint64_t (*ranges)[2], int m
 	return n;
 }
 
+int elf_file__vaddr_to_offset(const struct elf_file *e, uint64_t vaddr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < e->nphdrs; i++) {
+		const GElf_Phdr *ph = &e->phdrs[i];
+
+		if (ph->p_type != PT_LOAD || ph->p_filesz > UINT64_MAX - ph->p_vaddr)
+			continue;
+		if (vaddr < ph->p_vaddr || vaddr >= ph->p_vaddr + ph->p_filesz)
+			continue;
+		*off = vaddr - ph->p_vaddr + ph->p_offset;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int elf_file__offset_to_vaddr(const struct elf_file *e, uint64_t off, uint64_t *vaddr)
 {
 	const GElf_Phdr *ph;

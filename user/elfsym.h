@@ -52,6 +52,12 @@ int elf_file__exec_ranges(const struct elf_file *e, uint64_t (*ranges)[2], int m
 int elf_file__offset_to_vaddr(const struct elf_file *e, uint64_t off, uint64_t *vaddr);
 
 /*
+ * Converts a link-time virtual address to its file offset through the
+ * PT_LOAD whose file bytes hold it: 0 or -ENOENT.
+ */
+int elf_file__vaddr_to_offset(const struct elf_file *e, uint64_t vaddr, uint64_t *off);
+
+/*
  * Finds the function (STT_FUNC or STT_GNU_IFUNC with a size, from .symtab and
  * .dynsym) whose [st_value, st_value + st_size) holds vaddr.  *name stays
  * valid until elf_file__free().  Returns 0 or -ENOENT.

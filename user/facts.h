@@ -104,6 +104,7 @@ struct facts_bpf {
 struct facts_memory {
 	int python_processes, sampler_loaded, sampler_not_loaded;
 	uint64_t sample_bytes, copy_sample_bytes;
+	const char *probe_links; /* loader__probe_links() */
 	/* The sampler's exact counts, of the processes whose final counts
 	 * could be read. */
 	int counted_processes;
@@ -132,7 +133,8 @@ struct facts_uprobes {
 	int nprobes;
 	uint64_t hits;
 	double elapsed_s;
-	double ns_per_hit; /* measured here; < 0 if it could not be */
+	double ns_per_hit;	 /* measured here; < 0 if it could not be */
+	const char *probe_links; /* loader__probe_links() */
 	/* --all: the probes of one process of many; the hits, counted for the
 	 * host, are in index.json (hits and elapsed_s are 0). */
 	bool host;

@@ -41,9 +41,9 @@ struct hm_proc {
 	char file_why[160];
 	/* per_process: its own Python allocator probes. */
 	struct memprobe_report py;
-	struct bpf_link *py_links[MEMPROBE_PY_FNS];
+	struct probe_link *py_links[MEMPROBE_PY_FNS];
 	struct memprobe_report libc;
-	struct bpf_link *links[MEMPROBE_LIBC_FNS];
+	struct probe_link *links[MEMPROBE_LIBC_FNS];
 	bool libc_probed;  /* holds one of the HOSTMEM_MAX_LIBC places */
 	bool libc_refused; /* past HOSTMEM_MAX_LIBC */
 };
@@ -305,6 +305,7 @@ void hostmem__facts(const struct hostmem *hm, int pid, struct facts_uprobes *out
 	memset(out, 0, sizeof(*out));
 	out->host = true;
 	out->ns_per_hit = hm->hit_cost_ns;
+	out->probe_links = loader__probe_links();
 	if (!p) {
 		add_missing(out, "PyObject_Malloc", "", "not probed: not seen as Python");
 		return;

@@ -24,9 +24,11 @@
 #include <bpf/libbpf.h>
 
 #include "clock.h"
+#include "elfsym.h"
 #include "loader.h"
 #include "sampler.h"
 #include "log.h"
+#include "probes.h"
 #include "profile.skel.h"
 
 _Static_assert(sizeof(struct py_walk_cfg) == 192, "py_walk_cfg layout");
@@ -41,13 +43,21 @@ _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampl
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
 	       "sampler state block size");
 
+/* A uprobe at a library's probe function: a uprobe_multi link (fd) or,
+ * where the kernel has none, a perf-event one (link). */
+struct probe_link {
+	struct bpf_link *link;
+	int fd;
+	bool held;
+};
+
 struct loader {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
 	struct bpf_link **links;
-	struct bpf_link *usdt_links[5];
-	struct bpf_link *gpu_links[6];
-	struct bpf_link **alloc_links;
+	struct probe_link sampler_links[5];
+	struct probe_link gpu_links[6];
+	struct probe_link **alloc_links;
 	int nalloc_links;
 	struct detacher *detacher; /* allocation uprobes let go during the run */
 	struct loader_link_stats link_stats;
@@ -144,92 +154,211 @@ static int attach_perf(struct loader *l)
 	return attached ? 0 : -ENODEV;
 }
 
-/* The allocation sampler's USDT probes and the programs for them. */
-static const char *const sampler_probes[] = { "init", "malloc", "free", "memcpy", "exit" };
+/*
+ * Uprobes at the probe functions of the libraries loaded into profiled
+ * programs (probes.h), one link per program, for every process that maps the
+ * library: the programs keep only tracked processes.
+ *
+ * Where the kernel has them (Linux 6.6+), these are uprobe_multi links.  A
+ * perf-event uprobe, the older kind, takes the kernel's global trace-event
+ * lock when it is opened, and when it goes holds that lock through several
+ * RCU grace periods (seen on 6.18: ~0.3 s a probe, one probe after the
+ * other), so any process opening or closing such a probe meanwhile waits: a
+ * `run` started within a second or so of another one's end took ~1 s longer.
+ * A uprobe_multi link takes no such lock.
+ */
+static bool uprobe_multi_checked, uprobe_multi_ok;
 
-static struct bpf_program *sampler_prog(struct loader *l, size_t i)
+static int sys_link_create(struct uprobe_multi_attr *attr)
 {
-	struct bpf_program *progs[] = {
-		l->skel->progs.on_sampler_init, l->skel->progs.on_malloc,
-		l->skel->progs.on_free,		l->skel->progs.on_memcpy,
-		l->skel->progs.on_sampler_exit,
-	};
-
-	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
-			       sizeof(sampler_probes) / sizeof(sampler_probes[0]),
-		       "one program per probe");
-	return progs[i];
+	return syscall(__NR_bpf, BPF_LINK_CREATE, attr, sizeof(*attr));
 }
 
-static int attach_sampler(struct loader *l, const char *path)
+/* Whether the kernel creates uprobe_multi links: a link asked for on "/"
+ * fails with EBADF (not a regular file) where it does, with EINVAL where the
+ * attach type is unknown.  SCALENE_BPF_PERF_UPROBES=1 asks for perf-event
+ * uprobes anyway (to compare the two, and to test that path). */
+static bool have_uprobe_multi(void)
 {
-	size_t i;
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = ATTACH_UPROBE_MULTI);
+	uint64_t offset = 0;
+	struct uprobe_multi_attr attr = {
+		.attach_type = ATTACH_UPROBE_MULTI,
+		.path = (uintptr_t) "/",
+		.offsets = (uintptr_t)&offset,
+		.cnt = 1,
+	};
+	const char *env;
+	int prog_fd, fd;
+
+	if (uprobe_multi_checked)
+		return uprobe_multi_ok;
+	uprobe_multi_checked = true;
+	env = getenv("SCALENE_BPF_PERF_UPROBES");
+	if (env && !strcmp(env, "1")) {
+		pr_debug("uprobe_multi links: not used (SCALENE_BPF_PERF_UPROBES=1)\n");
+		return false;
+	}
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
+	if (prog_fd < 0)
+		return false;
+	attr.prog_fd = prog_fd;
+	fd = sys_link_create(&attr);
+	uprobe_multi_ok = fd < 0 && errno == EBADF;
+	if (fd >= 0)
+		close(fd);
+	close(prog_fd);
+	pr_debug("uprobe_multi links: %s\n", uprobe_multi_ok ? "yes" : "no (perf-event uprobes)");
+	return uprobe_multi_ok;
+}
+
+const char *loader__probe_links(void)
+{
+	if (!uprobe_multi_checked)
+		return NULL;
+	return uprobe_multi_ok ? "uprobe_multi" : "perf_event";
+}
+
+/* Before the load: a program for uprobe_multi links says so. */
+static void probe_prog_prepare(struct bpf_program *prog)
+{
+	if (have_uprobe_multi())
+		bpf_program__set_expected_attach_type(prog, ATTACH_UPROBE_MULTI);
+}
+
+/* The file offset of the probe function `name` in the library at path. */
+static int probe_offset(const struct elf_file *e, const char *path, const char *name, uint64_t *off)
+{
+	char sym[128];
+	uint64_t vaddr;
 	int err;
 
-	_Static_assert(sizeof(sampler_probes) / sizeof(sampler_probes[0]) ==
-			       sizeof(l->usdt_links) / sizeof(l->usdt_links[0]),
-		       "one link per probe");
-	for (i = 0; i < sizeof(sampler_probes) / sizeof(sampler_probes[0]); i++) {
-		/* No PID: every process that maps the library, fork children
-		 * included; the programs keep only tracked processes. */
-		l->usdt_links[i] = bpf_program__attach_usdt(sampler_prog(l, i), -1, path,
-							    SCALENE_BPF_USDT_PROVIDER,
-							    sampler_probes[i], NULL);
-		if (!l->usdt_links[i]) {
-			err = -errno;
-			pr_warn("failed to attach to the allocation sampler's probe %s in %s: %s\n",
-				sampler_probes[i], path, strerror(-err));
-			/* Measured: the kernel refuses uprobe perf events to
+	snprintf(sym, sizeof(sym), "%s%s", SCALENE_BPF_PROBE_PREFIX, name);
+	err = elf_file__find_symbol(e, sym, &vaddr, NULL);
+	if (!err)
+		err = elf_file__vaddr_to_offset(e, vaddr, off);
+	if (err)
+		pr_warn("%s has no probe function %s: it is not a library of this build of "
+			"scalene-bpf\n",
+			path, sym);
+	return err;
+}
+
+/* One uprobe: prog at file offset off of path, for process pid (-1: every
+ * process that maps the file). */
+static int attach_probe(struct bpf_program *prog, int pid, const char *path, uint64_t off,
+			struct probe_link *out)
+{
+	if (have_uprobe_multi()) {
+		struct uprobe_multi_attr attr = {
+			.prog_fd = bpf_program__fd(prog),
+			.attach_type = ATTACH_UPROBE_MULTI,
+			.path = (uintptr_t)path,
+			.offsets = (uintptr_t)&off,
+			.cnt = 1,
+			.pid = pid > 0 ? pid : 0,
+		};
+
+		out->fd = sys_link_create(&attr);
+		if (out->fd < 0)
+			return -errno;
+	} else {
+		out->link = bpf_program__attach_uprobe(prog, false, pid, path, off);
+		if (!out->link)
+			return -errno;
+	}
+	out->held = true;
+	return 0;
+}
+
+static void probe_link_destroy(struct probe_link *pl)
+{
+	if (!pl->held)
+		return;
+	if (pl->link)
+		bpf_link__destroy(pl->link);
+	else
+		close(pl->fd);
+	pl->held = false;
+}
+
+static void probe_link_free(struct probe_link *pl)
+{
+	if (pl)
+		probe_link_destroy(pl);
+	free(pl);
+}
+
+/* Attaches progs[i] to the probe function names[i] of the library at path;
+ * what is attached is released by the caller. */
+static int attach_probes(const char *what, const char *path, const char *const *names,
+			 struct bpf_program *const *progs, struct probe_link *links, size_t n)
+{
+	struct elf_file *e = elf_file__open(path);
+	uint64_t off;
+	size_t i;
+	int err = 0;
+
+	if (!e) {
+		err = -errno;
+		pr_warn("cannot read %s (%s): %s\n", what, path, strerror(-err));
+		return err;
+	}
+	for (i = 0; i < n && !err; i++) {
+		err = probe_offset(e, path, names[i], &off);
+		if (err)
+			break;
+		err = attach_probe(progs[i], -1, path, off, &links[i]);
+		if (err) {
+			pr_warn("failed to attach to %s's probe %s in %s: %s\n", what, names[i],
+				path, strerror(-err));
+			/* Measured: the kernel refuses perf-event uprobes to
 			 * CAP_BPF + CAP_PERFMON alone. */
 			if ((err == -EACCES || err == -EPERM) && geteuid() != 0)
-				pr_warn("memory profiling places uprobes, which needs "
-					"CAP_SYS_ADMIN besides CAP_BPF and CAP_PERFMON; run as "
-					"root, add it, or profile CPU only with --cpu-only\n");
-			return err;
+				pr_warn("profiling memory and the GPU places uprobes, which as "
+					"perf-event uprobes need CAP_SYS_ADMIN besides CAP_BPF and "
+					"CAP_PERFMON (uprobe_multi links, Linux 6.6+, do not); run "
+					"as root, add it, or profile CPU only with --cpu-only\n");
 		}
 	}
-	return 0;
+	elf_file__free(e);
+	return err;
+}
+
+/* The allocation sampler's probes (sampler.h) and the programs for them. */
+static const char *const sampler_probes[] = { "init", "malloc", "free", "memcpy", "exit" };
+
+static void sampler_progs(struct loader *l, struct bpf_program **progs)
+{
+	progs[0] = l->skel->progs.on_sampler_init;
+	progs[1] = l->skel->progs.on_malloc;
+	progs[2] = l->skel->progs.on_free;
+	progs[3] = l->skel->progs.on_memcpy;
+	progs[4] = l->skel->progs.on_sampler_exit;
 }
 
 /* The GPU library's probes (user/gpu/gpu.h) and the programs for them. */
 static const char *const gpu_probes[] = { "gpu_init",	 "gpu_api",  "gpu_api_alias",
 					  "gpu_records", "gpu_name", "gpu_exit" };
 
-static struct bpf_program *gpu_prog(struct loader *l, size_t i)
+static void gpu_progs(struct loader *l, struct bpf_program **progs)
 {
-	struct bpf_program *progs[] = {
-		l->skel->progs.on_gpu_init,	 l->skel->progs.on_gpu_api,
-		l->skel->progs.on_gpu_api_alias, l->skel->progs.on_gpu_records,
-		l->skel->progs.on_gpu_name,	 l->skel->progs.on_gpu_exit,
-	};
-
-	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
-			       sizeof(gpu_probes) / sizeof(gpu_probes[0]),
-		       "one program per probe");
-	return progs[i];
+	progs[0] = l->skel->progs.on_gpu_init;
+	progs[1] = l->skel->progs.on_gpu_api;
+	progs[2] = l->skel->progs.on_gpu_api_alias;
+	progs[3] = l->skel->progs.on_gpu_records;
+	progs[4] = l->skel->progs.on_gpu_name;
+	progs[5] = l->skel->progs.on_gpu_exit;
 }
 
-/* Like the sampler's: every process that maps the library. */
-static int attach_gpu(struct loader *l, const char *path)
-{
-	size_t i;
-	int err;
-
-	_Static_assert(sizeof(gpu_probes) / sizeof(gpu_probes[0]) ==
-			       sizeof(l->gpu_links) / sizeof(l->gpu_links[0]),
-		       "one link per probe");
-	for (i = 0; i < sizeof(gpu_probes) / sizeof(gpu_probes[0]); i++) {
-		l->gpu_links[i] = bpf_program__attach_usdt(
-			gpu_prog(l, i), -1, path, SCALENE_BPF_USDT_PROVIDER, gpu_probes[i], NULL);
-		if (!l->gpu_links[i]) {
-			err = -errno;
-			pr_warn("failed to attach to the GPU library's probe %s in %s: %s\n",
-				gpu_probes[i], path, strerror(-err));
-			return err;
-		}
-	}
-	return 0;
-}
+_Static_assert(ARRAY_SIZE_(sampler_probes) == ARRAY_SIZE_(((struct loader *)0)->sampler_links),
+	       "one link per sampler probe");
+_Static_assert(ARRAY_SIZE_(gpu_probes) == ARRAY_SIZE_(((struct loader *)0)->gpu_links),
+	       "one link per GPU probe");
 
 static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
 {
@@ -250,19 +379,24 @@ static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
 }
 
 int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
-			       const char *func, size_t offset, struct bpf_link **out)
+			       uint64_t file_offset, struct probe_link **out)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = func);
-	struct bpf_link *link, **links;
+	struct probe_link *link, **links;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	int err;
 
 	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
 	if (!links)
 		return -ENOMEM;
 	l->alloc_links = links;
-	link = bpf_program__attach_uprobe_opts(alloc_prog(l, which), pid, path, offset, &opts);
+	link = calloc(1, sizeof(*link));
 	if (!link)
-		return -errno;
+		return -ENOMEM;
+	err = attach_probe(alloc_prog(l, which), pid, path, file_offset, link);
+	if (err) {
+		free(link);
+		return err;
+	}
 	l->alloc_links[l->nalloc_links++] = link;
 	l->link_stats.attached++;
 	l->link_stats.attach_ns += clock_ns(CLOCK_MONOTONIC) - t0;
@@ -282,7 +416,7 @@ struct detacher {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct bpf_link **queue;
+	struct probe_link **queue;
 	int n, cap;
 	bool busy; /* destroying one, taken off the queue */
 	bool stop;
@@ -295,7 +429,7 @@ static void *detach_thread(void *arg)
 
 	pthread_mutex_lock(&d->lock);
 	for (;;) {
-		struct bpf_link *link;
+		struct probe_link *link;
 		uint64_t t0;
 
 		while (!d->n && !d->stop)
@@ -306,7 +440,7 @@ static void *detach_thread(void *arg)
 		d->busy = true;
 		pthread_mutex_unlock(&d->lock);
 		t0 = clock_ns(CLOCK_MONOTONIC);
-		bpf_link__destroy(link);
+		probe_link_free(link);
 		t0 = clock_ns(CLOCK_MONOTONIC) - t0;
 		pthread_mutex_lock(&d->lock);
 		d->busy = false;
@@ -350,14 +484,14 @@ static void detacher_free(struct detacher *d)
 	pthread_mutex_unlock(&d->lock);
 	pthread_join(d->thread, NULL);
 	for (i = 0; i < d->n; i++)
-		bpf_link__destroy(d->queue[i]);
+		probe_link_free(d->queue[i]);
 	free(d->queue);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	free(d);
 }
 
-int loader__detach_alloc_probe(struct loader *l, struct bpf_link *link)
+int loader__detach_alloc_probe(struct loader *l, struct probe_link *link)
 {
 	struct detacher *d;
 	int i;
@@ -374,7 +508,7 @@ int loader__detach_alloc_probe(struct loader *l, struct bpf_link *link)
 	pthread_mutex_lock(&d->lock);
 	if (d->n == d->cap) {
 		int cap = d->cap ? d->cap * 2 : 16;
-		struct bpf_link **q = realloc(d->queue, cap * sizeof(*q));
+		struct probe_link **q = realloc(d->queue, cap * sizeof(*q));
 
 		if (!q) {
 			pthread_mutex_unlock(&d->lock);
@@ -438,7 +572,7 @@ double loader__uprobe_cost_ns(struct loader *l)
 	uintptr_t addr = (uintptr_t)scalene_bpf_probe_target;
 	unsigned long start, end, off;
 	char line[512], path[PATH_MAX] = "";
-	struct bpf_link *link;
+	struct probe_link link = { 0 };
 	double base, probed, best = -1;
 	FILE *f;
 	int round;
@@ -459,12 +593,13 @@ double loader__uprobe_cost_ns(struct loader *l)
 	/* Interleaved, best of three: the machine may be busy. */
 	for (round = 0; round < 3; round++) {
 		base = time_calls(20000);
-		link = bpf_program__attach_uprobe(l->skel->progs.up_malloc, false, getpid(), path,
-						  addr - start + off);
-		if (!link)
-			return -errno;
+		int err = attach_probe(l->skel->progs.up_malloc, getpid(), path, addr - start + off,
+				       &link);
+
+		if (err)
+			return err;
 		probed = time_calls(20000);
-		bpf_link__destroy(link);
+		probe_link_destroy(&link);
 		if (best < 0 || probed - base < best)
 			best = probed - base;
 	}
@@ -600,6 +735,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 struct loader *loader__open(const struct loader_opts *opts)
 {
+	struct bpf_program *sampler[ARRAY_SIZE_(sampler_probes)], *gpu[ARRAY_SIZE_(gpu_probes)];
 	struct loader *l;
 	size_t i;
 	int err;
@@ -639,14 +775,27 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
-	/* Memory programs are loaded only for the mode that uses them. */
-	for (i = 0; !opts->sampler_path && i < sizeof(sampler_probes) / sizeof(sampler_probes[0]);
-	     i++)
-		bpf_program__set_autoload(sampler_prog(l, i), false);
-	for (i = 0; !opts->gpu_path && i < sizeof(gpu_probes) / sizeof(gpu_probes[0]); i++)
-		bpf_program__set_autoload(gpu_prog(l, i), false);
-	for (i = 0; !opts->uprobe_sample_bytes && i < ALLOC_PROGS; i++)
-		bpf_program__set_autoload(alloc_prog(l, i), false);
+	/* Memory and GPU programs are loaded only for the mode that uses them. */
+	sampler_progs(l, sampler);
+	gpu_progs(l, gpu);
+	for (i = 0; i < ARRAY_SIZE_(sampler); i++) {
+		if (opts->sampler_path)
+			probe_prog_prepare(sampler[i]);
+		else
+			bpf_program__set_autoload(sampler[i], false);
+	}
+	for (i = 0; i < ARRAY_SIZE_(gpu); i++) {
+		if (opts->gpu_path)
+			probe_prog_prepare(gpu[i]);
+		else
+			bpf_program__set_autoload(gpu[i], false);
+	}
+	for (i = 0; i < ALLOC_PROGS; i++) {
+		if (opts->uprobe_sample_bytes)
+			probe_prog_prepare(alloc_prog(l, i));
+		else
+			bpf_program__set_autoload(alloc_prog(l, i), false);
+	}
 	l->skel->rodata->mem_sample_bytes = opts->uprobe_sample_bytes ?: 1;
 	for (i = 0; i < 256; i++) {
 		l->skel->rodata->gap_table[i] = (__u32)(-log((i + 0.5) / 256) * 256 + 0.5);
@@ -676,12 +825,14 @@ struct loader *loader__open(const struct loader_opts *opts)
 		goto fail;
 	}
 	if (opts->sampler_path) {
-		err = attach_sampler(l, opts->sampler_path);
+		err = attach_probes("the allocation sampler", opts->sampler_path, sampler_probes,
+				    sampler, l->sampler_links, ARRAY_SIZE_(sampler));
 		if (err)
 			goto fail;
 	}
 	if (opts->gpu_path) {
-		err = attach_gpu(l, opts->gpu_path);
+		err = attach_probes("the GPU library", opts->gpu_path, gpu_probes, gpu,
+				    l->gpu_links, ARRAY_SIZE_(gpu));
 		if (err)
 			goto fail;
 	}
@@ -719,21 +870,21 @@ fail:
 
 void loader__free(struct loader *l)
 {
+	size_t i;
 	int cpu;
 
 	if (!l)
 		return;
 	ring_buffer__free(l->rb);
-	/* Each uprobe link waits for the kernel to quiesce as it goes, about
-	 * 0.1 s apiece on this kernel (one after the other: the kernel
-	 * serialises them). */
-	for (cpu = 0; cpu < (int)(sizeof(l->usdt_links) / sizeof(l->usdt_links[0])); cpu++)
-		bpf_link__destroy(l->usdt_links[cpu]);
-	for (cpu = 0; cpu < (int)(sizeof(l->gpu_links) / sizeof(l->gpu_links[0])); cpu++)
-		bpf_link__destroy(l->gpu_links[cpu]);
+	/* Each uprobe link waits for the kernel to quiesce as it goes (see
+	 * attach_probes). */
+	for (i = 0; i < ARRAY_SIZE_(l->sampler_links); i++)
+		probe_link_destroy(&l->sampler_links[i]);
+	for (i = 0; i < ARRAY_SIZE_(l->gpu_links); i++)
+		probe_link_destroy(&l->gpu_links[i]);
 	detacher_free(l->detacher);
 	for (cpu = 0; cpu < l->nalloc_links; cpu++)
-		bpf_link__destroy(l->alloc_links[cpu]);
+		probe_link_free(l->alloc_links[cpu]);
 	free(l->alloc_links);
 	for (cpu = 0; l->links && cpu < l->ncpus; cpu++)
 		bpf_link__destroy(l->links[cpu]);
@@ -782,9 +933,9 @@ static void close_all_but_uprobes(struct loader *l)
 /*
  * Hands the last references to the uprobes to a child process, which holds
  * them until this process has exited and then lets them go.  The kernel
- * removes a uprobe only when its last reference goes, waiting ~0.1 s for each
- * one, one after the other; the profile is written by now, so nobody need
- * wait for that.  Their programs stay disabled meanwhile (the caller detaches
+ * removes a uprobe only when its last reference goes, waiting for RCU grace
+ * periods for each one, one after the other (see attach_probes); the profile
+ * is written by now, so nobody need wait for that.  Their programs stay disabled meanwhile (the caller detaches
  * them from this side), and the child has no terminal and no stdio.  Returns
  * whether the child took them.
  */
@@ -794,8 +945,8 @@ static bool hand_off_uprobes(struct loader *l)
 	pid_t pid;
 	char c;
 
-	if (!l->nalloc_links && !(l->detacher && l->detacher->n) && !l->usdt_links[0] &&
-	    !l->gpu_links[0])
+	if (!l->nalloc_links && !(l->detacher && l->detacher->n) && !l->sampler_links[0].held &&
+	    !l->gpu_links[0].held)
 		return false;
 	if (pipe2(fds, O_CLOEXEC))
 		return false;

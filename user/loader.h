@@ -88,17 +88,22 @@ enum alloc_prog {
 	ALLOC_PROGS,
 };
 
-struct bpf_link;
+struct probe_link;
 
-/* Attaches allocation program `which` to func + offset in the ELF file at
- * path, for process pid (-1: any); the link in *out when out is not NULL.
- * 0 or -errno. */
+/* Attaches allocation program `which` at file offset file_offset of the ELF
+ * file at path, for process pid (-1: any); the link in *out when out is not
+ * NULL.  0 or -errno. */
 int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
-			       const char *func, size_t offset, struct bpf_link **out);
+			       uint64_t file_offset, struct probe_link **out);
 /* Lets go of an allocation probe during the run: in a thread of the
  * loader's, as the kernel takes its time to remove a uprobe.  0, -ENOENT
  * (not ours), -ENOMEM (kept until the end). */
-int loader__detach_alloc_probe(struct loader *l, struct bpf_link *link);
+int loader__detach_alloc_probe(struct loader *l, struct probe_link *link);
+
+/* The kind of the uprobes placed so far: "uprobe_multi" (links that take no
+ * global lock of the kernel's), "perf_event" (older kernels, or
+ * SCALENE_BPF_PERF_UPROBES=1), NULL before the first. */
+const char *loader__probe_links(void);
 
 /* What attaching and detaching allocation probes took (wall clock). */
 struct loader_link_stats {

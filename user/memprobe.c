@@ -46,7 +46,7 @@ static const struct target_fn python_fns[] = {
  * before (NULL: none), used as they are, without reading the code again. */
 static void probe_module(struct loader *l, int pid, int attach_pid, const struct procmaps *m,
 			 const char *path, const struct target_fn *fns, int nfns,
-			 struct memprobe_report *rep, struct bpf_link **links,
+			 struct memprobe_report *rep, struct probe_link **links,
 			 const struct memprobe_report *known)
 {
 	char file[PATH_MAX + 32];
@@ -63,7 +63,7 @@ static void probe_module(struct loader *l, int pid, int attach_pid, const struct
 			if (s->offset < 0)
 				continue;
 			err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file,
-							 fns[i].func, s->offset,
+							 s->file_offset,
 							 links ? &links[rep->nsites - 1] : NULL);
 			if (err) {
 				snprintf(s->why, sizeof(s->why), "attach failed: %s",
@@ -102,11 +102,17 @@ static void probe_module(struct loader *l, int pid, int attach_pid, const struct
 				 strerror(-err));
 			continue;
 		}
+		if (elf_file__vaddr_to_offset(e, value, &s->file_offset)) {
+			snprintf(s->why, sizeof(s->why), "%s is not in the file's segments",
+				 fns[i].func);
+			continue;
+		}
 		s->offset = uprobe_site(code, sizeof(code), fns[i].args, s->why, sizeof(s->why));
 		if (s->offset < 0)
 			continue;
-		err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file, fns[i].func,
-						 s->offset, links ? &links[rep->nsites - 1] : NULL);
+		s->file_offset += s->offset;
+		err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file, s->file_offset,
+						 links ? &links[rep->nsites - 1] : NULL);
 		if (err) {
 			snprintf(s->why, sizeof(s->why), "attach failed: %s", strerror(-err));
 			s->offset = -1;
@@ -156,7 +162,7 @@ _Static_assert(ARRAY_SIZE(libc_fns) == MEMPROBE_LIBC_FNS, "links[] has a place f
 /* One file's functions, probed for attach_pid (system-wide). */
 static int attach_file(struct loader *l, int pid, int attach_pid, const char *path,
 		       const struct target_fn *fns, int nfns, const struct memprobe_report *known,
-		       struct memprobe_report *rep, struct bpf_link **links)
+		       struct memprobe_report *rep, struct probe_link **links)
 {
 	struct procmaps *m = NULL;
 
@@ -174,7 +180,7 @@ static int attach_file(struct loader *l, int pid, int attach_pid, const char *pa
 
 int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const char *path,
 			    const struct memprobe_report *known, struct memprobe_report *rep,
-			    struct bpf_link **links)
+			    struct probe_link **links)
 {
 	return attach_file(l, pid, attach_pid, path, python_fns, ARRAY_SIZE(python_fns), known, rep,
 			   links);
@@ -196,7 +202,7 @@ int memprobe__libc_path(int pid, char *buf, size_t n)
 
 int memprobe__attach_libc(struct loader *l, int pid, const char *path,
 			  const struct memprobe_report *known, struct memprobe_report *rep,
-			  struct bpf_link **links)
+			  struct probe_link **links)
 {
 	return attach_file(l, pid, pid, path, libc_fns, ARRAY_SIZE(libc_fns), known, rep, links);
 }
@@ -207,6 +213,7 @@ void memprobe__facts(const struct memprobe_report *rep, unsigned long long hits,
 	int i;
 
 	memset(out, 0, sizeof(*out));
+	out->probe_links = loader__probe_links();
 	for (i = 0; i < rep->nsites && i < FACTS_MAX_PROBES; i++) {
 		const struct memprobe_site *s = &rep->sites[i];
 		struct facts_probe_site *o = &out->probes[i];

@@ -9,6 +9,8 @@
 #ifndef MEMPROBE_H
 #define MEMPROBE_H
 
+#include <stdint.h>
+
 struct loader;
 struct py_proc;
 struct facts_uprobes;
@@ -17,9 +19,10 @@ struct facts_uprobes;
 
 struct memprobe_site {
 	const char *func;
-	char module[64]; /* base name of the file */
-	int offset;	 /* into the function; -1: not probed */
-	char why[160];	 /* why not */
+	char module[64];      /* base name of the file */
+	int offset;	      /* into the function; -1: not probed */
+	uint64_t file_offset; /* of the probe in the file, when probed */
+	char why[160];	      /* why not */
 };
 
 struct memprobe_report {
@@ -32,7 +35,7 @@ struct memprobe_report {
  * the reasons are in rep). */
 int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 		     struct memprobe_report *rep);
-struct bpf_link;
+struct probe_link;
 
 /* Number of libc functions memprobe__attach_libc probes (its links[]). */
 #define MEMPROBE_LIBC_FNS 3
@@ -48,7 +51,7 @@ struct bpf_link;
  * many were attached, or -errno; hit_cost_ns is not measured. */
 int memprobe__attach_python(struct loader *l, int pid, int attach_pid, const char *path,
 			    const struct memprobe_report *known, struct memprobe_report *rep,
-			    struct bpf_link **links);
+			    struct probe_link **links);
 /* The libc pid maps (its path as mapped), or -ENOENT. */
 int memprobe__libc_path(int pid, char *buf, size_t n);
 /* System-wide: libc's malloc, calloc and realloc in path (as pid maps it)
@@ -59,7 +62,7 @@ int memprobe__libc_path(int pid, char *buf, size_t n);
  * were attached, or -errno. */
 int memprobe__attach_libc(struct loader *l, int pid, const char *path,
 			  const struct memprobe_report *known, struct memprobe_report *rep,
-			  struct bpf_link **links);
+			  struct probe_link **links);
 /* The report as facts, with the hit count over elapsed_s. */
 void memprobe__facts(const struct memprobe_report *rep, unsigned long long hits, double elapsed_s,
 		     struct facts_uprobes *out);

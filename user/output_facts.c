@@ -374,6 +374,8 @@ static struct json_object *memory_json(const struct facts_memory *m, const uint6
 	add(o, "sampler_not_loaded", json_object_new_int(m->sampler_not_loaded));
 	add(o, "sample_bytes", json_object_new_int64((int64_t)m->sample_bytes));
 	add(o, "copy_sample_bytes", json_object_new_int64((int64_t)m->copy_sample_bytes));
+	if (m->probe_links)
+		add(o, "probe_links", json_object_new_string(m->probe_links));
 	/* The sampler's exact byte counts (processes whose final counts could
 	 * be read: normal exit, or still running) against what the samples
 	 * estimate, then what reached the profile. */
@@ -472,6 +474,8 @@ static struct json_object *uprobes_json(const struct facts_uprobes *u)
 	int i;
 
 	add(o, "mode", json_object_new_string("uprobes"));
+	if (u->probe_links)
+		add(o, "probe_links", json_object_new_string(u->probe_links));
 	for (i = 0; i < u->nprobes && i < FACTS_MAX_PROBES; i++) {
 		const struct facts_probe_site *s = &u->probes[i];
 		struct json_object *so = json_object_new_object();

@@ -1281,6 +1281,7 @@ static void memory_facts(struct session *s, const struct profile *p, const uint6
 	o->sampler_not_loaded = m.not_loaded;
 	o->sample_bytes = m.sample_bytes;
 	o->copy_sample_bytes = m.copy_sample_bytes;
+	o->probe_links = s->bpf.probe_links;
 	o->counted_processes = m.with_state;
 	o->alloc_bytes = m.alloc;
 	o->python_bytes = m.python;

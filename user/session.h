@@ -108,6 +108,8 @@ struct session_bpf {
 	/* CPU samples inside our uprobes' hits are told apart (counted as
 	 * probe_samples, reported as probe_overhead_s). */
 	bool probe_check;
+	/* The kind of our uprobes (loader__probe_links), NULL: none placed. */
+	const char *probe_links;
 	/* Samples counted in BPF (system-wide): hands the counts of the image
 	 * (tgid, gen), or those due (SESSION_COUNTS_DUE) or all of them
 	 * (SESSION_COUNTS_ALL), to session__handle as sample records.  NULL

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Memory per line, in `run` mode: the preloaded sampler, its USDT probes and
+"""Memory per line, in `run` mode: the preloaded sampler, its probes and
 the BPF stack walk, against programs whose allocations are known by
 construction (tests/e2e/programs/mem_*.py).
 
@@ -28,6 +28,8 @@ scalene_bpf.allocation_churn.
 import json
 import re
 import subprocess
+
+import pytest
 
 from e2e_helpers import (BIN, clean_env, compat, file_entry, finish, invoke,
                          markers, profile_run, program, sampled_mb_range, STRAY_MB)
@@ -166,6 +168,26 @@ def test_lines_get_their_bytes(python, tmp_path, accuracy):
     assert within(four, net("four"), 0.001), stacks
 
 
+@pytest.mark.parametrize("kind", ["uprobe_multi", "perf_event"])
+def test_either_kind_of_uprobe(any_python, tmp_path, kind):
+    """The probes are uprobe_multi links where the kernel has them (6.6+, as
+    here) and perf-event uprobes elsewhere (forced by
+    SCALENE_BPF_PERF_UPROBES=1): either way every sample reaches its line,
+    and the profile says which were used."""
+    prog = program("mem_lines.py")
+    n = 60
+    env = clean_env({"SCALENE_BPF_PERF_UPROBES": "1"} if kind == "perf_event" else None)
+    res = profile_run(any_python, prog, [str(n)], tmp=tmp_path, env=env,
+                      opts=["--allocation-sampling-window", "512k"])
+    p = res.profile
+    assert p["scalene_bpf"]["memory"]["probe_links"] == kind
+    lossless(p)
+    _, lo, hi = sampled_mb_range([[16 << 20, n]], 512 << 10)
+    four = line_churn(p, prog, "four")
+    assert lo <= four <= hi + STRAY_MB, f"four: {four:.1f} MB, expected {lo:.1f}.." \
+        f"{hi:.1f}; {describe(p, prog)}"
+
+
 def test_threads_and_native_threads(python, tmp_path, accuracy):
     prog = program("mem_threads.py")
     side = tmp_path / "made.json"
@@ -274,6 +296,7 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     ctx = f"{describe(p, prog)}; probes {facts}"
     assert p["memory"] is True
     assert facts["mode"] == "uprobes" and facts["hits"] > 0, ctx
+    assert facts["probe_links"] == "uprobe_multi", ctx
     assert facts["ns_per_hit_measured"] > 0, ctx
     assert "estimated_cost_cpu_percent" in facts, ctx
     assert "cost the program about" in res.stderr, res.stderr
@@ -299,6 +322,35 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     churn = p["scalene_bpf"]["allocation_churn"]
     assert churn["scalene_fields"] == "gross: frees not seen", churn
     assert within(line_churn(p, prog, "big"), big["n_malloc_mb"], 0.001), ctx
+
+
+def test_attach_memory_by_perf_event_uprobes(any_python, tmp_path):
+    """--pid --memory with the older kind of uprobe (SCALENE_BPF_PERF_UPROBES=1,
+    what kernels before 6.6 get): the same lines get their bytes."""
+    prog = program("attach_alloc.py")
+    stop = tmp_path / "stop"
+    target = subprocess.Popen([any_python, prog, str(stop)], cwd=str(tmp_path),
+                              env=clean_env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    out = tmp_path / "profile.json"
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        res = invoke(["--pid", target.pid, "--memory", "--duration", "2", "-o", out],
+                     cwd=tmp_path, timeout=60,
+                     env=clean_env({"SCALENE_BPF_PERF_UPROBES": "1"}))
+    finally:
+        stop.touch()
+    target.communicate(timeout=30)
+    assert target.returncode == 0
+    p = finish(res, out).profile
+    facts = p["scalene_bpf"]["memory"]
+    ctx = f"{describe(p, prog)}; probes {facts}"
+    assert facts["probe_links"] == "perf_event" and facts["hits"] > 0, ctx
+    big, small = line_row(p, prog, "big"), line_row(p, prog, "small")
+    assert small["n_malloc_mb"] > 0, ctx
+    ratio = big["n_malloc_mb"] / small["n_malloc_mb"]
+    assert 3.0 <= ratio <= 5.0, f"4:1 lines measured {ratio:.2f}; {ctx}"
 
 
 def test_net_growth_not_churn(python, tmp_path, accuracy):

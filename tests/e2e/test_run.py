@@ -190,25 +190,28 @@ def test_sudo_profile_never_shows_a_file_the_user_cannot_read(user_python,
         os.unlink(out)
 
 
-def _as_user_with_caps(user, caps, argv, cwd):
+def _as_user_with_caps(user, caps, argv, cwd, env=None):
     """Runs argv as `user` holding only the capabilities `caps` (ambient,
-    so that they survive the exec), as a service manager would grant them."""
+    so that they survive the exec), as a service manager would grant them;
+    env: variables added to the clean environment."""
     caps_arg = ",".join("+" + c for c in caps)
     full = ["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}",
             "--init-groups", f"--inh-caps={caps_arg}",
             f"--ambient-caps={caps_arg}", *map(str, argv)]
     before = bpf_snapshot()
-    p = subprocess.run(full, cwd=cwd, env=clean_env(), capture_output=True,
-                       text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    p = subprocess.run(full, cwd=cwd, env=clean_env(env),
+                       capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                       stdin=subprocess.DEVNULL)
     check_no_bpf_left(before)
     return p
 
 
 def test_capabilities_without_root(user_python, user_dir):
     """CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE are enough for CPU profiling
-    without root (the profile is the user's); memory profiling needs
-    CAP_SYS_ADMIN too (uprobes), and says so instead of failing
-    obscurely."""
+    without root (the profile is the user's), and for memory profiling where
+    the kernel has uprobe_multi links (6.6+, as here); perf-event uprobes,
+    the older kind (forced with SCALENE_BPF_PERF_UPROBES=1), need
+    CAP_SYS_ADMIN too, and the run says so instead of failing obscurely."""
     if shutil.which("setpriv") is None:
         pytest.fail("setpriv not found (apt-get install util-linux)")
     user, d = user_dir
@@ -240,6 +243,13 @@ def test_capabilities_without_root(user_python, user_dir):
 
     p = _as_user_with_caps(user, caps, [exe, "run", "-o", out, "--python",
                                         python, prog], d)
+    assert p.returncode == 0, p.stderr
+    assert check_compat(out)["memory"] is True
+    os.unlink(out)
+
+    p = _as_user_with_caps(user, caps, [exe, "run", "-o", out, "--python",
+                                        python, prog], d,
+                           env={"SCALENE_BPF_PERF_UPROBES": "1"})
     assert p.returncode != 0, p.stderr
     assert "CAP_SYS_ADMIN" in p.stderr and "--cpu-only" in p.stderr, p.stderr
     assert not os.path.exists(out)

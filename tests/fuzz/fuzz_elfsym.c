@@ -63,6 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (off = 0; off < 0x10000; off += 0x1000)
 			elf_file__offset_to_vaddr(e, off, &vaddr);
 		for (i = 0; i < (size_t)(n > 0 ? n : 0); i++) {
+			elf_file__vaddr_to_offset(e, ranges[i][0], &off);
 			elf_file__symbolize(e, ranges[i][0], &name, &off);
 			elf_file__symbolize(e, ranges[i][1] - 1, &name, &off);
 		}

@@ -228,6 +228,13 @@ static void test_tiny(void)
 	CHECK_EQ_INT(elf_file__offset_to_vaddr(e, 0x10, &vaddr), 0);
 	CHECK_EQ_INT(vaddr, 0x400010);
 	CHECK_EQ_INT(elf_file__offset_to_vaddr(e, 0x100000, &vaddr), -ENOENT);
+	/* And back: a function's address to where its bytes are in the file. */
+	CHECK_EQ_INT(elf_file__vaddr_to_offset(e, 0x401003, &off), 0);
+	CHECK_EQ_INT(off, 0x1003);
+	CHECK_EQ_INT(elf_file__vaddr_to_offset(e, 0x400010, &off), 0);
+	CHECK_EQ_INT(off, 0x10);
+	CHECK_EQ_INT(elf_file__vaddr_to_offset(e, 0x3fffff, &off), -ENOENT);
+	CHECK_EQ_INT(elf_file__vaddr_to_offset(e, UINT64_MAX, &off), -ENOENT);
 	elf_file__free(e);
 	elf_file__free(NULL);
 }
@@ -244,6 +251,7 @@ static void exercise(const struct elf_file *e)
 	elf_file__first_load(e, &v, &s);
 	elf_file__exec_ranges(e, ranges, 8);
 	elf_file__offset_to_vaddr(e, 0x1003, &v);
+	elf_file__vaddr_to_offset(e, 0x401003, &v);
 	elf_file__symbolize(e, 0x401003, &name, &v);
 }
 

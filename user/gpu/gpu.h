@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ABI of libscalene-bpf-gpu.so, the CUPTI injection library that the CUDA
- * driver loads into a program through CUDA_INJECTION64_PATH: its USDT probes,
+ * driver loads into a program through CUDA_INJECTION64_PATH: its probes,
  * the records it hands out and its state block.  Fixed-width fields only:
  * BPF and user space both include this file.
  *
@@ -15,7 +15,8 @@
  * flushes CUPTI's buffers every SCALENE_BPF_GPU_FLUSH_MS (default 200) ms
  * and registers an atexit handler that forces a last flush.
  *
- * USDT probes, provider "scalene_bpf" (arguments in order):
+ * Probes (probes.h: functions named scalene_bpf_probe_<name>, arguments in
+ * order):
  *
  *   gpu_init(state, abi)	InitializeInjection() ran: `state` is the
  *				address of scalene_bpf_gpu_state (its `status`

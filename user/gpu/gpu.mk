@@ -24,7 +24,7 @@ GPU_HEADERS	:= $(if $(and $(GPU_CUPTI_INC),$(GPU_CUDA_H)),yes)
 GPU_BUILD	:= $(if $(and $(GPU_HEADERS),$(GPU_CUPTI_LIB)),yes)
 GPU_MISSING	:= no CUDA toolkit with CUPTI in CUDA_HOME=$(CUDA_HOME)
 # -isystem: the toolkit's headers are not ours to warn about.
-GPU_CPPFLAGS	:= -D_GNU_SOURCE -Iuser/gpu -isystem $(CUDA_HOME)/include \
+GPU_CPPFLAGS	:= -D_GNU_SOURCE -Iuser/gpu -Iuser -isystem $(CUDA_HOME)/include \
 		   $(if $(GPU_CUPTI_INC),-isystem $(GPU_CUPTI_INC))
 # Own flags, not $(CFLAGS): the library lives in the profiled program, where
 # a sanitizer runtime cannot follow.  Only InitializeInjection,

@@ -6,7 +6,7 @@
  * whichever runtime (static or shared cudart, PyTorch, CuPy, Triton) it uses.
  *
  * What runs on the application's threads: the API callback (a thread-local
- * depth counter, one USDT probe at the outermost entry, one relaxed atomic
+ * depth counter, one probe at the outermost entry, one relaxed atomic
  * add) and CUPTI's buffer request, which pops a pre-zeroed buffer from a
  * free list.  Nothing else: no flush, no decoding, no allocation per launch.
  *
@@ -22,7 +22,8 @@
  * process exits is gone before the loader reads it.  The probe costs one
  * uprobe trap per batch, not per launch, on a thread that is not the
  * application's (the flush thread or CUPTI's own).  With nothing attached
- * the probe is a no-op and the records only feed the counters.
+ * the probe is a call to an empty function and the records only feed the
+ * counters.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,13 +32,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/sdt.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cupti.h>
 
 #include "gpu.h"
+#include "probes.h"
 #include "gpurec.h"
 
 #define SBG_EXPORT __attribute__((visibility("default")))
@@ -85,39 +86,39 @@ static pthread_t flush_thread;
 static int flush_running, flush_stop;
 
 /*
- * The probes, one function each, as in the allocation sampler: the call
- * sites carry no probe arguments, and noclone keeps one copy of each site.
+ * The probes (gpu.h), one exported function each, as in the allocation
+ * sampler: the call sites carry no probe arguments.
  */
-static __attribute__((noinline, noclone)) void probe_init(void *st, unsigned int abi)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_gpu_init(void *st, unsigned int abi)
 {
-	STAP_PROBE2(scalene_bpf, gpu_init, st, abi);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_api(uint64_t correlation_id, unsigned int cbid,
-							 unsigned int domain, unsigned int class)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_gpu_api(uint64_t correlation_id, unsigned int cbid,
+						    unsigned int domain, unsigned int class)
 {
-	STAP_PROBE4(scalene_bpf, gpu_api, correlation_id, cbid, domain, class);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_api_alias(uint64_t inner, uint64_t outer)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_gpu_api_alias(uint64_t inner, uint64_t outer)
 {
-	STAP_PROBE2(scalene_bpf, gpu_api_alias, inner, outer);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_records(const struct scalene_bpf_gpu_rec *recs,
-							     uint64_t count, void *st)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_gpu_records(const struct scalene_bpf_gpu_rec *recs,
+							uint64_t count, void *st)
 {
-	STAP_PROBE3(scalene_bpf, gpu_records, recs, count, st);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_name(uint64_t name)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_gpu_name(uint64_t name)
 {
-	STAP_PROBE1(scalene_bpf, gpu_name, name);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_exit(void *st)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_gpu_exit(void *st)
 {
-	STAP_PROBE1(scalene_bpf, gpu_exit, st);
+	SCALENE_BPF_PROBE_BODY;
 }
 
 static void state_add(__u64 *field, uint64_t v)
@@ -202,7 +203,7 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
 			if (state.call_sample > 1)
 				mark_probed(cb->correlationId, t->outer_probed);
 			if (t->outer_probed) {
-				probe_api_alias(cb->correlationId, t->outer);
+				scalene_bpf_probe_gpu_api_alias(cb->correlationId, t->outer);
 				__atomic_fetch_add(&state.api_aliases, 1, __ATOMIC_RELAXED);
 			}
 		}
@@ -219,7 +220,7 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
 		class = class_runtime[cbid];
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)
 		class = class_driver[cbid];
-	probe_api(cb->correlationId, cbid, domain, class);
+	scalene_bpf_probe_gpu_api(cb->correlationId, cbid, domain, class);
 	__atomic_fetch_add(&state.calls_probed, 1, __ATOMIC_RELAXED);
 }
 
@@ -294,9 +295,9 @@ static void emit_batch(const struct scalene_bpf_gpu_rec *in, unsigned int n, voi
 	}
 	for (i = 0; i < n; i++) {
 		if (recs[i].kind == GPU_REC_KERNEL && recs[i].name && name_is_new(recs[i].name))
-			probe_name(recs[i].name);
+			scalene_bpf_probe_gpu_name(recs[i].name);
 	}
-	probe_records(recs, n, &state);
+	scalene_bpf_probe_gpu_records(recs, n, &state);
 }
 
 /* Runs on the thread that flushed (ours, CUPTI's worker, or the exiting
@@ -415,7 +416,7 @@ static void at_exit(void)
 	flush_join();
 	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	state.status = GPU_S_EXITED;
-	probe_exit(&state);
+	scalene_bpf_probe_gpu_exit(&state);
 }
 
 static void say_off(const char *what, CUptiResult res)
@@ -594,7 +595,7 @@ SBG_EXPORT int InitializeInjection(void)
 	atexit(at_exit);
 	state.status = GPU_S_ACTIVE;
 out:
-	probe_init(&state, SCALENE_BPF_GPU_ABI);
+	scalene_bpf_probe_gpu_init(&state, SCALENE_BPF_GPU_ABI);
 	return 1;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The sampler proper: per-thread sample points, the USDT probes, the exported
+ * The sampler proper: per-thread sample points, the probes, the exported
  * state block, the constructor and destructor, and the report at exit.
  * Sampling is described in sampler.h.
  */
@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sdt.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,35 +38,35 @@ static int exit_key_ok;
 static char report_path[4096];
 
 /*
- * The probes.  Each is its own function, called only when something was
- * sampled, so that the common path carries no probe site and its argument
- * set-up.  noclone keeps one copy of each site.
+ * The probes (sampler.h): exported functions at whose entry the loader places
+ * uprobes, called only when something was sampled, so that the common path
+ * carries no probe site and its argument set-up.  SCALENE_BPF_PROBE_FN keeps
+ * each call and its arguments.
  */
-static __attribute__((noinline, noclone)) void probe_init(void *state, unsigned int abi)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_init(void *state, unsigned int abi)
 {
-	STAP_PROBE2(scalene_bpf, init, state, abi);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_malloc(uint64_t weight, uint32_t flags,
-							    void *ptr, uint64_t size)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_malloc(uint64_t weight, uint32_t flags, void *ptr,
+						   uint64_t size)
 {
-	STAP_PROBE4(scalene_bpf, malloc, weight, flags, ptr, size);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_free(void *ptr, uint64_t weight,
-							  uint32_t flags)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_free(void *ptr, uint64_t weight, uint32_t flags)
 {
-	STAP_PROBE3(scalene_bpf, free, ptr, weight, flags);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_memcpy(uint64_t weight, uint64_t size)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_memcpy(uint64_t weight, uint64_t size)
 {
-	STAP_PROBE2(scalene_bpf, memcpy, weight, size);
+	SCALENE_BPF_PROBE_BODY;
 }
 
-static __attribute__((noinline, noclone)) void probe_exit(void *state)
+SCALENE_BPF_PROBE_FN void scalene_bpf_probe_exit(void *state)
 {
-	STAP_PROBE1(scalene_bpf, exit, state);
+	SCALENE_BPF_PROBE_BODY;
 }
 
 /* What a slow path must give back to the program it interrupted. */
@@ -202,7 +201,7 @@ static void report_free(void *p, uint64_t meta, uint32_t extra_flags)
 {
 	uint64_t w = PTRTAB_WEIGHT(meta);
 
-	probe_free(p, w, PTRTAB_FLAGS(meta) | extra_flags);
+	scalene_bpf_probe_free(p, w, PTRTAB_FLAGS(meta) | extra_flags);
 	sbs_state_add(&sbs_state.free_samples, 1);
 	sbs_state_add(&sbs_state.freed_sampled_bytes, w);
 	if (PTRTAB_FLAGS(meta) & SBS_F_PYTHON)
@@ -241,7 +240,7 @@ static void record(void *p, size_t size, uint64_t weight, uint32_t flags)
 	} else {
 		sbs_state_add(&sbs_state.table_entries, 1);
 	}
-	probe_malloc(weight, flags, p, size);
+	scalene_bpf_probe_malloc(weight, flags, p, size);
 	sbs_state_add(&sbs_state.malloc_samples, 1);
 	sbs_state_add(&sbs_state.sampled_bytes, weight);
 	if (flags & SBS_F_PYTHON) {
@@ -302,7 +301,7 @@ void sbs_sample_copy(struct sampler_tls *t, size_t size)
 	mean = sbs_state.copy_sample_bytes;
 	if (mean && size) {
 		w = weight_of(size, mean);
-		probe_memcpy(w, size);
+		scalene_bpf_probe_memcpy(w, size);
 		sbs_state_add(&sbs_state.copy_samples, 1);
 		sbs_state_add(&sbs_state.copy_sampled_bytes, w);
 	}
@@ -343,7 +342,7 @@ void sbs_retrack(void *p, uint64_t meta)
 	} else {
 		sbs_state_add(&sbs_state.table_entries, 1);
 	}
-	probe_malloc(PTRTAB_WEIGHT(meta), flags | SBS_F_RESTORED, p, 0);
+	scalene_bpf_probe_malloc(PTRTAB_WEIGHT(meta), flags | SBS_F_RESTORED, p, 0);
 	sbs_state_add(&sbs_state.realloc_restores, 1);
 }
 
@@ -436,7 +435,7 @@ __attribute__((constructor)) static void sampler_init(void)
 	thread_seed(t);
 	sbs_pywrap_init(pywrap_mode(getenv(SCALENE_BPF_ENV_PYWRAP)));
 	sbs_state_or(&sbs_state.hooks, SBS_H_READY);
-	probe_init(&sbs_state, SCALENE_BPF_SAMPLER_ABI);
+	scalene_bpf_probe_init(&sbs_state, SCALENE_BPF_SAMPLER_ABI);
 	t->busy--;
 	errno = err;
 }
@@ -569,7 +568,7 @@ __attribute__((destructor)) static void sampler_fini(void)
 	t->busy++;
 	flush(t);
 	sbs_pywrap_exit();
-	probe_exit(&sbs_state);
+	scalene_bpf_probe_exit(&sbs_state);
 	report();
 	t->busy--;
 	errno = err;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ABI of libscalene-bpf-sampler.so, the allocation sampler that `scalene-bpf
- * run` preloads into the target: its USDT probes (BPF attaches to them and
+ * run` preloads into the target: its probes (BPF attaches to them and
  * walks the Python stack) and its state block (the loader reads it with
  * process_vm_readv, BPF copies it at the exit probe).  Fixed-width fields
  * only: BPF and user space both include this file.
@@ -40,7 +40,8 @@
  * table is full the allocation is still reported, flagged SBS_F_UNTRACKED,
  * and its free will not be.
  *
- * USDT probes, provider "scalene_bpf" (arguments in order):
+ * Probes (probes.h: functions named scalene_bpf_probe_<name>, arguments in
+ * order):
  *
  *   init(state, abi)		once, from the library's constructor: the
  *				library is live in this process; `state` is the
@@ -74,7 +75,6 @@
 
 #define SCALENE_BPF_SAMPLER_SONAME "libscalene-bpf-sampler.so"
 #define SCALENE_BPF_SAMPLER_STATE_SYM "scalene_bpf_sampler_state"
-#define SCALENE_BPF_USDT_PROVIDER "scalene_bpf"
 
 #define SCALENE_BPF_SAMPLER_MAGIC 0x53424d53u /* "SMBS" */
 #define SCALENE_BPF_SAMPLER_ABI 1

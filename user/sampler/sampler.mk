@@ -31,7 +31,7 @@ $(SAMPLER_SO): $(SAMPLER_OBJS)
 	$(CC) $(SAMPLER_LDFLAGS) -o $@ $^ $(SAMPLER_LDLIBS)
 
 $(OUT)/sampler/%.o: user/sampler/%.c | $(OUT)/sampler
-	$(CC) -D_GNU_SOURCE -Iuser/sampler $(SAMPLER_CFLAGS) -c $< -o $@
+	$(CC) -D_GNU_SOURCE -Iuser/sampler -Iuser $(SAMPLER_CFLAGS) -c $< -o $@
 
 # The table on its own, with threads racing on it.
 $(OUT)/tests/test_ptrtab: tests/sampler/test_ptrtab.c user/sampler/ptrtab.c | $(OUT)/tests

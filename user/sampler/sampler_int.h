@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "probes.h"
 #include "sampler.h"
 #include "ptrtab.h"
 
