@@ -119,6 +119,8 @@ enum stat_id {
 	STAT_WALKS,		/* stack walks made */
 	STAT_WALK_READS,	/* user-memory reads they took */
 	STAT_PROBE_NS,		/* on-CPU time those probe samples stood for, ns */
+	STAT_WALK_ENTERING,	/* walks begun at the caller's frame: see pywalk_entering */
+	STAT_WALK_NOT_A_FRAME,	/* walks stopped at a caller that was not a frame */
 	STAT_MAX,
 };
 
@@ -152,7 +154,8 @@ struct py_walk_cfg {
 	__u16 ts_stack_chunk; /* datastack_chunk (3.11+), else 0xffff */
 	__u16 ts_stack_top;   /* datastack_top (3.11+) */
 	__u16 chunk_data;     /* _PyStackChunk.data (3.11+) */
-	__u16 pad_cfg[3];
+	__u16 cframe_prev;    /* _PyCFrame.previous (3.11/3.12), else 0xffff */
+	__u16 pad_cfg[2];
 	__u32 ntext;		       /* ranges used in text[] */
 	__u64 call_ops[4];	       /* CALL-family opcodes: bit n of word n / 64 (pyoffsets) */
 	__u64 text[PY_TEXT_RANGES][2]; /* the interpreter's code: [start, end) */

@@ -260,6 +260,10 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		w->busy = 0;
 		stat_inc(STAT_WALKS);
 		stat_add(STAT_WALK_READS, w->s.reads);
+		if (w->s.entering)
+			stat_inc(STAT_WALK_ENTERING);
+		if (w->s.not_a_frame)
+			stat_inc(STAT_WALK_NOT_A_FRAME);
 	}
 	ev->status = status;
 	ev->nframes = n;

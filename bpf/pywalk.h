@@ -92,7 +92,14 @@ struct pywalk_scratch {
 	__u64 instr;
 	__u64 prev;  /* out of pywalk_one(): the caller frame's address */
 	__u64 reads; /* out: user-memory reads of the walk (its cost) */
+	/* Out: the walk began at the caller's frame (see pywalk_entering);
+	 * it stopped at a caller that was not a frame (see pywalk_one). */
+	__u8 entering, not_a_frame;
 };
+
+/* pywalk_one(): the "frame" holds no code object pointer.  The walk reports
+ * it as WALK_READ_FAILED (the frames before it kept). */
+#define PYWALK_NOT_A_FRAME 0x100
 
 /* Every read of the walk goes through here, to be counted. */
 #define PYWALK_READ_S(s, dst, size, addr) ((s)->reads++, PYWALK_READ((dst), (size), (addr)))
@@ -141,17 +148,28 @@ static __always_inline __u64 pywalk_ts_u64(const struct py_walk_cfg *c,
 	return *(__u64 *)&s->ts[pywalk_masked(off - c->ts_lo, TS_BUF - 8)];
 }
 
+/* Whether p can be a code object's address: objects are 8-aligned.  A
+ * frame's f_code slot holding anything else is not a frame's. */
+static __always_inline int pywalk_object_ptr(__u64 p)
+{
+	return pywalk_user_ptr(p) && !(p & 7);
+}
+
 /*
  * Reads the thread state's span and finds the innermost frame in it:
- * tstate->frame (<=3.10), tstate->cframe->current_frame (3.11, 3.12),
- * tstate->current_frame (3.13+).  Also notes the data stack's used part
- * (3.11+) for the window.  thread_id is pthread_self(), i.e. the TCB
- * address: a slot holding a stale or foreign pointer shows up here.
+ * tstate->frame (<=3.10), tstate->cframe->current_frame (3.11, 3.12; see
+ * pywalk_entering), tstate->current_frame (3.13+).  Also notes the data
+ * stack's used part (3.11+) for the window.  thread_id is pthread_self(),
+ * i.e. the TCB address: a slot holding a stale or foreign pointer shows up
+ * here.
  */
 static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64 fsbase,
-					      __u64 tstate, __u64 *frame, struct pywalk_scratch *s)
+					      __u64 tstate, __u64 *frame, __u64 *cframe,
+					      struct pywalk_scratch *s)
 {
 	__u64 f = 0, chunk, top;
+
+	*cframe = 0;
 
 	if (c->ts_len < 8 || c->ts_len > TS_BUF || !pywalk_in_span(c, c->ts_thread_id) ||
 	    !pywalk_in_span(c, c->ts_frame))
@@ -163,10 +181,13 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
 		return WALK_TID_MISMATCH;
 	f = pywalk_ts_u64(c, s, c->ts_frame);
 	if (c->cframe_current != PYOFF_UNSET) {
-		if (!pywalk_user_ptr(f))
+		__u64 cf = f;
+
+		if (!pywalk_user_ptr(cf))
 			return WALK_NO_TSTATE;
-		if (PYWALK_READ_S(s, &f, sizeof(f), f + c->cframe_current))
+		if (PYWALK_READ_S(s, &f, sizeof(f), cf + c->cframe_current))
 			return WALK_READ_FAILED;
+		*cframe = cf;
 	}
 	if (c->ts_stack_chunk != PYOFF_UNSET && pywalk_in_span(c, c->ts_stack_chunk) &&
 	    pywalk_in_span(c, c->ts_stack_top)) {
@@ -262,6 +283,37 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 }
 
 /*
+ * 3.11 and 3.12 enter the eval loop by pointing tstate->cframe at a new
+ * _PyCFrame on the C stack and only then storing its current_frame: a
+ * sample in between finds whatever the stack held there (seen on 3.12: an
+ * immortal object, whose "f_code" is its reference count 0xffffffff, and
+ * whose type's type is itself: a 1024-frame loop of unreadable frames).
+ * The thread is still in the call that enters the interpreter, so its
+ * Python stack is the caller's: cframe->previous->current_frame.  Returns
+ * the frame to start at.  The frame is read as the walk reads it (with the
+ * window, when on the data stack), so a good one costs no read of its own.
+ */
+static __always_inline __u64 pywalk_entering(const struct py_walk_cfg *c, __u64 cf, __u64 f,
+					     struct pywalk_scratch *s)
+{
+	__u32 rd = pywalk_masked(c->frame_read - 1, FRAME_BUF - 1) + 1;
+	__u64 prev = 0, pf = 0;
+	int at;
+
+	if (c->cframe_prev == PYOFF_UNSET || !f)
+		return f;
+	at = pywalk_object_ptr(f) ? pywalk_fetch(s, f, rd) : -1;
+	if (at >= 0 &&
+	    pywalk_object_ptr(*(__u64 *)&s->mem[pywalk_masked(at + c->f_code, MEM_MASK)]))
+		return f;
+	if (PYWALK_READ_S(s, &prev, sizeof(prev), cf + c->cframe_prev) || !pywalk_user_ptr(prev) ||
+	    PYWALK_READ_S(s, &pf, sizeof(pf), prev + c->cframe_current))
+		return f;
+	s->entering = 1;
+	return pf;
+}
+
+/*
  * Reads the frame at `f` into *out and its caller's address into s->prev.
  * Shim frames are only marked (code = 0).  For the innermost frame
  * (l->innermost), also notes its current instruction's address in s->instr.
@@ -298,9 +350,14 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	if (c->minor >= 11) {
 		ip = *(__u64 *)&s->mem[pywalk_masked(at + l->f_instr, MEM_MASK)];
 
+		__u8 owner = l->has_owner ? s->mem[pywalk_masked(at + l->f_owner, MEM_MASK)] : 0;
+
 		/* 3.12 added C-stack entry frames (owner 3); 3.14 renumbered
-		 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim. */
-		if (l->has_owner && s->mem[pywalk_masked(at + l->f_owner, MEM_MASK)] >= 3)
+		 * them (INTERPRETER 3, CSTACK 4): anything >= 3 is a shim, and
+		 * more than 4 is no frame's. */
+		if (owner > 4)
+			return PYWALK_NOT_A_FRAME;
+		if (owner >= 3)
 			shim = 1;
 		/* A new 3.11/3.12 frame points one unit before the first
 		 * instruction, giving -2: reported as the first line. */
@@ -314,6 +371,8 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	}
 	if (!shim && !pywalk_user_ptr(code))
 		shim = 1;
+	else if (!shim && (code & 7))
+		return PYWALK_NOT_A_FRAME;
 	/* One read for the first line and the identity pointers, unless
 	 * the walk read this code object already (recursion, a wrapper's
 	 * code in several frames): every frame of the thread's stack holds
@@ -358,6 +417,7 @@ static __always_inline void pywalk_begin(struct pywalk_scratch *s, __u32 *nframe
 	*elided = 0;
 	s->instr = 0;
 	s->reads = 0;
+	s->entering = s->not_a_frame = 0;
 	s->win_lo = s->win_hi = 0;
 	s->stack_lo = s->stack_hi = 0;
 	__builtin_memset(s->memo, 0, sizeof(s->memo));
@@ -401,6 +461,10 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 		l.innermost = i == 0;
 		err = pywalk_one(c, &l, f, &frames[i & (MAX_FRAMES - 1)], s);
 		prev = s->prev;
+		if (err == PYWALK_NOT_A_FRAME) {
+			s->not_a_frame = 1;
+			err = WALK_READ_FAILED;
+		}
 		if (err != WALK_OK) {
 			status = err;
 			break;
@@ -444,6 +508,10 @@ static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 			break;
 		l.innermost = 0;
 		err = pywalk_one(c, &l, slot->code, slot, s);
+		if (err == PYWALK_NOT_A_FRAME) {
+			s->not_a_frame = 1;
+			err = WALK_READ_FAILED;
+		}
 		if (err != WALK_OK) {
 			/* Freed since its address was taken: the stack changed
 			 * under the walk; keep what was read whole. */
@@ -506,7 +574,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 					 struct pywalk_cache *cache, struct py_frame *frames,
 					 __u32 *nframes, __u32 *elided, struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, cur = 0, slot = 0;
+	__u64 tstate = 0, f = 0, cur = 0, slot = 0, cf = 0;
 	int status;
 
 	pywalk_begin(s, nframes, elided);
@@ -521,13 +589,15 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 		cache->slot = slot;
 		cache->tstate = tstate;
 	}
-	status = pywalk_first_frame(c, fsbase, tstate, &f, s);
+	status = pywalk_first_frame(c, fsbase, tstate, &f, &cf, s);
 	if (status != WALK_OK) {
 		/* A freed state, reused by another thread: look it up anew
 		 * next time. */
 		cache->tstate = 0;
 		return status;
 	}
+	if (cf)
+		f = pywalk_entering(c, cf, f, s);
 	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 
@@ -536,16 +606,18 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 				  struct py_frame *frames, __u32 *nframes, __u32 *elided,
 				  struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, slot = 0;
+	__u64 tstate = 0, f = 0, slot = 0, cf = 0;
 	int status;
 
 	pywalk_begin(s, nframes, elided);
 	status = pywalk_tstate(c, fsbase, &tstate, &slot, s);
 	if (status != WALK_OK)
 		return status;
-	status = pywalk_first_frame(c, fsbase, tstate, &f, s);
+	status = pywalk_first_frame(c, fsbase, tstate, &f, &cf, s);
 	if (status != WALK_OK)
 		return status;
+	if (cf)
+		f = pywalk_entering(c, cf, f, s);
 	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 

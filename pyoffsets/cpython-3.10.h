@@ -35,6 +35,7 @@ static const struct py_offsets py_offsets_3_10 = {
 	.tstate_datastack_top = PYOFF_NONE,
 	.stackchunk_data = PYOFF_NONE,
 	.cframe_current_frame = PYOFF_NONE,
+	.cframe_previous = PYOFF_NONE,
 	.frame_code = 32,
 	.frame_previous = 24,
 	.frame_instr = 96,

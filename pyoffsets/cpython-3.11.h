@@ -54,6 +54,7 @@ static const struct py_offsets py_offsets_3_11 = {
 	.tstate_datastack_top = 304,
 	.stackchunk_data = 24,
 	.cframe_current_frame = 8,
+	.cframe_previous = 16,
 	.frame_code = 32,
 	.frame_previous = 48,
 	.frame_instr = 56,

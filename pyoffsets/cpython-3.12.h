@@ -52,6 +52,7 @@ static const struct py_offsets py_offsets_3_12 = {
 	.tstate_datastack_top = 240,
 	.stackchunk_data = 24,
 	.cframe_current_frame = 0,
+	.cframe_previous = 8,
 	.frame_code = 0,
 	.frame_previous = 8,
 	.frame_instr = 56,

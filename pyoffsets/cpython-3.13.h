@@ -57,6 +57,7 @@ static const struct py_offsets py_offsets_3_13 = {
 	.tstate_datastack_top = 240,
 	.stackchunk_data = 24,
 	.cframe_current_frame = PYOFF_NONE,
+	.cframe_previous = PYOFF_NONE,
 	.frame_code = 0,
 	.frame_previous = 8,
 	.frame_instr = 56,

@@ -40,6 +40,7 @@ struct py_offsets {
 
 	/* _PyCFrame (3.11, 3.12) */
 	uint16_t cframe_current_frame;
+	uint16_t cframe_previous; /* the caller's _PyCFrame */
 
 	/* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
 	uint16_t frame_code;	 /* f_code (<=3.12), f_executable (3.13+) */

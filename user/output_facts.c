@@ -49,6 +49,8 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_WALKS] = "walks",
 	[STAT_WALK_READS] = "walk_reads",
 	[STAT_PROBE_NS] = "probe_ns_total",
+	[STAT_WALK_ENTERING] = "walk_entering_interpreter",
+	[STAT_WALK_NOT_A_FRAME] = "walk_not_a_frame",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 

@@ -509,13 +509,14 @@ void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct 
 	c->ts_thread_id = o->tstate_thread_id;
 	if (o->tstate_frame != PYOFF_NONE) {
 		c->ts_frame = o->tstate_frame;
-		c->cframe_current = PYOFF_NONE;
+		c->cframe_current = c->cframe_prev = PYOFF_NONE;
 	} else if (o->tstate_cframe != PYOFF_NONE) {
 		c->ts_frame = o->tstate_cframe;
 		c->cframe_current = o->cframe_current_frame;
+		c->cframe_prev = o->cframe_previous;
 	} else {
 		c->ts_frame = o->tstate_current_frame;
-		c->cframe_current = PYOFF_NONE;
+		c->cframe_current = c->cframe_prev = PYOFF_NONE;
 	}
 	c->f_code = o->frame_code;
 	c->f_prev = o->frame_previous;

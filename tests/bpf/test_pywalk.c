@@ -825,6 +825,78 @@ static void test_cframe(void)
 	}
 }
 
+/*
+ * 3.11, 3.12 entering the eval loop: tstate->cframe already points at the new
+ * _PyCFrame, whose current_frame is still what the C stack held there (here
+ * an immortal object of 3.12: reference count 0xffffffff, its type itself,
+ * which read as frames is a loop of "code objects" 0xffffffff).  The walk
+ * starts at the caller's frame, cframe->previous->current_frame, and says
+ * so; without a previous _PyCFrame it reports what it found (nothing).
+ */
+static void test_cframe_entering(void)
+{
+	unsigned int minor;
+
+	for (minor = 11; minor <= 12; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		uint64_t outer = memimg__alloc(p->m, p->stack, 32, 16);
+		uint64_t obj = memimg__alloc(p->m, p->heap, 128, 16);
+		unsigned int i;
+
+		push_many(p, 3);
+		memimg__w64(p->m, outer + p->o->cframe_current_frame, p->top);
+		memimg__w64(p->m, p->cframe + p->o->cframe_previous, outer);
+		for (i = 0; i < 128; i += 8)
+			memimg__w64(p->m, obj + i, i % 16 ? obj : 0xffffffff);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 3);
+		CHECK_EQ_INT(scratch->entering, 0);
+
+		memimg__w64(p->m, p->cframe + p->o->cframe_current_frame, obj);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 3);
+		CHECK_EQ_INT(scratch->entering, 1);
+
+		/* Stack garbage that is not even an address. */
+		memimg__w64(p->m, p->cframe + p->o->cframe_current_frame, 0x31);
+		CHECK_EQ_INT(walk_default(p), WALK_OK);
+		check_frames(p, 3);
+		CHECK_EQ_INT(scratch->entering, 1);
+
+		/* No caller's _PyCFrame to go to: the walk stops at the first
+		 * "frame", which is not one. */
+		memimg__w64(p->m, p->cframe + p->o->cframe_current_frame, obj);
+		memimg__w64(p->m, p->cframe + p->o->cframe_previous, 0);
+		CHECK_EQ_INT(walk_default(p), WALK_READ_FAILED);
+		CHECK_EQ_INT(nout, 0);
+		CHECK_EQ_INT(scratch->not_a_frame, 1);
+		pyimg__free(p);
+	}
+}
+
+/* A caller pointer that leads to something other than a frame (a code
+ * pointer that is no object's address) ends the walk there, on every
+ * version: the frames before it are kept. */
+static void test_not_a_frame_ends_walk(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		uint64_t obj = memimg__alloc(p->m, p->heap, 256, 16);
+		unsigned int i;
+
+		for (i = 0; i < 256; i += 8)
+			memimg__w64(p->m, obj + i, i % 16 ? obj : 0xffffffff);
+		pyimg__set_top(p, obj);
+		push_many(p, 3);
+		CHECK_EQ_INT(walk_default(p), WALK_READ_FAILED);
+		check_frames(p, 3);
+		CHECK_EQ_INT(scratch->not_a_frame, 1);
+		pyimg__free(p);
+	}
+}
+
 /* ---- the per-thread cache (pywalk_cached) ------------------------------ */
 
 /*
@@ -1472,6 +1544,8 @@ int main(void)
 	RUN_TEST(test_bad_key);
 	RUN_TEST(test_no_tstate);
 	RUN_TEST(test_cframe);
+	RUN_TEST(test_cframe_entering);
+	RUN_TEST(test_not_a_frame_ends_walk);
 	RUN_TEST(test_cached_matches_uncached);
 	RUN_TEST(test_cached_skips_lookup);
 	RUN_TEST(test_cached_new_tstate);

@@ -87,6 +87,7 @@ static const struct presence presence[] = {
 	ALWAYS(tstate_thread_id),
 	HAS(tstate_native_thread_id, 11, LAST_MINOR),
 	HAS(cframe_current_frame, 11, 12),
+	HAS(cframe_previous, 11, 12),
 	ALWAYS(frame_code),
 	ALWAYS(frame_previous),
 	ALWAYS(frame_instr),
@@ -263,6 +264,7 @@ static void test_spot_values(void)
 
 	CHECK_EQ_INT(o11->tstate_cframe, 56);
 	CHECK_EQ_INT(o11->cframe_current_frame, 8);
+	CHECK_EQ_INT(o11->cframe_previous, 16);
 	CHECK_EQ_INT(o11->frame_code, 32);
 	CHECK_EQ_INT(o11->frame_previous, 48);
 	CHECK_EQ_INT(o11->frame_is_entry, 68);
@@ -272,6 +274,7 @@ static void test_spot_values(void)
 	CHECK_EQ_INT(o12->runtime_autotss_key, 1544);
 	CHECK_EQ_INT(o12->tstate_thread_id, 136);
 	CHECK_EQ_INT(o12->cframe_current_frame, 0);
+	CHECK_EQ_INT(o12->cframe_previous, 8);
 	CHECK_EQ_INT(o12->frame_owner, 70);
 	CHECK_EQ_INT(o12->code_code_adaptive, 192);
 

@@ -115,6 +115,7 @@ static void fill_thread_state(struct py_offsets *o)
 #elif PY_VERSION_HEX >= 0x030b0000
 	o->tstate_cframe = OFF(PyThreadState, cframe);
 	o->cframe_current_frame = OFF(_PyCFrame, current_frame);
+	o->cframe_previous = OFF(_PyCFrame, previous);
 #else
 	o->tstate_frame = OFF(PyThreadState, frame);
 #endif
@@ -436,6 +437,7 @@ static const struct field fields[] = {
 	DEC(tstate_datastack_top),
 	DEC(stackchunk_data),
 	DEC(cframe_current_frame),
+	DEC(cframe_previous),
 	DEC(frame_code),
 	DEC(frame_previous),
 	DEC(frame_instr),
