@@ -298,6 +298,7 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 	const struct hproc *parent = ppid ? hmap__get(h->live, &ppid) : NULL;
 	struct hproc *e;
 	double started;
+	bool gone;
 
 	if (h->nprocs >= MAX_ENTRIES) {
 		h->table_full++;
@@ -317,11 +318,18 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 		return NULL;
 	e->pid = pid;
 	e->peak_rss_mb = -1;
-	if (proc_status(pid, &e->uid, &e->ppid, &e->ns_pid) && parent) {
+	gone = proc_status(pid, &e->uid, &e->ppid, &e->ns_pid) != 0;
+	/* A process reaped while its status was read shows PPid 0 (the
+	 * kernel's answer for a task no longer alive): gone too. */
+	if (!gone && !e->ppid && ppid)
+		gone = true;
+	/* A fork child's parent is the one its fork record names. */
+	if (ppid)
+		e->ppid = ppid;
+	if (gone && parent) {
 		/* A fork child gone before it was looked at: its parent's
 		 * names were its own. */
 		e->uid = parent->uid;
-		e->ppid = ppid;
 		e->ns_pid = -1;
 		snprintf(e->comm, sizeof(e->comm), "%s", parent->comm);
 		e->cmdline = cmdline_get(parent->cmdline);
