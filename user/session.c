@@ -539,9 +539,19 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 {
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
 
-	/* Recognised already, after this exec: the record was just late. */
-	if (tp && tp->state == TP_PYTHON && tp->recognised_ns > r->ts)
+	/* Recognised already, after this exec: the record was just late, and
+	 * the interpreter found is this image's.  What records before it said
+	 * of the process belongs to an earlier image all the same: a program
+	 * that execs itself without LD_PRELOAD before the loader looked has
+	 * its first image's sampler announced ahead of this record. */
+	if (tp && tp->state == TP_PYTHON && tp->recognised_ns > r->ts) {
+		pr_debug("process %d exec'ed %.16s (recognised already)\n", (int)r->tgid,
+			 (const char *)r->comm);
+		if (!s->host)
+			profile__proc_exit(s->profile, tp->pid, r->ts);
+		tp->sampler_loaded = tp->sampler_final = false;
 		return;
+	}
 	if (s->host && tp) {
 		/* The old image's profile is complete; the new one is judged
 		 * afresh (its name has changed). */

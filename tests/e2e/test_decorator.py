@@ -268,10 +268,19 @@ def test_timeline_bounded(any_python, tmp_path):
 
 def test_native_frames_carry_address(any_python, tmp_path):
     """A native leaf frame gives the sampled address and its offset from
-    the symbol's start, as Scalene's frames do."""
-    prog = _copy(program("native_sha.py"), tmp_path)
-    res = profile_run(any_python, prog, ["0.5"], tmp=tmp_path,
-                      opts=["--cpu-only"])
+    the symbol's start, as Scalene's frames do.  Large buffers spend their
+    time in OpenSSL's SHA-256 block function, which has no symbol in a
+    stripped libcrypto (an address only); small ones in OpenSSL's exported
+    EVP functions and malloc, which are named."""
+    prog = _copy(program("native_sha.py"), tmp_path, text=(
+        "import hashlib, time\n"
+        "big, small = b'x' * (16 << 20), b'x' * 64\n"
+        "t = time.thread_time()\n"
+        "while time.thread_time() - t < 0.5: hashlib.sha256(big).digest()\n"
+        "t = time.thread_time()\n"
+        "while time.thread_time() - t < 0.5:\n"
+        "    for _ in range(1000): hashlib.sha256(small).digest()\n"))
+    res = profile_run(any_python, prog, tmp=tmp_path, opts=["--cpu-only"])
     native = [fr for frames, _ in res.profile["combined_stacks"]
               for fr in frames if fr["kind"] == "native"]
     assert native, "no native frame in combined_stacks"
