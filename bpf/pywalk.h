@@ -156,53 +156,6 @@ static __always_inline int pywalk_object_ptr(__u64 p)
 }
 
 /*
- * Reads the thread state's span and finds the innermost frame in it:
- * tstate->frame (<=3.10), tstate->cframe->current_frame (3.11, 3.12; see
- * pywalk_entering), tstate->current_frame (3.13+).  Also notes the data
- * stack's used part (3.11+) for the window.  thread_id is pthread_self(),
- * i.e. the TCB address: a slot holding a stale or foreign pointer shows up
- * here.
- */
-static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64 fsbase,
-					      __u64 tstate, __u64 *frame, __u64 *cframe,
-					      struct pywalk_scratch *s)
-{
-	__u64 f = 0, chunk, top;
-
-	*cframe = 0;
-
-	if (c->ts_len < 8 || c->ts_len > TS_BUF || !pywalk_in_span(c, c->ts_thread_id) ||
-	    !pywalk_in_span(c, c->ts_frame))
-		return WALK_NO_CONFIG;
-	if (PYWALK_READ_S(s, s->ts, pywalk_masked(c->ts_len - 1, TS_BUF - 1) + 1,
-			  tstate + c->ts_lo))
-		return WALK_NO_TSTATE;
-	if (pywalk_ts_u64(c, s, c->ts_thread_id) != fsbase)
-		return WALK_TID_MISMATCH;
-	f = pywalk_ts_u64(c, s, c->ts_frame);
-	if (c->cframe_current != PYOFF_UNSET) {
-		__u64 cf = f;
-
-		if (!pywalk_user_ptr(cf))
-			return WALK_NO_TSTATE;
-		if (PYWALK_READ_S(s, &f, sizeof(f), cf + c->cframe_current))
-			return WALK_READ_FAILED;
-		*cframe = cf;
-	}
-	if (c->ts_stack_chunk != PYOFF_UNSET && pywalk_in_span(c, c->ts_stack_chunk) &&
-	    pywalk_in_span(c, c->ts_stack_top)) {
-		chunk = pywalk_ts_u64(c, s, c->ts_stack_chunk);
-		top = pywalk_ts_u64(c, s, c->ts_stack_top);
-		if (pywalk_user_ptr(chunk) && pywalk_user_ptr(top) && top > chunk + c->chunk_data) {
-			s->stack_lo = chunk + c->chunk_data;
-			s->stack_hi = top;
-		}
-	}
-	*frame = f;
-	return WALK_OK;
-}
-
-/*
  * Brings the `rd` bytes of the frame at `f` into s->mem and returns where
  * they start there, or -1 when they cannot be read.  A frame on the data
  * stack comes from the window, which is read when the frame is not in it
@@ -232,6 +185,80 @@ static __always_inline int pywalk_fetch(struct pywalk_scratch *s, __u64 f, __u32
 	if (PYWALK_READ_S(s, &s->mem[WIN_BUF], pywalk_masked(rd - 1, FRAME_BUF - 1) + 1, f))
 		return -1;
 	return WIN_BUF;
+}
+
+/*
+ * 3.11 and 3.12 enter the eval loop by pointing tstate->cframe at a new
+ * _PyCFrame on the C stack and only then storing its current_frame: a
+ * sample in between finds whatever the stack held there (seen on 3.12: an
+ * immortal object, whose "f_code" is its reference count 0xffffffff, and
+ * whose type's type is itself: a 1024-frame loop of unreadable frames).
+ * The thread is still in the call that enters the interpreter, so its
+ * Python stack is the caller's: cframe->previous->current_frame.  Returns
+ * the frame to start at.  The frame is read as the walk reads it (with the
+ * window, when on the data stack), so a good one costs no read of its own.
+ */
+static __always_inline __u64 pywalk_entering(const struct py_walk_cfg *c, __u64 cf, __u64 f,
+					     struct pywalk_scratch *s)
+{
+	__u32 rd = pywalk_masked(c->frame_read - 1, FRAME_BUF - 1) + 1;
+	__u64 prev = 0, pf = 0;
+	int at;
+
+	if (c->cframe_prev == PYOFF_UNSET || !f)
+		return f;
+	at = pywalk_object_ptr(f) ? pywalk_fetch(s, f, rd) : -1;
+	if (at >= 0 &&
+	    pywalk_object_ptr(*(__u64 *)&s->mem[pywalk_masked(at + c->f_code, MEM_MASK)]))
+		return f;
+	if (PYWALK_READ_S(s, &prev, sizeof(prev), cf + c->cframe_prev) || !pywalk_user_ptr(prev) ||
+	    PYWALK_READ_S(s, &pf, sizeof(pf), prev + c->cframe_current))
+		return f;
+	s->entering = 1;
+	return pf;
+}
+
+/*
+ * Reads the thread state's span and finds the innermost frame in it:
+ * tstate->frame (<=3.10), tstate->cframe->current_frame (3.11, 3.12; see
+ * pywalk_entering), tstate->current_frame (3.13+).  Also notes the data
+ * stack's used part (3.11+) for the window.  thread_id is pthread_self(),
+ * i.e. the TCB address: a slot holding a stale or foreign pointer shows up
+ * here.
+ */
+static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64 fsbase,
+					      __u64 tstate, __u64 *frame, struct pywalk_scratch *s)
+{
+	__u64 f = 0, cf = 0, chunk, top;
+
+	if (c->ts_len < 8 || c->ts_len > TS_BUF || !pywalk_in_span(c, c->ts_thread_id) ||
+	    !pywalk_in_span(c, c->ts_frame))
+		return WALK_NO_CONFIG;
+	if (PYWALK_READ_S(s, s->ts, pywalk_masked(c->ts_len - 1, TS_BUF - 1) + 1,
+			  tstate + c->ts_lo))
+		return WALK_NO_TSTATE;
+	if (pywalk_ts_u64(c, s, c->ts_thread_id) != fsbase)
+		return WALK_TID_MISMATCH;
+	f = pywalk_ts_u64(c, s, c->ts_frame);
+	if (c->cframe_current != PYOFF_UNSET) {
+		cf = f;
+		if (!pywalk_user_ptr(cf))
+			return WALK_NO_TSTATE;
+		if (PYWALK_READ_S(s, &f, sizeof(f), cf + c->cframe_current))
+			return WALK_READ_FAILED;
+	}
+	if (c->ts_stack_chunk != PYOFF_UNSET && pywalk_in_span(c, c->ts_stack_chunk) &&
+	    pywalk_in_span(c, c->ts_stack_top)) {
+		chunk = pywalk_ts_u64(c, s, c->ts_stack_chunk);
+		top = pywalk_ts_u64(c, s, c->ts_stack_top);
+		if (pywalk_user_ptr(chunk) && pywalk_user_ptr(top) && top > chunk + c->chunk_data) {
+			s->stack_lo = chunk + c->chunk_data;
+			s->stack_hi = top;
+		}
+	}
+	/* With the data stack known, the window serves the check. */
+	*frame = cf ? pywalk_entering(c, cf, f, s) : f;
+	return WALK_OK;
 }
 
 /* The frame and code-object offsets of one walk, checked against the
@@ -280,37 +307,6 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 	    (l->co_fn | l->co_nm) & 7 || l->co_fl & 3)
 		return WALK_NO_CONFIG;
 	return WALK_OK;
-}
-
-/*
- * 3.11 and 3.12 enter the eval loop by pointing tstate->cframe at a new
- * _PyCFrame on the C stack and only then storing its current_frame: a
- * sample in between finds whatever the stack held there (seen on 3.12: an
- * immortal object, whose "f_code" is its reference count 0xffffffff, and
- * whose type's type is itself: a 1024-frame loop of unreadable frames).
- * The thread is still in the call that enters the interpreter, so its
- * Python stack is the caller's: cframe->previous->current_frame.  Returns
- * the frame to start at.  The frame is read as the walk reads it (with the
- * window, when on the data stack), so a good one costs no read of its own.
- */
-static __always_inline __u64 pywalk_entering(const struct py_walk_cfg *c, __u64 cf, __u64 f,
-					     struct pywalk_scratch *s)
-{
-	__u32 rd = pywalk_masked(c->frame_read - 1, FRAME_BUF - 1) + 1;
-	__u64 prev = 0, pf = 0;
-	int at;
-
-	if (c->cframe_prev == PYOFF_UNSET || !f)
-		return f;
-	at = pywalk_object_ptr(f) ? pywalk_fetch(s, f, rd) : -1;
-	if (at >= 0 &&
-	    pywalk_object_ptr(*(__u64 *)&s->mem[pywalk_masked(at + c->f_code, MEM_MASK)]))
-		return f;
-	if (PYWALK_READ_S(s, &prev, sizeof(prev), cf + c->cframe_prev) || !pywalk_user_ptr(prev) ||
-	    PYWALK_READ_S(s, &pf, sizeof(pf), prev + c->cframe_current))
-		return f;
-	s->entering = 1;
-	return pf;
 }
 
 /*
@@ -574,7 +570,7 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 					 struct pywalk_cache *cache, struct py_frame *frames,
 					 __u32 *nframes, __u32 *elided, struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, cur = 0, slot = 0, cf = 0;
+	__u64 tstate = 0, f = 0, cur = 0, slot = 0;
 	int status;
 
 	pywalk_begin(s, nframes, elided);
@@ -589,15 +585,13 @@ static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsba
 		cache->slot = slot;
 		cache->tstate = tstate;
 	}
-	status = pywalk_first_frame(c, fsbase, tstate, &f, &cf, s);
+	status = pywalk_first_frame(c, fsbase, tstate, &f, s);
 	if (status != WALK_OK) {
 		/* A freed state, reused by another thread: look it up anew
 		 * next time. */
 		cache->tstate = 0;
 		return status;
 	}
-	if (cf)
-		f = pywalk_entering(c, cf, f, s);
 	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 
@@ -606,18 +600,16 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 				  struct py_frame *frames, __u32 *nframes, __u32 *elided,
 				  struct pywalk_scratch *s)
 {
-	__u64 tstate = 0, f = 0, slot = 0, cf = 0;
+	__u64 tstate = 0, f = 0, slot = 0;
 	int status;
 
 	pywalk_begin(s, nframes, elided);
 	status = pywalk_tstate(c, fsbase, &tstate, &slot, s);
 	if (status != WALK_OK)
 		return status;
-	status = pywalk_first_frame(c, fsbase, tstate, &f, &cf, s);
+	status = pywalk_first_frame(c, fsbase, tstate, &f, s);
 	if (status != WALK_OK)
 		return status;
-	if (cf)
-		f = pywalk_entering(c, cf, f, s);
 	return pywalk_frames(c, f, frames, nframes, elided, s);
 }
 

@@ -308,7 +308,7 @@ static int attach_probes(const char *what, const char *path, const char *const *
 		pr_warn("cannot read %s (%s): %s\n", what, path, strerror(-err));
 		return err;
 	}
-	for (i = 0; i < n && !err; i++) {
+	for (i = 0; i < n; i++) {
 		err = probe_offset(e, path, names[i], &off);
 		if (err)
 			break;
@@ -323,6 +323,7 @@ static int attach_probes(const char *what, const char *path, const char *const *
 					"perf-event uprobes need CAP_SYS_ADMIN besides CAP_BPF and "
 					"CAP_PERFMON (uprobe_multi links, Linux 6.6+, do not); run "
 					"as root, add it, or profile CPU only with --cpu-only\n");
+			break;
 		}
 	}
 	elf_file__free(e);

@@ -271,9 +271,9 @@ def test_sampler_not_loaded_is_reported(any_python, tmp_path):
     assert "allocation sampler was not loaded" in res.stderr, res.stderr
 
 
-def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
-    """--pid --memory: uprobes on the allocators of a running process; bytes
-    per line (4:1 here), Python's share, and the probes' measured cost."""
+def attach_memory(python, tmp_path, env=None):
+    """`--pid N --memory --duration 2` of programs/attach_alloc.py, which is
+    then told to stop; the finished Result."""
     prog = program("attach_alloc.py")
     stop = tmp_path / "stop"
     target = subprocess.Popen([python, prog, str(stop)], cwd=str(tmp_path),
@@ -284,13 +284,20 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     try:
         assert target.stdout.readline().strip() == "ready"
         res = invoke(["--pid", target.pid, "--memory", "--duration", "2", "-o", out],
-                     cwd=tmp_path, timeout=60)
+                     cwd=tmp_path, timeout=60, env=env)
         assert target.poll() is None, "the target ended during the attach"
     finally:
         stop.touch()
     rest, err = target.communicate(timeout=30)
     assert target.returncode == 0, (target.returncode, err)
-    res = finish(res, out)
+    return finish(res, out)
+
+
+def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
+    """--pid --memory: uprobes on the allocators of a running process; bytes
+    per line (4:1 here), Python's share, and the probes' measured cost."""
+    prog = program("attach_alloc.py")
+    res = attach_memory(python, tmp_path)
     p = res.profile
     facts = p["scalene_bpf"]["memory"]
     ctx = f"{describe(p, prog)}; probes {facts}"
@@ -328,22 +335,8 @@ def test_attach_memory_by_perf_event_uprobes(any_python, tmp_path):
     """--pid --memory with the older kind of uprobe (SCALENE_BPF_PERF_UPROBES=1,
     what kernels before 6.6 get): the same lines get their bytes."""
     prog = program("attach_alloc.py")
-    stop = tmp_path / "stop"
-    target = subprocess.Popen([any_python, prog, str(stop)], cwd=str(tmp_path),
-                              env=clean_env(), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    out = tmp_path / "profile.json"
-    try:
-        assert target.stdout.readline().strip() == "ready"
-        res = invoke(["--pid", target.pid, "--memory", "--duration", "2", "-o", out],
-                     cwd=tmp_path, timeout=60,
-                     env=clean_env({"SCALENE_BPF_PERF_UPROBES": "1"}))
-    finally:
-        stop.touch()
-    target.communicate(timeout=30)
-    assert target.returncode == 0
-    p = finish(res, out).profile
+    p = attach_memory(any_python, tmp_path,
+                      env=clean_env({"SCALENE_BPF_PERF_UPROBES": "1"})).profile
     facts = p["scalene_bpf"]["memory"]
     ctx = f"{describe(p, prog)}; probes {facts}"
     assert facts["probe_links"] == "perf_event" and facts["hits"] > 0, ctx
