@@ -212,19 +212,22 @@ def test_sleep_is_half_the_time(sleep_run, accuracy):
     ctx = (f"sleep {spent['sleep_s']:.3f} s, busy {spent['busy_cpu_s']:.3f} "
            f"s CPU ({spent['busy_s']:.3f} s wall) of {total:.3f} s sampled; "
            f"hot lines: {hot_lines(res.profile)}")
-    accuracy("sleep line n_sys_percent (design)", 50.0, slp.system, "44..53")
     accuracy("sleep line n_sys_percent vs measured sleep", expect,
              slp.system, "3")
     busy_pct = busy.percent + check.percent
+    half = 100.0 * slp.system / max(slp.system + busy_pct, 1e-9)
+    accuracy("sleep share of sleep + busy lines, % (design)", 50.0, half,
+             "46..54")
     accuracy("busy lines % vs measured busy CPU", expect_busy, busy_pct,
              "3")
     # 3 points: the sleep is one blocked interval, measured from the
     # kernel's switch timestamps, so it is nearly exact.
     assert abs(slp.system - expect) <= 3, ctx
-    # "About half": both halves last 0.6 s by design; the start-up
-    # (interpreter initialisation, imports: 0.05-0.15 s here) is part of the
-    # total and brings the sleep's share a few points under 50.
-    assert 44 <= slp.system <= 53, ctx
+    # Half: both halves last 0.6 s by design.  Compared with the busy half,
+    # not with the whole run: the start-up (interpreter initialisation,
+    # imports) is part of the total, 0.05-0.15 s here but 0.2 s and more
+    # where the interpreter's files are not in the page cache yet.
+    assert 46 <= half <= 54, ctx
     # Asleep is neither Python nor native.
     assert slp.python + slp.native <= 1.0, ctx
     # The busy loop (its two lines): its CPU time, within 3 points.
