@@ -248,6 +248,37 @@ static int probe_offset(const struct elf_file *e, const char *path, const char *
 	return err;
 }
 
+/*
+ * The system call by which a hit of an optimised uprobe enters the kernel:
+ * from Linux 6.18 on x86-64, a uprobe on a 5-byte nop (ours, probes.h)
+ * becomes a call into a trampoline that makes it (seen with strace as
+ * syscall_0x150).  Older headers do not name it; -2 matches no system call.
+ */
+#if defined(__NR_uprobe)
+#define NR_UPROBE __NR_uprobe
+#elif defined(__x86_64__)
+#define NR_UPROBE 336
+#else
+#define NR_UPROBE (-2)
+#endif
+
+static const uint8_t probe_entry[] = { SCALENE_BPF_PROBE_ENTRY_BYTES };
+
+int loader__probe_entry_check(const char *path, uint64_t off)
+{
+	uint8_t c[sizeof(probe_entry)];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, c, sizeof(c), (off_t)off);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)sizeof(c) && !memcmp(c, probe_entry, sizeof(c)) ? 0 : -EINVAL;
+}
+
 /* One uprobe: prog at file offset off of path, for process pid (-1: every
  * process that maps the file). */
 static int attach_probe(struct bpf_program *prog, int pid, const char *path, uint64_t off,
@@ -312,6 +343,12 @@ static int attach_probes(const char *what, const char *path, const char *const *
 		err = probe_offset(e, path, names[i], &off);
 		if (err)
 			break;
+		if (loader__probe_entry_check(path, off))
+			pr_warn("the probe %s%s of %s does not begin with the nop of probes.h: "
+				"each hit will cost two traps (some 10 us) instead of a "
+				"system call; rebuild the library with this build's "
+				"probes.h\n",
+				SCALENE_BPF_PROBE_PREFIX, names[i], path);
 		err = attach_probe(progs[i], -1, path, off, &links[i]);
 		if (err) {
 			pr_warn("failed to attach to %s's probe %s in %s: %s\n", what, names[i],
@@ -354,6 +391,25 @@ static void gpu_progs(struct loader *l, struct bpf_program **progs)
 	progs[3] = l->skel->progs.on_gpu_records;
 	progs[4] = l->skel->progs.on_gpu_name;
 	progs[5] = l->skel->progs.on_gpu_exit;
+}
+
+int loader__probes_check(const char *path, bool gpu)
+{
+	const char *const *names = gpu ? gpu_probes : sampler_probes;
+	size_t i, n = gpu ? ARRAY_SIZE_(gpu_probes) : ARRAY_SIZE_(sampler_probes);
+	struct elf_file *e = elf_file__open(path);
+	uint64_t off;
+	int err = 0;
+
+	if (!e)
+		return -errno;
+	for (i = 0; i < n && !err; i++) {
+		err = probe_offset(e, path, names[i], &off);
+		if (!err)
+			err = loader__probe_entry_check(path, off);
+	}
+	elf_file__free(e);
+	return err;
 }
 
 _Static_assert(ARRAY_SIZE_(sampler_probes) == ARRAY_SIZE_(((struct loader *)0)->sampler_links),
@@ -773,6 +829,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 #ifdef SYS_futex_waitv
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
 #endif
+	l->skel->rodata->nr_uprobe = NR_UPROBE;
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);

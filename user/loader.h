@@ -100,6 +100,15 @@ int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid,
  * (not ours), -ENOMEM (kept until the end). */
 int loader__detach_alloc_probe(struct loader *l, struct probe_link *link);
 
+/* Whether the probe function at file offset off of path (a library of ours)
+ * begins with the instruction probes.h gives it, the one the kernel handles
+ * without stepping it out of line: 0, -EINVAL (another), -errno. */
+int loader__probe_entry_check(const char *path, uint64_t off);
+
+/* Every probe of the allocation sampler (gpu false) or the GPU library (gpu
+ * true) at path, found and checked as above: 0 or the first error. */
+int loader__probes_check(const char *path, bool gpu);
+
 /* The kind of the uprobes placed so far: "uprobe_multi" (links that take no
  * global lock of the kernel's), "perf_event" (older kernels, or
  * SCALENE_BPF_PERF_UPROBES=1), NULL before the first. */

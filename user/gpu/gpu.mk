@@ -61,6 +61,10 @@ $(GPU_SO): $(GPU_OBJS) $(OUT)/gpu/config user/gpu/gpu.mk
 $(OUT)/gpu/%.o: user/gpu/%.c $(OUT)/gpu/config | $(OUT)/gpu
 	$(CC) $(GPU_CPPFLAGS) $(GPU_CFLAGS) -c $< -o $@
 
+# Its probes, as the sampler's (tests/unit/test_probes.c).
+$(OUT)/tests/test_probes: $(GPU_SO)
+$(OUT)/tests/test_probes: CPPFLAGS += -DGPU_SO_PATH='"$(abspath $(GPU_SO))"'
+
 # Loads the library into a process without a driver.
 $(OUT)/tests/test_gpu_nodriver: tests/unit/test_gpu_nodriver.c user/gpu/gpu.h $(GPU_SO) \
 		$(OUT)/gpu/config | $(OUT)/tests

@@ -27,6 +27,10 @@ sampler: $(SAMPLER_SO)
 all: sampler
 unit-tests: $(SAMPLER_TESTS)
 
+# The probes of the library this build made (tests/unit/test_probes.c).
+$(OUT)/tests/test_probes: $(SAMPLER_SO)
+$(OUT)/tests/test_probes: CPPFLAGS += -DSAMPLER_SO_PATH='"$(abspath $(SAMPLER_SO))"'
+
 $(SAMPLER_SO): $(SAMPLER_OBJS)
 	$(CC) $(SAMPLER_LDFLAGS) -o $@ $^ $(SAMPLER_LDLIBS)
 
