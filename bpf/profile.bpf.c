@@ -83,8 +83,6 @@ const volatile __u64 mem_sample_bytes = 1 << 20;
 const volatile __u8 count_idle = 0;
 const volatile __s32 nr_futex = -2;
 const volatile __s32 nr_futex_waitv = -2;
-/* The system call of an optimised uprobe's hit (loader.c: NR_UPROBE). */
-const volatile __s32 nr_uprobe = -2;
 /*
  * The kernel's uprobe machinery, as [start, end) text ranges the loader
  * resolved from /proc/kallsyms; probe_check is 0 when no uprobe of ours is
@@ -633,13 +631,12 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		/* The syscall the thread is in, if any: blocked time taken here
 		 * ended in it (a thread just woken from futex, say). */
 		ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
-		/* Inside one of our uprobe hits: the profiler's time.  An
-		 * optimised uprobe enters by its own system call; only a
+		/* Inside one of our uprobe hits: the profiler's time.  Only a
 		 * thread that entered the kernel by an exception without an
 		 * error code (int3 among them; not a syscall, not a page
 		 * fault: orig_ax -1) has its stack read. */
 		if (probe_check &&
-		    ((ts && ts->in_probe) || ev->syscall_nr == nr_uprobe ||
+		    ((ts && ts->in_probe) ||
 		     (ev->syscall_nr == -1 && (after_int3(ev->user_ip) || in_uprobe(ctx, ev))))) {
 			/* Counted apart; pending blocked time waits for the
 			 * next record. */

@@ -248,20 +248,6 @@ static int probe_offset(const struct elf_file *e, const char *path, const char *
 	return err;
 }
 
-/*
- * The system call by which a hit of an optimised uprobe enters the kernel:
- * from Linux 6.18 on x86-64, a uprobe on a 5-byte nop (ours, probes.h)
- * becomes a call into a trampoline that makes it (seen with strace as
- * syscall_0x150).  Older headers do not name it; -2 matches no system call.
- */
-#if defined(__NR_uprobe)
-#define NR_UPROBE __NR_uprobe
-#elif defined(__x86_64__)
-#define NR_UPROBE 336
-#else
-#define NR_UPROBE (-2)
-#endif
-
 static const uint8_t probe_entry[] = { SCALENE_BPF_PROBE_ENTRY_BYTES };
 
 int loader__probe_entry_check(const char *path, uint64_t off)
@@ -345,9 +331,8 @@ static int attach_probes(const char *what, const char *path, const char *const *
 			break;
 		if (loader__probe_entry_check(path, off))
 			pr_warn("the probe %s%s of %s does not begin with the nop of probes.h: "
-				"each hit will cost two traps (some 10 us) instead of a "
-				"system call; rebuild the library with this build's "
-				"probes.h\n",
+				"each hit will cost two traps instead of one (some 10 us "
+				"more); rebuild the library with this build's probes.h\n",
 				SCALENE_BPF_PROBE_PREFIX, names[i], path);
 		err = attach_probe(progs[i], -1, path, off, &links[i]);
 		if (err) {
@@ -829,7 +814,6 @@ struct loader *loader__open(const struct loader_opts *opts)
 #ifdef SYS_futex_waitv
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
 #endif
-	l->skel->rodata->nr_uprobe = NR_UPROBE;
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);

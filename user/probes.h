@@ -14,13 +14,14 @@
 /*
  * The instruction at a probe's entry, where the uprobe goes, decides what a
  * hit costs.  An instruction the kernel cannot emulate (the `ret` an empty C
- * function compiles to, an endbr64, a push on older kernels) is stepped out
- * of line: a breakpoint trap and then a debug trap, some 15-20 us of system
- * time in the profiled thread per hit on a virtual machine, which the
- * profile then shows as that line's system time.  A 5-byte nop is emulated
- * on every kernel with uprobes, and from Linux 6.18 on x86-64 the kernel
- * rewrites it after the first hit into a call to a trampoline that enters
- * the kernel by a system call, with no trap at all.  So each probe is a
+ * function compiles to, an endbr64) is stepped out of line: a breakpoint
+ * trap and then a debug trap, 12-15 us of system time in the profiled thread
+ * per hit on a virtual machine, which the profile then showed as that line's
+ * system time.  A one-byte nop is emulated: one trap, no step.  Not a 5-byte
+ * nop: Linux 6.18 on x86-64 rewrites a uprobed nop5 after its first hit into
+ * a call to a trampoline page, and a child forked after that inherits the
+ * call but not the page (measured on 6.18.44: every fork child that reached
+ * a probe died of SIGSEGV at the trampoline's address).  So each probe is a
  * naked function, its entry that nop, then a return: no prologue of the
  * compiler's comes first.
  *
@@ -36,7 +37,7 @@
  */
 #define SCALENE_BPF_PROBE_FN __attribute__((visibility("default"), noinline, noclone, used, naked))
 #if defined(__x86_64__)
-#define SCALENE_BPF_PROBE_ENTRY_BYTES 0x0f, 0x1f, 0x44, 0x00, 0x00 /* nopl 0(%rax,%rax,1) */
+#define SCALENE_BPF_PROBE_ENTRY_BYTES 0x90 /* nop */
 #elif defined(__aarch64__)
 #define SCALENE_BPF_PROBE_ENTRY_BYTES 0x1f, 0x20, 0x03, 0xd5 /* nop */
 #else

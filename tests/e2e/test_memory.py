@@ -188,6 +188,29 @@ def test_either_kind_of_uprobe(any_python, tmp_path, kind):
         f"{hi:.1f}; {describe(p, prog)}"
 
 
+@pytest.mark.parametrize("kind", ["uprobe_multi", "perf_event"])
+def test_fork_children_survive_the_probes(any_python, tmp_path, kind):
+    """Children forked after the sampler's probes have fired reach them too
+    and live: the probes' entry is an instruction the kernel emulates where it
+    is (a 5-byte nop, which Linux 6.18 rewrites into a call to a trampoline
+    page that fork does not copy, killed every such child), and each child's
+    allocations are in the profile."""
+    prog = program("fork_after_probes.py")
+    side = tmp_path / "ended.json"
+    env = clean_env({"SCALENE_BPF_PERF_UPROBES": "1"} if kind == "perf_event" else None)
+    res = profile_run(any_python, prog, [side], tmp=tmp_path, env=env)
+    ended = json.loads(side.read_text())
+    assert ended == [{"exit": 0, "signal": None}] * 3, ended
+    mem = res.profile["scalene_bpf"]["memory"]
+    assert mem["probe_links"] == kind
+    # The children's allocations are in the profile: each churns as much as
+    # the parent, whose exact count is the sampler's (children leave with
+    # os._exit, reporting none).  About 4x the parent's; 3x allows for the
+    # sampling.
+    parent = mem["sampler_counts"]["alloc_mb"]
+    assert mem["profiled"]["alloc_mb"] >= 3 * parent, (mem["profiled"], parent)
+
+
 def test_threads_and_native_threads(python, tmp_path, accuracy):
     prog = program("mem_threads.py")
     side = tmp_path / "made.json"
