@@ -762,8 +762,12 @@ static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid,
 	e->maxrss_pages = sig ? BPF_CORE_READ(sig, maxrss) : 0;
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	/* Process events of followed processes are rare and the loader wants
-	 * them promptly; the host's others wait for its next drain. */
-	bpf_ringbuf_submit(e, flags & PROC_F_UNTRACKED ? BPF_RB_NO_WAKEUP : 0);
+	 * them promptly (an exec starts the recognition of the new image): a
+	 * wakeup is forced, as the samples before it in the buffer asked for
+	 * none (and the default wakes the loader only when the buffer was
+	 * drained: measured, an exec was read 10 ms late, at the next drain).
+	 * The host's others wait for its next drain. */
+	bpf_ringbuf_submit(e, flags & PROC_F_UNTRACKED ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "hmap.h"
 #include "procmaps.h"
 
 #define PAGE_MASK_4K (~(uint64_t)0xfff)
@@ -42,6 +43,13 @@ struct func {
 	int rank;	  /* lower is preferred among aliases */
 };
 
+/* A slot of the name index: which symbol (0: empty) and its name's hash. */
+struct name_slot {
+	uint32_t sym; /* 1 + its index, SLOT_DYNSYM set for .dynsym */
+	uint32_t hash;
+};
+#define SLOT_DYNSYM 0x80000000u
+
 struct elf_file {
 	int fd;
 	uint64_t file_size;
@@ -50,8 +58,19 @@ struct elf_file {
 	GElf_Phdr *phdrs;
 	size_t nphdrs;
 	struct symtab tabs[TAB_NR];
+	/*
+	 * Built on first use (elf_file__symbolize, elf_file__find_symbol), as
+	 * most opened files need one or neither: recognising an interpreter
+	 * looks up a dozen names, symbolizing native frames addresses.  Sorting
+	 * libpython's functions took 1-2 ms, and each lookup was a scan of both
+	 * tables.
+	 */
+	bool funcs_done, names_done;
+	int funcs_err, names_err;
 	struct func *funcs;
 	size_t nfuncs;
+	struct name_slot *names;
+	size_t names_mask;
 };
 
 /* Whether [off, off + size) lies within the file. */
@@ -301,9 +320,6 @@ struct elf_file *elf_file__open(const char *path)
 	if (err)
 		goto cleanup;
 	err = load_sections(e);
-	if (err)
-		goto cleanup;
-	err = collect_funcs(e);
 cleanup:
 	if (err) {
 		elf_file__free(e);
@@ -318,6 +334,7 @@ void elf_file__free(struct elf_file *e)
 	if (!e)
 		return;
 	free(e->funcs);
+	free(e->names);
 	free(e->phdrs);
 	if (e->elf)
 		elf_end(e->elf);
@@ -393,20 +410,98 @@ const char *elf_file__needed(const struct elf_file *e, const char *prefix)
 	return NULL;
 }
 
-static int find_in_table(const struct elf_file *e, const struct symtab *t, const char *name,
-			 uint64_t *value, uint64_t *size)
+/* The name of symbol `slot` (as stored in the index) and the symbol. */
+static const char *slot_symbol(const struct elf_file *e, uint32_t slot, GElf_Sym *sym)
 {
+	const struct symtab *t = &e->tabs[slot & SLOT_DYNSYM ? TAB_DYNSYM : TAB_SYMTAB];
+	uint32_t i = (slot & ~SLOT_DYNSYM) - 1;
+
+	if (!gelf_getsym(t->data, (int)i, sym))
+		return NULL;
+	return elf_strptr(e->elf, t->strndx, sym->st_name);
+}
+
+static uint32_t name_hash(const char *name)
+{
+	uint64_t h = hash_bytes(name, strlen(name));
+
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* Every defined, named symbol of .symtab then .dynsym by name; the first of a
+ * name is kept, as a scan of the tables in that order would find it. */
+static int index_names(struct elf_file *e)
+{
+	size_t total = 0, size = 16, t, i, k;
+	struct name_slot *slot;
+	const char *name;
+	GElf_Sym sym;
+	uint32_t h;
+
+	for (t = 0; t < TAB_NR; t++)
+		total += e->tabs[t].data ? e->tabs[t].count : 0;
+	if (total >= SLOT_DYNSYM / 2)
+		return -E2BIG;
+	while (size < 2 * total)
+		size *= 2;
+	e->names = calloc(size, sizeof(*e->names));
+	if (!e->names)
+		return -ENOMEM;
+	e->names_mask = size - 1;
+	for (t = 0; t < TAB_NR; t++) {
+		if (!e->tabs[t].data)
+			continue;
+		for (i = 0; i < e->tabs[t].count; i++) {
+			if (!gelf_getsym(e->tabs[t].data, (int)i, &sym))
+				break;
+			if (sym.st_shndx == SHN_UNDEF || !sym.st_name)
+				continue;
+			name = elf_strptr(e->elf, e->tabs[t].strndx, sym.st_name);
+			if (!name)
+				continue;
+			h = name_hash(name);
+			for (k = h & e->names_mask;; k = (k + 1) & e->names_mask) {
+				GElf_Sym other;
+				const char *o;
+
+				slot = &e->names[k];
+				if (!slot->sym) {
+					slot->sym = (uint32_t)(i + 1) |
+						    (t == TAB_DYNSYM ? SLOT_DYNSYM : 0);
+					slot->hash = h;
+					break;
+				}
+				if (slot->hash == h && (o = slot_symbol(e, slot->sym, &other)) &&
+				    !strcmp(o, name))
+					break; /* an earlier one of that name stands */
+			}
+		}
+	}
+	return 0;
+}
+
+int elf_file__find_symbol(const struct elf_file *ce, const char *name, uint64_t *value,
+			  uint64_t *size)
+{
+	struct elf_file *e = (struct elf_file *)ce; /* the index is a cache */
+	const struct name_slot *slot;
 	const char *s;
 	GElf_Sym sym;
-	size_t i;
+	uint32_t h;
+	size_t k;
 
-	for (i = 0; i < t->count; i++) {
-		if (!gelf_getsym(t->data, (int)i, &sym))
-			break;
-		if (sym.st_shndx == SHN_UNDEF || !sym.st_name)
-			continue;
-		s = elf_strptr(e->elf, t->strndx, sym.st_name);
-		if (!s || strcmp(s, name))
+	if (!e->names_done) {
+		e->names_err = index_names(e);
+		e->names_done = true;
+	}
+	if (e->names_err)
+		return e->names_err;
+	h = name_hash(name);
+	for (k = h & e->names_mask;; k = (k + 1) & e->names_mask) {
+		slot = &e->names[k];
+		if (!slot->sym)
+			return -ENOENT;
+		if (slot->hash != h || !(s = slot_symbol(e, slot->sym, &sym)) || strcmp(s, name))
 			continue;
 		if (value)
 			*value = sym.st_value;
@@ -414,19 +509,6 @@ static int find_in_table(const struct elf_file *e, const struct symtab *t, const
 			*size = sym.st_size;
 		return 0;
 	}
-	return -ENOENT;
-}
-
-int elf_file__find_symbol(const struct elf_file *e, const char *name, uint64_t *value,
-			  uint64_t *size)
-{
-	size_t t;
-
-	for (t = 0; t < TAB_NR; t++) {
-		if (e->tabs[t].data && !find_in_table(e, &e->tabs[t], name, value, size))
-			return 0;
-	}
-	return -ENOENT;
 }
 
 int elf_file__first_load(const struct elf_file *e, uint64_t *vaddr, uint64_t *offset)
@@ -507,11 +589,20 @@ int elf_file__offset_to_vaddr(const struct elf_file *e, uint64_t off, uint64_t *
 	return -ENOENT;
 }
 
-int elf_file__symbolize(const struct elf_file *e, uint64_t vaddr, const char **name,
+int elf_file__symbolize(const struct elf_file *ce, uint64_t vaddr, const char **name,
 			uint64_t *offset)
 {
-	size_t lo = 0, hi = e->nfuncs;
+	struct elf_file *e = (struct elf_file *)ce; /* the table is a cache */
 	const struct func *f;
+	size_t lo = 0, hi;
+
+	if (!e->funcs_done) {
+		e->funcs_err = collect_funcs(e);
+		e->funcs_done = true;
+	}
+	if (e->funcs_err)
+		return e->funcs_err;
+	hi = e->nfuncs;
 
 	/* The last function starting at or below vaddr. */
 	while (lo < hi) {

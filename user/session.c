@@ -38,8 +38,15 @@
 #define MAX_NOT_PYTHON_EXES 4096
 /* Thread names cached before the cache starts over. */
 #define MAX_THREAD_NAMES 16384
-/* How often and how long a starting process is re-examined. */
-#define DETECT_RETRY_NS (5 * 1000000ULL)
+/*
+ * How often and how long a starting process is re-examined: every
+ * DETECT_RETRY_NS for its first DETECT_FAST_TRIES tries (an interpreter is
+ * ready a few milliseconds after its exec; a program of 20 ms must not be
+ * half over by then), then backing off, as each try reads the maps and
+ * opens the binary (0.1 ms before libpython is mapped, 1.5-2.5 ms after).
+ */
+#define DETECT_RETRY_NS (2 * 1000000ULL)
+#define DETECT_FAST_TRIES 16
 #define DETECT_RETRY_MAX_NS (1000000000ULL)
 #define DETECT_GIVE_UP_NS (60 * 1000000000ULL)
 /* Window for the program's CPU use around a sample. */
@@ -259,6 +266,9 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	tp->pp = *pp;
 	tp->state = TP_PYTHON;
 	tp->recognised_ns = mono_ns();
+	if (tp->start_ns)
+		pr_debug("process %d recognised %.1f ms after its exec\n", tp->pid,
+			 (tp->recognised_ns - tp->start_ns) / 1e6);
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
 	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
@@ -386,14 +396,16 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	if (!tp->first_try_ns)
 		tp->first_try_ns = now;
 	err = python__detect(tp->pid, &pp, tp->why, sizeof(tp->why));
+	pr_debug("process %d: detection took %.2f ms\n", tp->pid, (mono_ns() - now) / 1e6);
 	if (!err) {
 		set_python(s, tp, &pp);
 		return;
 	}
 	if (err == -EAGAIN && now - tp->first_try_ns < DETECT_GIVE_UP_NS) {
-		/* Quick at first (start-up takes milliseconds), then backing
-		 * off: each try reads the maps and opens the binary. */
-		tp->retry_ns = tp->retry_ns ? tp->retry_ns * 2 : DETECT_RETRY_NS;
+		pr_debug("process %d not ready %.1f ms after the first try: %s\n", tp->pid,
+			 (now - tp->first_try_ns) / 1e6, tp->why);
+		tp->tries++;
+		tp->retry_ns = tp->tries <= DETECT_FAST_TRIES ? DETECT_RETRY_NS : tp->retry_ns * 2;
 		if (tp->retry_ns > DETECT_RETRY_MAX_NS)
 			tp->retry_ns = DETECT_RETRY_MAX_NS;
 		tp->next_try_ns = now + tp->retry_ns;
@@ -431,6 +443,18 @@ int session__poll_ms(const struct session *s, uint64_t now)
 	if (s->bpf.drain_counts && s->next_drain_ns > now &&
 	    (s->next_drain_ns - now) / 1000000 < (uint64_t)ms)
 		ms = (int)((s->next_drain_ns - now) / 1000000);
+	/* Awake for the next try at recognising a starting process. */
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		const struct tproc *tp = v;
+		uint64_t left;
+
+		if (tp->state != TP_DETECTING || tp->exited || !tp->next_try_ns)
+			continue;
+		left = tp->next_try_ns > now ? tp->next_try_ns - now : 0;
+		if (left / 1000000 < (uint64_t)ms)
+			ms = (int)((left + 999999) / 1000000);
+	}
+	it = 0;
 	/* Awake for the next event-loop poll, on its schedule. */
 	while (s->async_waits && hmap__next(s->procs, &it, NULL, &v)) {
 		const struct tproc *tp = v;
@@ -583,7 +607,8 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	}
 	if (!tp)
 		return;
-	pr_debug("process %d exec'ed %.16s\n", (int)r->tgid, (const char *)r->comm);
+	pr_debug("process %d exec'ed %.16s (read %.1f ms later)\n", (int)r->tgid,
+		 (const char *)r->comm, (mono_ns() - r->ts) / 1e6);
 	new_image(tp, r->gen);
 	tp->state = TP_DETECTING;
 	tp->cpu_samples = 0;
@@ -594,6 +619,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->first_try_ns = 0;
 	tp->next_try_ns = 0;
 	tp->retry_ns = 0;
+	tp->tries = 0;
 	usyms__free(tp->usyms);
 	tp->usyms = NULL;
 	sasync_stop(tp);

@@ -47,6 +47,7 @@ struct tproc {
 	struct py_proc pp;
 	struct usyms *usyms;
 	uint64_t next_try_ns, first_try_ns, retry_ns;
+	unsigned int tries;	/* at recognising this image, so far */
 	uint64_t recognised_ns; /* when it was found to be Python */
 	uint64_t last_refresh_ns;
 	char why[256];

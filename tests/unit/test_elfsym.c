@@ -7,6 +7,9 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -394,9 +397,91 @@ out:
 	free(buf);
 }
 
+/*
+ * The name index against a plain scan of the tables: every defined, named
+ * symbol of libpython's .symtab (the first 3000) is found as the first of its
+ * name there, and every one of .dynsym (the first 3000) is found.
+ */
+static void test_lookup_agrees_with_scan(void)
+{
+	const char *path = libpython312();
+	struct elf_file *e;
+	Elf_Scn *scn = NULL;
+	int fd, checked = 0, wrong = 0;
+	Elf *elf;
+
+	if (access(path, R_OK))
+		SKIP_TEST("%s: %s", path, strerror(errno));
+	e = open_required(path);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	if (!e || fd < 0)
+		goto out;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	CHECK(elf != NULL);
+	for (int pass = 0; elf && pass < 2; pass++) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (!gelf_getshdr(scn, &sh) ||
+			    sh.sh_type != (pass ? SHT_DYNSYM : SHT_SYMTAB) || !sh.sh_entsize)
+				continue;
+			d = elf_getdata(scn, NULL);
+			for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym, first;
+				const char *name;
+				uint64_t value, size;
+				bool seen = false;
+
+				if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+				    !sym.st_name)
+					continue;
+				name = elf_strptr(elf, sh.sh_link, sym.st_name);
+				if (!name)
+					continue;
+				/* The first of the name in .symtab (then .dynsym) order. */
+				first = sym;
+				for (size_t j = 0; j < i && !seen; j++) {
+					GElf_Sym o;
+					const char *on;
+
+					if (gelf_getsym(d, (int)j, &o) && o.st_shndx != SHN_UNDEF &&
+					    o.st_name &&
+					    (on = elf_strptr(elf, sh.sh_link, o.st_name)) &&
+					    !strcmp(on, name)) {
+						first = o;
+						seen = true;
+					}
+				}
+				/* .dynsym's names: found (an exported symbol is in
+				 * .symtab too, which comes first, with the same value
+				 * but not always the same size). */
+				if (elf_file__find_symbol(e, name, &value, &size) ||
+				    (!pass && (value != first.st_value || size != first.st_size)))
+					wrong++;
+				checked++;
+				if (checked >= 3000) /* the scan for `first` is quadratic */
+					break;
+			}
+		}
+		scn = NULL;
+	}
+	CHECK(checked >= 1000);
+	CHECK_EQ_INT(wrong, 0);
+	if (elf)
+		elf_end(elf);
+out:
+	if (fd >= 0)
+		close(fd);
+	elf_file__free(e);
+}
+
 int main(void)
 {
 	RUN_TEST(test_libpython312);
+	RUN_TEST(test_lookup_agrees_with_scan);
 	RUN_TEST(test_debian_python311);
 	RUN_TEST(test_tiny);
 	RUN_TEST(test_broken_fixtures);
