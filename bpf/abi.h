@@ -171,6 +171,9 @@ struct proc_info {
 	 * a wait for the GIL.  0, 0: not known (GIL wait not measured). */
 	__u64 gil_lo;
 	__u64 gil_hi;
+	/* Allocation uprobe hits of this image (attach mode and --all
+	 * --memory), added to atomically; sent with its exec or exit record. */
+	__u64 alloc_hits;
 };
 
 /* Per-thread state of tracked threads (task storage `threads`). */
@@ -287,6 +290,7 @@ struct proc_record {
 	__u32 gen;	    /* EV_EXEC: the new image's proc_info.gen */
 	__u32 flags;	    /* PROC_F_* */
 	__u8 comm[16];
+	__u64 alloc_hits; /* EV_EXEC: the ended image's proc_info.alloc_hits; EV_EXIT: the last's */
 };
 
 /* proc_record.flags.  PROC_F_UNTRACKED: a fork or exit of a process BPF does

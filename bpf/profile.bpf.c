@@ -741,7 +741,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 }
 
 static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid, __u32 code,
-					     __u32 gen, __u32 flags, struct task_struct *task)
+					     __u32 gen, __u32 flags, struct task_struct *task,
+					     __u64 alloc_hits)
 {
 	struct signal_struct *sig = task->signal;
 	struct proc_record *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -756,6 +757,7 @@ static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid,
 	e->exit_code = code;
 	e->gen = gen;
 	e->flags = flags;
+	e->alloc_hits = alloc_hits;
 	e->ts = bpf_ktime_get_ns();
 	/* The group's peak resident set so far, in pages (the kernel keeps it
 	 * there for getrusage; at the exit of the last thread it is final). */
@@ -782,7 +784,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		 * its exec) may fork before BPF is told; the loader decides
 		 * about the child. */
 		if (track_all && ptgid != ctgid)
-			emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, PROC_F_UNTRACKED, child);
+			emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, PROC_F_UNTRACKED, child, 0);
 		return 0;
 	}
 	if (ptgid == ctgid) {
@@ -798,11 +800,12 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	__builtin_memcpy(&np, p, sizeof(np));
 	np.start_time = BPF_CORE_READ(child, start_boottime) / tick_ns;
 	np.gen = 0;
+	np.alloc_hits = 0;
 	if (bpf_map_update_elem(&procs, &ctgid, &np, BPF_ANY)) {
 		stat_inc(STAT_PROC_TABLE_FULL);
 		return 0;
 	}
-	emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, 0, child);
+	emit_proc_record(EV_FORK, ctgid, ptgid, 0, 0, 0, child, 0);
 	return 0;
 }
 
@@ -811,18 +814,22 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 {
 	__u32 tgid = task->tgid;
 	struct proc_info *p = tracked_proc(task, tgid);
+	__u64 hits;
 
 	if (!p) {
 		/* Not followed: the loader decides whether to (ppid: 0). */
 		if (track_all)
-			emit_proc_record(EV_EXEC, tgid, 0, 0, 0, 0, task);
+			emit_proc_record(EV_EXEC, tgid, 0, 0, 0, 0, task, 0);
 		return 0;
 	}
-	/* New image: the old interpreter layout is gone. */
+	/* New image: the old interpreter layout is gone, and its hits are
+	 * counted (exec leaves one thread, this one: no hit comes between). */
 	p->has_cfg = 0;
 	p->gen++;
+	hits = p->alloc_hits;
+	p->alloc_hits = 0;
 	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);
-	emit_proc_record(EV_EXEC, tgid, 0, 0, p->gen, 0, task);
+	emit_proc_record(EV_EXEC, tgid, 0, 0, p->gen, 0, task, hits);
 	return 0;
 }
 
@@ -841,10 +848,10 @@ int BPF_PROG(on_exit, struct task_struct *task)
 		/* System-wide: the exit of a child the loader took on from an
 		 * untracked fork record may come before BPF was told. */
 		if (track_all)
-			emit_proc_record(EV_EXIT, tgid, 0, code, 0, PROC_F_UNTRACKED, task);
+			emit_proc_record(EV_EXIT, tgid, 0, code, 0, PROC_F_UNTRACKED, task, 0);
 		return 0;
 	}
-	emit_proc_record(EV_EXIT, tgid, 0, code, p->gen, 0, task);
+	emit_proc_record(EV_EXIT, tgid, 0, code, p->gen, 0, task, p->alloc_hits);
 	return 0;
 }
 
@@ -1203,6 +1210,7 @@ static __always_inline int alloc_probe(__u64 size, bool python)
 	if (!p)
 		return 0;
 	stat_inc(STAT_UPROBE_HITS);
+	__sync_fetch_and_add(&p->alloc_hits, 1);
 	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!ts)
 		return 0;

@@ -135,9 +135,11 @@ struct facts_uprobes {
 	double elapsed_s;
 	double ns_per_hit;	 /* measured here; < 0 if it could not be */
 	const char *probe_links; /* loader__probe_links() */
-	/* --all: the probes of one process of many; the hits, counted for the
-	 * host, are in index.json (hits and elapsed_s are 0). */
+	/* --all: the probes of one process of many; hits and elapsed_s are
+	 * its own, the host's totals are in index.json.  hits_known false: its
+	 * count was lost (a PID used again before its exit was read). */
 	bool host;
+	bool hits_known;
 };
 
 /* The @profile builtin (run). */

@@ -490,6 +490,9 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		if (h->mem) {
 			facts->has_uprobes = true;
 			hostmem__facts(h->mem, e->pid, &facts->uprobes);
+			facts->uprobes.hits = end->alloc_hits;
+			facts->uprobes.elapsed_s = m.elapsed_sec;
+			facts->uprobes.hits_known = end->alloc_hits_known;
 		}
 	}
 	m.facts = facts;
@@ -1051,6 +1054,7 @@ int host__snapshot(struct host *h, double elapsed_s)
 		if (!e->live)
 			continue;
 		now.source_ctx = session__proc_source_ctx(h->session, e->pid);
+		now.alloc_hits_known = !session__alloc_hits(h->session, e->pid, &now.alloc_hits);
 		entry_totals(e);
 		e->peak_rss_mb = hwm_mb(e->pid);
 		if (e->samples && now.source_ctx)

@@ -32,10 +32,10 @@
 #include "profile.skel.h"
 
 _Static_assert(sizeof(struct py_walk_cfg) == 192, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 224, "proc_info layout");
+_Static_assert(sizeof(struct proc_info) == 232, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
 _Static_assert(SAMPLE_HDR_SIZE == 128, "sample_event header layout");
-_Static_assert(sizeof(struct proc_record) == 56, "proc_record layout");
+_Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
 _Static_assert(sizeof(struct agg_key) == 32, "agg_key layout");
 _Static_assert(sizeof(struct agg_val) == 64, "agg_val layout");
 _Static_assert(STACK_HDR_SIZE == 24, "agg_stack_record layout");
@@ -1092,8 +1092,22 @@ int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg
 	info.gil_lo = gil_lo;
 	info.gil_hi = gil_hi;
 	info.has_cfg = 1;
+	/* (Allocation hits counted between the read and this write are lost:
+	 * the probes of --all are placed once the process is recognised, after
+	 * this.) */
 	if (bpf_map_update_elem(fd, &key, &info, BPF_EXIST))
 		return -errno;
+	return 0;
+}
+
+int loader__alloc_hits(struct loader *l, int tgid, uint64_t *hits)
+{
+	struct proc_info info;
+	__u32 key = tgid;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.procs), &key, &info))
+		return -errno;
+	*hits = info.alloc_hits;
 	return 0;
 }
 

@@ -60,6 +60,8 @@ int loader__seed_threads(struct loader *l, int tgid);
  * [gil_lo, gil_hi) (0, 0: GIL wait not measured). */
 int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
 		       uint64_t gil_hi);
+/* The allocation uprobe hits of tgid's current image so far: 0 or -errno. */
+int loader__alloc_hits(struct loader *l, int tgid, uint64_t *hits);
 /* Waits up to timeout_ms for records, then drains; records or -errno. */
 int loader__poll(struct loader *l, int timeout_ms);
 /* Drains the ring buffer; returns records consumed or -errno. */

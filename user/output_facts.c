@@ -491,12 +491,16 @@ static struct json_object *uprobes_json(const struct facts_uprobes *u)
 		json_object_array_add(sites, so);
 	}
 	add(o, "probes", sites);
+	/* One process of a host's run: its hits; the host's are in the index. */
 	if (u->host) {
-		/* One process of a host's run: the hits are the host's. */
-		add(o, "hits_in", json_object_new_string("index.json"));
-		if (u->ns_per_hit >= 0)
-			add(o, "ns_per_hit_measured", json_object_new_double(u->ns_per_hit));
-		goto measured;
+		add(o, "host_hits_in", json_object_new_string("index.json"));
+		if (!u->hits_known) {
+			add(o, "hits", NULL);
+			if (u->ns_per_hit >= 0)
+				add(o, "ns_per_hit_measured",
+				    json_object_new_double(u->ns_per_hit));
+			goto measured;
+		}
 	}
 	add(o, "hits", json_object_new_int64((int64_t)u->hits));
 	if (u->elapsed_s > 0)

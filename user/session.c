@@ -202,8 +202,10 @@ static void let_go(struct session *s, struct tproc *tp)
 }
 
 /* System-wide: the end of a process's image; the host writes its profile. */
+/* r: the image's exec or exit record, which carries its allocation hits
+ * (NULL: none; one still running has them read from BPF). */
 static void end_image(struct session *s, struct tproc *tp, enum session_end_why why, int exit_code,
-		      uint64_t maxrss_kb, uint64_t ts)
+		      uint64_t maxrss_kb, uint64_t ts, const struct proc_record *r)
 {
 	struct session_end e = {
 		.why = why,
@@ -216,6 +218,12 @@ static void end_image(struct session *s, struct tproc *tp, enum session_end_why 
 
 	if (!tp->profile)
 		return;
+	if (r) {
+		e.alloc_hits = r->alloc_hits;
+		e.alloc_hits_known = true;
+	} else if (why == END_RUNNING) {
+		e.alloc_hits_known = !session__alloc_hits(s, tp->pid, &e.alloc_hits);
+	}
 	drain_image(s, tp);
 	sasync_stop(tp);
 	profile__proc_exit(tp->profile, tp->pid, ts);
@@ -514,7 +522,7 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 	}
 	if (tp && s->host) {
 		/* A PID used again before its exit record was read. */
-		end_image(s, tp, END_EXIT, 0, 0, r->ts);
+		end_image(s, tp, END_EXIT, 0, 0, r->ts, NULL);
 		let_go(s, tp);
 		tp = NULL;
 	}
@@ -579,7 +587,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	if (s->host && tp) {
 		/* The old image's profile is complete; the new one is judged
 		 * afresh (its name has changed). */
-		end_image(s, tp, END_EXEC, 0, r->maxrss_pages * (getpagesize() / 1024), r->ts);
+		end_image(s, tp, END_EXEC, 0, r->maxrss_pages * (getpagesize() / 1024), r->ts, r);
 		new_image(tp, r->gen);
 		if (!s->host->accept(s->host->ctx, tp->pid, 0)) {
 			let_go(s, tp);
@@ -644,7 +652,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 	if (s->host) {
 		if (tp) {
 			end_image(s, tp, END_EXIT, (int)r->exit_code,
-				  r->maxrss_pages * (getpagesize() / 1024), r->ts);
+				  r->maxrss_pages * (getpagesize() / 1024), r->ts, r);
 			let_go(s, tp);
 		}
 		return;
@@ -1458,6 +1466,13 @@ void *session__proc_source_ctx(struct session *s, int pid)
 	return tp && tp->profile ? tp : NULL;
 }
 
+int session__alloc_hits(struct session *s, int pid, uint64_t *hits)
+{
+	if (!s->bpf.alloc_hits)
+		return -ENOTSUP;
+	return s->bpf.alloc_hits(s->bpf.ctx, pid, hits);
+}
+
 int session__proc_facts(struct session *s, int pid, struct facts *f)
 {
 	struct tproc *tp = hmap__get(s->procs, &pid);
@@ -1486,7 +1501,7 @@ void session__end_all(struct session *s)
 		struct tproc *tp = v;
 
 		tp->drained = true;
-		end_image(s, tp, END_RUNNING, 0, 0, now);
+		end_image(s, tp, END_RUNNING, 0, 0, now, NULL);
 	}
 }
 

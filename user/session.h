@@ -31,6 +31,11 @@ struct session_end {
 	uint64_t maxrss_kb; /* peak resident set so far (0: not known; for a
 			     * process still running the host reads VmHWM) */
 	uint64_t ts_ns;	    /* CLOCK_MONOTONIC */
+	/* The image's allocation uprobe hits (--all --memory): from its exec
+	 * or exit record, or read from BPF for one still running; known false
+	 * where neither could be had. */
+	uint64_t alloc_hits;
+	bool alloc_hits_known;
 	struct profile *profile;
 	/* For output_meta: the process's files as it saw them (its root and
 	 * working directory, held open), read by session__read_proc_source. */
@@ -101,6 +106,9 @@ struct session_bpf {
 	 * (0, 0: GIL wait not measured). */
 	int (*set_python)(void *ctx, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
 			  uint64_t gil_hi);
+	/* The allocation uprobe hits of tgid's current image so far (NULL:
+	 * none counted). */
+	int (*alloc_hits)(void *ctx, int tgid, uint64_t *hits);
 	/* The BPF counters summed over CPUs, into out[STAT_MAX]. */
 	int (*stats)(void *ctx, uint64_t *out);
 	/* Kernel time spent in the sampling program, where measured. */
@@ -162,6 +170,9 @@ int session__facts(struct session *s, struct facts *f);
 /* System-wide: the same facts for one process's profile (during its
  * host->ended call): 0, -ENOENT (not followed), -ENOMEM. */
 int session__proc_facts(struct session *s, int pid, struct facts *f);
+/* The allocation uprobe hits of pid's current image so far (--all
+ * --memory): 0, -ENOTSUP (not counted), -errno. */
+int session__alloc_hits(struct session *s, int pid, uint64_t *hits);
 /* System-wide: execs of a program already seen not to be Python, let go
  * without a look. */
 uint64_t session__execs_known_not_python(const struct session *s);

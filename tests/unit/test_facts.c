@@ -632,14 +632,28 @@ static void test_uprobes(void)
 	o = output_facts_json(f, p);
 	CHECK_KEYS(get(o, "memory"), "mode", "probes", "hits", "not_measured");
 	json_object_put(o);
-	/* One process of --all: its probes and the cost of a hit; the hits are
-	 * the host's, in index.json. */
+	/* One process of --all: its probes, its hits and the cost of a hit;
+	 * the host's hits are in index.json. */
 	u->host = true;
+	u->hits_known = true;
+	u->hits = 300;
+	u->elapsed_s = 3;
 	u->ns_per_hit = 1000;
 	o = output_facts_json(f, p);
 	m = get(o, "memory");
-	CHECK_KEYS(m, "mode", "probes", "hits_in", "ns_per_hit_measured", "not_measured");
-	CHECK_EQ_STR(str(m, "hits_in"), "index.json");
+	CHECK_KEYS(m, "mode", "probes", "host_hits_in", "hits", "hits_per_s", "ns_per_hit_measured",
+		   "estimated_cost_cpu_percent", "not_measured");
+	CHECK_EQ_STR(str(m, "host_hits_in"), "index.json");
+	CHECK_EQ_INT(num(m, "hits"), 300);
+	CHECK(dbl(m, "hits_per_s") == 100);
+	json_object_put(o);
+	/* Its count lost (a PID used again before its exit was read): null. */
+	u->hits_known = false;
+	o = output_facts_json(f, p);
+	m = get(o, "memory");
+	CHECK_KEYS(m, "mode", "probes", "host_hits_in", "hits", "ns_per_hit_measured",
+		   "not_measured");
+	CHECK(json_object_object_get_ex(m, "hits", &s) && s == NULL);
 	json_object_put(o);
 out:
 	facts__free(f);

@@ -1342,11 +1342,15 @@ static void test_host_mode(void)
 					 .tgid = child,
 					 .exit_code = 3 << 8,
 					 .ts = mono_ns(),
-					 .maxrss_pages = 256 };
+					 .maxrss_pages = 256,
+					 .alloc_hits = 4321 };
 
 		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
 	}
 	CHECK_EQ_INT(h.nended, 1);
+	/* Its allocation probe hits come with the exit record. */
+	CHECK(h.ended[0].alloc_hits_known);
+	CHECK_EQ_INT(h.ended[0].alloc_hits, 4321);
 	CHECK_EQ_INT(h.ended_pid[0], child);
 	CHECK_EQ_INT(h.ended[0].why, END_EXIT);
 	CHECK_EQ_INT(h.ended[0].exit_code, 3 << 8);
