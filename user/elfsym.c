@@ -343,6 +343,18 @@ void elf_file__free(struct elf_file *e)
 	free(e);
 }
 
+int elf_file__read(const struct elf_file *e, uint64_t off, void *buf, size_t n)
+{
+	ssize_t got;
+
+	if (!in_file(e, off, n))
+		return -EINVAL;
+	got = pread(e->fd, buf, n, (off_t)off);
+	if (got < 0)
+		return -errno;
+	return (size_t)got == n ? 0 : -EIO;
+}
+
 int elf_file__type(const struct elf_file *e)
 {
 	return e->type;

@@ -18,6 +18,10 @@ struct procmaps;
 struct elf_file *elf_file__open(const char *path);
 void elf_file__free(struct elf_file *e);
 
+/* The n bytes at file offset off into buf: 0, -EINVAL (not all within the
+ * file), -EIO (read short), or -errno. */
+int elf_file__read(const struct elf_file *e, uint64_t off, void *buf, size_t n);
+
 /* ET_EXEC, ET_DYN, ... from the ELF header. */
 int elf_file__type(const struct elf_file *e);
 

@@ -250,19 +250,14 @@ static int probe_offset(const struct elf_file *e, const char *path, const char *
 
 static const uint8_t probe_entry[] = { SCALENE_BPF_PROBE_ENTRY_BYTES };
 
-int loader__probe_entry_check(const char *path, uint64_t off)
+int loader__probe_entry_check(const struct elf_file *e, uint64_t off)
 {
 	uint8_t c[sizeof(probe_entry)];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	int err = elf_file__read(e, off, c, sizeof(c));
 
-	if (fd < 0)
-		return -errno;
-	n = pread(fd, c, sizeof(c), (off_t)off);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	return n == (ssize_t)sizeof(c) && !memcmp(c, probe_entry, sizeof(c)) ? 0 : -EINVAL;
+	if (err)
+		return err;
+	return memcmp(c, probe_entry, sizeof(c)) ? -EINVAL : 0;
 }
 
 /* One uprobe: prog at file offset off of path, for process pid (-1: every
@@ -329,7 +324,7 @@ static int attach_probes(const char *what, const char *path, const char *const *
 		err = probe_offset(e, path, names[i], &off);
 		if (err)
 			break;
-		if (loader__probe_entry_check(path, off))
+		if (loader__probe_entry_check(e, off))
 			pr_warn("the probe %s%s of %s does not begin with the nop of probes.h: "
 				"each hit will cost two traps instead of one (some 10 us "
 				"more); rebuild the library with this build's probes.h\n",
@@ -391,7 +386,7 @@ int loader__probes_check(const char *path, bool gpu)
 	for (i = 0; i < n && !err; i++) {
 		err = probe_offset(e, path, names[i], &off);
 		if (!err)
-			err = loader__probe_entry_check(path, off);
+			err = loader__probe_entry_check(e, off);
 	}
 	elf_file__free(e);
 	return err;

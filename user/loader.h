@@ -42,6 +42,7 @@ struct loader_opts {
 };
 
 struct loader;
+struct elf_file;
 
 /* NULL with errno set; the reason has been printed. */
 struct loader *loader__open(const struct loader_opts *opts);
@@ -102,10 +103,11 @@ int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid,
  * (not ours), -ENOMEM (kept until the end). */
 int loader__detach_alloc_probe(struct loader *l, struct probe_link *link);
 
-/* Whether the probe function at file offset off of path (a library of ours)
+/* Whether the probe function at file offset off of e (a library of ours)
  * begins with the instruction probes.h gives it, the one the kernel handles
- * without stepping it out of line: 0, -EINVAL (another), -errno. */
-int loader__probe_entry_check(const char *path, uint64_t off);
+ * without stepping it out of line: 0, -EINVAL (another, or off is past the
+ * file), -errno. */
+int loader__probe_entry_check(const struct elf_file *e, uint64_t off);
 
 /* Every probe of the allocation sampler (gpu false) or the GPU library (gpu
  * true) at path, found and checked as above: 0 or the first error. */

@@ -399,12 +399,14 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 {
 	struct py_proc pp;
+	uint64_t t0;
 	int err;
 
 	if (!tp->first_try_ns)
 		tp->first_try_ns = now;
+	t0 = mono_ns();
 	err = python__detect(tp->pid, &pp, tp->why, sizeof(tp->why));
-	pr_debug("process %d: detection took %.2f ms\n", tp->pid, (mono_ns() - now) / 1e6);
+	pr_debug("process %d: detection took %.2f ms\n", tp->pid, (mono_ns() - t0) / 1e6);
 	if (!err) {
 		set_python(s, tp, &pp);
 		return;
@@ -451,26 +453,19 @@ int session__poll_ms(const struct session *s, uint64_t now)
 	if (s->bpf.drain_counts && s->next_drain_ns > now &&
 	    (s->next_drain_ns - now) / 1000000 < (uint64_t)ms)
 		ms = (int)((s->next_drain_ns - now) / 1000000);
-	/* Awake for the next try at recognising a starting process. */
+	/* Awake for each process's next due work: a try at recognising it
+	 * while it starts, a poll of its event loop on that one's schedule. */
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		const struct tproc *tp = v;
-		uint64_t left;
+		uint64_t at, left;
 
-		if (tp->state != TP_DETECTING || tp->exited || !tp->next_try_ns)
+		if (tp->state == TP_DETECTING && !tp->exited && tp->next_try_ns)
+			at = tp->next_try_ns;
+		else if (s->async_waits && sasync_due(tp))
+			at = tp->next_async_ns;
+		else
 			continue;
-		left = tp->next_try_ns > now ? tp->next_try_ns - now : 0;
-		if (left / 1000000 < (uint64_t)ms)
-			ms = (int)((left + 999999) / 1000000);
-	}
-	it = 0;
-	/* Awake for the next event-loop poll, on its schedule. */
-	while (s->async_waits && hmap__next(s->procs, &it, NULL, &v)) {
-		const struct tproc *tp = v;
-		uint64_t left;
-
-		if (!sasync_due(tp))
-			continue;
-		left = tp->next_async_ns > now ? tp->next_async_ns - now : 0;
+		left = at > now ? at - now : 0;
 		if (left / 1000000 < (uint64_t)ms)
 			ms = (int)((left + 999999) / 1000000);
 	}

@@ -57,12 +57,12 @@ static void test_other_entry_refused(void)
 	CHECK_EQ_INT(loader__probes_check(path, false), 0);
 	CHECK_EQ_INT(elf_file__find_symbol(e, "scalene_bpf_probe_malloc", &vaddr, NULL), 0);
 	CHECK_EQ_INT(elf_file__vaddr_to_offset(e, vaddr, &off), 0);
-	CHECK_EQ_INT(loader__probe_entry_check(path, off), 0);
+	CHECK_EQ_INT(loader__probe_entry_check(e, off), 0);
 	CHECK(pwrite(fd, &ret, 1, (off_t)off) == 1);
-	CHECK_EQ_INT(loader__probe_entry_check(path, off), -EINVAL);
+	CHECK_EQ_INT(loader__probe_entry_check(e, off), -EINVAL);
 	CHECK_EQ_INT(loader__probes_check(path, false), -EINVAL);
 	/* Past the end of the file: not the nop either. */
-	CHECK_EQ_INT(loader__probe_entry_check(path, 1ULL << 40), -EINVAL);
+	CHECK_EQ_INT(loader__probe_entry_check(e, 1ULL << 40), -EINVAL);
 	CHECK_EQ_INT(loader__probes_check("/nonexistent/lib.so", false), -ENOENT);
 out:
 	elf_file__free(e);
