@@ -646,7 +646,7 @@ def render_gui(path, timeout=RENDER_TIMEOUT, screenshot=None, settle=1.0):
                 _chromium_argv(binary, user_dir), stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=child_fds, start_new_session=True,
-                close_fds=False, env=dict(os.environ, HOME=tmp))
+                close_fds=False, env=dict(os.environ, HOME=tmp, TMPDIR=tmp))
         finally:
             log.close()
         os.close(cmd_r)

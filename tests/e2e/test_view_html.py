@@ -123,7 +123,7 @@ def render_page(html, actions=None, screenshot=None, timeout=60):
                 argv, stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, preexec_fn=child_fds,
                 start_new_session=True, close_fds=False,
-                env=dict(os.environ, HOME=tmp))
+                env=dict(os.environ, HOME=tmp, TMPDIR=tmp))
         os.close(cmd_r)
         os.close(ev_w)
         fds = [cmd_w, ev_r]
