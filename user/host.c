@@ -70,6 +70,9 @@ struct hproc {
 	double cpu_s, python_s, native_s, system_s, blocked_s;
 	uint64_t samples;
 	double peak_rss_mb; /* < 0: not known */
+	/* --memory: the allocation-probe hits counted for this image, as of
+	 * its end or the latest snapshot; < 0: not known. */
+	int64_t alloc_hits;
 	/* While live. */
 	struct profile *profile;
 	struct target target;
@@ -318,6 +321,7 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 		return NULL;
 	e->pid = pid;
 	e->peak_rss_mb = -1;
+	e->alloc_hits = -1;
 	gone = proc_status(pid, &e->uid, &e->ppid, &e->ns_pid) != 0;
 	/* A process reaped while its status was read shows PPid 0 (the
 	 * kernel's answer for a task no longer alive): gone too. */
@@ -615,6 +619,8 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	e->ended = end->why;
 	e->has_end = true;
 	e->exit_status = end->exit_code;
+	if (end->alloc_hits_known)
+		e->alloc_hits = (int64_t)end->alloc_hits;
 	if (end->maxrss_kb)
 		e->peak_rss_mb = end->maxrss_kb / 1024.0;
 	else if (end->why == END_RUNNING)
@@ -832,7 +838,7 @@ static struct json_object *num_or_null(double v)
 	return v < 0 ? NULL : json_object_new_double(v);
 }
 
-static struct json_object *entry_json(const struct hproc *e)
+static struct json_object *entry_json(const struct host *h, const struct hproc *e)
 {
 	struct facts_process id = { 0 };
 	struct json_object *o;
@@ -862,6 +868,11 @@ static struct json_object *entry_json(const struct hproc *e)
 	json_object_object_add(o, "blocked_s", json_object_new_double(e->blocked_s));
 	json_object_object_add(o, "samples", json_object_new_int64((int64_t)e->samples));
 	json_object_object_add(o, "peak_rss_mb", num_or_null(e->peak_rss_mb));
+	/* Only with --memory; null: not known (a reused PID's count). */
+	if (h->mem)
+		json_object_object_add(o, "memory_probe_hits",
+				       e->alloc_hits < 0 ? NULL
+							 : json_object_new_int64(e->alloc_hits));
 	json_object_object_add(o, "not_profiled",
 			       e->not_profiled ? json_object_new_string(e->not_profiled) : NULL);
 	return o;
@@ -956,7 +967,7 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	for (i = 0; i < h->nprocs; i++) {
 		if (order[i]->hidden)
 			continue;
-		json_object_array_add(procs, entry_json(order[i]));
+		json_object_array_add(procs, entry_json(h, order[i]));
 		profiled += order[i]->file != NULL;
 	}
 	free(order);
@@ -1055,6 +1066,8 @@ int host__snapshot(struct host *h, double elapsed_s)
 			continue;
 		now.source_ctx = session__proc_source_ctx(h->session, e->pid);
 		now.alloc_hits_known = !session__alloc_hits(h->session, e->pid, &now.alloc_hits);
+		if (now.alloc_hits_known)
+			e->alloc_hits = (int64_t)now.alloc_hits;
 		entry_totals(e);
 		e->peak_rss_mb = hwm_mb(e->pid);
 		if (e->samples && now.source_ctx)

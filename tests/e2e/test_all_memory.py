@@ -152,6 +152,11 @@ def test_all_memory_known_truth(tmp_path, accuracy, mode):
                            ["scalene_bpf"]["memory"]["hits"] or 0
                            for e in index["processes"] if e.get("profile"))
     assert 0 < per_process_hits <= mem["hits"], (per_process_hits, mem)
+    # index.json lists each process's hits too: the count its profile has.
+    for e in index["processes"]:
+        if e.get("profile"):
+            own = json.loads((out_dir / e["profile"]).read_text())
+            assert e["memory_probe_hits"] == own["scalene_bpf"]["memory"]["hits"], e
     assert mem["ns_per_hit_measured"] > 0 and "estimated_cost_cpu_percent" in mem, mem
     assert mem["python_per_process"] is per_process, mem
     # One entry per build, by (device, inode).
