@@ -68,6 +68,9 @@ struct loader {
 	 * next_draw_ns: when next, rng: the draws' state (nrand48). */
 	uint64_t next_draw_ns;
 	unsigned short rng[3];
+	/* Each CPU's count of samples of followed threads at the last draw
+	 * (STAT_SAMPLES, per CPU); [ncpus] the read of the count now. */
+	uint64_t *drawn_at, *samples_now;
 	bool probe_check; /* samples inside uprobe hits are told apart */
 	loader_event_fn on_event;
 	void *ctx;
@@ -128,7 +131,9 @@ static int attach_perf(struct loader *l)
 		return l->ncpus ? l->ncpus : -EINVAL;
 	l->pfds = calloc(l->ncpus, sizeof(int));
 	l->links = calloc(l->ncpus, sizeof(*l->links));
-	if (!l->pfds || !l->links)
+	l->drawn_at = calloc(l->ncpus, sizeof(*l->drawn_at));
+	l->samples_now = calloc(l->ncpus, sizeof(*l->samples_now));
+	if (!l->pfds || !l->links || !l->drawn_at || !l->samples_now)
 		return -ENOMEM;
 	for (cpu = 0; cpu < l->ncpus; cpu++) {
 		l->pfds[cpu] = -1;
@@ -931,6 +936,8 @@ void loader__free(struct loader *l)
 	}
 	free(l->links);
 	free(l->pfds);
+	free(l->drawn_at);
+	free(l->samples_now);
 	counts__free(l->counts);
 	profile_bpf__destroy(l->skel);
 	free(l);
@@ -1145,21 +1152,31 @@ bool loader__counts_stats(struct loader *l, struct counts_stats *out)
  * So every REDRAW_NS each CPU's timer gets a period drawn from 0.75-1.25 of
  * the mean, which also restarts it at a random phase.  Samples stand for
  * their thread's measured run time, so a period that varies costs no
- * accuracy; the mean rate stays what was asked for.
+ * accuracy; the mean rate stays what was asked for.  Only the CPUs that
+ * sampled a followed thread since the last draw get one: the others record
+ * nothing, and each change interrupts its CPU (an ioctl on another CPU's
+ * event is a cross-CPU call), 50 times a second on every CPU of a large,
+ * mostly idle host otherwise.
  */
 #define REDRAW_NS (20 * 1000 * 1000ull)
 
 static void redraw_periods(struct loader *l)
 {
+	uint32_t key = STAT_SAMPLES;
 	uint64_t now = mono_ns(), period;
+	bool all;
 	int cpu;
 
 	if (now < l->next_draw_ns || !l->pfds)
 		return;
 	l->next_draw_ns = now + REDRAW_NS;
+	all = bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.stats), &key, l->samples_now) != 0;
 	for (cpu = 0; cpu < l->ncpus; cpu++) {
 		if (l->pfds[cpu] < 0)
 			continue;
+		if (!all && l->samples_now[cpu] == l->drawn_at[cpu])
+			continue;
+		l->drawn_at[cpu] = l->samples_now[cpu];
 		period = l->period_ns * 3 / 4 + (uint64_t)nrand48(l->rng) % (l->period_ns / 2 + 1);
 		/* A CPU that went offline keeps its old period: no harm. */
 		ioctl(l->pfds[cpu], PERF_EVENT_IOC_PERIOD, &period);

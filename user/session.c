@@ -142,6 +142,7 @@ static struct tproc *tproc_new(struct session *s, int pid, int ppid)
 		free(tp);
 		return NULL;
 	}
+	session_due(s, 0);
 	return tp;
 }
 
@@ -419,6 +420,7 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 		if (tp->retry_ns > DETECT_RETRY_MAX_NS)
 			tp->retry_ns = DETECT_RETRY_MAX_NS;
 		tp->next_try_ns = now + tp->retry_ns;
+		session_due(s, tp->next_try_ns);
 		return;
 	}
 	if (err == -ENOENT || err == -ESRCH) {
@@ -444,36 +446,39 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 
 static void drain_counts(struct session *s, int which);
 
+/* When the process's own work is due next (UINT64_MAX: none). */
+static uint64_t tproc_due_ns(const struct session *s, const struct tproc *tp)
+{
+	if (tp->state == TP_DETECTING && !tp->exited)
+		return tp->next_try_ns;
+	if (s->async_waits && sasync_due(tp))
+		return tp->next_async_ns;
+	return UINT64_MAX;
+}
+
+/* Milliseconds from now to `at`, rounded up: a wake-up before it is due
+ * would find nothing to do and poll again at once. */
+static uint64_t ms_until(uint64_t now, uint64_t at)
+{
+	return at > now ? (at - now + 999999) / 1000000 : 0;
+}
+
 int session__poll_ms(const struct session *s, uint64_t now)
 {
-	int ms = now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
-	size_t it = 0;
-	void *v;
+	uint64_t ms = now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
 
-	if (s->bpf.drain_counts && s->next_drain_ns > now &&
-	    (s->next_drain_ns - now) / 1000000 < (uint64_t)ms)
-		ms = (int)((s->next_drain_ns - now) / 1000000);
-	/* Awake for each process's next due work: a try at recognising it
+	if (s->bpf.drain_counts && ms_until(now, s->next_drain_ns) < ms)
+		ms = ms_until(now, s->next_drain_ns);
+	/* Awake for the next process's due work: a try at recognising it
 	 * while it starts, a poll of its event loop on that one's schedule. */
-	while (hmap__next(s->procs, &it, NULL, &v)) {
-		const struct tproc *tp = v;
-		uint64_t at, left;
-
-		if (tp->state == TP_DETECTING && !tp->exited && tp->next_try_ns)
-			at = tp->next_try_ns;
-		else if (s->async_waits && sasync_due(tp))
-			at = tp->next_async_ns;
-		else
-			continue;
-		left = at > now ? at - now : 0;
-		if (left / 1000000 < (uint64_t)ms)
-			ms = (int)((left + 999999) / 1000000);
-	}
-	return ms;
+	if (ms_until(now, s->procs_due_ns) < ms)
+		ms = ms_until(now, s->procs_due_ns);
+	return (int)ms;
 }
 
 void session__tick(struct session *s, uint64_t now)
 {
+	uint64_t due = UINT64_MAX;
 	size_t it = 0;
 	void *v;
 
@@ -483,6 +488,11 @@ void session__tick(struct session *s, uint64_t now)
 	}
 	if (s->profile && now > GPU_SETTLE_NS)
 		profile__gpu_settle(s->profile, now - GPU_SETTLE_NS);
+	/* A host's hundreds of processes are looked at only when one of
+	 * them has work due. */
+	if (now < s->procs_due_ns)
+		return;
+	s->procs_due_ns = UINT64_MAX;
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
@@ -494,6 +504,16 @@ void session__tick(struct session *s, uint64_t now)
 		}
 		sasync_tick(s, tp, now);
 	}
+	/* What is due next, now that the due work is done (the tries above
+	 * lowered procs_due_ns already; a process let go is gone). */
+	it = 0;
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		uint64_t at = tproc_due_ns(s, v);
+
+		if (at < due)
+			due = at;
+	}
+	session_due(s, due);
 }
 
 static void handle_fork(struct session *s, const struct proc_record *r)
@@ -559,6 +579,7 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		}
 	} else {
 		tp->state = TP_DETECTING;
+		session_due(s, 0);
 	}
 }
 
@@ -614,6 +635,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 		 (const char *)r->comm, (mono_ns() - r->ts) / 1e6);
 	new_image(tp, r->gen);
 	tp->state = TP_DETECTING;
+	session_due(s, 0);
 	tp->cpu_samples = 0;
 	tp->start_ns = r->ts;
 	tp->ppid = 0;

@@ -100,6 +100,7 @@ void sasync_start(struct session *s, struct tproc *tp)
 		return;
 	tp->session = s;
 	tp->aw = pyasync__new(&tp->pp, s->profile, async_resolve, tp);
+	session_due(s, tp->next_async_ns);
 	if (!tp->aw) {
 		pr_warn("process %d: no await attribution: out of memory\n", tp->pid);
 		return;

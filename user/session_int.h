@@ -148,6 +148,10 @@ struct session {
 	/* Counters for the profile. */
 	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
 	uint64_t next_drain_ns;
+	/* The earliest per-process work due (a recognition try, an event-loop
+	 * poll; see tproc_due_ns()): until then a tick looks at no process.
+	 * Whatever gives a process work to do lowers it (session_due()). */
+	uint64_t procs_due_ns;
 	void *held[MAX_HELD]; /* struct held_record */
 	int nheld;
 	uint64_t walk_status[8];
@@ -174,6 +178,13 @@ struct session {
 	struct hmap *gpu_sites;	 /* struct gpu_site_key -> profile site + 1 */
 	uint64_t gpu_stacks_dropped, gpu_calls_no_stack;
 };
+
+/* Per-process work is due no later than `at` (0: now). */
+static inline void session_due(struct session *s, uint64_t at)
+{
+	if (at < s->procs_due_ns)
+		s->procs_due_ns = at;
+}
 
 /* The code object at code (cached; read from the process on first sight). */
 const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
