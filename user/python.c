@@ -10,6 +10,7 @@
 #include "elfsym.h"
 #include "log.h"
 #include "memread.h"
+#include "usyms.h"
 #include "procmaps.h"
 #include "python.h"
 #include "sampler.h"
@@ -585,10 +586,31 @@ int python__check_binary(const char *path, char *why, size_t whylen)
 	return 0;
 }
 
+/* The first file mapping of path: its identity keys the ELF cache. */
+static const struct map_entry *file_entry(const struct procmaps *m, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < procmaps__count(m); i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+
+		if (e->inode && !e->deleted && !strcmp(e->path, path))
+			return e;
+	}
+	return NULL;
+}
+
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 {
+	return python__detect_cached(pid, pp, NULL, why, whylen);
+}
+
+int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, char *why,
+			  size_t whylen)
+{
 	struct procmaps *m = NULL;
-	const struct map_entry *me;
+	const struct map_entry *me, *fe = NULL;
+	struct cached_elf *ce = NULL;
 	struct elf_file *e = NULL;
 	char exe[PATH_MAX];
 	const char *path;
@@ -612,10 +634,18 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		goto cleanup;
 	}
 	snprintf(pp->path, sizeof(pp->path), "%s", path);
-	err = open_module(pid, path, &e);
-	if (err) {
-		snprintf(why, whylen, "failed to open %s: %s", path, strerror(-err));
-		goto cleanup;
+	if (cache)
+		fe = file_entry(m, path);
+	if (fe)
+		ce = elf_cache__find(cache, fe->dev_major, fe->dev_minor, fe->inode);
+	if (ce) {
+		e = cached_elf__file(ce);
+	} else {
+		err = open_module(pid, path, &e);
+		if (err) {
+			snprintf(why, whylen, "failed to open %s: %s", path, strerror(-err));
+			goto cleanup;
+		}
 	}
 	if (elf_file__find_symbol(e, "_PyRuntime", &addr, NULL)) {
 		/* Just exec'ed, before the loader has mapped libpython. */
@@ -628,6 +658,17 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 		snprintf(why, whylen, "%s is not a Python interpreter (no _PyRuntime symbol)",
 			 path);
 		goto cleanup;
+	}
+	/* An interpreter: kept for the next process of its build (other
+	 * programs are not, and the cache is bounded). */
+	if (fe && !ce) {
+		ce = elf_cache__add(cache, fe->dev_major, fe->dev_minor, fe->inode, e);
+		e = ce ? cached_elf__file(ce) : NULL;
+		if (!e) {
+			err = -ENOMEM;
+			snprintf(why, whylen, "out of memory");
+			goto cleanup;
+		}
 	}
 	err = procmaps_load_bias(m, path, e, &bias);
 	if (err) {
@@ -679,7 +720,10 @@ int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
 		 (unsigned long long)pp->runtime);
 cleanup:
-	elf_file__free(e);
+	if (ce)
+		elf_cache__put(ce);
+	else
+		elf_file__free(e);
 	procmaps__free(m);
 	return err;
 }

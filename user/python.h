@@ -57,6 +57,11 @@ struct py_proc {
  *   other     -errno of a failed read
  */
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen);
+struct elf_cache;
+/* The same, keeping the interpreter's ELF file in `cache` (usyms.h) for the
+ * next process of that build: a host starts many. */
+int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, char *why,
+			  size_t whylen);
 
 /* Before a launch: refuses an interpreter binary whose version (from its
  * name or the libpython it needs) is not supported.  0, or -ENOTSUP with the

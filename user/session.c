@@ -406,7 +406,7 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	if (!tp->first_try_ns)
 		tp->first_try_ns = now;
 	t0 = mono_ns();
-	err = python__detect(tp->pid, &pp, tp->why, sizeof(tp->why));
+	err = python__detect_cached(tp->pid, &pp, s->elves, tp->why, sizeof(tp->why));
 	pr_debug("process %d: detection took %.2f ms\n", tp->pid, (mono_ns() - t0) / 1e6);
 	if (!err) {
 		set_python(s, tp, &pp);

@@ -112,15 +112,15 @@ size_t elf_cache__evictions(const struct elf_cache *c)
 }
 
 /* Returns a new reference to the file with this key, or NULL. */
-static struct cached_elf *cache_lookup(struct elf_cache *c, const struct umod *m)
+struct cached_elf *elf_cache__find(struct elf_cache *c, uint32_t dev_major, uint32_t dev_minor,
+				   uint64_t inode)
 {
 	struct cached_elf *ce;
 	size_t i;
 
 	for (i = 0; i < c->count; i++) {
 		ce = c->slots[i];
-		if (ce->inode != m->inode || ce->dev_major != m->dev_major ||
-		    ce->dev_minor != m->dev_minor)
+		if (ce->inode != inode || ce->dev_major != dev_major || ce->dev_minor != dev_minor)
 			continue;
 		ce->refs++;
 		ce->last_use = ++c->tick;
@@ -144,9 +144,8 @@ static void cache_evict_one(struct elf_cache *c)
 	c->evictions++;
 }
 
-/* Takes ownership of elf; returns a reference for the caller, or NULL. */
-static struct cached_elf *cache_insert(struct elf_cache *c, const struct umod *m,
-				       struct elf_file *elf)
+struct cached_elf *elf_cache__add(struct elf_cache *c, uint32_t dev_major, uint32_t dev_minor,
+				  uint64_t inode, struct elf_file *elf)
 {
 	struct cached_elf *ce;
 
@@ -155,9 +154,9 @@ static struct cached_elf *cache_insert(struct elf_cache *c, const struct umod *m
 		elf_file__free(elf);
 		return NULL;
 	}
-	ce->dev_major = m->dev_major;
-	ce->dev_minor = m->dev_minor;
-	ce->inode = m->inode;
+	ce->dev_major = dev_major;
+	ce->dev_minor = dev_minor;
+	ce->inode = inode;
 	ce->elf = elf;
 	ce->refs = 2; /* the table's and the caller's */
 	ce->last_use = ++c->tick;
@@ -165,6 +164,16 @@ static struct cached_elf *cache_insert(struct elf_cache *c, const struct umod *m
 		cache_evict_one(c);
 	c->slots[c->count++] = ce;
 	return ce;
+}
+
+struct elf_file *cached_elf__file(const struct cached_elf *ce)
+{
+	return ce->elf;
+}
+
+void elf_cache__put(struct cached_elf *ce)
+{
+	cached_elf__put(ce);
 }
 
 static bool is_file_backed(const struct map_entry *e)
@@ -198,11 +207,12 @@ static struct elf_file *mod_elf(struct usyms *u, struct umod *m, const struct ma
 	struct elf_file *elf;
 
 	if (m->state == MOD_UNTRIED) {
-		m->ce = cache_lookup(u->cache, m);
+		m->ce = elf_cache__find(u->cache, m->dev_major, m->dev_minor, m->inode);
 		if (!m->ce) {
 			elf = open_mapped_file(u, e);
 			if (elf)
-				m->ce = cache_insert(u->cache, m, elf);
+				m->ce = elf_cache__add(u->cache, m->dev_major, m->dev_minor,
+						       m->inode, elf);
 		}
 		m->state = m->ce ? MOD_OK : MOD_FAILED;
 	}

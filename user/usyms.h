@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cached_elf;
 struct elf_cache;
+struct elf_file;
 struct usyms;
 
 struct elf_cache_opts {
@@ -31,6 +33,18 @@ void elf_cache__free(struct elf_cache *c);
 size_t elf_cache__count(const struct elf_cache *c);
 size_t elf_cache__hits(const struct elf_cache *c);
 size_t elf_cache__evictions(const struct elf_cache *c);
+
+/* The file with this identity (a mapping's device and inode), with a
+ * reference for the caller (elf_cache__put), or NULL when not cached. */
+struct cached_elf *elf_cache__find(struct elf_cache *c, uint32_t dev_major, uint32_t dev_minor,
+				   uint64_t inode);
+/* Caches elf (owned from now on, freed on failure) under this identity;
+ * returns the caller's reference, or NULL. */
+struct cached_elf *elf_cache__add(struct elf_cache *c, uint32_t dev_major, uint32_t dev_minor,
+				  uint64_t inode, struct elf_file *elf);
+struct elf_file *cached_elf__file(const struct cached_elf *ce);
+/* Lets the reference go; the file stays while the cache or others hold it. */
+void elf_cache__put(struct cached_elf *ce);
 
 struct usyms_opts {
 	/* Shared cache, which must outlive the usyms; NULL: a private one. */

@@ -16,6 +16,7 @@
 
 #include "cpython.h"
 #include "python.h"
+#include "usyms.h"
 #include "testlib.h"
 
 static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
@@ -99,6 +100,29 @@ static int detect_child(const char *python, struct py_proc *pp, pid_t *pid, char
 	return err;
 }
 
+/* With an ELF cache: the first detection keeps the interpreter's file, the
+ * second finds it there, and both find what the uncached one found. */
+static void check_cached(pid_t pid, const struct py_proc *want)
+{
+	struct elf_cache *c = elf_cache__new(NULL);
+	struct py_proc pp;
+	char why[512];
+	int k;
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	for (k = 0; k < 2; k++) {
+		CHECK_EQ_INT(python__detect_cached(pid, &pp, c, why, sizeof(why)), 0);
+		CHECK_EQ_INT(elf_cache__count(c), 1);
+		CHECK_EQ_INT(elf_cache__hits(c), k);
+		CHECK(pp.runtime == want->runtime && pp.version_hex == want->version_hex);
+		CHECK(!memcmp(&pp.cfg, &want->cfg, sizeof(pp.cfg)));
+		CHECK_EQ_INT(pp.ntext, want->ntext);
+	}
+	elf_cache__free(c);
+}
+
 static void check_live(const char *python, int minor, bool static_build, const char *version)
 {
 	struct py_proc pp;
@@ -130,6 +154,7 @@ static void check_live(const char *python, int minor, bool static_build, const c
 		/* 3.12+ marks shim frames with owner; 3.11 has owner but no shims. */
 		CHECK_EQ_INT(pp.cfg.f_owner != PYOFF_NONE, minor >= 12);
 		CHECK_EQ_INT(pp.cfg.cframe_current != PYOFF_NONE, minor == 11 || minor == 12);
+		check_cached(pid, &pp);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -253,6 +278,15 @@ static void test_detect_not_python(void)
 	err = python__detect(pid, &pp, why, sizeof(why));
 	CHECK_EQ_INT(err, -ENOENT);
 	CHECK(strstr(why, "not a Python interpreter") != NULL);
+	/* A program that is not Python is not kept in the cache. */
+	struct elf_cache *c = elf_cache__new(NULL);
+
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_EQ_INT(python__detect_cached(pid, &pp, c, why, sizeof(why)), -ENOENT);
+		CHECK_EQ_INT(elf_cache__count(c), 0);
+		elf_cache__free(c);
+	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	err = python__detect(pid, &pp, why, sizeof(why));
