@@ -378,7 +378,12 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	 * buffer) and no variable byte offset for the line (co_fl is 0
 	 * or 4: a shift picks it), or the walk stops verifying. */
 	memo = &s->memo[(code >> 4) & (WALK_MEMO - 1)];
-	if (!l->innermost && pywalk_user_ptr(code) && memo->code == code) {
+	if (shim) {
+		/* A shim names no code of the program (3.12+: the
+		 * interpreter's trampoline): nothing to read. */
+		out->tag = 0;
+		out->ident = 0;
+	} else if (!l->innermost && memo->code == code) {
 		out->tag = memo->tag;
 		out->ident = memo->ident;
 	} else {

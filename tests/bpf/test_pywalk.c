@@ -315,7 +315,7 @@ static void check_shims(unsigned int minor)
 {
 	struct pyimg *p = pyimg__new(minor);
 	uint64_t mod = pyimg__code(p, 1), key = pyimg__code(p, 20), gen = pyimg__code(p, 23);
-	uint64_t spin = pyimg__code(p, 15);
+	uint64_t spin = pyimg__code(p, 15), heap_reads;
 
 	pyimg__push(p, mod, 50);
 	pyimg__push_shim(p, 3);
@@ -324,8 +324,12 @@ static void check_shims(unsigned int minor)
 	pyimg__push(p, key, fresh_off(minor));
 	pyimg__push_shim(p, 3);
 	pyimg__push(p, spin, 6);
+	heap_reads = p->m->r[p->heap].reads;
 	CHECK_EQ_INT(walk_default(p), WALK_OK);
 	check_frames(p, 7);
+	/* The thread state's span and the four code objects of the program:
+	 * a shim's own code object (3.12's trampoline) is not read. */
+	CHECK_EQ_INT(p->m->r[p->heap].reads - heap_reads, 1 + 4);
 	CHECK_EQ_INT(out[0].code, spin);
 	CHECK_EQ_INT(out[1].code, 0);
 	CHECK_EQ_INT(out[1].tag, 0);
