@@ -478,7 +478,6 @@ int session__poll_ms(const struct session *s, uint64_t now)
 
 void session__tick(struct session *s, uint64_t now)
 {
-	uint64_t due = UINT64_MAX;
 	size_t it = 0;
 	void *v;
 
@@ -489,31 +488,22 @@ void session__tick(struct session *s, uint64_t now)
 	if (s->profile && now > GPU_SETTLE_NS)
 		profile__gpu_settle(s->profile, now - GPU_SETTLE_NS);
 	/* A host's hundreds of processes are looked at only when one of
-	 * them has work due. */
+	 * them has work due; each then says when it is due next. */
 	if (now < s->procs_due_ns)
 		return;
 	s->procs_due_ns = UINT64_MAX;
 	while (hmap__next(s->procs, &it, NULL, &v)) {
 		struct tproc *tp = v;
 
-		if (tp->state == TP_DETECTING && !tp->exited) {
-			/* (It may be let go, and gone, after this.) */
-			if (now >= tp->next_try_ns)
-				try_detect(s, tp, now);
+		if (tp->state == TP_DETECTING && !tp->exited && now >= tp->next_try_ns) {
+			/* It reports its next try itself (it may be let go,
+			 * and gone, after this). */
+			try_detect(s, tp, now);
 			continue;
 		}
 		sasync_tick(s, tp, now);
+		session_due(s, tproc_due_ns(s, tp));
 	}
-	/* What is due next, now that the due work is done (the tries above
-	 * lowered procs_due_ns already; a process let go is gone). */
-	it = 0;
-	while (hmap__next(s->procs, &it, NULL, &v)) {
-		uint64_t at = tproc_due_ns(s, v);
-
-		if (at < due)
-			due = at;
-	}
-	session_due(s, due);
 }
 
 static void handle_fork(struct session *s, const struct proc_record *r)

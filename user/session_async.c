@@ -100,11 +100,11 @@ void sasync_start(struct session *s, struct tproc *tp)
 		return;
 	tp->session = s;
 	tp->aw = pyasync__new(&tp->pp, s->profile, async_resolve, tp);
-	session_due(s, tp->next_async_ns);
 	if (!tp->aw) {
 		pr_warn("process %d: no await attribution: out of memory\n", tp->pid);
 		return;
 	}
+	session_due(s, tp->next_async_ns);
 	/* A layout measured before (this run or an earlier one) is taken
 	 * now, so that no idle time waits for it; else the probe runs when
 	 * an event loop is first seen. */

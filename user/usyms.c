@@ -59,7 +59,7 @@ struct usyms {
 	bool own_cache;
 };
 
-static void cached_elf__put(struct cached_elf *ce)
+void elf_cache__put(struct cached_elf *ce)
 {
 	if (!ce || --ce->refs > 0)
 		return;
@@ -91,7 +91,7 @@ void elf_cache__free(struct elf_cache *c)
 	if (!c)
 		return;
 	for (i = 0; i < c->count; i++)
-		cached_elf__put(c->slots[i]);
+		elf_cache__put(c->slots[i]);
 	free(c->slots);
 	free(c);
 }
@@ -139,7 +139,7 @@ static void cache_evict_one(struct elf_cache *c)
 		if (c->slots[i]->last_use < c->slots[lru]->last_use)
 			lru = i;
 	}
-	cached_elf__put(c->slots[lru]);
+	elf_cache__put(c->slots[lru]);
 	c->slots[lru] = c->slots[--c->count];
 	c->evictions++;
 }
@@ -169,11 +169,6 @@ struct cached_elf *elf_cache__add(struct elf_cache *c, uint32_t dev_major, uint3
 struct elf_file *cached_elf__file(const struct cached_elf *ce)
 {
 	return ce->elf;
-}
-
-void elf_cache__put(struct cached_elf *ce)
-{
-	cached_elf__put(ce);
 }
 
 static bool is_file_backed(const struct map_entry *e)
@@ -265,7 +260,7 @@ static void prune_mods(struct usyms *u)
 			u->mods[kept++] = u->mods[i];
 			continue;
 		}
-		cached_elf__put(u->mods[i]->ce);
+		elf_cache__put(u->mods[i]->ce);
 		free(u->mods[i]);
 	}
 	u->nmods = kept;
@@ -365,7 +360,7 @@ void usyms__free(struct usyms *u)
 	if (!u)
 		return;
 	for (i = 0; i < u->nmods; i++) {
-		cached_elf__put(u->mods[i]->ce);
+		elf_cache__put(u->mods[i]->ce);
 		free(u->mods[i]);
 	}
 	free(u->mods);
