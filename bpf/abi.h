@@ -98,29 +98,31 @@ enum stat_id {
 	STAT_WALK_TRUNCATED,
 	STAT_NO_TSTATE,
 	STAT_NO_CONFIG,
-	STAT_TASK_STORAGE_FAIL, /* a thread's state could not be made (see session.c) */
-	STAT_PROC_TABLE_FULL,	/* a child could not be tracked: map full */
-	STAT_EVENTS_LOST,	/* process events lost: ring buffer full */
-	STAT_SAMPLE_NS,		/* time spent on samples of tracked threads, ns */
-	STAT_MEM_EVENTS,	/* allocation sampler probes of tracked processes */
-	STAT_MEM_NS,		/* time spent on them, ns */
-	STAT_MEM_LOST,		/* allocation sampler records lost: ring buffer full */
-	STAT_UPROBE_HITS,	/* allocation uprobe hits (attach mode) */
-	STAT_IDLE_NS,		/* parked threads' waiting, not counted (no --idle), ns */
-	STAT_OP_READ_FAILED,	/* the innermost frame's current opcode was unreadable */
-	STAT_PROBE_SAMPLES,	/* samples inside the uprobe machinery: not the program's */
-	STAT_PROBE_CHECKS,	/* kernel stacks read to look for it */
-	STAT_PROBE_CHECK_NS,	/* time spent on them, ns */
-	STAT_AGG_FULL,		/* samples sent as records: the count tables were full */
-	STAT_AGG_STACKS,	/* stacks sent to the loader for the count tables */
-	STAT_GPU_API,		/* GPU library launch probes of tracked processes */
-	STAT_GPU_LOST,		/* GPU launch, record or state records lost: ring buffer full */
-	STAT_WALK_BUSY,		/* walks not made: the CPU's walk scratch was in use */
-	STAT_WALKS,		/* stack walks made */
-	STAT_WALK_READS,	/* user-memory reads they took */
-	STAT_PROBE_NS,		/* on-CPU time those probe samples stood for, ns */
-	STAT_WALK_ENTERING,	/* walks begun at the caller's frame: see pywalk_entering */
-	STAT_WALK_NOT_A_FRAME,	/* walks stopped at a caller that was not a frame */
+	STAT_TASK_STORAGE_FAIL,	 /* a thread's state could not be made (see session.c) */
+	STAT_PROC_TABLE_FULL,	 /* a child could not be tracked: map full */
+	STAT_EVENTS_LOST,	 /* process events lost: ring buffer full */
+	STAT_SAMPLE_NS,		 /* time spent on samples of tracked threads, ns */
+	STAT_MEM_EVENTS,	 /* allocation sampler probes of tracked processes */
+	STAT_MEM_NS,		 /* time spent on them, ns */
+	STAT_MEM_LOST,		 /* allocation sampler records lost: ring buffer full */
+	STAT_UPROBE_HITS,	 /* allocation uprobe hits (attach mode) */
+	STAT_IDLE_NS,		 /* parked threads' waiting, not counted (no --idle), ns */
+	STAT_OP_READ_FAILED,	 /* the innermost frame's current opcode was unreadable */
+	STAT_PROBE_SAMPLES,	 /* samples inside the uprobe machinery: not the program's */
+	STAT_PROBE_CHECKS,	 /* kernel stacks read to look for it */
+	STAT_PROBE_CHECK_NS,	 /* time spent on them, ns */
+	STAT_AGG_FULL,		 /* samples sent as records: the count tables were full */
+	STAT_AGG_STACKS,	 /* stacks sent to the loader for the count tables */
+	STAT_GPU_API,		 /* GPU library launch probes of tracked processes */
+	STAT_GPU_LOST,		 /* GPU launch, record or state records lost: ring buffer full */
+	STAT_WALK_BUSY,		 /* walks not made: the CPU's walk scratch was in use */
+	STAT_WALKS,		 /* stack walks made */
+	STAT_WALK_READS,	 /* user-memory reads they took */
+	STAT_PROBE_NS,		 /* on-CPU time those probe samples stood for, ns */
+	STAT_WALK_ENTERING,	 /* walks begun at the caller's frame: see pywalk_entering */
+	STAT_WALK_NOT_A_FRAME,	 /* walks stopped at a caller that was not a frame */
+	STAT_OFFCPU_WORK_FAILED, /* off-CPU task work that could not be queued */
+	STAT_OFFCPU_NS,		 /* time spent making off-CPU records, ns */
 	STAT_MAX,
 };
 

@@ -10,11 +10,17 @@
  *   frequent than samples.  A thread blocking in futex on a word of its
  *   process's GIL is waiting for the GIL: that block also goes to a second
  *   accumulator, and records carry its share (gil_ns).
- * on_sys_exit (tp_btf/sys_exit): runs in the woken thread before it returns to
- *   user space, so its Python stack is still where it blocked.  Each time the
- *   accumulator crosses the sampling period one off-CPU record is emitted for
- *   the whole periods crossed (blocked time sampled like CPU time), so the
- *   cost follows the sampling rate, not the switch rate.
+ * Off-CPU records: each time a thread's accumulator crosses the sampling
+ *   period, one record is emitted for the whole periods crossed (blocked time
+ *   sampled like CPU time), so the cost follows the sampling rate, not the
+ *   switch rate.  It is made in the woken thread before it returns to user
+ *   space, while its Python stack is still where it blocked:
+ *   - on_switch_work (Linux 6.18+): at the switch-in that crosses the period,
+ *     a task work is queued on the thread (offcpu_work_run runs it on its way
+ *     back to user space); nothing runs on anyone's system calls;
+ *   - on_switch with on_sys_exit (tp_btf/sys_exit), on older kernels: the
+ *     check runs at every system call exit on the host (the tracepoint is
+ *     global), about 160 ns each.
  * sched_process_{fork,exec,exit}: follow children, re-detect after exec.
  * on_malloc, on_free, on_memcpy (uprobes at the probe functions of
  *   libscalene-bpf-sampler.so, probes.h): the sampler calls them only for
@@ -46,6 +52,11 @@ extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
 		___t ? ((i) = *___t, 1) : 0;          \
 	})
 #define PYWALK_LOOP_END(it) bpf_iter_num_destroy(&(it))
+/* Task work (Linux 6.18+; under this name since 6.18.y): on_switch_work is
+ * loaded only where the loader found it in the kernel's BTF. */
+extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
+					      void *map__map, bpf_task_work_callback_t callback,
+					      void *aux__prog) __ksym __weak;
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
 #include "pywalk.h"
 #include "sampler.h"
@@ -662,17 +673,19 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/*
+ * Switch bookkeeping.  Only voluntary sleeps count as blocked: a preempted
+ * thread is still runnable and waiting for a CPU, not for the program.
+ * Tracked threads have storage (seeded by the loader at attach, created at
+ * clone and at the first sample): everyone else costs one lookup here.
+ * Returns the switched-in thread's state if it is tracked.
+ */
+static __always_inline struct tracked_thread *
+account_switch(struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
 {
 	struct tracked_thread *ts;
 	__u64 now = 0;
 
-	/* Only voluntary sleeps count as blocked: a preempted thread is still
-	 * runnable and waiting for a CPU, not for the program.  Tracked threads
-	 * have storage (seeded by the loader at attach, created at clone and
-	 * at the first sample): everyone else costs one lookup here. */
 	if (prev_state != TASK_RUNNING) {
 		ts = bpf_task_storage_get(&threads, prev, 0, 0);
 		if (ts) {
@@ -683,7 +696,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	}
 	ts = bpf_task_storage_get(&threads, next, 0, 0);
 	if (!ts)
-		return 0;
+		return NULL;
 	if (!now)
 		now = bpf_ktime_get_ns();
 	ts->in_run_ns = next->se.sum_exec_runtime;
@@ -699,6 +712,54 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		ts->blocked_since = 0;
 	}
+	return ts;
+}
+
+/*
+ * The off-CPU record of the current thread, on its way back to user space
+ * after a block (syscall nr and user ip from its registers): whole periods of
+ * its pending blocked time, with the stack where it blocked.
+ */
+static __always_inline void offcpu_record(struct task_struct *task, struct tracked_thread *ts,
+					  __s32 nr, __u64 ip)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
+	struct sample_event *ev;
+	struct proc_info *p;
+
+	p = tracked_proc(task, pid_tgid >> 32);
+	if (!p)
+		return;
+	if (!count_idle && idle_wait(pid_tgid, nr)) {
+		__u64 idle = take_offcpu(ts);
+
+		take_gil(ts, idle);
+		stat_add(STAT_IDLE_NS, idle);
+		return;
+	}
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 1);
+	if (!ev)
+		return;
+	t0 = ev->ts;
+	stat_inc(STAT_OFFCPU_EVENTS);
+	ev->gen = p->gen;
+	ev->mode = MODE_OFFCPU;
+	ev->offcpu_ns = take_offcpu(ts);
+	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
+	ev->syscall_nr = nr;
+	ev->user_ip = ip;
+	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
+	finish_record(ev, p, 1);
+	/* Measured here: the kernel's statistics do not see a task work's
+	 * callback. */
+	stat_add(STAT_OFFCPU_NS, bpf_ktime_get_ns() - t0);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	account_switch(prev, next, prev_state);
 	return 0;
 }
 
@@ -707,36 +768,73 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct tracked_thread *ts;
-	struct sample_event *ev;
-	struct proc_info *p;
-	__u64 pid_tgid;
 
 	ts = bpf_task_storage_get(&threads, task, 0, 0);
 	if (!ts || ts->pending_ns < sample_period_ns)
 		return 0;
-	pid_tgid = bpf_get_current_pid_tgid();
-	p = tracked_proc(task, pid_tgid >> 32);
-	if (!p)
-		return 0;
-	if (!count_idle && idle_wait(pid_tgid, (__s32)BPF_CORE_READ(regs, orig_ax))) {
-		__u64 idle = take_offcpu(ts);
+	offcpu_record(task, ts, (__s32)BPF_CORE_READ(regs, orig_ax), BPF_CORE_READ(regs, ip));
+	return 0;
+}
 
-		take_gil(ts, idle);
-		stat_add(STAT_IDLE_NS, idle);
+/* A task work per thread that has one queued or had one (LRU: the threads
+ * of the past make room). */
+struct offcpu_work {
+	struct bpf_task_work tw;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct offcpu_work);
+} offcpu_works SEC(".maps");
+
+/* Runs in the woken thread as it returns to user space (task work callbacks
+ * may sleep; this one does not). */
+static int offcpu_work_run(struct bpf_map *map, void *key, void *value)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct tracked_thread *ts;
+	struct pt_regs *regs;
+
+	/* Task work also runs at exit, after the memory is gone. */
+	if (task->flags & PF_EXITING)
 		return 0;
+	ts = bpf_task_storage_get(&threads, task, 0, 0);
+	if (!ts || ts->pending_ns < sample_period_ns)
+		return 0;
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	offcpu_record(task, ts, (__s32)BPF_CORE_READ(regs, orig_ax), BPF_CORE_READ(regs, ip));
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_work, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	struct tracked_thread *ts = account_switch(prev, next, prev_state);
+	struct offcpu_work zero = {}, *w;
+	__u32 tid;
+	int err;
+
+	if (!ts || ts->pending_ns < sample_period_ns)
+		return 0;
+	tid = next->pid;
+	w = bpf_map_lookup_elem(&offcpu_works, &tid);
+	if (!w) {
+		bpf_map_update_elem(&offcpu_works, &tid, &zero, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(&offcpu_works, &tid);
+		if (!w) {
+			stat_inc(STAT_OFFCPU_WORK_FAILED);
+			return 0;
+		}
 	}
-	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 1);
-	if (!ev)
-		return 0;
-	stat_inc(STAT_OFFCPU_EVENTS);
-	ev->gen = p->gen;
-	ev->mode = MODE_OFFCPU;
-	ev->offcpu_ns = take_offcpu(ts);
-	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
-	ev->syscall_nr = (__s32)BPF_CORE_READ(regs, orig_ax);
-	ev->user_ip = BPF_CORE_READ(regs, ip);
-	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
-	finish_record(ev, p, 1);
+	/* -EBUSY: one is queued already (the thread has not reached user
+	 * space since), and it takes all that is pending when it runs. */
+	err = bpf_task_work_schedule_resume_impl(next, &w->tw, &offcpu_works, offcpu_work_run,
+						 NULL);
+	if (err && err != -16 /* EBUSY */)
+		stat_inc(STAT_OFFCPU_WORK_FAILED);
 	return 0;
 }
 

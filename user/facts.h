@@ -97,6 +97,7 @@ struct facts_bpf {
 	uint64_t run_ns, run_cnt;
 	uint64_t records, bad_records, frames_unreadable, code_cache_evictions;
 	uint64_t stacks_dropped, truncated_stacks;
+	const char *offcpu_hook; /* loader__offcpu_hook(), NULL: not known */
 };
 
 /* Memory from the preloaded sampler (run): its exact counts, what the

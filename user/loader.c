@@ -21,6 +21,7 @@
 #include <inttypes.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "clock.h"
@@ -72,6 +73,7 @@ struct loader {
 	 * (STAT_SAMPLES, per CPU); [ncpus] the read of the count now. */
 	uint64_t *drawn_at, *samples_now;
 	bool probe_check; /* samples inside uprobe hits are told apart */
+	bool offcpu_work; /* off-CPU records by task work (on_switch_work) */
 	loader_event_fn on_event;
 	void *ctx;
 	struct counts *counts; /* samples counted in BPF (aggregate) */
@@ -219,6 +221,32 @@ static bool have_uprobe_multi(void)
 	close(prog_fd);
 	pr_debug("uprobe_multi links: %s\n", uprobe_multi_ok ? "yes" : "no (perf-event uprobes)");
 	return uprobe_multi_ok;
+}
+
+/*
+ * Whether off-CPU records can be made by task work (Linux 6.18+): the kfunc
+ * is in the kernel's BTF.  Otherwise, or with SCALENE_BPF_SYSCALL_EXIT=1, the
+ * check runs at every system call exit of the host (on_sys_exit).  Parsing
+ * the kernel's BTF takes about 10 ms.
+ */
+static bool offcpu_work_available(void)
+{
+	const char *env = getenv("SCALENE_BPF_SYSCALL_EXIT");
+	struct btf *vmlinux;
+	bool found;
+
+	if (env && !strcmp(env, "1")) {
+		pr_debug("off-CPU records at system call exit (SCALENE_BPF_SYSCALL_EXIT=1)\n");
+		return false;
+	}
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return false;
+	found = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+				       BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	pr_debug("off-CPU records %s\n", found ? "by task work" : "at system call exit");
+	return found;
 }
 
 const char *loader__probe_links(void)
@@ -817,6 +845,10 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
+	l->offcpu_work = offcpu_work_available();
+	bpf_program__set_autoload(l->skel->progs.on_switch, !l->offcpu_work);
+	bpf_program__set_autoload(l->skel->progs.on_sys_exit, !l->offcpu_work);
+	bpf_program__set_autoload(l->skel->progs.on_switch_work, l->offcpu_work);
 	/* Memory and GPU programs are loaded only for the mode that uses them. */
 	sampler_progs(l, sampler);
 	gpu_progs(l, gpu);
@@ -1220,6 +1252,11 @@ int loader__stats(struct loader *l, uint64_t *out)
 	}
 	free(vals);
 	return 0;
+}
+
+const char *loader__offcpu_hook(struct loader *l)
+{
+	return l->offcpu_work ? "task_work" : "sys_exit";
 }
 
 bool loader__probe_check(struct loader *l)

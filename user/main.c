@@ -360,6 +360,7 @@ static int setup(struct run_state *rs)
 	bpf.ctx = rs->loader;
 	bpf.probe_check = loader__probe_check(rs->loader);
 	bpf.probe_links = loader__probe_links();
+	bpf.offcpu_hook = loader__offcpu_hook(rs->loader);
 	session__set_bpf(rs->session, &bpf);
 	if (rs->host)
 		host__set_session(rs->host, rs->session);

@@ -51,6 +51,8 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_PROBE_NS] = "probe_ns_total",
 	[STAT_WALK_ENTERING] = "walk_entering_interpreter",
 	[STAT_WALK_NOT_A_FRAME] = "walk_not_a_frame",
+	[STAT_OFFCPU_WORK_FAILED] = "offcpu_work_failed",
+	[STAT_OFFCPU_NS] = "offcpu_ns_total",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
@@ -338,6 +340,11 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 
 	for (i = 0; b->have_stats && i < STAT_MAX; i++)
 		add(o, stat_names[i], json_object_new_int64((int64_t)stats[i]));
+	/* Where off-CPU records are made: "task_work" (queued at the
+	 * switch-in that crosses the period) or "sys_exit" (a check at every
+	 * system call exit of the host). */
+	if (b->offcpu_hook)
+		add(o, "offcpu_hook", json_object_new_string(b->offcpu_hook));
 	if (b->host) {
 		/* The process's own count replaces the host's "samples" where
 		 * the counters were written (json-c keeps the key's place). */
@@ -348,6 +355,10 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 	if (stats[STAT_SAMPLES])
 		add(o, "ns_per_sample",
 		    json_object_new_double((double)stats[STAT_SAMPLE_NS] / stats[STAT_SAMPLES]));
+	if (stats[STAT_OFFCPU_EVENTS])
+		add(o, "ns_per_offcpu_record",
+		    json_object_new_double((double)stats[STAT_OFFCPU_NS] /
+					   stats[STAT_OFFCPU_EVENTS]));
 	if (stats[STAT_WALKS])
 		add(o, "reads_per_walk",
 		    json_object_new_double((double)stats[STAT_WALK_READS] / stats[STAT_WALKS]));

@@ -1418,6 +1418,7 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	b->have_runtime = !s->bpf.prog_runtime(s->bpf.ctx, &b->run_ns, &b->run_cnt);
 	b->records = s->records;
 	b->bad_records = s->bad_records;
+	b->offcpu_hook = s->bpf.offcpu_hook;
 	b->frames_unreadable = s->frames_unreadable;
 	b->code_cache_evictions = pycode_cache__evictions(s->codes);
 	b->stacks_dropped = profile__stacks_dropped(p);

@@ -118,6 +118,8 @@ struct session_bpf {
 	bool probe_check;
 	/* The kind of our uprobes (loader__probe_links), NULL: none placed. */
 	const char *probe_links;
+	/* Where off-CPU records are made (loader__offcpu_hook). */
+	const char *offcpu_hook;
 	/* Samples counted in BPF (system-wide): hands the counts of the image
 	 * (tgid, gen), or those due (SESSION_COUNTS_DUE) or all of them
 	 * (SESSION_COUNTS_ALL), to session__handle as sample records.  NULL

@@ -50,7 +50,7 @@ INTERPRETERS = [
 INTERPRETER_IDS = [i[0] for i in INTERPRETERS]
 
 # Our BPF programs, by the names the kernel keeps (15 characters at most).
-OUR_PROGS = frozenset({"on_cpu_sample", "on_switch", "on_sys_exit", "on_fork",
+OUR_PROGS = frozenset({"on_cpu_sample", "on_switch", "on_switch_work", "on_sys_exit", "on_fork",
                        "on_exec", "on_exit", "on_malloc", "on_free",
                        "on_memcpy", "on_sampler_init", "on_sampler_exit"})
 

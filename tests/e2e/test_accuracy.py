@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from e2e_helpers import (INTERPRETER_IDS, default_interpreter, file_entry,
+from e2e_helpers import (INTERPRETER_IDS, clean_env, default_interpreter, file_entry,
                          find_interpreter, function_time, hot_lines,
                          line_time, markers, profile_run, program)
 
@@ -199,9 +199,35 @@ def sleep_run(request, tmp_path_factory):
     return res, json.loads(side.read_text())
 
 
+def kernel_has_task_work():
+    """Whether this kernel lets BPF queue task work (Linux 6.18+), where
+    off-CPU records are made at the switch-in instead of at every system call
+    exit: the kfunc's name in the kernel's BTF."""
+    with open("/sys/kernel/btf/vmlinux", "rb") as f:
+        return b"\0bpf_task_work_schedule_resume_impl\0" in f.read()
+
+
 def test_sleep_is_half_the_time(sleep_run, accuracy):
-    prog = program("sleep_half.py")
     res, spent = sleep_run
+    hook = "task_work" if kernel_has_task_work() else "sys_exit"
+    assert res.profile["scalene_bpf"]["bpf"]["offcpu_hook"] == hook
+    check_sleep_half(res, spent, accuracy)
+
+
+def test_sleep_at_syscall_exit(tmp_path, accuracy):
+    """The same, with off-CPU records made at system call exit (the way of
+    kernels without task work for BPF), on the default interpreter."""
+    python = default_interpreter()
+    side = tmp_path / "spent.json"
+    res = profile_run(python, program("sleep_half.py"), ["0.6", side],
+                      tmp=tmp_path,
+                      env=clean_env({"SCALENE_BPF_SYSCALL_EXIT": "1"}))
+    assert res.profile["scalene_bpf"]["bpf"]["offcpu_hook"] == "sys_exit"
+    check_sleep_half(res, json.loads(side.read_text()), accuracy)
+
+
+def check_sleep_half(res, spent, accuracy):
+    prog = program("sleep_half.py")
     m = markers(prog)
     busy = line_time(res.profile, prog, m["busy"])
     check = line_time(res.profile, prog, m["check"])

@@ -184,6 +184,9 @@ static struct facts *full_facts(void)
 	f->bpf.stats[STAT_IDLE_NS] = 5000000000ULL;
 	f->bpf.stats[STAT_MEM_EVENTS] = 8;
 	f->bpf.stats[STAT_MEM_NS] = 100;
+	f->bpf.stats[STAT_OFFCPU_EVENTS] = 50;
+	f->bpf.stats[STAT_OFFCPU_NS] = 150000;
+	f->bpf.offcpu_hook = "task_work";
 	f->bpf.have_runtime = true;
 	f->bpf.run_ns = 900;
 	f->bpf.run_cnt = 3;
@@ -337,7 +340,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	/* Each counter under a name of its own (a name used twice would
 	 * leave fewer keys), in the enum's order, then what is derived from
 	 * them and the session's own counters. */
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 4 + 6);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 6);
 	json_object_object_foreach (b, key, v) {
 		if (i < STAT_MAX && (uint64_t)json_object_get_int64(v) != stats[i]) {
 			fprintf(stderr, "  bpf.%s is not counter %d\n", key, i);
@@ -350,6 +353,8 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	CHECK_EQ_INT(num(b, "probe_check_ns_total"), 250);
 	CHECK(dbl(b, "ns_per_sample") == 10);
 	CHECK(dbl(b, "reads_per_walk") == 11);
+	CHECK(dbl(b, "ns_per_offcpu_record") == 3000);
+	CHECK_EQ_STR(str(b, "offcpu_hook"), "task_work");
 	CHECK(dbl(b, "probe_check_ns_per_check") == 25);
 	CHECK(dbl(b, "sampler_ns_per_run") == 300);
 	CHECK_EQ_INT(num(b, "records"), 201);
