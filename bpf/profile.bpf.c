@@ -76,6 +76,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define PF_EXITING 0x00000004
 /* signal_struct.flags: the whole group is exiting (include/linux/sched/signal.h). */
 #define SIGNAL_GROUP_EXIT 0x00000004
+/* include/uapi/asm-generic/errno-base.h */
+#define EBUSY 16
 
 const volatile __u64 sample_period_ns = 1000000;
 const volatile __u8 follow_children = 1;
@@ -717,16 +719,24 @@ account_switch(struct task_struct *prev, struct task_struct *next, unsigned int 
 
 /*
  * The off-CPU record of the current thread, on its way back to user space
- * after a block (syscall nr and user ip from its registers): whole periods of
- * its pending blocked time, with the stack where it blocked.
+ * after a block (regs: its user registers, for the syscall and the ip), once
+ * its pending blocked time has crossed the period: whole periods of it, with
+ * the stack where it blocked.
  */
-static __always_inline void offcpu_record(struct task_struct *task, struct tracked_thread *ts,
-					  __s32 nr, __u64 ip)
+static __always_inline void offcpu_record(struct pt_regs *regs)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 pid_tgid, t0;
+	struct tracked_thread *ts;
 	struct sample_event *ev;
 	struct proc_info *p;
+	__s32 nr;
 
+	ts = bpf_task_storage_get(&threads, task, 0, 0);
+	if (!ts || ts->pending_ns < sample_period_ns)
+		return;
+	pid_tgid = bpf_get_current_pid_tgid();
+	nr = (__s32)BPF_CORE_READ(regs, orig_ax);
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return;
@@ -747,7 +757,7 @@ static __always_inline void offcpu_record(struct task_struct *task, struct track
 	ev->offcpu_ns = take_offcpu(ts);
 	ev->gil_ns = take_gil(ts, ev->offcpu_ns);
 	ev->syscall_nr = nr;
-	ev->user_ip = ip;
+	ev->user_ip = BPF_CORE_READ(regs, ip);
 	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
 	finish_record(ev, p, 1);
 	/* Measured here: the kernel's statistics do not see a task work's
@@ -766,13 +776,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct tracked_thread *ts;
-
-	ts = bpf_task_storage_get(&threads, task, 0, 0);
-	if (!ts || ts->pending_ns < sample_period_ns)
-		return 0;
-	offcpu_record(task, ts, (__s32)BPF_CORE_READ(regs, orig_ax), BPF_CORE_READ(regs, ip));
+	offcpu_record(regs);
 	return 0;
 }
 
@@ -794,17 +798,11 @@ struct {
 static int offcpu_work_run(struct bpf_map *map, void *key, void *value)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct tracked_thread *ts;
-	struct pt_regs *regs;
 
 	/* Task work also runs at exit, after the memory is gone. */
 	if (task->flags & PF_EXITING)
 		return 0;
-	ts = bpf_task_storage_get(&threads, task, 0, 0);
-	if (!ts || ts->pending_ns < sample_period_ns)
-		return 0;
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	offcpu_record(task, ts, (__s32)BPF_CORE_READ(regs, orig_ax), BPF_CORE_READ(regs, ip));
+	offcpu_record((struct pt_regs *)bpf_task_pt_regs(task));
 	return 0;
 }
 
@@ -833,7 +831,7 @@ int BPF_PROG(on_switch_work, bool preempt, struct task_struct *prev, struct task
 	 * space since), and it takes all that is pending when it runs. */
 	err = bpf_task_work_schedule_resume_impl(next, &w->tw, &offcpu_works, offcpu_work_run,
 						 NULL);
-	if (err && err != -16 /* EBUSY */)
+	if (err && err != -EBUSY)
 		stat_inc(STAT_OFFCPU_WORK_FAILED);
 	return 0;
 }
