@@ -78,7 +78,8 @@ struct facts_async {
 	uint64_t tasks_resumed;
 	int max_tasks;
 	uint64_t await_stacks_dropped;
-	double reader_ns; /* the reader's own time */
+	double reader_ns;	/* the reader's own time */
+	double live_gap_max_ns; /* the longest gap between looks at a running loop */
 	uint64_t reads, read_calls;
 	struct facts_async_layout layouts[FACTS_MAX_LAYOUTS];
 	int nlayouts;

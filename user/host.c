@@ -474,6 +474,7 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		 * seen (as --pid --memory). */
 		.memory = h->mem != NULL,
 		.no_footprint = h->mem != NULL,
+		.async_waits = !h->o->no_async,
 		.leaks = false,
 		.read_source = session__read_proc_source,
 		.ctx = end->source_ctx,
@@ -606,6 +607,13 @@ static void rotate(struct host *h, struct hproc *e)
 	h->rotated++;
 }
 
+/* A process with something to show: samples, or await time (an asyncio
+ * service idle all along has no sample). */
+static bool worth_a_profile(const struct hproc *e)
+{
+	return e->samples || (e->profile && profile__await_ns(e->profile) > 0);
+}
+
 static void host_ended(void *ctx, int pid, const struct session_end *end)
 {
 	struct host *h = ctx;
@@ -631,10 +639,11 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	if (end->why == END_EXEC && e->forked_s >= 0 &&
 	    end->ts_ns / 1e9 - h->start_mono - e->forked_s < FORK_EXEC_S)
 		e->hidden = true; /* forked to exec (subprocess): its new image counts */
-	else if (e->samples)
+	else if (worth_a_profile(e))
 		write_profile(h, e, end, true);
 	else
-		e->not_profiled = strdup("no samples: it ran too briefly to be sampled");
+		e->not_profiled =
+			strdup("no samples: it did not run, or too briefly to be sampled");
 	profile__free(e->profile);
 	e->profile = NULL;
 	target_free(&e->target);
@@ -1070,7 +1079,7 @@ int host__snapshot(struct host *h, double elapsed_s)
 			e->alloc_hits = (int64_t)now.alloc_hits;
 		entry_totals(e);
 		e->peak_rss_mb = hwm_mb(e->pid);
-		if (e->samples && now.source_ctx)
+		if (worth_a_profile(e) && now.source_ctx)
 			write_profile(h, e, &now, false);
 	}
 	return write_index(h, elapsed_s, false);

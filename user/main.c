@@ -313,9 +313,7 @@ static int setup(struct run_state *rs)
 		.on_event = session__handle,
 	};
 	struct session_opts so = { .memory = rs->memory,
-				   /* Not yet with --all: each event loop of each
-				    * process would be polled every 10 ms. */
-				   .async_waits = !rs->opts->no_async && !rs->host,
+				   .async_waits = !rs->opts->no_async,
 				   .gpu_library = rs->gpu ? rs->gpu_lib : NULL,
 				   .gpu_off = !rs->gpu && rs->gpu_off[0] ? rs->gpu_off : NULL,
 				   .creds = &rs->creds };

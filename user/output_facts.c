@@ -167,6 +167,7 @@ static struct json_object *async_json(const struct facts_async *a)
 	add(o, "max_tasks", json_object_new_int(a->max_tasks));
 	add(o, "await_stacks_dropped", json_object_new_int64((int64_t)a->await_stacks_dropped));
 	add(o, "reader_s", seconds(a->reader_ns));
+	add(o, "poll_interval_max_ms", json_object_new_double(a->live_gap_max_ns / 1e6));
 	add(o, "reads", json_object_new_int64((int64_t)a->reads));
 	add(o, "read_calls", json_object_new_int64((int64_t)a->read_calls));
 	for (i = 0; i < a->nlayouts && i < FACTS_MAX_LAYOUTS; i++)

@@ -1184,7 +1184,7 @@ bool pyasync__uvloop(const struct pyasync *a)
 	return a->st.uvloop;
 }
 
-int pyasync__poll(struct pyasync *a, uint64_t now_ns)
+int pyasync__poll(struct pyasync *a, uint64_t now_ns, uint64_t max_gap_ns)
 {
 	const struct py_offsets *o = a->pp->off;
 	double t0 = mono_ns(), gap;
@@ -1194,8 +1194,10 @@ int pyasync__poll(struct pyasync *a, uint64_t now_ns)
 	int i, n;
 
 	gap = a->last_poll_ns ? (double)(now_ns - a->last_poll_ns) : 0;
-	if (gap > MAX_POLL_GAP_NS)
-		gap = MAX_POLL_GAP_NS;
+	if (!max_gap_ns)
+		max_gap_ns = MAX_POLL_GAP_NS;
+	if (gap > max_gap_ns)
+		gap = max_gap_ns;
 	a->last_poll_ns = now_ns;
 	a->st.polls++;
 	for (i = 0; i < a->nloops; i++)

@@ -79,10 +79,13 @@ void pyasync__set_layout(struct pyasync *a, const struct pyasync_layout *l);
 bool pyasync__has_layout(const struct pyasync *a);
 /* uvloop runs in the process: its waiting is not seen. */
 bool pyasync__uvloop(const struct pyasync *a);
-/* One poll; now_ns is CLOCK_MONOTONIC.  Returns 1 when an idle event loop
- * was seen (now or before: the process runs asyncio), 0 when none was ever
- * seen, -errno when the process cannot be read. */
-int pyasync__poll(struct pyasync *a, uint64_t now_ns);
+/* One poll; now_ns is CLOCK_MONOTONIC.  A loop found idle was idle since
+ * the poll before, up to max_gap_ns back (0: 250 ms; a loader that stalled
+ * for longer does not know what the loop did; one that spaced its polls on
+ * purpose, knowing the process did not run, does).  Returns 1 when an idle
+ * event loop was seen (now or before: the process runs asyncio), 0 when
+ * none was ever seen, -errno when the process cannot be read. */
+int pyasync__poll(struct pyasync *a, uint64_t now_ns, uint64_t max_gap_ns);
 /* The idle time seen since the last snapshot goes to the tasks as that
  * snapshot found them (at the end of a run or of a process). */
 void pyasync__flush(struct pyasync *a);

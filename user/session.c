@@ -67,6 +67,7 @@ struct session *session__new(const struct session_opts *opts)
 	s->creds = opts->creds;
 	s->memory = opts->memory;
 	s->async_waits = opts->async_waits;
+	s->async_live_gap_ns = s->async_live_gap_max_ns = ASYNC_POLL_NS;
 	s->gpu_library = opts->gpu_library;
 	s->gpu_off = opts->gpu_off;
 	s->ncpus = opts->ncpus > 0 ? opts->ncpus : 1;
@@ -118,13 +119,6 @@ void session__free(struct session *s)
 	while (s->nheld)
 		free(s->held[--s->nheld]);
 	free(s);
-}
-
-/* The profile a process's records go to: its own (system-wide), or the
- * session's (a program and its children, as Scalene reports them). */
-static struct profile *tp_profile(const struct session *s, const struct tproc *tp)
-{
-	return s->host ? tp->profile : s->profile;
 }
 
 static struct tproc *tproc_new(struct session *s, int pid, int ppid)
@@ -1006,6 +1000,8 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	}
 	if (ev->cpu_ns)
 		tp->cpu_samples += count;
+	if (ev->cpu_ns || ev->offcpu_ns)
+		sasync_active(s, tp, ev->ts);
 	in.count = count;
 	in.tgid = ev->tgid;
 	in.tid = ev->tid;
@@ -1391,9 +1387,10 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	int i, err;
 
 	b->have_stats = !s->bpf.stats(s->bpf.ctx, b->stats);
-	if (s->async_waits) {
+	/* System-wide, each process's own (the host has no profile). */
+	if (s->async_waits && (tp || !s->host)) {
 		f->has_async = true;
-		sasync_facts(s, &f->async);
+		sasync_facts(s, tp, &f->async);
 	}
 	if (s->gpu_library || s->gpu_off) {
 		f->has_gpu = true;

@@ -54,6 +54,8 @@ void sasync_stop(struct tproc *tp)
 	tp->probe = NULL;
 	if (tp->aw) {
 		pyasync__flush(tp->aw);
+		tp->async_final = *pyasync__stats(tp->aw);
+		tp->has_async_final = true;
 		async_add(&tp->session->async_retired, pyasync__stats(tp->aw));
 		pyasync__free(tp->aw);
 		tp->aw = NULL;
@@ -85,8 +87,8 @@ static int async_resolve(void *ctx, uint64_t code, uint64_t tag, int offset, str
 	if (!pc)
 		return -errno ? -errno : -EFAULT;
 	line = pycode__line(pc, offset);
-	out->filename = profile__intern(s->profile, pc->filename);
-	out->qualname = profile__intern(s->profile, pc->qualname);
+	out->filename = profile__intern(tp_profile(s, tp), pc->filename);
+	out->qualname = profile__intern(tp_profile(s, tp), pc->qualname);
 	out->firstlineno = pc->firstlineno;
 	out->line = line > 0 ? line : pc->firstlineno;
 	return out->filename && out->qualname ? 0 : -ENOMEM;
@@ -99,7 +101,13 @@ void sasync_start(struct session *s, struct tproc *tp)
 	if (!s->async_waits || tp->aw)
 		return;
 	tp->session = s;
-	tp->aw = pyasync__new(&tp->pp, s->profile, async_resolve, tp);
+	tp->has_async_final = false;
+	/* System-wide, the gap doubles while no loop is seen (host_poll). */
+	tp->async_gap_ns = ASYNC_POLL_NS;
+	tp->async_active_ns = 0;
+	tp->async_polled_ns = 0;
+	tp->async_loop_seen = false;
+	tp->aw = pyasync__new(&tp->pp, tp_profile(s, tp), async_resolve, tp);
 	if (!tp->aw) {
 		pr_warn("process %d: no await attribution: out of memory\n", tp->pid);
 		return;
@@ -229,16 +237,95 @@ bool sasync_due(const struct tproc *tp)
 	return tp->aw && !tp->exited && tp->state == TP_PYTHON;
 }
 
+/*
+ * A host's process: looked at every async_live_gap_ns (ASYNC_POLL_NS while
+ * the looks keep within their budget: host_budget) while it runs an event
+ * loop and ran lately, else less and less often (the gap doubles up to
+ * ASYNC_QUIET_POLL_NS), and not at all once it is known not to run and to
+ * have no loop.  Samples come in with the counts' drain, up to
+ * COUNTS_DRAIN_NS after they were taken: "it did not run since the last
+ * look" is known only of a look older than that.
+ */
+static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
+{
+	/* An exec'ed process ran at its exec (start_ns); one found running
+	 * at the start of the run has only its samples to say so. */
+	uint64_t lately = tp->async_active_ns > tp->start_ns ? tp->async_active_ns : tp->start_ns;
+	bool ran = tp->async_active_ns > tp->async_polled_ns;
+	bool known_idle = !ran && now >= tp->async_polled_ns + COUNTS_DRAIN_NS;
+	uint64_t max_gap = 0;
+	int r;
+
+	/* The gap before a loop is first seen is not its idle time (it may
+	 * have started just now).  A look after a gap chosen on purpose
+	 * stands for all of it: the loop, found idle, was idle all the gap
+	 * if the process did not run, and as likely as at the look if it did
+	 * (a sample of its time).  The bound is for a loader that stalled. */
+	if (!tp->async_loop_seen)
+		max_gap = ASYNC_POLL_NS;
+	else if (tp->async_gap_ns > ASYNC_POLL_NS)
+		max_gap = tp->async_gap_ns + COUNTS_DRAIN_NS;
+	r = pyasync__poll(tp->aw, now, max_gap);
+	if (r == 1 && now < lately + ASYNC_QUIET_AFTER_NS)
+		tp->async_gap_ns = s->async_live_gap_ns;
+	else if (tp->async_gap_ns < ASYNC_QUIET_POLL_NS)
+		tp->async_gap_ns = tp->async_gap_ns * 2 < ASYNC_QUIET_POLL_NS ? tp->async_gap_ns * 2
+									      : ASYNC_QUIET_POLL_NS;
+	/* Without an event loop and not running: nothing to look at until
+	 * it runs (sasync_active), since it cannot start a loop without. */
+	if (r != 1 && tp->async_polled_ns && known_idle)
+		tp->next_async_ns = UINT64_MAX;
+	else
+		tp->next_async_ns = now + tp->async_gap_ns;
+	tp->async_polled_ns = now;
+	return r;
+}
+
+/* System-wide: every ASYNC_BUDGET_NS, the gap between looks at a live loop
+ * that would have kept the readers' time of the window past within
+ * ASYNC_HOST_BUDGET (their cost is about proportional to the looks). */
+static void host_budget(struct session *s, uint64_t now)
+{
+	double used, gap;
+
+	if (!s->async_budget_from_ns) {
+		s->async_budget_from_ns = now;
+		return;
+	}
+	if (now < s->async_budget_from_ns + ASYNC_BUDGET_NS)
+		return;
+	used = s->async_budget_cost_ns / (double)(now - s->async_budget_from_ns);
+	gap = (double)s->async_live_gap_ns * used / ASYNC_HOST_BUDGET;
+	if (gap < ASYNC_POLL_NS)
+		gap = ASYNC_POLL_NS;
+	if (gap > ASYNC_LIVE_MAX_NS)
+		gap = ASYNC_LIVE_MAX_NS;
+	s->async_live_gap_ns = (uint64_t)gap;
+	if (s->async_live_gap_ns > s->async_live_gap_max_ns)
+		s->async_live_gap_max_ns = s->async_live_gap_ns;
+	s->async_budget_cost_ns = 0;
+	s->async_budget_from_ns = now;
+}
+
 void sasync_tick(struct session *s, struct tproc *tp, uint64_t now)
 {
 	int r;
 
 	if (!sasync_due(tp) || now < tp->next_async_ns)
 		return;
-	tp->next_async_ns += ASYNC_POLL_NS;
-	if (tp->next_async_ns <= now)
-		tp->next_async_ns = now + ASYNC_POLL_NS;
-	r = pyasync__poll(tp->aw, now);
+	if (!s->host) {
+		r = pyasync__poll(tp->aw, now, 0);
+		tp->next_async_ns += ASYNC_POLL_NS;
+		if (tp->next_async_ns <= now)
+			tp->next_async_ns = now + ASYNC_POLL_NS;
+	} else {
+		double cost = pyasync__stats(tp->aw)->cost_ns;
+
+		host_budget(s, now);
+		r = host_poll(s, tp, now);
+		s->async_budget_cost_ns += pyasync__stats(tp->aw)->cost_ns - cost;
+	}
+	tp->async_loop_seen = r == 1;
 	if (pyasync__uvloop(tp->aw) && !tp->uvloop_told) {
 		tp->uvloop_told = true;
 		pr_warn("process %d runs uvloop: where its coroutines wait is not measured (its "
@@ -250,15 +337,42 @@ void sasync_tick(struct session *s, struct tproc *tp, uint64_t now)
 		async_probe(s, tp, false);
 }
 
-/* scalene_bpf.async: how the await fields were measured, and what it cost. */
-void sasync_facts(struct session *s, struct facts_async *o)
+/* System-wide: a CPU or off-CPU sample of the process, taken at `ts`.  One
+ * that runs an event loop and was looked at seldom (it was quiet) is back
+ * on the live schedule. */
+void sasync_active(struct session *s, struct tproc *tp, uint64_t ts)
 {
-	struct pyasync_stats t = s->async_retired;
-	const struct profile *p = s->profile;
+	uint64_t at;
+
+	if (!s->host || !tp->aw)
+		return;
+	if (ts > tp->async_active_ns)
+		tp->async_active_ns = ts;
+	if (tp->async_loop_seen)
+		tp->async_gap_ns = s->async_live_gap_ns;
+	at = tp->async_polled_ns + tp->async_gap_ns;
+	if (at < ts)
+		at = ts;
+	if (tp->next_async_ns > at) {
+		tp->next_async_ns = at;
+		session_due(s, at);
+	}
+}
+
+/* scalene_bpf.async: how the await fields were measured, and what it cost. */
+void sasync_facts(struct session *s, const struct tproc *one, struct facts_async *o)
+{
+	struct pyasync_stats t = one ? (struct pyasync_stats){ 0 } : s->async_retired;
+	const struct profile *p = one ? tp_profile(s, one) : s->profile;
 	size_t it = 0;
+	int i;
 	void *v;
 
-	while (hmap__next(s->procs, &it, NULL, &v)) {
+	if (one && one->aw)
+		t = *pyasync__stats(one->aw);
+	else if (one && one->has_async_final)
+		t = one->async_final;
+	while (!one && hmap__next(s->procs, &it, NULL, &v)) {
 		const struct tproc *tp = v;
 
 		if (tp->aw)
@@ -292,9 +406,13 @@ void sasync_facts(struct session *s, struct facts_async *o)
 	o->max_tasks = t.max_tasks;
 	o->await_stacks_dropped = profile__await_stacks_dropped(p);
 	o->reader_ns = t.cost_ns;
+	o->live_gap_max_ns = s->async_live_gap_max_ns;
 	o->reads = t.reads;
 	o->read_calls = t.syscalls;
-	memcpy(o->layouts, s->async_layouts, s->nasync_layouts * sizeof(*s->async_layouts));
-	o->nlayouts = s->nasync_layouts;
+	o->nlayouts = 0;
+	for (i = 0; i < s->nasync_layouts; i++) {
+		if (!one || s->async_layouts[i].pid == one->pid)
+			o->layouts[o->nlayouts++] = s->async_layouts[i];
+	}
 	o->uvloop = t.uvloop;
 }

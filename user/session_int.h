@@ -64,6 +64,17 @@ struct tproc {
 	bool probe_done;
 	bool uvloop_told;
 	uint64_t next_async_ns;
+	/* System-wide (host_poll): the gap between looks at the event loops;
+	 * when its last sample (CPU or off-CPU) was taken; the last look;
+	 * whether an idle event loop was ever seen in it.  async_final: its
+	 * reader's counts, kept when the reader is freed at the end of the
+	 * image, before its profile is written. */
+	uint64_t async_gap_ns;
+	uint64_t async_active_ns;
+	uint64_t async_polled_ns; /* the last look */
+	bool async_loop_seen;
+	struct pyasync_stats async_final;
+	bool has_async_final;
 	/* System-wide: the process's own profile (the host's), and its root
 	 * and working directory held open (O_PATH) so that its files can be
 	 * read after it exits; -1 when not open. */
@@ -97,8 +108,22 @@ struct mem_summary {
 #define FAST_POLL_MS 1
 #define SLOW_POLL_MS 10
 #define FAST_WINDOW_NS 1000000000ULL
-/* Event loops are looked at this often (pyasync.h). */
+/* Event loops are looked at this often (pyasync.h); system-wide, a process
+ * that shows no CPU sample is looked at less and less often, down to once
+ * per ASYNC_QUIET_POLL_NS. */
 #define ASYNC_POLL_NS 10000000ULL
+#define ASYNC_QUIET_POLL_NS 1000000000ULL
+/* System-wide, the loops that run are looked at every ASYNC_POLL_NS while
+ * their readers take less than this share of one CPU, less often (up to
+ * ASYNC_LIVE_MAX_NS) when they would take more: the cost stays bounded
+ * whatever the number of asyncio processes. */
+#define ASYNC_HOST_BUDGET 0.02
+#define ASYNC_LIVE_MAX_NS ASYNC_QUIET_POLL_NS
+#define ASYNC_BUDGET_NS 250000000ULL /* how often the gap is set */
+/* Samples come in with the counts' drain (COUNTS_DRAIN_NS): a process is
+ * quiet when none came for eight drains (an event loop that runs is looked
+ * at on the run schedule, whatever the drains' timing). */
+#define ASYNC_QUIET_AFTER_NS 2000000000ULL
 /* Counts kept in BPF are drained this often (system-wide). */
 #define COUNTS_DRAIN_NS 250000000ULL
 /* Counted samples of an image not known yet, kept for one more drain. */
@@ -159,6 +184,12 @@ struct session {
 	bool memory;
 	bool async_waits;
 	struct pyasync_stats async_retired; /* of processes gone from procs */
+	/* System-wide: the gap between looks at a live event loop, set every
+	 * ASYNC_BUDGET_NS by the readers' cost (ASYNC_HOST_BUDGET), its largest, and
+	 * the readers' time since async_budget_from_ns. */
+	uint64_t async_live_gap_ns, async_live_gap_max_ns;
+	uint64_t async_budget_from_ns;
+	double async_budget_cost_ns;
 	struct facts_async_layout async_layouts[FACTS_MAX_LAYOUTS]; /* found, or why not */
 	int nasync_layouts;
 	int interpreters;
@@ -178,6 +209,13 @@ struct session {
 	struct hmap *gpu_sites;	 /* struct gpu_site_key -> profile site + 1 */
 	uint64_t gpu_stacks_dropped, gpu_calls_no_stack;
 };
+
+/* The profile a process's records go to: its own (system-wide), or the
+ * session's (a program and its children, as Scalene reports them). */
+static inline struct profile *tp_profile(const struct session *s, const struct tproc *tp)
+{
+	return s->host ? tp->profile : s->profile;
+}
 
 /* Per-process work is due no later than `at` (0: now). */
 static inline void session_due(struct session *s, uint64_t at)
@@ -208,6 +246,8 @@ void sasync_start(struct session *s, struct tproc *tp);
 void sasync_stop(struct tproc *tp);
 bool sasync_due(const struct tproc *tp);
 void sasync_tick(struct session *s, struct tproc *tp, uint64_t now);
-void sasync_facts(struct session *s, struct facts_async *out);
+void sasync_active(struct session *s, struct tproc *tp, uint64_t ts);
+/* scalene_bpf.async of the session, or (tp) of one process's image. */
+void sasync_facts(struct session *s, const struct tproc *tp, struct facts_async *out);
 
 #endif /* SESSION_INT_H */

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from e2e_helpers import (BIN, INTERPRETER_IDS, _pyenv_prefix, check_compat,
-                         clean_env, find_interpreter, hot_lines, invoke,
-                         line_time, markers, named_interpreter, program,
-                         start_ready)
+                         clean_env, default_interpreter, file_entry,
+                         find_interpreter, hot_lines, invoke, line_time,
+                         markers, named_interpreter, program, start_ready)
 
 TARGET = program("attach_target.py")
 
@@ -371,10 +371,10 @@ def _background(tmp_path, n=10):
     return procs
 
 
-def _under_all(tmp_path, argv, opts=()):
-    """Runs argv during `--all` (no filter) with 10 busy Python processes
+def _under_all(tmp_path, argv, opts=(), busy_n=10):
+    """Runs argv during `--all` (no filter) with busy_n busy Python processes
     beside it; its entry in the index and its profile."""
-    busy = _background(tmp_path)
+    busy = _background(tmp_path, busy_n)
     out_dir = tmp_path / "out"
     ran = {}
 
@@ -402,7 +402,7 @@ def _under_all(tmp_path, argv, opts=()):
     [e] = _entries(index, ran["pid"])
     # The busy ones were profiled too.
     assert sum(p["comm"].startswith("sbpf-bg") and bool(p["profile"])
-               for p in index["processes"]) == 10, index["processes"]
+               for p in index["processes"]) == busy_n, index["processes"]
     return e, check_compat(out_dir / e["profile"])
 
 
@@ -450,6 +450,134 @@ def test_threads_under_all(any_python, tmp_path, accuracy):
                  info[f"{who}_cpu_s"], t.seconds, "10%")
         assert abs(t.seconds / info[f"{who}_cpu_s"] - 1) <= 0.10, (
             who, t.seconds, info, hot_lines(prof))
+
+
+def test_async_under_all(python, tmp_path, accuracy):
+    """Await attribution under --all, with two busy Python processes beside
+    (at the lowest priority; with ten, the loop's wake-ups wait for a CPU
+    and its clocks, not the profile, are what moves): the 1:3 await lines of
+    async_ratio.py give what they give under run
+    (test_async.test_two_await_lines_1_to_3, the same checks), in the
+    program's own profile; the busy processes, which run no event loop, are
+    looked at less and less often (at most once a second after a few)."""
+    from test_async import check_ratio
+    prog = program("async_ratio.py")
+    side = tmp_path / "truth.json"
+    link = named_interpreter(python, tmp_path, "sbpf-aio")
+    # 4 s: the time before its loop is first seen (looks 10, 30, 70, 150 ms
+    # after its exec, and so on) is not credited.
+    e, prof = _under_all(tmp_path, [link, prog, "4", side], busy_n=2)
+    truth = json.loads(side.read_text())
+    rows = file_entry(prof, prog)["lines"]
+    check_ratio(prof, prog, truth, {m: rows[n - 1] for m, n in markers(prog).items()},
+                accuracy)
+    out_dir = tmp_path / "out"
+    index = _index(out_dir)
+    busy = [p for p in index["processes"] if p["comm"].startswith("sbpf-bg")]
+    assert len(busy) == 2, index["processes"]
+    for p in busy:
+        facts = json.loads((out_dir / p["profile"]).read_text())["scalene_bpf"]["async"]
+        # About 6 s profiled: 600 looks at a fixed 10 ms, 9 with the
+        # doubling gap (100 ms to 1 s).
+        assert facts["polls"] <= 20 and facts["idle_polls"] == 0, (p["pid"], facts)
+
+
+def test_async_many_loops_under_all(tmp_path, accuracy):
+    """Ten asyncio services that wake all the time beside the 1:3 await
+    program, under --all: looked at every 10 ms their readers would take
+    more than the budget of the await reads (2 % of a CPU), so every live
+    loop is looked at less often (poll_interval_max_ms above 10), and the
+    1:3 program still gets its shares (the looks are samples of where its
+    tasks wait: fewer of them, the same expectation); each service gets
+    its await time, at its `tick` line."""
+    from test_async import check_ratio
+    python = default_interpreter()
+    prog = program("async_ratio.py")
+    side = tmp_path / "truth.json"
+    link = named_interpreter(python, tmp_path, "sbpf-aio")
+    tick_link = named_interpreter(python, tmp_path, "sbpf-tick")
+    ticks = [start_ready([tick_link, program("async_ticks.py")], tmp_path) for _ in range(10)]
+    out_dir = tmp_path / "out"
+    ran = {}
+
+    def during(proc):
+        time.sleep(1.0)
+        p = subprocess.run([str(link), str(prog), "6", str(side)], cwd=str(tmp_path),
+                           env=clean_env(), stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=120)
+        ran["rc"] = p.returncode
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+
+    try:
+        res = invoke(["--all", "--comm", "sbpf-aio", "--comm", "sbpf-tick", "--duration", "120",
+                      "-o", out_dir], cwd=tmp_path, timeout=150, during=during)
+    finally:
+        for p in ticks:
+            p.kill()
+            p.wait()
+    assert res.rc == 0 and ran["rc"] == 0, (res.describe(), ran)
+    index = _index(out_dir)
+    [e] = [p for p in index["processes"] if p["comm"] == "sbpf-aio"]
+    prof = check_compat(out_dir / e["profile"])
+    truth = json.loads(side.read_text())
+    rows = file_entry(prof, prog)["lines"]
+    facts = check_ratio(prof, prog, truth,
+                        {m: rows[n - 1] for m, n in markers(prog).items()}, accuracy)
+    assert facts["poll_interval_max_ms"] > 20, facts
+    tick_prog = program("async_ticks.py")
+    tick_line = markers(tick_prog)["tick"]
+    for t in ticks:
+        [te] = _entries(index, t.pid)
+        tp = check_compat(out_dir / te["profile"])
+        ta = tp["scalene_bpf"]["async"]
+        # Idle nearly all the ~8 s it was followed.
+        assert ta["await_s"] >= 5, (t.pid, ta)
+        # Eleven tasks wait: ten at `tick`, the main one at its gather.
+        row = file_entry(tp, tick_prog)["lines"][tick_line - 1]
+        assert abs(row.get("n_async_await_percent", 0) - 100 * 10 / 11) <= 2, (t.pid, row)
+
+
+def test_idle_asyncio_service(any_python, tmp_path):
+    """An asyncio service that waits all along, started before --all: it
+    never runs, so it has no CPU sample, yet its profile is written with its
+    await time at its await lines (4 tasks: 1 at `long`, 3 at `short`, the
+    main one at `gather`), and it is looked at about once a second, not every
+    10 ms; a sleeping Python process without an event loop gets no profile."""
+    prog = program("async_idle.py")
+    link = named_interpreter(any_python, tmp_path, "sbpf-idle-aio")
+    sleeper_link = named_interpreter(any_python, tmp_path, "sbpf-idle-sl")
+    proc = start_ready([link, prog], tmp_path)
+    sleeper = subprocess.Popen([str(sleeper_link), "-c", "import time; time.sleep(60)"],
+                               env=clean_env(), stdin=subprocess.DEVNULL)
+    out_dir = tmp_path / "out"
+    try:
+        time.sleep(0.3)
+        res = invoke(["--all", "--comm", "sbpf-idle-aio", "--comm", "sbpf-idle-sl",
+                      "--duration", "4", "-o", out_dir], cwd=tmp_path, timeout=60)
+    finally:
+        proc.kill()
+        sleeper.kill()
+        proc.wait()
+        sleeper.wait()
+    assert res.rc == 0, res.describe()
+    index = _index(out_dir)
+    [e] = _entries(index, proc.pid)
+    assert e["profile"], e
+    prof = check_compat(out_dir / e["profile"])
+    facts = prof["scalene_bpf"]["async"]
+    # 4 s: the first look credits nothing, the last second may follow the
+    # last look.
+    assert 2.5 <= facts["await_s"] <= 4.2, facts
+    assert facts["polls"] <= 12, facts
+    rows = file_entry(prof, prog)["lines"]
+    m = markers(prog)
+    got = {k: rows[m[k] - 1].get("n_async_await_percent", 0) for k in ("long", "short", "gather")}
+    # Five tasks wait: the time splits 1 : 3 : 1.
+    for k, want in (("long", 20), ("short", 60), ("gather", 20)):
+        assert abs(got[k] - want) <= 2, (got, facts)
+    [s] = _entries(index, sleeper.pid)
+    assert s["profile"] is None and "no samples" in s["not_profiled"], s
 
 
 def test_interval_and_rotation(any_python, tmp_path):

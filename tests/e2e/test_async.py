@@ -211,10 +211,15 @@ def check_ratio(prof, prog, truth, rows, accuracy):
             truth["concurrency_peak"], (m, ctx)
         check_names(rows[m], truth["task_names"][m], m, ctx)
     # The loop was idle for loop_idle_s: wall less its CPU and its waits for
-    # a CPU (schedstat), which are neither running nor idle.
-    accuracy("scalene_bpf.async.await_s vs loop idle s",
-             round(truth["loop_idle_s"], 3), facts["await_s"], "15%")
-    assert abs(facts["await_s"] / truth["loop_idle_s"] - 1) <= 0.15, ctx
+    # a CPU (schedstat), which are neither running nor idle.  Of that, what
+    # passed before the layout of its tasks was known (measured once per
+    # interpreter build when a loop is first seen, then cached: a fresh
+    # machine's first profile of each) is counted apart, given to no line.
+    before = facts["idle_before_layout_s"]
+    assert before <= 1.0, ctx
+    accuracy("scalene_bpf.async.await_s + idle_before_layout_s vs loop idle s",
+             round(truth["loop_idle_s"], 3), facts["await_s"] + before, "15%")
+    assert abs((facts["await_s"] + before) / truth["loop_idle_s"] - 1) <= 0.15, ctx
     # Waiting is not CPU time: the await lines have (almost) no Python or
     # native time of their own.
     for m in pair:

@@ -122,12 +122,12 @@ static struct facts *full_facts(void)
 	a = &f->async;
 	a->await_ns = 1.5e9;
 	a->await_outside_profiled_files_ns = 0.25e9;
-	a->outside[0] = (struct await_outside){
-		.task = { "lib.py", "serve", 3, 9 }, .waits = { "tasks.py", "sleep", 600, 650 },
-		.ns = 0.05e9 };
-	a->outside[1] = (struct await_outside){
-		.task = { "lib.py", "poll", 20, 25 }, .waits = { "lib.py", "poll", 20, 25 },
-		.ns = 0.125e9 };
+	a->outside[0] = (struct await_outside){ .task = { "lib.py", "serve", 3, 9 },
+						.waits = { "tasks.py", "sleep", 600, 650 },
+						.ns = 0.05e9 };
+	a->outside[1] = (struct await_outside){ .task = { "lib.py", "poll", 20, 25 },
+						.waits = { "lib.py", "poll", 20, 25 },
+						.ns = 0.125e9 };
 	a->noutside = 2;
 	a->outside_other_ns = 0.075e9;
 	a->idle_loop_ns = 2e9;
@@ -150,6 +150,7 @@ static struct facts *full_facts(void)
 	a->max_tasks = 112;
 	a->await_stacks_dropped = 113;
 	a->reader_ns = 0.75e9;
+	a->live_gap_max_ns = 40e6;
 	a->reads = 114;
 	a->read_calls = 115;
 	a->layouts[0] = (struct facts_async_layout){ .pid = 41,
@@ -276,12 +277,12 @@ static void check_async(struct json_object *a)
 	struct json_object *l;
 
 	CHECK_KEYS(a, "method", "await_s", "await_outside_profiled_files_s",
-		   "await_outside_profiled_files", "idle_loop_s",
-		   "idle_loop_without_tasks_s", "idle_after_last_snapshot_s",
-		   "idle_before_layout_s", "loops", "polls", "idle_polls", "idle_unchecked_polls",
-		   "snapshots", "partial_snapshots", "sampled_snapshots", "task_sample",
-		   "task_set_unreadable", "tasks_read", "tasks_unreadable", "tasks_unstarted",
-		   "tasks_resumed", "max_tasks", "await_stacks_dropped", "reader_s", "reads",
+		   "await_outside_profiled_files", "idle_loop_s", "idle_loop_without_tasks_s",
+		   "idle_after_last_snapshot_s", "idle_before_layout_s", "loops", "polls",
+		   "idle_polls", "idle_unchecked_polls", "snapshots", "partial_snapshots",
+		   "sampled_snapshots", "task_sample", "task_set_unreadable", "tasks_read",
+		   "tasks_unreadable", "tasks_unstarted", "tasks_resumed", "max_tasks",
+		   "await_stacks_dropped", "reader_s", "poll_interval_max_ms", "reads",
 		   "read_calls", "layouts", "not_covered");
 	CHECK(strstr(str(a, "method"), "task-set snapshots") != NULL);
 	CHECK(dbl(a, "await_s") == 1.5);
@@ -316,6 +317,7 @@ static void check_async(struct json_object *a)
 	CHECK_EQ_INT(num(a, "max_tasks"), 112);
 	CHECK_EQ_INT(num(a, "await_stacks_dropped"), 113);
 	CHECK(dbl(a, "reader_s") == 0.75);
+	CHECK(dbl(a, "poll_interval_max_ms") == 40);
 	CHECK_EQ_INT(num(a, "reads"), 114);
 	CHECK_EQ_INT(num(a, "read_calls"), 115);
 	CHECK(strstr(str(a, "not_covered"), "uvloop") != NULL);
