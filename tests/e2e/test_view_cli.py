@@ -582,7 +582,7 @@ def test_reference_memory_columns():
     assert f"max footprint {prof['max_footprint_mb']:.1f} MB" in out
     assert re.search(r"avg MB +peak MB +timeline +mem%", out), out
     fd = prof["files"][prof["program"]]
-    checked = 0
+    checked = set()
     for line in fd["lines"]:
         if line["n_malloc_mb"] > 0:
             row = check_numbers(out, line, line["line"].strip())
@@ -593,8 +593,12 @@ def test_reference_memory_columns():
             assert f"{100 * line['n_usage_fraction']:.0f}%" in row
             assert set(spark_of(out, row).strip()) <= BLOCKS | {" "}
             assert spark_of(out, row).strip(), f"no sparkline in {row!r}"
-            checked += 1
-    assert checked == 2
+            checked.add(line["line"].strip())
+    # The program's two allocating lines, and any other line Scalene's
+    # sampling happened to charge (a megabyte on the loop's `for`, in some
+    # runs).
+    assert {"keep.append([j for j in range(1000)])",
+            "bufs.append(bytearray(10 * 1024 * 1024))"} <= checked, checked
 
 
 # --------------------------------------------------------------------------
