@@ -68,6 +68,7 @@ struct hproc {
 	enum session_end_why ended;
 	int exit_status; /* a wait status */
 	double cpu_s, python_s, native_s, system_s, blocked_s;
+	double await_s; /* event-loop idle time credited to awaits */
 	uint64_t samples;
 	double peak_rss_mb; /* < 0: not known */
 	/* --memory: the allocation-probe hits counted for this image, as of
@@ -545,6 +546,7 @@ static void entry_totals(struct hproc *e)
 		e->system_s = 0;
 	e->cpu_s = e->python_s + e->native_s + e->system_s;
 	e->samples = profile__samples(e->profile);
+	e->await_s = profile__await_ns(e->profile) / 1e9;
 }
 
 /* The peak resident set of a live process (VmHWM), in MB; -1 if unknown. */
@@ -607,11 +609,11 @@ static void rotate(struct host *h, struct hproc *e)
 	h->rotated++;
 }
 
-/* A process with something to show: samples, or await time (an asyncio
- * service idle all along has no sample). */
+/* A process with something to show (entry_totals): samples, or await time
+ * (an asyncio service idle all along has no sample). */
 static bool worth_a_profile(const struct hproc *e)
 {
-	return e->samples || (e->profile && profile__await_ns(e->profile) > 0);
+	return e->samples || e->await_s > 0;
 }
 
 static void host_ended(void *ctx, int pid, const struct session_end *end)
@@ -876,6 +878,9 @@ static struct json_object *entry_json(const struct host *h, const struct hproc *
 	json_object_object_add(o, "system_s", json_object_new_double(e->system_s));
 	json_object_object_add(o, "blocked_s", json_object_new_double(e->blocked_s));
 	json_object_object_add(o, "samples", json_object_new_int64((int64_t)e->samples));
+	/* Only with await attribution (on unless --no-async). */
+	if (!h->o->no_async)
+		json_object_object_add(o, "await_s", json_object_new_double(e->await_s));
 	json_object_object_add(o, "peak_rss_mb", num_or_null(e->peak_rss_mb));
 	/* Only with --memory; null: not known (a reused PID's count). */
 	if (h->mem)

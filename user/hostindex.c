@@ -203,6 +203,7 @@ static int read_proc(struct reader *r, struct json_object *o, struct host_proc *
 
 	p->ppid = p->uid = -1;
 	p->peak_rss_mb = -1;
+	p->await_s = -1;
 	if (!json_object_is_type(o, json_type_object))
 		return fail(r, "", "is not an object");
 	err = get_id(r, o, "pid", true, 1, &p->pid);
@@ -237,6 +238,8 @@ static int read_proc(struct reader *r, struct json_object *o, struct host_proc *
 	/* null: unknown, as when absent */
 	if (!err && json_object_object_get_ex(o, "peak_rss_mb", &v) && v)
 		err = get_num(r, o, "peak_rss_mb", false, 0, 1e12, false, &p->peak_rss_mb);
+	if (!err && json_object_object_get_ex(o, "await_s", &v) && v)
+		err = get_num(r, o, "await_s", false, 0, 1e12, false, &p->await_s);
 	return err;
 }
 

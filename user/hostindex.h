@@ -36,6 +36,7 @@ struct host_proc {
 	bool exited, has_exit_code;
 	long long exit_code;
 	double cpu_s, python_s, native_s, system_s, samples;
+	double await_s;	    /* < 0: not measured (--no-async, an older index) */
 	double peak_rss_mb; /* < 0: unknown */
 	/* Set by the views, freed with the index: why the profile cannot be
 	 * shown (missing, malformed), and the file name of its HTML page. */

@@ -1160,6 +1160,7 @@ enum hcol {
 	H_PY,
 	H_NAT,
 	H_SYS,
+	H_AWAIT,
 	H_PEAK,
 	H_SAMPLES,
 	H_EXIT,
@@ -1168,17 +1169,19 @@ enum hcol {
 };
 
 static const char *const hcol_title[H_MAX] = {
-	[H_PID] = "pid",	 [H_NSPID] = "ns pid", [H_VERSION] = "Python",
-	[H_CPU] = "CPU s",	 [H_TOTAL] = "total",  [H_PY] = "python",
-	[H_NAT] = "native",	 [H_SYS] = "system",   [H_PEAK] = "peak MB",
-	[H_SAMPLES] = "samples", [H_EXIT] = "exit",    [H_PROFILE] = "profile",
+	[H_PID] = "pid",	 [H_NSPID] = "ns pid", [H_VERSION] = "Python",	[H_CPU] = "CPU s",
+	[H_TOTAL] = "total",	 [H_PY] = "python",    [H_NAT] = "native",	[H_SYS] = "system",
+	[H_AWAIT] = "await s",	 [H_PEAK] = "peak MB", [H_SAMPLES] = "samples", [H_EXIT] = "exit",
+	[H_PROFILE] = "profile",
 };
 
 /* The columns that go first on a narrow terminal (H_SYS: the split into
  * Python, native and system); pid, CPU s and total stay, and the command
- * keeps at least MIN_SOURCE columns (or a quarter). */
+ * keeps at least MIN_SOURCE columns (or a quarter).  H_AWAIT (seconds of
+ * event-loop idle time credited to awaits) is shown only when a process
+ * has some. */
 static const enum hcol hdrop_order[] = {
-	H_SAMPLES, H_PEAK, H_EXIT, H_SYS, H_VERSION, H_NSPID, H_PROFILE,
+	H_SAMPLES, H_PEAK, H_EXIT, H_AWAIT, H_SYS, H_VERSION, H_NSPID, H_PROFILE,
 };
 
 #define MAX_PROFILE_COLS 40
@@ -1217,7 +1220,7 @@ static void exit_cell(const struct host_proc *p, char *buf, size_t n)
 static void hlayout_make(const struct ctx *c, const struct host_index *hi, struct hlayout *l)
 {
 	char buf[320];
-	bool ns = false;
+	bool ns = false, await = false;
 	size_t i;
 	int min, k;
 
@@ -1225,7 +1228,7 @@ static void hlayout_make(const struct ctx *c, const struct host_index *hi, struc
 		l->w[k] = (int)strlen(hcol_title[k]);
 	l->w[H_CPU] = 7;
 	l->w[H_TOTAL] = l->w[H_PY] = l->w[H_NAT] = l->w[H_SYS] = 6;
-	l->w[H_SAMPLES] = 7;
+	l->w[H_SAMPLES] = l->w[H_AWAIT] = 7;
 	l->w[H_EXIT] = 8;
 	for (i = 0; i < hi->nprofiled; i++) {
 		const struct host_proc *p = &hi->procs[i];
@@ -1235,12 +1238,15 @@ static void hlayout_make(const struct ctx *c, const struct host_index *hi, struc
 		snprintf(buf, sizeof(buf), "%lld", p->ns_pid);
 		l->w[H_NSPID] = max_cols(l->w[H_NSPID], buf);
 		ns |= p->ns_pid != p->pid;
+		await |= p->await_s > 0;
 		l->w[H_VERSION] = max_cols(l->w[H_VERSION], p->python ? p->python : "-");
 		profile_cell(p, buf, sizeof(buf));
 		l->w[H_PROFILE] = max_cols(l->w[H_PROFILE], buf);
 	}
 	if (!ns)
 		l->w[H_NSPID] = 0;
+	if (!await)
+		l->w[H_AWAIT] = 0;
 	if (l->w[H_VERSION] > 10)
 		l->w[H_VERSION] = 10;
 	if (l->w[H_PROFILE] > MAX_PROFILE_COLS)
@@ -1302,6 +1308,9 @@ static void host_proc_row(struct ctx *c, const struct hlayout *l, const struct h
 		cell_num_gap(c, &r, l->w[H_NAT], nat, 1, "%", pct_style(nat, SGR_NATIVE));
 	if (l->w[H_SYS])
 		cell_num_gap(c, &r, l->w[H_SYS], sys, 1, "%", pct_style(sys, SGR_SYSTEM));
+	if (l->w[H_AWAIT])
+		cell_num_gap(c, &r, l->w[H_AWAIT], p->await_s > 0 ? p->await_s : 0, 2, "",
+			     SGR_AWAIT);
 	if (l->w[H_PEAK] && p->peak_rss_mb < 0)
 		cell_right(c, &r, l->w[H_PEAK], "?");
 	else if (l->w[H_PEAK])

@@ -832,6 +832,8 @@ static struct json_object *host_proc_model(const struct host_proc *p, size_t ran
 	add(r, "py", num(p->python_s * share));
 	add(r, "c", num(p->native_s * share));
 	add(r, "sys", num(p->system_s * share));
+	if (p->await_s > 0)
+		add(r, "await", num(p->await_s));
 	add(r, "peak", p->peak_rss_mb >= 0 ? num(p->peak_rss_mb) : NULL);
 	add(r, "samples", integer(p->samples));
 	add(r, "exit", json_object_new_string(exit));

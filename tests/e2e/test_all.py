@@ -9,6 +9,7 @@ interpreter: the kernel names a process after the file it executed), so that
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -52,11 +53,14 @@ def _entries(index, pid):
     return [p for p in index["processes"] if p["pid"] == pid]
 
 
-def _view(out_dir):
+def _view(out_dir, columns=None):
     """`scalene-bpf view --cli DIR`: its output (it must succeed)."""
+    env = clean_env()
+    if columns:
+        env["COLUMNS"] = str(columns)
     p = subprocess.run([str(BIN), "view", "--cli", str(out_dir)],
                        capture_output=True, text=True, timeout=60,
-                       env=clean_env(), stdin=subprocess.DEVNULL)
+                       env=env, stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr
     return p.stdout
 
@@ -578,6 +582,13 @@ def test_idle_asyncio_service(any_python, tmp_path):
         assert abs(got[k] - want) <= 2, (got, facts)
     [s] = _entries(index, sleeper.pid)
     assert s["profile"] is None and "no samples" in s["not_profiled"], s
+    # The host's view: the await seconds in the index and in a column of
+    # its own (none of the CPU columns has a number for this process).
+    assert abs(e["await_s"] - facts["await_s"]) <= 0.01, (e, facts)
+    out = _view(out_dir, columns=200)
+    assert re.search(r"\bawait s\b", out), out
+    [row] = [ln for ln in out.splitlines() if ln.lstrip().startswith(f"{proc.pid} ")]
+    assert f"{e['await_s']:.2f}" in row, (row, e)
 
 
 def test_interval_and_rotation(any_python, tmp_path):

@@ -99,7 +99,8 @@ def index_of(made, **top):
                        native_s=0, system_s=0, samples=10, exited=False,
                        peak_rss_mb=None, ns_pid=4))
     procs.append(entry(505, "bad.py", made[101][2], cpu_s=0.02, python_s=0.0,
-                       native_s=0.02, system_s=0, samples=20, exit_code=3))
+                       native_s=0.02, system_s=0, samples=20, exit_code=3,
+                       await_s=1.25))
     procs.append(entry(606, "evil.py", made[101][2], cpu_s=0.03, python_s=0.0,
                        native_s=0, system_s=0.03, samples=30,
                        profile="../escape.json"))
@@ -198,6 +199,11 @@ def test_terminal_view(made, tmp_path):
     assert re.search(r"\b4\b", by_pid[404].split("python3")[0]), by_pid[404]
     assert "404-gone.json (missing)" in by_pid[404] and "running" in by_pid[404]
     assert "exit 3" in by_pid[505] and "505-bad.json" in by_pid[505]
+    # An await column, since one process has await time: blank for the
+    # others.
+    head = next(ln for ln in out.splitlines() if ln.lstrip().startswith("pid "))
+    assert "await s" in head, head
+    assert re.search(r"\s1\.25\s", by_pid[505]), by_pid[505]
     assert "(name refused)" in by_pid[606] and "escape" not in by_pid[606]
     assert re.search(r" \?\s", by_pid[404]), "unknown peak RSS not shown as ?"
     assert "101-busy.json" in by_pid[101] and "12.5" in by_pid[101]
@@ -338,6 +344,8 @@ def test_host_page(made, tmp_path):
     by_pid = {int(r["cells"]["pid"]): r for r in rows}
     assert "missing" in by_pid[404]["problem"]
     assert by_pid[404]["cells"]["peak"] == "?"
+    assert by_pid[505]["cells"]["await"] == "1.25"
+    assert by_pid[101]["cells"]["await"] == ""
     assert by_pid[404]["cells"]["ns_pid"] == "4"
     assert "truncated JSON" in by_pid[505]["problem"]
     assert "refused" in by_pid[606]["problem"]

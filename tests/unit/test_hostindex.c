@@ -34,7 +34,8 @@ static const char good[] =
 	"   \"cmdline\": [\"python3\", \"app.py\", \"--port\", \"80\"], \"python\": \"3.12.1\","
 	"   \"profile\": \"4242-python3.json\", \"started_s\": 0.0, \"exited\": true,"
 	"   \"exit_code\": 0, \"cpu_s\": 3.21, \"python_s\": 2.0, \"native_s\": 1.0,"
-	"   \"system_s\": 0.21, \"samples\": 3210, \"peak_rss_mb\": 45.2, \"not_profiled\": null},"
+	"   \"system_s\": 0.21, \"samples\": 3210, \"await_s\": 1.5, \"peak_rss_mb\": 45.2,"
+	"   \"not_profiled\": null},"
 	"  {\"pid\": 555, \"ns_pid\": 555, \"comm\": \"python3.8\", \"cmdline\": [],"
 	"   \"python\": null, \"profile\": null, \"exited\": false,"
 	"   \"not_profiled\": \"Python 3.8 is not supported\"},"
@@ -106,12 +107,13 @@ static void test_good(void)
 	CHECK_EQ_STR(p->profile, "4242-python3.json");
 	CHECK(p->exited && p->has_exit_code && p->exit_code == 0);
 	CHECK(p->cpu_s == 3.21 && p->python_s == 2.0 && p->native_s == 1.0 && p->system_s == 0.21 &&
-	      p->samples == 3210 && p->peak_rss_mb == 45.2);
+	      p->samples == 3210 && p->peak_rss_mb == 45.2 && p->await_s == 1.5);
 	CHECK(!p->not_profiled);
 	p = &hi->procs[0];
 	CHECK_EQ_INT(p->ns_pid, 77); /* absent: the pid */
 	CHECK_EQ_INT(p->ppid, -1);
 	CHECK(p->peak_rss_mb < 0); /* null: unknown */
+	CHECK(p->await_s < 0);	   /* absent: not measured */
 	CHECK(!p->exited);
 	p = &hi->procs[2];
 	CHECK_EQ_STR(p->not_profiled, "Python 3.8 is not supported");
@@ -172,6 +174,7 @@ static void test_wrong_types_and_missing(void)
 	refused(parse_with(0, "samples", "-1"), "processes[0].samples is out of range");
 	refused(parse_with(0, "exited", "1"), "processes[0].exited is not true or false");
 	refused(parse_with(0, "exit_code", "\"0\""), "processes[0].exit_code is not a number");
+	refused(parse_with(0, "await_s", "-2"), "processes[0].await_s is out of range");
 	refused(parse_with(0, "peak_rss_mb", "\"big\""),
 		"processes[0].peak_rss_mb is not a number");
 	refused(parse_with(1, "not_profiled", "5"),

@@ -766,6 +766,10 @@ function hostProcesses() {
 	c.push({ k: 'py', label: 'Python', v: function (r) { return num(r.py); }, show: function (r) { return pct(r.py); } });
 	c.push({ k: 'c', label: 'Native', v: function (r) { return num(r.c); }, show: function (r) { return pct(r.c); } });
 	c.push({ k: 'sys', label: 'System', v: function (r) { return num(r.sys); }, show: function (r) { return pct(r.sys); } });
+	if (rows.some(function (r) { return num(r.await) > 0; }))
+		c.push({ k: 'await', label: 'Await s', title: 'event-loop idle time credited to the awaits of its tasks',
+			 v: function (r) { return num(r.await); },
+			 show: function (r) { return num(r.await) > 0 ? fix(r.await, 2) : ''; } });
 	c.push({ k: 'peak', label: 'Peak RSS MB', v: function (r) { return typeof r.peak === 'number' ? r.peak : -1; },
 		 show: function (r) { return typeof r.peak === 'number' ? fix(r.peak, 1) : '?'; } });
 	c.push({ k: 'samples', label: 'Samples', v: function (r) { return num(r.samples); }, show: function (r) { return count(r.samples); } });
