@@ -612,7 +612,22 @@ def render_gui(path, timeout=RENDER_TIMEOUT, screenshot=None, settle=1.0):
 
     Returns a dict: seconds, tables, rows, title, ignored (noise seen),
     console (non-error console lines, at most 20).
+
+    A browser that never answers its first command (it hung while
+    starting, as a loaded machine sometimes sees) is replaced by a new one,
+    once; the profile has not been looked at yet.
     """
+    try:
+        return _render_gui(path, timeout, screenshot, settle)
+    except _NoStart:
+        return _render_gui(path, timeout, screenshot, settle, last=True)
+
+
+class _NoStart(Exception):
+    """Chromium did not answer its first command."""
+
+
+def _render_gui(path, timeout, screenshot, settle, last=False):
     t0 = time.monotonic()
     binary = find_chromium()
     if not binary:
@@ -657,6 +672,8 @@ def render_gui(path, timeout=RENDER_TIMEOUT, screenshot=None, settle=1.0):
     except AssertionError:
         raise
     except Exception as e:  # EOFError, TimeoutError, OSError, bad reply...
+        if isinstance(e, _NoStart) and not last:
+            raise
         chlog = ""
         try:
             with open(os.path.join(tmp, "chromium.log"), "rb") as f:
@@ -685,8 +702,11 @@ def render_gui(path, timeout=RENDER_TIMEOUT, screenshot=None, settle=1.0):
 
 def _drive(cdp, html, path, timeout, t0, screenshot, settle):
     deadline = t0 + timeout
-    target = cdp.call("Target.createTarget", {"url": "about:blank"},
-                      timeout=CHROMIUM_START_TIMEOUT)["targetId"]
+    try:
+        target = cdp.call("Target.createTarget", {"url": "about:blank"},
+                          timeout=CHROMIUM_START_TIMEOUT)["targetId"]
+    except TimeoutError as e:
+        raise _NoStart(str(e)) from e
     sess = cdp.call("Target.attachToTarget",
                     {"targetId": target, "flatten": True})["sessionId"]
     for m in ("Runtime.enable", "Log.enable", "Page.enable",
