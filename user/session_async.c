@@ -55,7 +55,6 @@ void sasync_stop(struct tproc *tp)
 	if (tp->aw) {
 		pyasync__flush(tp->aw);
 		tp->async_final = *pyasync__stats(tp->aw);
-		tp->has_async_final = true;
 		async_add(&tp->session->async_retired, pyasync__stats(tp->aw));
 		pyasync__free(tp->aw);
 		tp->aw = NULL;
@@ -101,7 +100,7 @@ void sasync_start(struct session *s, struct tproc *tp)
 	if (!s->async_waits || tp->aw)
 		return;
 	tp->session = s;
-	tp->has_async_final = false;
+	memset(&tp->async_final, 0, sizeof(tp->async_final));
 	/* System-wide, the gap doubles while no loop is seen (host_poll). */
 	tp->async_gap_ns = ASYNC_POLL_NS;
 	tp->async_active_ns = 0;
@@ -362,16 +361,14 @@ void sasync_active(struct session *s, struct tproc *tp, uint64_t ts)
 /* scalene_bpf.async: how the await fields were measured, and what it cost. */
 void sasync_facts(struct session *s, const struct tproc *one, struct facts_async *o)
 {
-	struct pyasync_stats t = one ? (struct pyasync_stats){ 0 } : s->async_retired;
+	struct pyasync_stats t = s->async_retired;
 	const struct profile *p = one ? tp_profile(s, one) : s->profile;
 	size_t it = 0;
 	int i;
 	void *v;
 
-	if (one && one->aw)
-		t = *pyasync__stats(one->aw);
-	else if (one && one->has_async_final)
-		t = one->async_final;
+	if (one)
+		t = one->aw ? *pyasync__stats(one->aw) : one->async_final;
 	while (!one && hmap__next(s->procs, &it, NULL, &v)) {
 		const struct tproc *tp = v;
 

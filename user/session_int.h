@@ -68,13 +68,12 @@ struct tproc {
 	 * when its last sample (CPU or off-CPU) was taken; the last look;
 	 * whether an idle event loop was ever seen in it.  async_final: its
 	 * reader's counts, kept when the reader is freed at the end of the
-	 * image, before its profile is written. */
+	 * image, before its profile is written (zero before). */
 	uint64_t async_gap_ns;
 	uint64_t async_active_ns;
 	uint64_t async_polled_ns; /* the last look */
 	bool async_loop_seen;
 	struct pyasync_stats async_final;
-	bool has_async_final;
 	/* System-wide: the process's own profile (the host's), and its root
 	 * and working directory held open (O_PATH) so that its files can be
 	 * read after it exits; -1 when not open. */

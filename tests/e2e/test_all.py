@@ -376,8 +376,9 @@ def _background(tmp_path, n=10):
 
 
 def _under_all(tmp_path, argv, opts=(), busy_n=10):
-    """Runs argv during `--all` (no filter) with busy_n busy Python processes
-    beside it; its entry in the index and its profile."""
+    """Runs argv during `--all` (and opts: no filter unless they give one)
+    with busy_n busy Python processes beside it; its entry in the index and
+    its profile."""
     busy = _background(tmp_path, busy_n)
     out_dir = tmp_path / "out"
     ran = {}
@@ -501,29 +502,15 @@ def test_async_many_loops_under_all(tmp_path, accuracy):
     link = named_interpreter(python, tmp_path, "sbpf-aio")
     tick_link = named_interpreter(python, tmp_path, "sbpf-tick")
     ticks = [start_ready([tick_link, program("async_ticks.py")], tmp_path) for _ in range(10)]
-    out_dir = tmp_path / "out"
-    ran = {}
-
-    def during(proc):
-        time.sleep(1.0)
-        p = subprocess.run([str(link), str(prog), "6", str(side)], cwd=str(tmp_path),
-                           env=clean_env(), stdin=subprocess.DEVNULL,
-                           capture_output=True, timeout=120)
-        ran["rc"] = p.returncode
-        time.sleep(0.3)
-        proc.send_signal(signal.SIGINT)
-
     try:
-        res = invoke(["--all", "--comm", "sbpf-aio", "--comm", "sbpf-tick", "--duration", "120",
-                      "-o", out_dir], cwd=tmp_path, timeout=150, during=during)
+        _, prof = _under_all(tmp_path, [link, prog, "6", side],
+                             opts=["--comm", "sbpf-aio", "--comm", "sbpf-tick"], busy_n=0)
     finally:
         for p in ticks:
             p.kill()
             p.wait()
-    assert res.rc == 0 and ran["rc"] == 0, (res.describe(), ran)
+    out_dir = tmp_path / "out"
     index = _index(out_dir)
-    [e] = [p for p in index["processes"] if p["comm"] == "sbpf-aio"]
-    prof = check_compat(out_dir / e["profile"])
     truth = json.loads(side.read_text())
     rows = file_entry(prof, prog)["lines"]
     facts = check_ratio(prof, prog, truth,
