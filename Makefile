@@ -138,8 +138,14 @@ fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
 	tools/fuzz-run $(OUT) $(FUZZ_SECONDS) keep
 
+# A library whose constructor holds a program back before its interpreter
+# starts (SLOW_START_MS), for the end-to-end tests of a slow start.
+SLOW_START_SO	:= $(OUT)/tests/libslowstart.so
+$(SLOW_START_SO): tests/e2e/programs/slow_start.c | $(OUT)/tests
+	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -o $@ $<
+
 .PHONY: unit-tests
-unit-tests: $(UNIT_BINS) $(BPFHOST_BINS)
+unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO)
 
 # `make test`: unit tests (no root), host-compiled BPF walker tests, then the
 # end-to-end suite (root; skipped with a message otherwise).  The last line is
@@ -166,7 +172,7 @@ check: all unit-tests fuzz-build
 # `make e2e K=expr`: the end-to-end tests whose names match pytest's -k
 # expression (all of them without K); root.
 .PHONY: e2e
-e2e: all test-venv
+e2e: all test-venv $(SLOW_START_SO)
 	$(OUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e $(if $(K),-k "$(K)")
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and

@@ -399,6 +399,7 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 
 	if (!tp->first_try_ns)
 		tp->first_try_ns = now;
+	tp->last_try_ns = now;
 	t0 = mono_ns();
 	err = python__detect_cached(tp->pid, &pp, s->elves, tp->why, sizeof(tp->why));
 	pr_debug("process %d: detection took %.2f ms\n", tp->pid, (mono_ns() - t0) / 1e6);
@@ -436,6 +437,24 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 		s->host->skipped(s->host->ctx, tp->pid, tp->why);
 		let_go(s, tp);
 	}
+}
+
+/*
+ * A record from a process still being recognised (BPF had no layout to walk
+ * its stack with): it is running, so it is tried again DETECT_RETRY_NS after
+ * its last try rather than at its backed-off time.  A program slow to start
+ * (a loaded machine, a slow library constructor) would otherwise be
+ * recognised up to twice as late as it was ready, and its allocations in
+ * between, which cannot be walked later, would all be outside Python.
+ */
+static void detect_soon(struct session *s, struct tproc *tp)
+{
+	uint64_t at = tp->last_try_ns + DETECT_RETRY_NS;
+
+	if (tp->state != TP_DETECTING || tp->exited || at >= tp->next_try_ns)
+		return;
+	tp->next_try_ns = at;
+	session_due(s, at);
 }
 
 static void drain_counts(struct session *s, int which);
@@ -626,6 +645,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->parent_space = 0;
 	tp->space = s->next_space++;
 	tp->first_try_ns = 0;
+	tp->last_try_ns = 0;
 	tp->next_try_ns = 0;
 	tp->retry_ns = 0;
 	tp->tries = 0;
@@ -985,6 +1005,8 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->samples_unknown_proc += count;
 		return;
 	}
+	if (ev->status == WALK_NO_CONFIG)
+		detect_soon(s, tp);
 	p = tp_profile(s, tp);
 	if (!p) {
 		/* System-wide: not known as Python yet, or let go. */

@@ -46,7 +46,7 @@ struct tproc {
 	uint64_t parent_space; /* the parent's, for code objects inherited at fork */
 	struct py_proc pp;
 	struct usyms *usyms;
-	uint64_t next_try_ns, first_try_ns, retry_ns;
+	uint64_t next_try_ns, first_try_ns, last_try_ns, retry_ns;
 	unsigned int tries;	/* at recognising this image, so far */
 	uint64_t recognised_ns; /* when it was found to be Python */
 	uint64_t last_refresh_ns;

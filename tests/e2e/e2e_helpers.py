@@ -29,6 +29,8 @@ PROGRAMS = HERE / "programs"
 # The binary under test: the one `make` builds, unless $SCALENE_BPF names
 # another.
 BIN = Path(os.environ.get("SCALENE_BPF") or REPO / "scalene-bpf")
+# What `make` builds beside it (the test helpers under tests/).
+BUILD = REPO / "build"
 
 sys.path.insert(0, str(REPO / "tests" / "compat"))
 import scalene_compat as compat  # noqa: E402

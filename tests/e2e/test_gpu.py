@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (REPO, clean_env, default_interpreter, file_entry,
+from e2e_helpers import (BUILD, clean_env, default_interpreter, file_entry,
                          finish, invoke, markers, profile_run, program)
 
-BUILD = REPO / "build"
 FAKE_CUPTI = BUILD / "tests" / "fakecupti" / "libcupti.so.13"
 GPU_LIB = BUILD / "gpu" / "libscalene-bpf-gpu.so"
 
@@ -242,7 +241,7 @@ def test_attach_nvml_sampling(tmp_path, mode):
     assert busy["n_gpu_avg_memory_mb"] >= 0.8 * 512, busy
     assert idle["n_gpu_avg_memory_mb"] <= 0.2 * 512, idle
     # The views say where the numbers come from.
-    view = subprocess.run([str(REPO / "build" / "scalene-bpf"), "view", "--cli",
+    view = subprocess.run([str(BUILD / "scalene-bpf"), "view", "--cli",
                            str(tmp_path / "profile.json")],
                           capture_output=True, text=True, timeout=60,
                           env=clean_env(), stdin=subprocess.DEVNULL)

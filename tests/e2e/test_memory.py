@@ -31,7 +31,7 @@ import subprocess
 
 import pytest
 
-from e2e_helpers import (BIN, clean_env, compat, file_entry, finish, invoke,
+from e2e_helpers import (BIN, BUILD, clean_env, compat, file_entry, finish, invoke,
                          markers, profile_run, program, sampled_mb_range, STRAY_MB)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
@@ -229,6 +229,25 @@ def test_threads_and_native_threads(python, tmp_path, accuracy):
     accuracy("pthread (no Python) MB", made["raw_mb"],
              round(p["native_allocations_mb"], 1), "5%")
     assert within(p["native_allocations_mb"], made["raw_mb"], 0.05), ctx
+
+
+def test_slow_start(python, tmp_path):
+    """A program whose interpreter is ready late (held back 300 ms before
+    it starts, as a loaded machine or a slow library constructor does) has
+    its first lines' allocations all the same.  Its records before that
+    show it running, and it is tried again at once: on the backed-off
+    schedule alone it was recognised about twice as late as it was ready,
+    after every allocation here (all of them counted outside Python)."""
+    prog = program("mem_threads.py")
+    side = tmp_path / "made.json"
+    env = clean_env({"LD_PRELOAD": str(BUILD / "tests" / "libslowstart.so"),
+                     "SLOW_START_MS": "300"})
+    res = profile_run(python, prog, [side], tmp=tmp_path, env=env)
+    p, made = res.profile, json.loads(side.read_text())
+    ctx = describe(p, prog)
+    assert within(line_churn(p, prog, "gil_free"), made["gil_free_mb"], 0.05), ctx
+    # Start-up's own allocations before the interpreter was ready: a few MB.
+    assert p["scalene_bpf"]["memory"]["profiled"]["not_python_mb"] < 20, ctx
 
 
 def test_leak_flagged_churn_not(python, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, REPO, RUN_TIMEOUT, bpf_snapshot, check_compat,
+from e2e_helpers import (BIN, BUILD, RUN_TIMEOUT, bpf_snapshot, check_compat,
                          check_no_bpf_left, clean_env, file_entry, finish, function_time, hot_lines, invoke, line_time,
                          markers, profile_run, program, runnable_by, sudo_env)
 
@@ -220,7 +220,7 @@ def test_capabilities_without_root(user_python, user_dir):
     bindir = os.path.join(d, "bin")
     os.makedirs(os.path.join(bindir, "build", "sampler"))
     shutil.copy(BIN, os.path.join(bindir, "scalene-bpf"))
-    sampler = REPO / "build" / "sampler" / "libscalene-bpf-sampler.so"
+    sampler = BUILD / "sampler" / "libscalene-bpf-sampler.so"
     shutil.copy(sampler, os.path.join(bindir, "build", "sampler"))
     for root, dirs, files in os.walk(d):
         for n in dirs + files:
