@@ -1179,6 +1179,11 @@ static bool uses_uvloop(int pid)
 	return found;
 }
 
+uint64_t pyasync__last_poll_ns(const struct pyasync *a)
+{
+	return a->last_poll_ns;
+}
+
 bool pyasync__uvloop(const struct pyasync *a)
 {
 	return a->st.uvloop;

@@ -77,6 +77,8 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 void pyasync__free(struct pyasync *a);
 void pyasync__set_layout(struct pyasync *a, const struct pyasync_layout *l);
 bool pyasync__has_layout(const struct pyasync *a);
+/* When the loops were last looked at (pyasync__poll's now_ns), 0 before. */
+uint64_t pyasync__last_poll_ns(const struct pyasync *a);
 /* uvloop runs in the process: its waiting is not seen. */
 bool pyasync__uvloop(const struct pyasync *a);
 /* One poll; now_ns is CLOCK_MONOTONIC.  A loop found idle was idle since

@@ -104,7 +104,6 @@ void sasync_start(struct session *s, struct tproc *tp)
 	/* System-wide, the gap doubles while no loop is seen (host_poll). */
 	tp->async_gap_ns = ASYNC_POLL_NS;
 	tp->async_active_ns = 0;
-	tp->async_polled_ns = 0;
 	tp->async_loop_seen = false;
 	tp->aw = pyasync__new(&tp->pp, tp_profile(s, tp), async_resolve, tp);
 	if (!tp->aw) {
@@ -250,8 +249,9 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	/* An exec'ed process ran at its exec (start_ns); one found running
 	 * at the start of the run has only its samples to say so. */
 	uint64_t lately = tp->async_active_ns > tp->start_ns ? tp->async_active_ns : tp->start_ns;
-	bool ran = tp->async_active_ns > tp->async_polled_ns;
-	bool known_idle = !ran && now >= tp->async_polled_ns + COUNTS_DRAIN_NS;
+	uint64_t polled = pyasync__last_poll_ns(tp->aw);
+	bool ran = tp->async_active_ns > polled;
+	bool known_idle = !ran && now >= polled + COUNTS_DRAIN_NS;
 	uint64_t max_gap = 0;
 	int r;
 
@@ -272,11 +272,10 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 									      : ASYNC_QUIET_POLL_NS;
 	/* Without an event loop and not running: nothing to look at until
 	 * it runs (sasync_active), since it cannot start a loop without. */
-	if (r != 1 && tp->async_polled_ns && known_idle)
+	if (r != 1 && polled && known_idle)
 		tp->next_async_ns = UINT64_MAX;
 	else
 		tp->next_async_ns = now + tp->async_gap_ns;
-	tp->async_polled_ns = now;
 	return r;
 }
 
@@ -349,7 +348,7 @@ void sasync_active(struct session *s, struct tproc *tp, uint64_t ts)
 		tp->async_active_ns = ts;
 	if (tp->async_loop_seen)
 		tp->async_gap_ns = s->async_live_gap_ns;
-	at = tp->async_polled_ns + tp->async_gap_ns;
+	at = pyasync__last_poll_ns(tp->aw) + tp->async_gap_ns;
 	if (at < ts)
 		at = ts;
 	if (tp->next_async_ns > at) {

@@ -71,7 +71,6 @@ struct tproc {
 	 * image, before its profile is written (zero before). */
 	uint64_t async_gap_ns;
 	uint64_t async_active_ns;
-	uint64_t async_polled_ns; /* the last look */
 	bool async_loop_seen;
 	struct pyasync_stats async_final;
 	/* System-wide: the process's own profile (the host's), and its root
