@@ -123,6 +123,7 @@ enum stat_id {
 	STAT_WALK_NOT_A_FRAME,	 /* walks stopped at a caller that was not a frame */
 	STAT_OFFCPU_WORK_FAILED, /* off-CPU task work that could not be queued */
 	STAT_OFFCPU_NS,		 /* time spent making off-CPU records, ns */
+	STAT_CODE_FREED,	 /* code objects freed (the probe on their deallocator) */
 	STAT_MAX,
 };
 
@@ -157,7 +158,11 @@ struct py_walk_cfg {
 	__u16 ts_stack_top;   /* datastack_top (3.11+) */
 	__u16 chunk_data;     /* _PyStackChunk.data (3.11+) */
 	__u16 cframe_prev;    /* _PyCFrame.previous (3.11/3.12), else 0xffff */
-	__u16 pad_cfg[2];
+	/* Code objects' first lines and identities are kept from one walk to
+	 * the next (struct pywalk_owner): the loader has a probe on the
+	 * interpreter's code-object deallocator, which empties what is kept. */
+	__u16 code_cache;
+	__u16 pad_cfg;
 	__u32 ntext;		       /* ranges used in text[] */
 	__u64 call_ops[4];	       /* CALL-family opcodes: bit n of word n / 64 (pyoffsets) */
 	__u64 text[PY_TEXT_RANGES][2]; /* the interpreter's code: [start, end) */

@@ -113,6 +113,10 @@ const volatile __u8 probe_check = 0;
 const volatile __u8 aggregate = 0;
 /* The epoch counts go into, moved on by the loader at each drain. */
 volatile __u32 agg_epoch = 0;
+/* Code objects freed in the interpreters that have the probe below: a walk
+ * keeps the code objects it read for the next walk of its process while
+ * this stays the same (struct pywalk_owner). */
+volatile __u64 code_gen = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -251,8 +255,14 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		status = WALK_BUSY;
 		stat_inc(STAT_WALK_BUSY);
 	} else {
+		struct pywalk_owner own = {
+			.proc = (__u64)task->tgid << 32 | p->gen,
+			.start = p->start_time,
+			.code_gen = code_gen,
+		};
+
 		w->busy = 1;
-		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none,
+		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none, &own,
 				       ev->frames, &n, &elided, &w->s);
 		if (status == WALK_READ_FAILED)
 			stat_inc(STAT_WALK_READ_FAILED);
@@ -995,6 +1005,18 @@ static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 s
 	if (!p)
 		return 0;
 	return mem_record(p, task, NULL, mode, bytes, addr, size, flags);
+}
+
+/* At the entry of an interpreter's code-object deallocator (PyCode_Type's
+ * tp_dealloc), before the object's memory can be used again: what any walk
+ * kept of code objects is forgotten.  Counted for every process that maps
+ * the interpreter, followed or not, which errs on the safe side. */
+SEC("uprobe")
+int on_code_dealloc(struct pt_regs *ctx)
+{
+	__sync_fetch_and_add(&code_gen, 1);
+	stat_inc(STAT_CODE_FREED);
+	return 0;
 }
 
 SEC("uprobe")

@@ -65,8 +65,18 @@ static __always_inline __u32 pywalk_masked(__u32 off, __u32 mask)
  * down to 8) to the end of co_name. */
 #define CODE_BUF 128
 
-/* Code objects remembered during one walk: a power of two. */
-#define WALK_MEMO 8
+/* Code objects remembered during a walk, or from one walk to the next of
+ * the same process (struct pywalk_owner): 1 << WALK_MEMO_BITS. */
+#define WALK_MEMO_BITS 5
+#define WALK_MEMO (1u << WALK_MEMO_BITS)
+
+/* A code object's slot in the memo: a multiplicative hash of its address,
+ * as objects of one size class sit at a fixed stride (256 bytes apart would
+ * share two slots by their low bits alone). */
+static __always_inline __u32 pywalk_memo_slot(__u64 code)
+{
+	return (__u32)(((code >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - WALK_MEMO_BITS));
+}
 
 struct pywalk_scratch {
 	/* Frames as read: [0, WIN_BUF) a window of the data stack holding
@@ -81,11 +91,14 @@ struct pywalk_scratch {
 	 * stack_hi): frames in there are read with the window.  Empty when
 	 * not known (<= 3.10, a read that failed). */
 	__u64 stack_lo, stack_hi;
-	/* Code objects this walk has read, by address (emptied per walk). */
+	/* Code objects read, by address: by this walk, or by earlier walks
+	 * of the process that memo_owner names (see struct pywalk_owner). */
 	struct pywalk_memo {
 		__u64 code;
+		__u64 cc; /* <= 3.10: co_code, the bytes object */
 		__u32 tag, ident;
 	} memo[WALK_MEMO];
+	__u64 memo_owner[3];
 	/* Out: the address of the innermost frame's current instruction (its
 	 * code unit), 0 when there is none (no frame, a shim, a frame that has
 	 * not started).  See pywalk_at_call(). */
@@ -373,17 +386,18 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	 * the walk read this code object already (recursion, a wrapper's
 	 * code in several frames): every frame of the thread's stack holds
 	 * its code object, so the address cannot have changed hands during
-	 * the walk.
+	 * the walk.  Nor since an earlier walk of the owner's, while no code
+	 * object was freed (pywalk_begin).
 	 * verifier: no branch on its outcome (a failed read zeroes the
 	 * buffer) and no variable byte offset for the line (co_fl is 0
 	 * or 4: a shift picks it), or the walk stops verifying. */
-	memo = &s->memo[(code >> 4) & (WALK_MEMO - 1)];
+	memo = &s->memo[pywalk_memo_slot(code) & (WALK_MEMO - 1)];
 	if (shim) {
 		/* A shim names no code of the program (3.12+: the
 		 * interpreter's trampoline): nothing to read. */
 		out->tag = 0;
 		out->ident = 0;
-	} else if (!l->innermost && memo->code == code) {
+	} else if (memo->code == code) {
 		out->tag = memo->tag;
 		out->ident = memo->ident;
 	} else {
@@ -391,7 +405,10 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 		out->tag = (__u32)(*(__u64 *)&s->code[0] >> (l->co_fl * 8));
 		out->ident = code_ident(*(__u64 *)&s->code[pywalk_masked(l->co_fn, CODE_BUF - 8)],
 					*(__u64 *)&s->code[pywalk_masked(l->co_nm, CODE_BUF - 8)]);
-		memo->code = code;
+		/* (A failed read, all zero, is not kept.) */
+		memo->code = out->ident ? code : 0;
+		memo->cc =
+			l->has_cc ? *(__u64 *)&s->code[pywalk_masked(l->co_cc, CODE_BUF - 8)] : 0;
 		memo->tag = out->tag;
 		memo->ident = out->ident;
 	}
@@ -401,8 +418,7 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 		if (c->minor >= 11)
 			s->instr = ip;
 		else if (l->has_cc)
-			s->instr = *(__u64 *)&s->code[pywalk_masked(l->co_cc, CODE_BUF - 8)] +
-				   c->bytes_sval + (__u32)off;
+			s->instr = memo->cc + c->bytes_sval + (__u32)off;
 	}
 	out->code = shim ? 0 : code;
 	out->offset = off;
@@ -410,9 +426,26 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	return WALK_OK;
 }
 
+/*
+ * Whose code objects a walk may take from earlier walks: a process (tgid
+ * and image, and its start for a PID used again) while no code object was
+ * freed on the host (code_gen, counted by the probe on the interpreter's
+ * deallocator).  A code object of the stack being walked is alive, so the
+ * same address with the same count means the same object.  NULL, or a
+ * configuration without that probe: only within the walk.
+ */
+struct pywalk_owner {
+	__u64 proc;	/* tgid << 32 | image */
+	__u64 start;	/* the process's start */
+	__u64 code_gen; /* code objects freed on the host so far */
+};
+
 /* What one walk starts from: nothing found yet, and nothing of an earlier
- * walk's reads (window, data stack bounds, code objects) taken as this one's. */
-static __always_inline void pywalk_begin(struct pywalk_scratch *s, __u32 *nframes, __u32 *elided)
+ * walk's reads (window, data stack bounds) taken as this one's; its code
+ * objects too, unless the owner is the same and none was freed since. */
+static __always_inline void pywalk_begin(const struct py_walk_cfg *c,
+					 const struct pywalk_owner *own, struct pywalk_scratch *s,
+					 __u32 *nframes, __u32 *elided)
 {
 	*nframes = 0;
 	*elided = 0;
@@ -421,7 +454,14 @@ static __always_inline void pywalk_begin(struct pywalk_scratch *s, __u32 *nframe
 	s->entering = s->not_a_frame = 0;
 	s->win_lo = s->win_hi = 0;
 	s->stack_lo = s->stack_hi = 0;
+	if (own && c->code_cache && s->memo_owner[0] == own->proc &&
+	    s->memo_owner[1] == own->start && s->memo_owner[2] == own->code_gen)
+		return;
 	__builtin_memset(s->memo, 0, sizeof(s->memo));
+	/* An owner's proc is never 0 (no tgid is). */
+	s->memo_owner[0] = own && c->code_cache ? own->proc : 0;
+	s->memo_owner[1] = own ? own->start : 0;
+	s->memo_owner[2] = own ? own->code_gen : 0;
 }
 
 /*
@@ -572,13 +612,14 @@ static __always_inline int pywalk_at_call(const struct py_walk_cfg *c, struct py
  * full lookup.
  */
 static __always_inline int pywalk_cached(const struct py_walk_cfg *c, __u64 fsbase,
-					 struct pywalk_cache *cache, struct py_frame *frames,
-					 __u32 *nframes, __u32 *elided, struct pywalk_scratch *s)
+					 struct pywalk_cache *cache, const struct pywalk_owner *own,
+					 struct py_frame *frames, __u32 *nframes, __u32 *elided,
+					 struct pywalk_scratch *s)
 {
 	__u64 tstate = 0, f = 0, cur = 0, slot = 0;
 	int status;
 
-	pywalk_begin(s, nframes, elided);
+	pywalk_begin(c, own, s, nframes, elided);
 	if (cache->tstate && !PYWALK_READ_S(s, &cur, sizeof(cur), cache->slot) &&
 	    cur == cache->tstate) {
 		tstate = cur;
@@ -608,7 +649,7 @@ static __always_inline int pywalk(const struct py_walk_cfg *c, __u64 fsbase,
 	__u64 tstate = 0, f = 0, slot = 0;
 	int status;
 
-	pywalk_begin(s, nframes, elided);
+	pywalk_begin(c, NULL, s, nframes, elided);
 	status = pywalk_tstate(c, fsbase, &tstate, &slot, s);
 	if (status != WALK_OK)
 		return status;

@@ -74,6 +74,7 @@ static const struct py_offsets py_offsets_3_11 = {
 	.varobject_size = 16,
 	.type_basicsize = 32,
 	.type_name = 24,
+	.type_dealloc = 48,
 	.bytes_sval = 32,
 	.unicode_length = 16,
 	.unicode_state = 32,

@@ -66,6 +66,7 @@ struct py_offsets {
 	uint16_t varobject_size;    /* ob_size */
 	uint16_t type_basicsize;    /* tp_basicsize */
 	uint16_t type_name;	    /* tp_name */
+	uint16_t type_dealloc;	    /* tp_dealloc */
 
 	/* PyBytesObject */
 	uint16_t bytes_sval;	/* ob_sval */

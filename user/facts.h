@@ -99,6 +99,10 @@ struct facts_bpf {
 	uint64_t records, bad_records, frames_unreadable, code_cache_evictions;
 	uint64_t stacks_dropped, truncated_stacks;
 	const char *offcpu_hook; /* loader__offcpu_hook(), NULL: not known */
+	/* Interpreter files given the probe on their code-object deallocator
+	 * (walks keep code objects from one to the next), or not, and why. */
+	uint64_t code_probes_placed, code_probes_failed;
+	const char *code_probe_why;
 };
 
 /* Memory from the preloaded sampler (run): its exact counts, what the

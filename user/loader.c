@@ -448,11 +448,12 @@ static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
 	}
 }
 
-int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
-			       uint64_t file_offset, struct probe_link **out)
+/* A uprobe placed during the run, kept with the others in alloc_links (let
+ * go at the end, or earlier by loader__detach_alloc_probe). */
+static int attach_kept(struct loader *l, struct bpf_program *prog, int pid, const char *path,
+		       uint64_t file_offset, struct probe_link **out)
 {
 	struct probe_link *link, **links;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	int err;
 
 	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
@@ -462,17 +463,33 @@ int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid,
 	link = calloc(1, sizeof(*link));
 	if (!link)
 		return -ENOMEM;
-	err = attach_probe(alloc_prog(l, which), pid, path, file_offset, link);
+	err = attach_probe(prog, pid, path, file_offset, link);
 	if (err) {
 		free(link);
 		return err;
 	}
 	l->alloc_links[l->nalloc_links++] = link;
-	l->link_stats.attached++;
-	l->link_stats.attach_ns += clock_ns(CLOCK_MONOTONIC) - t0;
 	if (out)
 		*out = link;
 	return 0;
+}
+
+int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
+			       uint64_t file_offset, struct probe_link **out)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	int err = attach_kept(l, alloc_prog(l, which), pid, path, file_offset, out);
+
+	if (err)
+		return err;
+	l->link_stats.attached++;
+	l->link_stats.attach_ns += clock_ns(CLOCK_MONOTONIC) - t0;
+	return 0;
+}
+
+int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_offset)
+{
+	return attach_kept(l, l->skel->progs.on_code_dealloc, -1, path, file_offset, NULL);
 }
 
 /*
@@ -864,6 +881,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 		else
 			bpf_program__set_autoload(gpu[i], false);
 	}
+	probe_prog_prepare(l->skel->progs.on_code_dealloc);
 	for (i = 0; i < ALLOC_PROGS; i++) {
 		if (opts->uprobe_sample_bytes)
 			probe_prog_prepare(alloc_prog(l, i));

@@ -102,6 +102,10 @@ struct probe_link;
  * NULL.  0 or -errno. */
 int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
 			       uint64_t file_offset, struct probe_link **out);
+/* Attaches the probe on the code-object deallocator at file offset
+ * file_offset of the interpreter at path, for every process that maps it
+ * (see struct pywalk_owner).  0 or -errno. */
+int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_offset);
 /* Lets go of an allocation probe during the run: in a thread of the
  * loader's, as the kernel takes its time to remove a uprobe.  0, -ENOENT
  * (not ours), -ENOMEM (kept until the end). */

@@ -258,6 +258,11 @@ static int bpf_set_python(void *ctx, int tgid, const struct py_walk_cfg *cfg, ui
 	return loader__set_python(ctx, tgid, cfg, gil_lo, gil_hi);
 }
 
+static int bpf_code_probe(void *ctx, const char *path, uint64_t off)
+{
+	return loader__attach_code_probe(ctx, path, off);
+}
+
 static int bpf_alloc_hits(void *ctx, int tgid, uint64_t *hits)
 {
 	return loader__alloc_hits(ctx, tgid, hits);
@@ -322,6 +327,7 @@ static int setup(struct run_state *rs)
 		.untrack = bpf_untrack,
 		.seed_threads = bpf_seed_threads,
 		.set_python = bpf_set_python,
+		.code_probe = bpf_code_probe,
 		.alloc_hits = bpf_alloc_hits,
 		.stats = bpf_stats,
 		.prog_runtime = bpf_prog_runtime,

@@ -53,6 +53,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_WALK_NOT_A_FRAME] = "walk_not_a_frame",
 	[STAT_OFFCPU_WORK_FAILED] = "offcpu_work_failed",
 	[STAT_OFFCPU_NS] = "offcpu_ns_total",
+	[STAT_CODE_FREED] = "code_objects_freed",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
@@ -333,6 +334,20 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	return o;
 }
 
+/* Walks keep what they read of code objects from one walk to the next where
+ * the interpreter's code-object deallocator has our probe (its hits:
+ * code_objects_freed); elsewhere each walk reads them anew. */
+static struct json_object *code_probes_json(const struct facts_bpf *b)
+{
+	struct json_object *o = json_object_new_object();
+
+	add(o, "placed", json_object_new_int64((int64_t)b->code_probes_placed));
+	add(o, "failed", json_object_new_int64((int64_t)b->code_probes_failed));
+	if (b->code_probes_failed && b->code_probe_why)
+		add(o, "why", json_object_new_string(b->code_probe_why));
+	return o;
+}
+
 static struct json_object *bpf_json(const struct facts_bpf *b)
 {
 	struct json_object *o = json_object_new_object();
@@ -374,6 +389,7 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 	add(o, "bad_records", json_object_new_int64(b->bad_records));
 	add(o, "frames_unreadable", json_object_new_int64(b->frames_unreadable));
 	add(o, "code_cache_evictions", json_object_new_int64(b->code_cache_evictions));
+	add(o, "code_dealloc_probes", code_probes_json(b));
 	add(o, "stacks_dropped", json_object_new_int64(b->stacks_dropped));
 	add(o, "truncated_stacks", json_object_new_int64(b->truncated_stacks));
 	return o;

@@ -600,6 +600,28 @@ static const struct map_entry *file_entry(const struct procmaps *m, const char *
 	return NULL;
 }
 
+/* Where the deallocator of code objects (PyCode_Type's tp_dealloc) is, in
+ * the interpreter's file: a probe there lets walks keep what they read of
+ * code objects (struct pywalk_owner).  Left at 0 when it is not in the
+ * file's executable mapping (a type patched by the program, say). */
+static void find_code_dealloc(struct py_proc *pp, const struct procmaps *m,
+			      const struct elf_file *e, uint64_t bias, const char *path)
+{
+	const struct map_entry *me;
+	uint64_t addr, fn = 0;
+
+	if (elf_file__find_symbol(e, "PyCode_Type", &addr, NULL) ||
+	    mem_read_u64(pp->pid, bias + addr + pp->off->type_dealloc, &fn))
+		return;
+	me = procmaps__find(m, fn);
+	if (!me || !me->x || me->deleted || !me->inode || strcmp(me->path, path))
+		return;
+	pp->code_dealloc_off = fn - me->start + me->offset;
+	pp->file_inode = me->inode;
+	pp->file_dev_major = me->dev_major;
+	pp->file_dev_minor = me->dev_minor;
+}
+
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 {
 	return python__detect_cached(pid, pp, NULL, why, whylen);
@@ -714,6 +736,7 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 		goto cleanup;
 	text_ranges(pp, m, path);
 	call_machinery_ranges(pp, e, bias);
+	find_code_dealloc(pp, m, e, bias, path);
 	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, &pp->cfg);
 	memcpy(pp->cfg.text, pp->text, sizeof(pp->cfg.text));
 	pp->cfg.ntext = pp->ntext;

@@ -44,6 +44,12 @@ struct py_proc {
 	uint64_t gil_lo, gil_hi;
 	char gil_why[160];
 	char path[PATH_MAX]; /* binary holding the interpreter, as mapped */
+	/* PyCode_Type's deallocator: its offset in that file, and the file's
+	 * identity (0: not found, and walks read each code object anew; see
+	 * struct pywalk_owner). */
+	uint64_t code_dealloc_off;
+	uint64_t file_inode;
+	uint32_t file_dev_major, file_dev_minor;
 };
 
 /*

@@ -76,8 +76,10 @@ struct session *session__new(const struct session_opts *opts)
 	s->codes = pycode_cache__new(CODE_CACHE_ENTRIES);
 	s->elves = elf_cache__new(NULL);
 	s->not_python_exes = hmap__new(sizeof(struct exe_key));
+	s->code_probes = hmap__new(sizeof(struct code_probe_key));
 	s->next_space = 1;
-	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->not_python_exes) {
+	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->not_python_exes ||
+	    !s->code_probes) {
 		session__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -112,6 +114,7 @@ void session__free(struct session *s)
 		tproc_free(v);
 	hmap__free(s->procs);
 	hmap__free(s->not_python_exes);
+	hmap__free(s->code_probes);
 	sgpu_free(s);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
@@ -262,11 +265,53 @@ static bool host_python(struct session *s, struct tproc *tp, const struct tproc 
 	return true;
 }
 
+/*
+ * Whether walks of the process may keep what they read of code objects from
+ * one walk to the next (struct pywalk_owner): only once the probe on its
+ * interpreter's code-object deallocator is in place, placed once per
+ * interpreter file for every process that maps it.  Without it (a type we
+ * could not find, a failed attach), each walk reads its code objects anew.
+ */
+static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp)
+{
+	struct code_probe_key k = {
+		.inode = pp->file_inode,
+		.off = pp->code_dealloc_off,
+		.dev_major = pp->file_dev_major,
+		.dev_minor = pp->file_dev_minor,
+	};
+	char path[PATH_MAX + 32];
+	uintptr_t had;
+	int err;
+
+	if (!s->bpf.code_probe || !pp->code_dealloc_off)
+		return false;
+	had = (uintptr_t)hmap__get(s->code_probes, &k);
+	if (had)
+		return had == 1;
+	/* Through the process's root: the file may be in another mount
+	 * namespace. */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, pp->path);
+	err = s->bpf.code_probe(s->bpf.ctx, path, pp->code_dealloc_off);
+	if (err) {
+		snprintf(s->code_probe_why, sizeof(s->code_probe_why),
+			 "no probe on %.100s's code-object deallocator: %s", pp->path,
+			 strerror(-err));
+		pr_debug("%s\n", s->code_probe_why);
+		s->code_probes_failed++;
+	} else {
+		s->code_probes_placed++;
+	}
+	hmap__put(s->code_probes, &k, (void *)(uintptr_t)(err ? 2 : 1));
+	return !err;
+}
+
 static void set_python(struct session *s, struct tproc *tp, const struct py_proc *pp)
 {
 	int err;
 
 	tp->pp = *pp;
+	tp->pp.cfg.code_cache = code_cache_for(s, tp->pid, pp);
 	tp->state = TP_PYTHON;
 	tp->recognised_ns = mono_ns();
 	if (tp->start_ns)
@@ -1440,6 +1485,9 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	b->offcpu_hook = s->bpf.offcpu_hook;
 	b->frames_unreadable = s->frames_unreadable;
 	b->code_cache_evictions = pycode_cache__evictions(s->codes);
+	b->code_probes_placed = s->code_probes_placed;
+	b->code_probes_failed = s->code_probes_failed;
+	b->code_probe_why = s->code_probe_why;
 	b->stacks_dropped = profile__stacks_dropped(p);
 	b->truncated_stacks = profile__truncated(p);
 	if (s->memory) {

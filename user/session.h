@@ -106,6 +106,10 @@ struct session_bpf {
 	 * (0, 0: GIL wait not measured). */
 	int (*set_python)(void *ctx, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
 			  uint64_t gil_hi);
+	/* Places the probe on an interpreter's code-object deallocator, at
+	 * file offset off of path (for every process mapping it); NULL: none.
+	 * 0 or -errno. */
+	int (*code_probe)(void *ctx, const char *path, uint64_t off);
 	/* The allocation uprobe hits of tgid's current image so far (NULL:
 	 * none counted). */
 	int (*alloc_hits)(void *ctx, int tgid, uint64_t *hits);

@@ -144,6 +144,12 @@ struct exe_key {
 	uint64_t dev, ino, size, mtime_ns;
 };
 
+/* An interpreter file's code-object deallocator (see code_cache_for). */
+struct code_probe_key {
+	uint64_t inode, off;
+	uint32_t dev_major, dev_minor;
+};
+
 struct thread_name_key {
 	int tgid, tid;
 };
@@ -197,6 +203,11 @@ struct session {
 	 * and the execs that cache spared a look at. */
 	struct hmap *not_python_exes;
 	uint64_t exec_cache_hits;
+	/* Interpreter files whose code-object deallocator has our probe
+	 * (value 1) or could not have it (2); what the last failure was. */
+	struct hmap *code_probes;
+	uint64_t code_probes_placed, code_probes_failed;
+	char code_probe_why[160];
 	/* GPU (session_gpu.c). */
 	const char *gpu_library, *gpu_off;
 	struct session_gpu_proc gpu[SESSION_GPU_PROCS];

@@ -137,7 +137,8 @@ static inline void pyimg__tstate(struct pyimg *p, uint32_t key)
 		 * that starts here; datastack_top is the end of its used part. */
 		p->chunk = memimg__alloc(p->m, p->frames, o->stackchunk_data, 16);
 		memimg__w64(p->m, p->tstate + o->tstate_datastack_chunk, p->chunk);
-		memimg__w64(p->m, p->tstate + o->tstate_datastack_top, p->chunk + o->stackchunk_data);
+		memimg__w64(p->m, p->tstate + o->tstate_datastack_top,
+			    p->chunk + o->stackchunk_data);
 	}
 	pyimg__set_top(p, 0);
 	p->nwant = 0;
@@ -158,6 +159,9 @@ static inline uint64_t pyimg__code(struct pyimg *p, uint32_t firstlineno)
 	uint64_t co = memimg__alloc(p->m, p->heap, size, 16);
 
 	memimg__w32(p->m, co + p->o->code_firstlineno, firstlineno);
+	/* Its name and file, as a real one has (not read through). */
+	memimg__w64(p->m, co + p->o->code_filename, 0x55aa00001000ULL + 16 * firstlineno);
+	memimg__w64(p->m, co + p->o->code_name, 0x55aa00800000ULL + 16 * firstlineno);
 	return co;
 }
 

@@ -81,8 +81,8 @@ static int walk_default(struct pyimg *p)
 	return walk(p, &c);
 }
 
-static int walk_cached(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase,
-		       struct pywalk_cache *cache)
+static int walk_owned(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase,
+		      struct pywalk_cache *cache, const struct pywalk_owner *own)
 {
 	unsigned long before = p->m->reads;
 
@@ -90,7 +90,13 @@ static int walk_cached(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbas
 	cur_img = p->m;
 	nout = 0xdeadbeef;
 	return counted(p, before,
-		       pywalk_cached(c, fsbase, cache, out, &nout, &nelided, scratch));
+		       pywalk_cached(c, fsbase, cache, own, out, &nout, &nelided, scratch));
+}
+
+static int walk_cached(struct pyimg *p, const struct py_walk_cfg *c, __u64 fsbase,
+		       struct pywalk_cache *cache)
+{
+	return walk_owned(p, c, fsbase, cache, NULL);
 }
 
 /* Slots from `n` on must be as the walker found them. */
@@ -649,10 +655,10 @@ static void test_code_memo(void)
 		uint64_t a = pyimg__code(p, 7), b, heap_reads;
 		int i;
 
-		/* b shares a's memo slot: (address >> 4) % WALK_MEMO. */
+		/* b shares a's memo slot. */
 		do
 			b = pyimg__code(p, 8);
-		while (((b >> 4) ^ (a >> 4)) % WALK_MEMO);
+		while (pywalk_memo_slot(b) != pywalk_memo_slot(a));
 		for (i = 0; i < 12; i++)
 			pyimg__push(p, i % 3 ? a : b, 2 * i);
 		/* Innermost first: a a b a a b a a b a a b.  The thread
@@ -666,6 +672,76 @@ static void test_code_memo(void)
 			/* The same on the second walk: the memo lives one walk. */
 			CHECK_EQ_INT(p->m->r[p->heap].reads - heap_reads, 1 + 8);
 		}
+		pyimg__free(p);
+	}
+}
+
+/* Reads of the heap (code objects and the thread state's span) by a walk of
+ * the process `own` names. */
+static unsigned long heap_reads_owned(struct pyimg *p, const struct py_walk_cfg *c,
+				      const struct pywalk_owner *own)
+{
+	struct pywalk_cache cache = { 0 };
+	unsigned long before = p->m->r[p->heap].reads;
+
+	CHECK_EQ_INT(walk_owned(p, c, p->fsbase, &cache, own), WALK_OK);
+	return p->m->r[p->heap].reads - before;
+}
+
+/* With the deallocator's probe in place (cfg.code_cache), a walk of the same
+ * process takes the code objects an earlier walk read, until one is freed
+ * (code_gen moves), and a walk of another process or image, or one made
+ * without the probe, reads them anew.  The innermost frame's instruction
+ * (<= 3.10: from the code object's co_code) is the same either way. */
+static void test_code_memo_across_walks(void)
+{
+	unsigned int minor;
+
+	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
+		struct pyimg *p = pyimg__new(minor);
+		struct pywalk_owner own = { .proc = 42ULL << 32 | 1, .start = 7, .code_gen = 3 };
+		struct pywalk_owner other;
+		struct py_walk_cfg c;
+		uint64_t a, instr;
+		int i;
+
+		for (i = 0; i < 6; i++)
+			pyimg__push(p, pyimg__code(p, 10 + i), 2 * i);
+		pyimg__cfg(p, &c);
+		c.code_cache = 1;
+		/* Cold: the thread state's span and six code objects. */
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1 + 6);
+		check_frames(p, 6);
+		instr = scratch->instr;
+		/* Warm: the span only, and the same frames. */
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1);
+		check_frames(p, 6);
+		CHECK_EQ_INT(scratch->instr, instr);
+		CHECK(instr != 0);
+		/* Another image of the process, another process, another start:
+		 * read anew, and warm again after that. */
+		other = own;
+		other.proc++;
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1 + 6);
+		other = own;
+		other.start++;
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1);
+		/* A code object freed, and another made at its address: the
+		 * new one's first line is reported. */
+		a = p->want[p->nwant - 1].code;
+		memimg__w32(p->m, a + p->o->code_firstlineno, 99);
+		p->want[p->nwant - 1].tag = 99;
+		other.code_gen++;
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		check_frames(p, 6);
+		/* Without the probe, every walk reads them. */
+		c.code_cache = 0;
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		check_frames(p, 6);
+		CHECK_EQ_INT(scratch->instr, instr);
 		pyimg__free(p);
 	}
 }
@@ -1542,6 +1618,7 @@ int main(void)
 	RUN_TEST(test_window_bad_bounds);
 	RUN_TEST(test_window_not_reused);
 	RUN_TEST(test_code_memo);
+	RUN_TEST(test_code_memo_across_walks);
 	RUN_TEST(test_bad_code_pointers);
 	RUN_TEST(test_empty_stack);
 	RUN_TEST(test_tid_mismatch);

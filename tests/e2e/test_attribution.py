@@ -30,3 +30,9 @@ def test_code_objects_at_a_reused_address(python, tmp_path, accuracy):
     # other lines (the `for _` header).
     assert abs(a.seconds / info["first_s"] - 1) <= 0.25, ctx
     assert abs(b.seconds / info["second_s"] - 1) <= 0.25, ctx
+    # Walks kept what they read of code objects from one walk to the next,
+    # and the probe on the deallocator told them when the first was freed
+    # (without it, the second file's time went to the first's lines).
+    bpf = res.profile["scalene_bpf"]["bpf"]
+    assert bpf["code_dealloc_probes"] == {"placed": 1, "failed": 0}, bpf
+    assert bpf["code_objects_freed"] >= 1, bpf

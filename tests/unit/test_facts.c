@@ -195,6 +195,9 @@ static struct facts *full_facts(void)
 	f->bpf.bad_records = 202;
 	f->bpf.frames_unreadable = 203;
 	f->bpf.code_cache_evictions = 204;
+	f->bpf.code_probes_placed = 2;
+	f->bpf.code_probes_failed = 1;
+	f->bpf.code_probe_why = "no probe on /usr/bin/python3.11's code-object deallocator: x";
 	f->bpf.stacks_dropped = 205;
 	f->bpf.truncated_stacks = 206;
 	f->has_memory = true;
@@ -342,7 +345,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	/* Each counter under a name of its own (a name used twice would
 	 * leave fewer keys), in the enum's order, then what is derived from
 	 * them and the session's own counters. */
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 6);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 7);
 	json_object_object_foreach (b, key, v) {
 		if (i < STAT_MAX && (uint64_t)json_object_get_int64(v) != stats[i]) {
 			fprintf(stderr, "  bpf.%s is not counter %d\n", key, i);
@@ -363,6 +366,10 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	CHECK_EQ_INT(num(b, "bad_records"), 202);
 	CHECK_EQ_INT(num(b, "frames_unreadable"), 203);
 	CHECK_EQ_INT(num(b, "code_cache_evictions"), 204);
+	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "placed"), 2);
+	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "failed"), 1);
+	CHECK_EQ_STR(str(get(b, "code_dealloc_probes"), "why"),
+		     "no probe on /usr/bin/python3.11's code-object deallocator: x");
 	CHECK_EQ_INT(num(b, "stacks_dropped"), 205);
 	CHECK_EQ_INT(num(b, "truncated_stacks"), 206);
 }
@@ -532,7 +539,9 @@ static void test_least(void)
 	 * rates without their counts too. */
 	b = get(o, "bpf");
 	CHECK_KEYS(b, "records", "bad_records", "frames_unreadable", "code_cache_evictions",
-		   "stacks_dropped", "truncated_stacks");
+		   "code_dealloc_probes", "stacks_dropped", "truncated_stacks");
+	/* No probe placed or failed: nothing to say why. */
+	CHECK_KEYS(get(b, "code_dealloc_probes"), "placed", "failed");
 	CHECK_EQ_INT(json_object_array_length(get(o, "threads")), 0);
 	CHECK_EQ_INT(json_object_array_length(get(o, "interpreters")), 0);
 	CHECK_EQ_INT(json_object_array_length(get(o, "warnings")), 0);
@@ -574,13 +583,13 @@ static void test_host_counters(void)
 	CHECK_EQ_INT(num(b, "samples"), 40);
 	CHECK_EQ_INT(num(b, "host_samples"), 900);
 	CHECK_EQ_STR(str(b, "counters_of"), "host");
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 2 + 1 + 6);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 2 + 1 + 7);
 	json_object_put(o);
 	f->bpf.have_stats = false;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(get(o, "bpf"), "host_samples", "samples", "counters_of", "ns_per_sample",
 		   "records", "bad_records", "frames_unreadable", "code_cache_evictions",
-		   "stacks_dropped", "truncated_stacks");
+		   "code_dealloc_probes", "stacks_dropped", "truncated_stacks");
 	json_object_put(o);
 out:
 	facts__free(f);

@@ -210,6 +210,7 @@ static void fill_objects(struct py_offsets *o)
 	o->varobject_size = OFF(PyVarObject, ob_size);
 	o->type_basicsize = OFF(PyTypeObject, tp_basicsize);
 	o->type_name = OFF(PyTypeObject, tp_name);
+	o->type_dealloc = OFF(PyTypeObject, tp_dealloc);
 	o->bytes_sval = OFF(PyBytesObject, ob_sval);
 	fill_unicode(o);
 }
@@ -457,6 +458,7 @@ static const struct field fields[] = {
 	DEC(varobject_size),
 	DEC(type_basicsize),
 	DEC(type_name),
+	DEC(type_dealloc),
 	DEC(bytes_sval),
 	DEC(unicode_length),
 	DEC(unicode_state),
