@@ -603,12 +603,15 @@ static const struct map_entry *file_entry(const struct procmaps *m, const char *
 /* Where the deallocator of code objects (PyCode_Type's tp_dealloc) is, in
  * the interpreter's file: a probe there lets walks keep what they read of
  * code objects (struct pywalk_owner).  Left at 0 when it is not in the
- * file's executable mapping (a type patched by the program, say). */
+ * file's executable mapping (a type patched by the program, say) or cannot
+ * take the probe. */
 static void find_code_dealloc(struct py_proc *pp, const struct procmaps *m,
 			      const struct elf_file *e, uint64_t bias, const char *path)
 {
+	static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 	const struct map_entry *me;
-	uint64_t addr, fn = 0;
+	uint64_t addr, fn = 0, off;
+	uint8_t entry[sizeof(nop5)];
 
 	if (elf_file__find_symbol(e, "PyCode_Type", &addr, NULL) ||
 	    mem_read_u64(pp->pid, bias + addr + pp->off->type_dealloc, &fn))
@@ -616,7 +619,13 @@ static void find_code_dealloc(struct py_proc *pp, const struct procmaps *m,
 	me = procmaps__find(m, fn);
 	if (!me || !me->x || me->deleted || !me->inode || strcmp(me->path, path))
 		return;
-	pp->code_dealloc_off = fn - me->start + me->offset;
+	off = fn - me->start + me->offset;
+	/* Not on a 5-byte nop (a build with patchable entries): a fork child
+	 * after the first hit would inherit a call to a page it has not
+	 * (probes.h). */
+	if (elf_file__read(e, off, entry, sizeof(entry)) || !memcmp(entry, nop5, sizeof(nop5)))
+		return;
+	pp->code_dealloc_off = off;
 	pp->file_inode = me->inode;
 	pp->file_dev_major = me->dev_major;
 	pp->file_dev_minor = me->dev_minor;
