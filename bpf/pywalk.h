@@ -78,6 +78,12 @@ static __always_inline __u32 pywalk_memo_slot(__u64 code)
 	return (__u32)(((code >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - WALK_MEMO_BITS));
 }
 
+/* Processes whose code objects one CPU keeps at a time, each in a set of
+ * its own picked by a hash of the process: system-wide, several processes
+ * take turns on a CPU, and one set would be emptied at every turn. */
+#define MEMO_SETS_BITS 3
+#define MEMO_SETS (1u << MEMO_SETS_BITS)
+
 struct pywalk_scratch {
 	/* Frames as read: [0, WIN_BUF) a window of the data stack holding
 	 * [win_lo, win_hi), [WIN_BUF, WIN_BUF + FRAME_BUF) one frame read on
@@ -92,13 +98,15 @@ struct pywalk_scratch {
 	 * not known (<= 3.10, a read that failed). */
 	__u64 stack_lo, stack_hi;
 	/* Code objects read, by address: by this walk, or by earlier walks
-	 * of the process that memo_owner names (see struct pywalk_owner). */
+	 * of the process that the set's memo_owner names (see struct
+	 * pywalk_owner); memo_set: the set of this walk. */
 	struct pywalk_memo {
 		__u64 code;
 		__u64 cc; /* <= 3.10: co_code, the bytes object */
 		__u32 tag, ident;
-	} memo[WALK_MEMO];
-	__u64 memo_owner[3];
+	} memo[MEMO_SETS][WALK_MEMO];
+	__u64 memo_owner[MEMO_SETS][3];
+	__u32 memo_set;
 	/* Out: the address of the innermost frame's current instruction (its
 	 * code unit), 0 when there is none (no frame, a shim, a frame that has
 	 * not started).  See pywalk_at_call(). */
@@ -391,7 +399,7 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	 * verifier: no branch on its outcome (a failed read zeroes the
 	 * buffer) and no variable byte offset for the line (co_fl is 0
 	 * or 4: a shift picks it), or the walk stops verifying. */
-	memo = &s->memo[pywalk_memo_slot(code) & (WALK_MEMO - 1)];
+	memo = &s->memo[s->memo_set & (MEMO_SETS - 1)][pywalk_memo_slot(code) & (WALK_MEMO - 1)];
 	if (shim) {
 		/* A shim names no code of the program (3.12+: the
 		 * interpreter's trampoline): nothing to read. */
@@ -440,6 +448,12 @@ struct pywalk_owner {
 	__u64 code_gen; /* code objects freed on the host so far */
 };
 
+/* The memo set of a process (MEMO_SETS). */
+static __always_inline __u32 pywalk_memo_set(const struct pywalk_owner *own)
+{
+	return (__u32)(((own->proc ^ own->start) * 0x9e3779b97f4a7c15ULL) >> (64 - MEMO_SETS_BITS));
+}
+
 /* What one walk starts from: nothing found yet, and nothing of an earlier
  * walk's reads (window, data stack bounds) taken as this one's; its code
  * objects too, unless the owner is the same and none was freed since. */
@@ -454,14 +468,17 @@ static __always_inline void pywalk_begin(const struct py_walk_cfg *c,
 	s->entering = s->not_a_frame = 0;
 	s->win_lo = s->win_hi = 0;
 	s->stack_lo = s->stack_hi = 0;
-	if (own && c->code_cache && s->memo_owner[0] == own->proc &&
-	    s->memo_owner[1] == own->start && s->memo_owner[2] == own->code_gen)
+	s->memo_set = own ? pywalk_memo_set(own) : 0;
+	__u64 *ow = s->memo_owner[s->memo_set & (MEMO_SETS - 1)];
+
+	if (own && c->code_cache && ow[0] == own->proc && ow[1] == own->start &&
+	    ow[2] == own->code_gen)
 		return;
-	__builtin_memset(s->memo, 0, sizeof(s->memo));
+	__builtin_memset(s->memo[s->memo_set & (MEMO_SETS - 1)], 0, sizeof(s->memo[0]));
 	/* An owner's proc is never 0 (no tgid is). */
-	s->memo_owner[0] = own && c->code_cache ? own->proc : 0;
-	s->memo_owner[1] = own ? own->start : 0;
-	s->memo_owner[2] = own ? own->code_gen : 0;
+	ow[0] = own && c->code_cache ? own->proc : 0;
+	ow[1] = own ? own->start : 0;
+	ow[2] = own ? own->code_gen : 0;
 }
 
 /*

@@ -688,6 +688,20 @@ static unsigned long heap_reads_owned(struct pyimg *p, const struct py_walk_cfg 
 	return p->m->r[p->heap].reads - before;
 }
 
+/* An owner other than `of` (its proc moved on by proc_step, its start by
+ * start_step, as often as it takes) that a CPU keeps in the same set. */
+static struct pywalk_owner in_set_of(const struct pywalk_owner *of, __u64 proc_step,
+				     __u64 start_step)
+{
+	struct pywalk_owner o = *of;
+
+	do {
+		o.proc += proc_step;
+		o.start += start_step;
+	} while (pywalk_memo_set(&o) != pywalk_memo_set(of));
+	return o;
+}
+
 /* With the deallocator's probe in place (cfg.code_cache), a walk of the same
  * process takes the code objects an earlier walk read, until one is freed
  * (code_gen moves), and a walk of another process or image, or one made
@@ -699,7 +713,10 @@ static void test_code_memo_across_walks(void)
 
 	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
 		struct pyimg *p = pyimg__new(minor);
-		struct pywalk_owner own = { .proc = 42ULL << 32 | 1, .start = 7, .code_gen = 3 };
+		/* The scratch outlives each image: an owner of its own. */
+		struct pywalk_owner own = { .proc = (1000ULL * minor) << 32 | 1,
+					    .start = 1000ULL * minor,
+					    .code_gen = 3 };
 		struct pywalk_owner other;
 		struct py_walk_cfg c;
 		uint64_t a, instr;
@@ -718,24 +735,33 @@ static void test_code_memo_across_walks(void)
 		check_frames(p, 6);
 		CHECK_EQ_INT(scratch->instr, instr);
 		CHECK(instr != 0);
-		/* Another image of the process, another process, another start:
-		 * read anew, and warm again after that. */
+		/* Another image of the process, another process, another
+		 * start, that a CPU keeps in the same set: read anew, and
+		 * then the set is theirs. */
+		for (i = 0; i < 3; i++) {
+			other = in_set_of(&own, i == 0 ? 1 : i == 1 ? 1ULL << 32 : 0, i == 2);
+			CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+			CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1);
+			CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1 + 6);
+		}
+		/* Processes taking turns on a CPU keep their sets, when
+		 * they hash to different ones. */
 		other = own;
-		other.proc++;
+		do
+			other.proc += 1ULL << 32;
+		while (pywalk_memo_set(&other) == pywalk_memo_set(&own));
 		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
-		CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1 + 6);
-		other = own;
-		other.start++;
-		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1);
 		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1);
-		/* A code object freed, and another made at its address: the
-		 * new one's first line is reported. */
+		/* A code object freed (code_gen moves on), and another made
+		 * at its address: the new one's first line is reported. */
 		a = p->want[p->nwant - 1].code;
 		memimg__w32(p->m, a + p->o->code_firstlineno, 99);
 		p->want[p->nwant - 1].tag = 99;
-		other.code_gen++;
-		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
+		own.code_gen++;
+		CHECK_EQ_INT(heap_reads_owned(p, &c, &own), 1 + 6);
 		check_frames(p, 6);
+		other = own;
 		/* Without the probe, every walk reads them. */
 		c.code_cache = 0;
 		CHECK_EQ_INT(heap_reads_owned(p, &c, &other), 1 + 6);
