@@ -311,7 +311,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	int err;
 
 	tp->pp = *pp;
-	tp->pp.cfg.code_cache = code_cache_for(s, tp->pid, pp);
+	tp->pp.cfg.code_cache = 0;
 	tp->state = TP_PYTHON;
 	tp->recognised_ns = mono_ns();
 	if (tp->start_ns)
@@ -325,6 +325,15 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	if (s->host && !host_python(s, tp, NULL)) {
 		let_go(s, tp);
 		return;
+	}
+	/* The probe takes 10-20 ms to place, more on a busy machine: the
+	 * process is walked meanwhile, reading its code objects each time. */
+	if (!err && code_cache_for(s, tp->pid, pp)) {
+		tp->pp.cfg.code_cache = 1;
+		err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo,
+					tp->pp.gil_hi);
+		if (err)
+			pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	}
 	note_interpreter(s, tp);
 	sasync_start(s, tp);
