@@ -144,8 +144,14 @@ SLOW_START_SO	:= $(OUT)/tests/libslowstart.so
 $(SLOW_START_SO): tests/e2e/programs/slow_start.c | $(OUT)/tests
 	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -o $@ $<
 
+# churn_forever(): libc allocations from a thread that never returns to
+# Python, for the sampler's test of a program exiting under its hooks.
+CHURN_SO	:= $(OUT)/tests/libchurn.so
+$(CHURN_SO): tests/sampler/programs/churn.c | $(OUT)/tests
+	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -o $@ $<
+
 .PHONY: unit-tests
-unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO)
+unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO) $(CHURN_SO)
 
 # `make test`: unit tests (no root), host-compiled BPF walker tests, then the
 # end-to-end suite (root; skipped with a message otherwise).  The last line is

@@ -23,6 +23,7 @@ ROOT = HERE.parent.parent
 PROGRAM = HERE / "programs" / "alloc_split.py"
 LIB = pathlib.Path(os.environ.get("SCALENE_BPF_SAMPLER_SO",
                                   ROOT / "build" / "sampler" / "libscalene-bpf-sampler.so"))
+CHURN = ROOT / "build" / "tests" / "libchurn.so"
 PYENV_ROOT = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv"))
 
 INTERPRETERS = {
@@ -145,15 +146,17 @@ def test_split(version, mode, tmp_path):
 
 @pytest.mark.parametrize("version", list(INTERPRETERS))
 def test_lifecycle(version, tmp_path):
-    """Daemon threads allocating through shutdown, fork, multiprocessing
-    (fork and spawn), a subprocess and a ctypes dlopen, all preloaded."""
+    """Daemon threads allocating through shutdown (in Python, and in C without
+    the GIL through exit()), fork, multiprocessing (fork and spawn), a
+    subprocess and a ctypes dlopen, all preloaded."""
     python = INTERPRETERS[version]
     if not python.exists():
         pytest.skip(f"{python} is not installed")
     report = tmp_path / "report"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SCALENE_BPF_", "PYTHON")) and k != "LD_PRELOAD"}
-    env.update(LD_PRELOAD=str(LIB), SCALENE_BPF_SAMPLER_REPORT=str(report))
+    env.update(LD_PRELOAD=str(LIB), SCALENE_BPF_SAMPLER_REPORT=str(report),
+               LIFECYCLE_CHURN_SO=str(CHURN))
     for _ in range(2):
         report.unlink(missing_ok=True)
         proc = subprocess.run([str(python), str(HERE / "programs" / "lifecycle.py")], env=env,

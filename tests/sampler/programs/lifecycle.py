@@ -4,6 +4,18 @@ allocating through interpreter shutdown, fork, multiprocessing workers, a
 subprocess, and a library loaded at run time.  Exits 0 when everything
 worked; the sampler's report lines (one per process that exits normally)
 are checked by the caller.
+
+LIFECYCLE_CHURN_SO names a library with churn_forever() (the test's
+build/tests/libchurn.so): two threads run it, allocating through libc
+without the GIL until the process is gone, through exit() and the
+sampler's destructor.
+
+CPython 3.10 (3.10.8 and later) has a use after free at exit: a daemon
+thread that asked for the GIL before finalisation resets that request on
+the freed interpreter when its wait times out, and crashes the process if
+exit() takes longer than that wait (5 ms).  Any destructor that takes its
+time exposes it, with or without the sampler, so on 3.10 the Python churn
+threads are stopped before the end and only the native ones stay.
 """
 import ctypes
 import ctypes.util
@@ -14,8 +26,11 @@ import sys
 import threading
 
 
+STOP = threading.Event()
+
+
 def churn():
-    while True:
+    while not STOP.is_set():
         x = [bytearray(5000) for _ in range(50)]
         y = {i: str(i) for i in range(200)}
         del x, y
@@ -26,8 +41,14 @@ def square(n):
 
 
 def main():
-    for _ in range(4):
-        threading.Thread(target=churn, daemon=True).start()
+    python_churn = [threading.Thread(target=churn, daemon=True) for _ in range(4)]
+    for t in python_churn:
+        t.start()
+    native = os.environ.get("LIFECYCLE_CHURN_SO")
+    if native:
+        churn_forever = ctypes.CDLL(native).churn_forever
+        for _ in range(2):
+            threading.Thread(target=churn_forever, daemon=True).start()
 
     pid = os.fork()
     if pid == 0:
@@ -51,6 +72,10 @@ def main():
     zlib = ctypes.CDLL(name)
     assert zlib.zlibVersion
 
+    if sys.version_info[:2] == (3, 10):
+        STOP.set()
+        for t in python_churn:
+            t.join()
     # Leave with the daemon threads still allocating.
     print("ok")
 
