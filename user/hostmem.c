@@ -15,6 +15,7 @@
 #include "loader.h"
 #include "log.h"
 #include "memprobe.h"
+#include "procmaps.h"
 #include "python.h"
 
 /* A distinct file probed, by (device, inode) through /proc/PID/root: an
@@ -98,8 +99,10 @@ void hostmem__free(struct hostmem *hm)
 static int file_stat(int pid, const char *path, struct stat *st)
 {
 	char file[PATH_MAX + 32];
+	int err = procmaps__file_in_root(file, sizeof(file), pid, path);
 
-	snprintf(file, sizeof(file), "/proc/%d/root%s", pid, path);
+	if (err)
+		return err;
 	return stat(file, st) ? -errno : 0;
 }
 

@@ -52,9 +52,9 @@ static void probe_module(struct loader *l, int pid, int attach_pid, const struct
 	char file[PATH_MAX + 32];
 	struct elf_file *e;
 	uint64_t bias = 0, value;
-	int i, err;
+	int i, err, named;
 
-	snprintf(file, sizeof(file), "/proc/%d/root%s", pid, path);
+	named = procmaps__file_in_root(file, sizeof(file), pid, path);
 	if (known) {
 		for (i = 0; i < nfns && i < known->nsites && rep->nsites < MEMPROBE_MAX; i++) {
 			struct memprobe_site *s = &rep->sites[rep->nsites++];
@@ -62,9 +62,11 @@ static void probe_module(struct loader *l, int pid, int attach_pid, const struct
 			*s = known->sites[i];
 			if (s->offset < 0)
 				continue;
-			err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file,
-							 s->file_offset,
-							 links ? &links[rep->nsites - 1] : NULL);
+			err = named;
+			if (!err)
+				err = loader__attach_alloc_probe(
+					l, fns[i].prog, attach_pid, file, s->file_offset,
+					links ? &links[rep->nsites - 1] : NULL);
 			if (err) {
 				snprintf(s->why, sizeof(s->why), "attach failed: %s",
 					 strerror(-err));
@@ -75,7 +77,7 @@ static void probe_module(struct loader *l, int pid, int attach_pid, const struct
 		}
 		return;
 	}
-	e = elf_file__open(file);
+	e = named ? NULL : elf_file__open(file);
 	if (e && procmaps_load_bias(m, path, e, &bias)) {
 		elf_file__free(e);
 		e = NULL;

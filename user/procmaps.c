@@ -236,6 +236,13 @@ struct procmaps *procmaps__load(int pid)
 	return m;
 }
 
+int procmaps__file_in_root(char *buf, size_t n, int pid, const char *path)
+{
+	int len = snprintf(buf, n, "/proc/%d/root%s", pid, path);
+
+	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
+}
+
 void procmaps__free(struct procmaps *m)
 {
 	size_t i;

@@ -44,4 +44,11 @@ const struct map_entry *procmaps__get(const struct procmaps *m, size_t i);
 /* The mapping containing addr, or NULL. */
 const struct map_entry *procmaps__find(const struct procmaps *m, uint64_t addr);
 
+/*
+ * In buf, the name under which this process opens the file that pid calls
+ * path (a mapping's path, absolute): through pid's root, so that a file of
+ * another mount namespace is that namespace's.  0, or -ENAMETOOLONG.
+ */
+int procmaps__file_in_root(char *buf, size_t n, int pid, const char *path);
+
 #endif /* PROCMAPS_H */

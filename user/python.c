@@ -154,9 +154,7 @@ static int open_module(int pid, const char *path, struct elf_file **e)
 {
 	char p[PATH_MAX + 64];
 
-	/* Through the target's root: works across mount namespaces. */
-	snprintf(p, sizeof(p), "/proc/%d/root%s", pid, path);
-	*e = elf_file__open(p);
+	*e = procmaps__file_in_root(p, sizeof(p), pid, path) ? NULL : elf_file__open(p);
 	if (*e)
 		return 0;
 	snprintf(p, sizeof(p), "/proc/%d/exe", pid);

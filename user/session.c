@@ -19,6 +19,7 @@
 #include "creds.h"
 #include "hmap.h"
 #include "memread.h"
+#include "procmaps.h"
 #include "sampler.h"
 #include "log.h"
 #include "profile.h"
@@ -289,10 +290,9 @@ static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp)
 	had = (uintptr_t)hmap__get(s->code_probes, &k);
 	if (had)
 		return had == 1;
-	/* Through the process's root: the file may be in another mount
-	 * namespace. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, pp->path);
-	err = s->bpf.code_probe(s->bpf.ctx, path, pp->code_dealloc_off);
+	err = procmaps__file_in_root(path, sizeof(path), pid, pp->path);
+	if (!err)
+		err = s->bpf.code_probe(s->bpf.ctx, path, pp->code_dealloc_off);
 	if (err) {
 		snprintf(s->code_probe_why, sizeof(s->code_probe_why),
 			 "no probe on %.100s's code-object deallocator: %s", pp->path,
@@ -1623,18 +1623,19 @@ char *session__read_source(void *ctx, const char *filename, size_t *len, double 
 	struct session *s = ctx;
 	char path[PATH_MAX + 64];
 	struct fs_creds saved;
-	int fd;
+	int fd, named;
 
 	/* Through the root process's view of the file system (its mount
 	 * namespace, its working directory for relative names). */
 	if (filename[0] == '/')
-		snprintf(path, sizeof(path), "/proc/%d/root%s", s->root_pid, filename);
+		named = procmaps__file_in_root(path, sizeof(path), s->root_pid, filename);
 	else
-		snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename);
+		named = snprintf(path, sizeof(path), "/proc/%d/cwd/%s", s->root_pid, filename) >=
+			(int)sizeof(path);
 	/* The file name comes from the program's memory: open it as the user
 	 * who asked, so that a profile never shows a file they cannot read. */
 	creds_fs_user(s->creds, &saved);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = named ? -1 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		fd = open(filename, O_RDONLY | O_CLOEXEC);
 	creds_fs_self(&saved);

@@ -291,6 +291,24 @@ static void test_load_self(void)
 	procmaps__free(NULL);
 }
 
+/* A mapping's file as the process that maps it sees it, and a name too long
+ * to hold, refused rather than cut short (a cut name can be another file). */
+static void test_file_in_root(void)
+{
+	char buf[64], longpath[128];
+
+	CHECK_EQ_INT(procmaps__file_in_root(buf, sizeof(buf), 42, "/usr/lib/libpython3.12.so"), 0);
+	CHECK_EQ_STR(buf, "/proc/42/root/usr/lib/libpython3.12.so");
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	longpath[sizeof(longpath) - 1] = '\0';
+	CHECK_EQ_INT(procmaps__file_in_root(buf, sizeof(buf), 42, longpath), -ENAMETOOLONG);
+	/* Exactly full: 63 characters and the terminator fit. */
+	longpath[63 - (int)strlen("/proc/42/root")] = '\0';
+	CHECK_EQ_INT(procmaps__file_in_root(buf, sizeof(buf), 42, longpath), 0);
+	CHECK_EQ_INT(strlen(buf), 63);
+}
+
 int main(void)
 {
 	RUN_TEST(test_pyenv312);
@@ -300,5 +318,6 @@ int main(void)
 	RUN_TEST(test_empty);
 	RUN_TEST(test_unsorted_many);
 	RUN_TEST(test_load_self);
+	RUN_TEST(test_file_in_root);
 	return test_summary("procmaps");
 }
