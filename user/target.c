@@ -253,6 +253,23 @@ static bool is_python_script(const char *path)
 	return n > 3 && !strcmp(path + n - 3, ".py");
 }
 
+/* Whether path is an ELF file: an interpreter named where the script goes. */
+static bool is_elf(const char *path)
+{
+	char magic[4];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool elf;
+
+	if (fd < 0)
+		return false;
+	elf = read(fd, magic, sizeof(magic)) == sizeof(magic) && !memcmp(magic,
+									 "\x7f"
+									 "ELF",
+									 4);
+	close(fd);
+	return elf;
+}
+
 int target_from_command(const struct options *o, struct target *t)
 {
 	char cwd[PATH_MAX], interp[PATH_MAX], **v;
@@ -305,6 +322,12 @@ int target_from_command(const struct options *o, struct target *t)
 			err == -ENOENT ? "no such file (to run a command, put it after --)"
 				       : strerror(-err));
 		return err;
+	}
+	if (is_elf(o->argv[0])) {
+		pr_warn("%s is a program, not a Python script: to run a command, put it after -- "
+			"(scalene-bpf run [options] -- %s ...)\n",
+			o->argv[0], o->argv[0]);
+		return -ENOEXEC;
 	}
 	err = find_in_path(o->python, interp, sizeof(interp));
 	if (err) {

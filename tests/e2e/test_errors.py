@@ -66,6 +66,15 @@ def test_missing_script(any_python, tmp_path):
     _fails_cleanly(res, out, r"no_such_script\.py", r"(?i)no such file")
 
 
+def test_interpreter_where_the_script_goes(any_python, tmp_path):
+    """`run /path/to/python prog.py` would have python3 read an ELF file as
+    source; the message says to put a command after --."""
+    out = tmp_path / "p.json"
+    res = invoke(["run", "-o", out, any_python, program("busy.py")], cwd=tmp_path)
+    _fails_cleanly(res, out, re.escape(str(any_python)), r"not a Python script",
+                   r"after --")
+
+
 def test_missing_interpreter(tmp_path):
     out = tmp_path / "p.json"
     res = invoke(["run", "-o", out, "--python", "/nonexistent",
