@@ -852,14 +852,13 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 	struct json_object *facts = vj_object(doc, "scalene_bpf");
 	struct json_object *warnings = vj_array(facts, "warnings");
 	double overhead = vj_probe_overhead_s(doc);
+	char text[512];
 	bool title = false;
 	struct row r;
 	size_t i;
 
 	row_reset(&r);
 	if (overhead > 0) {
-		char text[160];
-
 		/* A few samples' worth reads as milliseconds, not "0.00 s". */
 		if (overhead < 0.01)
 			snprintf(text, sizeof(text),
@@ -871,6 +870,10 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 				 "profiler overhead: %.2f s of CPU time in the profiler's probes, "
 				 "not counted in the lines' percentages",
 				 overhead);
+		row_emit(c, &r);
+		print_wrapped(c, &r, text);
+	}
+	if (vj_off_lines_text(doc, text, sizeof(text))) {
 		row_emit(c, &r);
 		print_wrapped(c, &r, text);
 	}

@@ -633,6 +633,12 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "footprint_measured", json_object_new_boolean(vj_footprint_measured(doc)));
 	if (vj_probe_overhead_s(doc) > 0)
 		add(r, "probe_overhead_s", num(vj_probe_overhead_s(doc)));
+	{
+		char note[512];
+
+		if (vj_off_lines_text(doc, note, sizeof(note)))
+			add(r, "off_lines_note", text(note, sizeof(note)));
+	}
 	add(r, "growth_rate", num(vj_num(doc, "growth_rate")));
 	add(r, "alloc_samples", integer(vj_num(doc, "alloc_samples")));
 	add(r, "native_mb", num(vj_num(doc, "native_allocations_mb")));

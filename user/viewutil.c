@@ -94,6 +94,60 @@ double vj_probe_overhead_s(struct json_object *doc)
 	return vj_num_of(v);
 }
 
+bool vj_off_lines(struct json_object *doc, double share, struct vj_off_lines *o)
+{
+	struct json_object *facts = vj_object(doc, "scalene_bpf");
+	struct json_object *u = vj_object(facts, "unattributed");
+
+	memset(o, 0, sizeof(*o));
+	if (!u)
+		return false;
+	o->no_python_s = fmax(0, vj_num(u, "threads_without_python_s"));
+	o->outside_s = fmax(0, vj_num(u, "outside_profiled_files_s"));
+	o->unreadable_s = fmax(0, vj_num(u, "unreadable_stacks_s"));
+	o->total_s = vj_num(facts, "total_sampled_s");
+	return o->total_s > 0 &&
+	       o->no_python_s + o->outside_s + o->unreadable_s >= share * o->total_s;
+}
+
+/* The views name the time on no line from this share of the total up. */
+#define OFF_LINES_SHOWN 0.02
+/* A part under this rounds to 0.00 s: not named. */
+#define OFF_LINES_PART_S 0.005
+
+bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n)
+{
+	const char *sep = ": ";
+	struct vj_off_lines o;
+	double off;
+	int len;
+
+	if (n)
+		buf[0] = '\0';
+	if (!n || !vj_off_lines(doc, OFF_LINES_SHOWN, &o))
+		return false;
+	off = o.no_python_s + o.outside_s + o.unreadable_s;
+	len = snprintf(buf, n, "time on no line: %.2f s of the %.2f s sampled (%.0f%%)", off,
+		       o.total_s, 100 * off / o.total_s);
+	if (o.no_python_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n) {
+		len += snprintf(
+			buf + len, n - len,
+			"%s%.2f s in threads with no Python frame (the interpreter starting "
+			"or shutting down, threads of native libraries such as BLAS)",
+			sep, o.no_python_s);
+		sep = ", ";
+	}
+	if (o.outside_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n) {
+		len += snprintf(buf + len, n - len, "%s%.2f s in files not profiled", sep,
+				o.outside_s);
+		sep = ", ";
+	}
+	if (o.unreadable_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n)
+		snprintf(buf + len, n - len, "%s%.2f s in stacks that could not be read", sep,
+			 o.unreadable_s);
+	return true;
+}
+
 double vj_churn(struct json_object *file_churn, struct json_object *row, bool fn)
 {
 	struct json_object *funcs;

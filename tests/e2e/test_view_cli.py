@@ -768,6 +768,30 @@ def test_attach_memory_not_measured(tmp_path):
             "not counted in the lines' percentages") in flat, out
 
 
+def test_time_on_no_line_named(tmp_path):
+    """The lines' percentages are shares of all the sampled time; the part on
+    no line (threads with no Python frame, files not profiled) is named in
+    the footer from 2 % of the total up, each part from 0.01 s."""
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    doc["scalene_bpf"]["total_sampled_s"] = 4.0
+    doc["scalene_bpf"]["unattributed"] = {
+        "threads_without_python_s": 1.25, "unreadable_stacks_s": 0.001,
+        "outside_profiled_files_s": 0.25}
+    rc, out, _ = view(write(tmp_path, "off.json", json.dumps(doc)), COLUMNS="120")
+    assert rc == 0
+    flat = " ".join(out.split())
+    assert ("time on no line: 1.50 s of the 4.00 s sampled (38%): 1.25 s in threads "
+            "with no Python frame") in flat, out
+    assert "0.25 s in files not profiled" in flat, out
+    assert "in stacks that could not be read" not in flat, out
+    doc["scalene_bpf"]["unattributed"] = {
+        "threads_without_python_s": 0.05, "unreadable_stacks_s": 0.0,
+        "outside_profiled_files_s": 0.0}
+    rc, out, _ = view(write(tmp_path, "little.json", json.dumps(doc)), COLUMNS="120")
+    assert rc == 0 and "on no line" not in out, out
+
+
 def test_our_memory_profile(tmp_path):
     """Profiles mem_lines.py (memory is on by default) and checks the memory
     columns and the sparkline against the profile's own numbers."""

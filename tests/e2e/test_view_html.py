@@ -1109,6 +1109,28 @@ def test_attach_memory_not_measured(tmp_path):
     assert "probe_overhead_s" not in model
 
 
+def test_time_on_no_line_named(tmp_path):
+    """The page names the sampled time that is on no line, as the terminal
+    does (one text, made once), and says nothing when it is small."""
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    doc["scalene_bpf"]["total_sampled_s"] = 4.0
+    doc["scalene_bpf"]["unattributed"] = {
+        "threads_without_python_s": 1.25, "unreadable_stacks_s": 0.0,
+        "outside_profiled_files_s": 0.0}
+    path = tmp_path / "off.json"
+    path.write_text(json.dumps(doc))
+    html = page_of(path, tmp_path)
+    assert embedded_model(html)["off_lines_note"].startswith(
+        "time on no line: 1.25 s of the 4.00 s sampled (31%)")
+    probe = render_ok(html)
+    assert any(n.startswith("Time on no line: 1.25 s") and "no Python frame" in n
+               for n in probe["notes"]), probe["notes"]
+    doc["scalene_bpf"]["unattributed"]["threads_without_python_s"] = 0.01
+    path.write_text(json.dumps(doc))
+    assert "off_lines_note" not in embedded_model(page_of(path, tmp_path, "small.html"))
+
+
 def test_numbers_rounded_once(tmp_path):
     """The page carries the profile's numbers as they are and rounds them
     once: an elapsed time of 1.5050001 s shows as 1.51 s (rounded to six

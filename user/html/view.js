@@ -219,6 +219,12 @@ function quality() {
 
 /* ---- footer: what the profiler itself cost ---- */
 function footer() {
+	if (D.off_lines_note) {
+		var o = el('p', 'note', D.off_lines_note.charAt(0).toUpperCase() +
+			D.off_lines_note.slice(1) + '.');
+		o.id = 'off-lines';
+		app.appendChild(o);
+	}
 	if (!(num(D.probe_overhead_s) > 0))
 		return;
 	var p = el('p', 'note', 'Profiler overhead: ' + secs(D.probe_overhead_s) +
