@@ -150,8 +150,14 @@ CHURN_SO	:= $(OUT)/tests/libchurn.so
 $(CHURN_SO): tests/sampler/programs/churn.c | $(OUT)/tests
 	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -o $@ $<
 
+# spin_threads(): a pool of threads with no Python thread state, for the
+# end-to-end tests of how their CPU time is credited.
+NATIVE_POOL_SO	:= $(OUT)/tests/libnativepool.so
+$(NATIVE_POOL_SO): tests/e2e/programs/native_pool.c | $(OUT)/tests
+	$(CC) -g -O2 -fPIC -shared -pthread $(WARNINGS) -o $@ $<
+
 .PHONY: unit-tests
-unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO) $(CHURN_SO)
+unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO) $(CHURN_SO) $(NATIVE_POOL_SO)
 
 # `make test`: unit tests (no root), host-compiled BPF walker tests, then the
 # end-to-end suite (root; skipped with a message otherwise).  The last line is
@@ -178,7 +184,7 @@ check: all unit-tests fuzz-build
 # `make e2e K=expr`: the end-to-end tests whose names match pytest's -k
 # expression (all of them without K); root.
 .PHONY: e2e
-e2e: all test-venv $(SLOW_START_SO)
+e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO)
 	$(OUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e $(if $(K),-k "$(K)")
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and

@@ -202,6 +202,7 @@ struct facts {
 	bool probe_check; /* CPU inside our uprobes' hits is told apart */
 	double gil_wait_ns;
 	double unattributed_ns[UNATTR_MAX];
+	double native_threads_ns; /* credited to the main thread's line */
 	struct facts_bpf bpf;
 	bool has_memory;
 	struct facts_memory memory;

@@ -607,6 +607,10 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 	for (i = 0; i < UNATTR_MAX; i++)
 		add(un, unattr_names[i], seconds(f->unattributed_ns[i]));
 	add(o, "unattributed", un);
+	/* Of total_sampled_s, on the lines: the CPU time of threads with no
+	 * Python frame (native libraries' workers), credited as native time to
+	 * the line their process's main thread was at. */
+	add(o, "native_threads_credited_s", seconds(f->native_threads_ns));
 	add(o, "bpf", bpf_json(&f->bpf));
 	if (f->has_gpu)
 		add(o, "gpu", gpu_json(&f->gpu, f->bpf.stats));

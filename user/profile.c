@@ -115,8 +115,10 @@ void profile__free(struct profile *p)
 	}
 	free(p->stacks);
 	free(p->overflow);
-	for (i = 0; i < p->nthreads; i++)
+	for (i = 0; i < p->nthreads; i++) {
+		free(p->threads[i]->pending);
 		free(p->threads[i]);
+	}
 	free(p->threads);
 	hmap__free(p->files_by_path);
 	hmap__free(p->funcs);
@@ -617,6 +619,114 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 	add_split(&st->python_ns, &st->native_ns, &st->system_ns, s, cpu, blocked);
 }
 
+/*
+ * The CPU time of a thread with no Python frame (a BLAS or OpenMP worker, a
+ * native library's own thread) goes to the line its process's main thread
+ * is at meanwhile, as native time (system in the kernel): the work it does
+ * is that line's, as Scalene counts it (the process's CPU time beyond the
+ * Python time is the running line's native time).  Where the main thread
+ * is shows in its next record: the off-CPU record of a wait (in a parallel
+ * call, it waits for the workers) comes when the wait ends, so the workers'
+ * time waits for it, summed per thread, place and symbol.  A next record at
+ * no line of the profiled files (shutting down), or none, leaves it on no
+ * line; so does the workers' blocked time.
+ */
+struct native_pending {
+	int tid;
+	enum sample_where where;
+	const char *sym, *module, *thread_name;
+	uint64_t native_ip, ts_ns;
+	int64_t native_offset;
+	uint32_t count;
+	double cpu_ns, util_sum;
+};
+
+#define PENDING_MAX 16
+
+static bool defer_native(struct profile *p, const struct sample_in *s)
+{
+	struct thread_key k = { s->tgid, s->tgid };
+	struct thread_stats *m = hmap__get(p->threads_by_key, &k);
+	uint32_t n = s->count ? s->count : 1;
+	struct native_pending *e = NULL;
+	int i;
+
+	if (!m || !m->main_thread)
+		return false;
+	for (i = 0; i < m->npending && !e; i++) {
+		struct native_pending *x = &m->pending[i];
+
+		if (x->tid == s->tid && x->where == s->where && x->sym == s->native_sym &&
+		    x->module == s->native_module)
+			e = x;
+	}
+	if (!e && !m->pending) {
+		m->pending = calloc(PENDING_MAX, sizeof(*m->pending));
+		if (!m->pending)
+			return false;
+	}
+	if (!e && m->npending < PENDING_MAX) {
+		e = &m->pending[m->npending++];
+		*e = (struct native_pending){ .tid = s->tid,
+					      .where = s->where,
+					      .sym = s->native_sym,
+					      .module = s->native_module,
+					      .thread_name = s->thread_name,
+					      .native_ip = s->native_ip,
+					      .native_offset = s->native_offset };
+	}
+	if (!e)
+		e = &m->pending[PENDING_MAX - 1]; /* full: its place stands for the rest */
+	e->count += n;
+	e->cpu_ns += s->cpu_ns;
+	e->util_sum += s->core_util * n;
+	e->ts_ns = s->ts_ns;
+	p->pending_ns += s->cpu_ns;
+	return true;
+}
+
+static int attribute(struct profile *p, const struct sample_in *s, double cpu, double blocked,
+		     double gil, int reason);
+
+/* The pending time of m's process's native threads, to the line of s (the
+ * main thread's record) when at >= 0, else to no line. */
+static void credit_pending(struct profile *p, struct thread_stats *m, const struct sample_in *s,
+			   int at)
+{
+	int i;
+
+	for (i = 0; i < m->npending; i++) {
+		const struct native_pending *e = &m->pending[i];
+		struct sample_in c = *s;
+
+		p->pending_ns -= e->cpu_ns;
+		if (at < 0) {
+			p->unattributed_ns[UNATTR_NO_PYTHON_THREAD] += e->cpu_ns;
+			continue;
+		}
+		c.count = e->count;
+		c.tid = e->tid;
+		c.main_thread = false;
+		c.thread_name = e->thread_name;
+		c.ts_ns = e->ts_ns;
+		c.cpu_ns = e->cpu_ns;
+		c.where = e->where;
+		c.offcpu_ns = 0;
+		c.gil_ns = 0;
+		c.core_util = e->util_sum / e->count;
+		c.native_sym = e->sym;
+		c.native_module = e->module;
+		c.native_ip = e->native_ip;
+		c.native_offset = e->native_offset;
+		c.unattributed = -1;
+		attribute(p, &c, e->cpu_ns, 0, 0, -1);
+		p->native_threads_ns += e->cpu_ns;
+	}
+	m->npending = 0;
+	if (p->pending_ns < 0)
+		p->pending_ns = 0;
+}
+
 struct thread_stats *profile_thread_get(struct profile *p, int tgid, int tid)
 {
 	struct thread_key k = { tgid, tid };
@@ -796,10 +906,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	double cpu = s->cpu_ns, blocked = s->offcpu_ns;
 	double gil = s->gil_ns < s->offcpu_ns ? s->gil_ns : s->offcpu_ns;
 	struct thread_stats *t = profile_thread_get(p, s->tgid, s->tid);
-	struct file_stats *f = NULL;
-	struct line_stats *st;
-	struct func_stats *fs;
-	int at = -1, reason = s->unattributed;
+	int at, reason = s->unattributed;
 	uint32_t n = s->count ? s->count : 1;
 
 	p->samples += n;
@@ -824,6 +931,25 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	p->gil_ns += gil;
 	if (cpu + blocked <= 0)
 		return;
+	if (reason == UNATTR_NO_PYTHON_THREAD && !s->main_thread && cpu > 0 && defer_native(p, s)) {
+		p->unattributed_ns[reason] += blocked;
+		return;
+	}
+	at = attribute(p, s, cpu, blocked, gil, reason);
+	if (t && t->main_thread && s->main_thread && t->npending)
+		credit_pending(p, t, s, at);
+}
+
+/* A sample's time to its line, function and stack, or to the reason it has
+ * none; the attributed frame, or -1. */
+static int attribute(struct profile *p, const struct sample_in *s, double cpu, double blocked,
+		     double gil, int reason)
+{
+	struct file_stats *f;
+	struct line_stats *st;
+	struct func_stats *fs;
+	int at = -1;
+
 	if (reason < 0) {
 		at = profile_attributed_frame(p, s->frames, s->nframes);
 		if (at < 0)
@@ -837,15 +963,15 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		p->unattributed_ns[reason] += cpu + blocked;
 		if (reason == UNATTR_NOT_PROFILED)
 			outside_add(p, s, cpu + blocked);
-		return;
+		return -1;
 	}
 	f = profile_file_get(p, s->frames[at].filename);
 	if (!f)
-		return;
+		return -1;
 	st = profile_line_get(f, s->frames[at].line > 0 ? s->frames[at].line
 							: s->frames[at].firstlineno);
 	if (!st)
-		return;
+		return -1;
 	add_to_stats(p, st, s, cpu, blocked, gil, true);
 	f->total_ns += cpu + blocked;
 	fs = profile_func_get(p, f, s->frames, s->nframes, at);
@@ -853,6 +979,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		add_to_stats(p, &fs->st, s, cpu, blocked, gil, false);
 	if (p->gpu)
 		profile_gpu_sample(p, s->tgid, s->ts_ns, cpu + blocked, st, fs ? &fs->st : NULL);
+	return at;
 }
 
 double profile__total_ns(const struct profile *p)
@@ -882,8 +1009,17 @@ double profile__gil_ns(const struct profile *p)
 	return p->gil_ns;
 }
 
+double profile__native_threads_ns(const struct profile *p)
+{
+	return p->native_threads_ns;
+}
+
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r)
 {
+	/* Native threads' time still waiting for its main thread's next
+	 * record is on no line so far. */
+	if (r == UNATTR_NO_PYTHON_THREAD)
+		return p->unattributed_ns[r] + p->pending_ns;
 	return r < UNATTR_MAX ? p->unattributed_ns[r] : 0;
 }
 

@@ -261,6 +261,8 @@ struct stack_stats {
 	double gpu_ns;	     /* device time of the work launched from it */
 };
 
+struct native_pending;
+
 struct thread_stats {
 	int tgid, tid;
 	const char *name;
@@ -269,6 +271,11 @@ struct thread_stats {
 	uint64_t samples;
 	double cpu_ns, blocked_ns, gil_ns;
 	double malloc_bytes;
+	/* Main thread: the CPU time of the process's threads with no Python
+	 * frame since its last record, waiting for its next one (credit_pending
+	 * in profile.c). */
+	struct native_pending *pending;
+	int npending;
 	/* The thread's open allocation execution. */
 	struct {
 		struct mem_stats *line, *func;
@@ -482,6 +489,9 @@ double profile__not_python_ns(const struct profile *p);
 /* Of total_ns, the blocked time spent waiting for the GIL. */
 double profile__gil_ns(const struct profile *p);
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r);
+/* Of profile__total_ns: the CPU time of threads with no Python frame that
+ * went to the line their process's main thread was at. */
+double profile__native_threads_ns(const struct profile *p);
 /* A warning (one line, no newline; malloc'd) when most of the sampled
  * Python time fell outside the profiled files, else NULL. */
 char *profile__outside_warning(const struct profile *p);

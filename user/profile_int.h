@@ -77,6 +77,10 @@ struct profile {
 	double split_ns[3]; /* of total_ns: Python, native, system (blocked time too) */
 	double blocked_ns;  /* of total_ns: off-CPU */
 	double unattributed_ns[UNATTR_MAX];
+	/* Of total_ns: the CPU time of threads with no Python frame, credited to
+	 * their main thread's line (credit_to_main_line). */
+	double native_threads_ns;
+	double pending_ns; /* native threads' CPU time waiting for its line */
 	/* Installed packages whose code ran in samples outside the profiled
 	 * files, for the warning that suggests --profile-only. */
 	struct outside_pkg {

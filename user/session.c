@@ -1482,6 +1482,7 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	f->gil_wait_ns = profile__gil_ns(p);
 	for (i = 0; i < UNATTR_MAX; i++)
 		f->unattributed_ns[i] = profile__unattributed_ns(p, i);
+	f->native_threads_ns = profile__native_threads_ns(p);
 	if (tp) {
 		/* System-wide, BPF counts for the whole host: this process's
 		 * CPU samples are its own count. */

@@ -133,7 +133,7 @@ bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n)
 		len += snprintf(
 			buf + len, n - len,
 			"%s%.2f s in threads with no Python frame (the interpreter starting "
-			"or shutting down, threads of native libraries such as BLAS)",
+			"or shutting down, and native threads working meanwhile)",
 			sep, o.no_python_s);
 		sep = ", ";
 	}

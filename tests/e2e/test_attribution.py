@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from e2e_helpers import line_time, markers, profile_run, program
+from e2e_helpers import BUILD, line_time, markers, profile_run, program
 
 
 def test_code_objects_at_a_reused_address(python, tmp_path, accuracy):
@@ -36,3 +36,35 @@ def test_code_objects_at_a_reused_address(python, tmp_path, accuracy):
     bpf = res.profile["scalene_bpf"]["bpf"]
     assert bpf["code_dealloc_probes"] == {"placed": 1, "failed": 0}, bpf
     assert bpf["code_objects_freed"] >= 1, bpf
+
+
+def test_threads_without_python_work_for_the_main_line(python, tmp_path, accuracy):
+    """A library's own threads (no Python thread state, as in BLAS or
+    OpenMP) spin 2 x 0.6 s while the calling line waits for them: their CPU
+    time is that line's native time, as Scalene counts the process's CPU
+    time beyond its Python time; the wait itself is the line's system time,
+    and nothing is left on no line."""
+    prog = program("native_threads.py")
+    side = tmp_path / "pool.json"
+    res = profile_run(python, prog, [BUILD / "tests" / "libnativepool.so", side],
+                      tmp=tmp_path)
+    truth = json.loads(side.read_text())["pool_cpu_s"]
+    facts = res.profile["scalene_bpf"]
+    lines = markers(prog)
+    pool, own = line_time(res.profile, prog, lines["pool"]), line_time(res.profile, prog,
+                                                                       lines["own"])
+    ctx = (f"pool line {pool.python:.1f}/{pool.native:.1f}/{pool.system:.1f} %, own line "
+           f"{own.python:.1f}/{own.native:.1f}/{own.system:.1f} % of "
+           f"{facts['total_sampled_s']:.2f} s; credited "
+           f"{facts['native_threads_credited_s']:.3f} s; unattributed "
+           f"{facts['unattributed']}; pool threads ran {truth:.3f} s")
+    native_s = pool.native * pool.total_sampled_s / 100
+    accuracy("native threads' CPU credited s", round(truth, 3),
+             round(facts["native_threads_credited_s"], 3), "10%")
+    accuracy("pool line native s", round(truth, 3), round(native_s, 3), "15%")
+    assert abs(facts["native_threads_credited_s"] / truth - 1) <= 0.10, ctx
+    # Their time in the kernel (reading the thread's CPU clock) is system.
+    assert abs(native_s / truth - 1) <= 0.15, ctx
+    assert facts["unattributed"]["threads_without_python_s"] <= 0.1 * truth, ctx
+    # The main thread's own loop is not charged with the pool's work.
+    assert own.native * own.total_sampled_s / 100 <= 0.1 * truth, ctx

@@ -171,6 +171,7 @@ static struct facts *full_facts(void)
 	f->unattributed_ns[UNATTR_NO_PYTHON_THREAD] = 1e9;
 	f->unattributed_ns[UNATTR_UNREADABLE] = 2e9;
 	f->unattributed_ns[UNATTR_NOT_PROFILED] = 3e9;
+	f->native_threads_ns = 0.75e9;
 	f->bpf.have_stats = true;
 	for (i = 0; i < STAT_MAX; i++)
 		f->bpf.stats[i] = 1000 + i;
@@ -474,9 +475,10 @@ static void test_every_field(void)
 	o = output_facts_json(f, p);
 	CHECK(o != NULL);
 	CHECK_KEYS(o, "async", "sampling_rate_hz", "total_sampled_s", "uncounted_blocked_s",
-		   "not_python_s", "probe_overhead_s", "gil_wait_s", "unattributed", "bpf",
-		   "memory", "threads", "processes_retired", "threads_folded", "interpreters",
-		   "warnings", "timeline", "profile_decorator", "process");
+		   "not_python_s", "probe_overhead_s", "gil_wait_s", "unattributed",
+		   "native_threads_credited_s", "bpf", "memory", "threads", "processes_retired",
+		   "threads_folded", "interpreters", "warnings", "timeline", "profile_decorator",
+		   "process");
 	check_async(get(o, "async"));
 	CHECK(dbl(o, "sampling_rate_hz") == 1000);
 	CHECK(dbl(o, "total_sampled_s") == 4);
@@ -490,6 +492,7 @@ static void test_every_field(void)
 	CHECK(dbl(x, "threads_without_python_s") == 1);
 	CHECK(dbl(x, "unreadable_stacks_s") == 2);
 	CHECK(dbl(x, "outside_profiled_files_s") == 3);
+	CHECK(dbl(o, "native_threads_credited_s") == 0.75);
 	check_bpf(get(o, "bpf"), f->bpf.stats);
 	check_memory(get(o, "memory"));
 	check_lists(o);
@@ -533,8 +536,8 @@ static void test_least(void)
 	f->period_ns = 1000000;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(o, "sampling_rate_hz", "total_sampled_s", "uncounted_blocked_s", "not_python_s",
-		   "gil_wait_s", "unattributed", "bpf", "threads", "processes_retired",
-		   "threads_folded", "interpreters", "warnings", "timeline");
+		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "threads",
+		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline");
 	/* Counters that could not be read are left out, not written as 0;
 	 * rates without their counts too. */
 	b = get(o, "bpf");
@@ -622,8 +625,9 @@ static void test_uprobes(void)
 	u->ns_per_hit = 1000;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(o, "sampling_rate_hz", "total_sampled_s", "uncounted_blocked_s", "not_python_s",
-		   "gil_wait_s", "unattributed", "bpf", "threads", "processes_retired",
-		   "threads_folded", "interpreters", "warnings", "timeline", "memory");
+		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "threads",
+		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline",
+		   "memory");
 	m = get(o, "memory");
 	CHECK_KEYS(m, "mode", "probes", "hits", "hits_per_s", "ns_per_hit_measured",
 		   "estimated_cost_cpu_percent", "not_measured");

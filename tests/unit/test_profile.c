@@ -337,6 +337,76 @@ static void test_unattributed_reasons(void)
 	profile__free(p);
 }
 
+/* A thread with no Python frame (a BLAS worker) works for the line its
+ * process's main thread is at meanwhile, which the main thread's next
+ * record tells (the off-CPU record of its wait comes when the wait ends):
+ * the worker's CPU time goes there, native in user mode and system in the
+ * kernel.  Its blocked time, its time before the main thread is seen, and
+ * its time whose next main-thread record is at no line (shutting down) or
+ * has not come stay on no line. */
+static void test_native_threads_credited(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	struct sample_in main = sample(app, 1, 2 * MS), worker = sample(NULL, 0, 1 * MS);
+	const struct line_stats *st;
+	int i;
+
+	worker.tid = 101;
+	worker.main_thread = false;
+	worker.where = WHERE_NATIVE;
+	worker.unattributed = UNATTR_NO_PYTHON_THREAD;
+	profile__add(p, &worker); /* the main thread not seen yet */
+	profile__add(p, &main);
+	worker.cpu_ns = 4 * MS;
+	worker.offcpu_ns = 8 * MS;
+	profile__add(p, &worker);
+	worker.offcpu_ns = 0;
+	worker.where = WHERE_SYSTEM;
+	worker.cpu_ns = 16 * MS;
+	profile__add(p, &worker);
+	CHECK(profile__native_threads_ns(p) == 0); /* not yet: where is main? */
+	CHECK(profile__unattributed_ns(p, UNATTR_NO_PYTHON_THREAD) == (1 + 8 + 4 + 16) * MS);
+	/* The main thread's wait, at the line, ends. */
+	main.cpu_ns = 0;
+	main.offcpu_ns = 128 * MS;
+	profile__add(p, &main);
+	worker.where = WHERE_NATIVE;
+	worker.cpu_ns = 32 * MS;
+	profile__add(p, &worker);
+	/* The main thread shutting down: no Python frame. */
+	main = sample(NULL, 0, 64 * MS);
+	main.unattributed = UNATTR_NO_PYTHON_THREAD;
+	profile__add(p, &main);
+	worker.cpu_ns = 256 * MS; /* no main-thread record after it */
+	profile__add(p, &worker);
+
+	st = line_of(p, "/app/main.py", 7);
+	CHECK(st);
+	if (st) {
+		CHECK(st->python_ns == 2 * MS);
+		CHECK(st->native_ns == 4 * MS);
+		CHECK(st->system_ns == (16 + 128) * MS);
+		CHECK(st->blocked_ns == 128 * MS);
+		CHECK_EQ_INT(st->samples, 4);
+	}
+	CHECK(profile__native_threads_ns(p) == 20 * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_NO_PYTHON_THREAD) ==
+	      (1 + 8 + 32 + 64 + 256) * MS);
+	CHECK(profile__total_ns(p) == 511 * MS);
+	CHECK(file_named(p, "/app/main.py")->total_ns == 150 * MS);
+	CHECK_EQ_INT(profile__samples(p), 8);
+	/* The worker's own time is still its own. */
+	for (i = 0; i < profile__nthreads(p); i++) {
+		const struct thread_stats *t = profile__thread(p, i);
+
+		if (t->tid == 101)
+			CHECK(t->cpu_ns == 309 * MS && t->blocked_ns == 8 * MS);
+	}
+	CHECK_EQ_INT(profile__nthreads(p), 2);
+	profile__free(p);
+}
+
 /* The warning that most of the Python time fell outside the profiled
  * files: over half of the readable Python time and at least 0.1 s, naming
  * the installed package that took most of it. */
@@ -1346,6 +1416,7 @@ int main(void)
 	RUN_TEST(test_filter_all_only_exclude);
 	RUN_TEST(test_innermost_profiled_frame);
 	RUN_TEST(test_where_split);
+	RUN_TEST(test_native_threads_credited);
 	RUN_TEST(test_line_zero_and_huge);
 	RUN_TEST(test_offcpu_counted);
 	RUN_TEST(test_not_python_kept_apart);
