@@ -390,6 +390,11 @@ static struct profile *host_python(void *ctx, const struct session_proc *sp)
 		target_free(&e->target);
 		return NULL;
 	}
+	/* Counts are drained in batches, in no order that says where the main
+	 * thread was while threads with no Python frame ran: their time would
+	 * go to whichever of its lines came next (a pool's 1.2 s went to the
+	 * line after the call, measured), so it stays on no line. */
+	profile__credit_native_threads(e->profile, false);
 	e->live = true;
 	hmap__put(h->live, &pid, e);
 	if (h->mem)

@@ -931,7 +931,8 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	p->gil_ns += gil;
 	if (cpu + blocked <= 0)
 		return;
-	if (reason == UNATTR_NO_PYTHON_THREAD && !s->main_thread && cpu > 0 && defer_native(p, s)) {
+	if (reason == UNATTR_NO_PYTHON_THREAD && !s->main_thread && cpu > 0 &&
+	    !p->native_threads_apart && defer_native(p, s)) {
 		p->unattributed_ns[reason] += blocked;
 		return;
 	}
@@ -1012,6 +1013,11 @@ double profile__gil_ns(const struct profile *p)
 double profile__native_threads_ns(const struct profile *p)
 {
 	return p->native_threads_ns;
+}
+
+void profile__credit_native_threads(struct profile *p, bool on)
+{
+	p->native_threads_apart = !on;
 }
 
 double profile__unattributed_ns(const struct profile *p, enum unattributed_reason r)

@@ -492,6 +492,9 @@ double profile__unattributed_ns(const struct profile *p, enum unattributed_reaso
 /* Of profile__total_ns: the CPU time of threads with no Python frame that
  * went to the line their process's main thread was at. */
 double profile__native_threads_ns(const struct profile *p);
+/* Whether that time goes to the main thread's line (the default) or stays
+ * on no line: only records in the order they happened tell the line. */
+void profile__credit_native_threads(struct profile *p, bool on);
 /* A warning (one line, no newline; malloc'd) when most of the sampled
  * Python time fell outside the profiled files, else NULL. */
 char *profile__outside_warning(const struct profile *p);

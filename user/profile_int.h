@@ -80,7 +80,8 @@ struct profile {
 	/* Of total_ns: the CPU time of threads with no Python frame, credited to
 	 * their main thread's line (credit_to_main_line). */
 	double native_threads_ns;
-	double pending_ns; /* native threads' CPU time waiting for its line */
+	double pending_ns;	   /* native threads' CPU time waiting for its line */
+	bool native_threads_apart; /* profile__credit_native_threads(p, false) */
 	/* Installed packages whose code ran in samples outside the profiled
 	 * files, for the warning that suggests --profile-only. */
 	struct outside_pkg {

@@ -405,6 +405,23 @@ static void test_native_threads_credited(void)
 	}
 	CHECK_EQ_INT(profile__nthreads(p), 2);
 	profile__free(p);
+
+	/* Turned off (--all, whose counts come in no useful order): on no line. */
+	p = new_profile("/app");
+	profile__credit_native_threads(p, false);
+	app[0] = fr(p, "/app/main.py", "main", 3, 7);
+	main = sample(app, 1, 2 * MS);
+	profile__add(p, &main);
+	worker.cpu_ns = 4 * MS;
+	profile__add(p, &worker);
+	main.cpu_ns = 0;
+	main.offcpu_ns = 8 * MS;
+	profile__add(p, &main);
+	st = line_of(p, "/app/main.py", 7);
+	CHECK(st && st->native_ns == 0 && st->system_ns == 8 * MS);
+	CHECK(profile__native_threads_ns(p) == 0);
+	CHECK(profile__unattributed_ns(p, UNATTR_NO_PYTHON_THREAD) == 4 * MS);
+	profile__free(p);
 }
 
 /* The warning that most of the Python time fell outside the profiled
