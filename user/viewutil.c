@@ -94,7 +94,16 @@ double vj_probe_overhead_s(struct json_object *doc)
 	return vj_num_of(v);
 }
 
-bool vj_off_lines(struct json_object *doc, double share, struct vj_off_lines *o)
+struct vj_off_lines {
+	double no_python_s;  /* threads with no Python frame */
+	double outside_s;    /* stacks with no frame in a profiled file */
+	double unreadable_s; /* stacks that could not be read */
+	double total_s;
+};
+
+/* Fills o from doc; false when doc does not say (Scalene's profiles), or
+ * when the time on no line is under `share` of the total. */
+static bool vj_off_lines(struct json_object *doc, double share, struct vj_off_lines *o)
 {
 	struct json_object *facts = vj_object(doc, "scalene_bpf");
 	struct json_object *u = vj_object(facts, "unattributed");

@@ -70,19 +70,10 @@ bool vj_footprint_measured(struct json_object *doc);
  * kept out of the lines (scalene_bpf.probe_overhead_s); < 0: not measured. */
 double vj_probe_overhead_s(struct json_object *doc);
 
-/* The sampled time that is on no line (scalene_bpf.unattributed), part of
- * the total the percentages are shares of (total_sampled_s). */
-struct vj_off_lines {
-	double no_python_s;  /* threads with no Python frame */
-	double outside_s;    /* stacks with no frame in a profiled file */
-	double unreadable_s; /* stacks that could not be read */
-	double total_s;
-};
-/* Fills o from doc; false when doc does not say (Scalene's profiles), or
- * when the time on no line is under `share` of the total. */
-bool vj_off_lines(struct json_object *doc, double share, struct vj_off_lines *o);
-/* The views' note on that time, in buf, when it is 2 % of the total or more;
- * false (buf empty) otherwise. */
+/* The views' note on the sampled time that is on no line
+ * (scalene_bpf.unattributed, part of the total_sampled_s the percentages are
+ * shares of), in buf, when it is 2 % of the total or more; false (buf
+ * empty) otherwise. */
 bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n);
 /* MB that a line or function (fn) of a file allocated, freed or not (our
  * churn, beside Scalene's net n_malloc_mb): row is the line's or function's
