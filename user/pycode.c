@@ -119,60 +119,53 @@ static size_t put_utf8(char *out, uint32_t cp)
 	return 4;
 }
 
-char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_chars)
-{
-	const struct py_offsets *o = pp->off;
-	uint32_t state = 0, kind_shift = __builtin_ctz(o->unicode_kind_mask);
-	uint64_t length = 0, data;
+/* A str object's header, read: where its characters are and how many. */
+struct str_head {
+	uint32_t state;
+	uint64_t length;
 	unsigned int kind;
-	uint8_t *raw = NULL;
-	char *out = NULL;
-	size_t i, n = 0;
-	int err;
+	uint64_t data;
+};
 
-	if (!addr) {
-		errno = EINVAL;
+/* The pieces of a str's header at addr, for a batched read. */
+static void str_head_pieces(const struct py_offsets *o, uint64_t addr, struct str_head *h,
+			    struct mem_piece *p)
+{
+	p[0] = (struct mem_piece){ addr + o->unicode_state, &h->state, sizeof(h->state), 0 };
+	p[1] = (struct mem_piece){ addr + o->unicode_length, &h->length, sizeof(h->length), 0 };
+}
+
+/* The header read: 0, or -EINVAL when it is not a compact str's (code
+ * object names always are).  At most max_chars characters are kept. */
+static int str_head_check(const struct py_offsets *o, uint64_t addr, struct str_head *h,
+			  size_t max_chars)
+{
+	if (!(h->state & o->unicode_compact_mask))
+		return -EINVAL;
+	h->kind = (h->state & o->unicode_kind_mask) >> __builtin_ctz(o->unicode_kind_mask);
+	if (h->kind != 1 && h->kind != 2 && h->kind != 4)
+		return -EINVAL;
+	if (h->length > max_chars)
+		h->length = max_chars;
+	h->data = addr + ((h->state & o->unicode_ascii_mask) ? o->unicode_ascii_size
+							     : o->unicode_compact_size);
+	return 0;
+}
+
+/* The characters read (raw, h->length of h->kind bytes each) as UTF-8. */
+static char *str_decode(const struct str_head *h, const uint8_t *raw)
+{
+	char *out = malloc(h->length * 4 + 1);
+	size_t i, n = 0;
+
+	if (!out)
 		return NULL;
-	}
-	err = mem_read_u32(pid, addr + o->unicode_state, &state);
-	if (!err)
-		err = mem_read_u64(pid, addr + o->unicode_length, &length);
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	/* Code object names are always compact strings; anything else means
-	 * the pointer was not a str. */
-	if (!(state & o->unicode_compact_mask)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	kind = (state & o->unicode_kind_mask) >> kind_shift;
-	if (kind != 1 && kind != 2 && kind != 4) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (length > max_chars)
-		length = max_chars;
-	data = addr +
-	       ((state & o->unicode_ascii_mask) ? o->unicode_ascii_size : o->unicode_compact_size);
-	raw = malloc(length * kind + 1);
-	out = malloc(length * 4 + 1);
-	if (!raw || !out) {
-		errno = ENOMEM;
-		goto fail;
-	}
-	err = mem_read(pid, data, raw, length * kind);
-	if (err) {
-		errno = -err;
-		goto fail;
-	}
-	for (i = 0; i < length; i++) {
+	for (i = 0; i < h->length; i++) {
 		uint32_t cp;
 
-		if (kind == 1)
+		if (h->kind == 1)
 			cp = raw[i];
-		else if (kind == 2)
+		else if (h->kind == 2)
 			cp = raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8;
 		else
 			memcpy(&cp, raw + 4 * i, 4);
@@ -180,63 +173,75 @@ char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_ch
 		n += put_utf8(out + n, cp ? cp : 0xfffd);
 	}
 	out[n] = '\0';
-	free(raw);
 	return out;
-fail:
-	free(raw);
-	free(out);
-	return NULL;
 }
 
-static int read_bytes_obj(int pid, const struct py_offsets *o, uint64_t addr, uint8_t **buf,
-			  size_t *len)
+char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_chars)
 {
-	int64_t size = 0;
+	struct str_head h = { 0 };
+	struct mem_piece p[2];
+	uint8_t *raw;
+	char *out;
 	int err;
 
-	if (!addr)
-		return -EINVAL;
-	err = mem_read(pid, addr + o->varobject_size, &size, sizeof(size));
-	if (err)
-		return err;
-	if (size < 0 || size > MAX_TABLE_BYTES)
-		return -E2BIG;
-	*buf = malloc(size ? size : 1);
-	if (!*buf)
-		return -ENOMEM;
-	err = mem_read(pid, addr + o->bytes_sval, *buf, size);
-	if (err) {
-		free(*buf);
-		*buf = NULL;
-		return err;
+	if (!addr) {
+		errno = EINVAL;
+		return NULL;
 	}
-	*len = size;
-	return 0;
+	str_head_pieces(pp->off, addr, &h, p);
+	err = mem_read_many(pid, p, 2);
+	if (!err)
+		err = p[0].err ? p[0].err : p[1].err;
+	if (!err)
+		err = str_head_check(pp->off, addr, &h, max_chars);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	raw = malloc(h.length * h.kind + 1);
+	if (!raw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = mem_read(pid, h.data, raw, h.length * h.kind);
+	out = err ? NULL : str_decode(&h, raw);
+	free(raw);
+	if (!out)
+		errno = err ? -err : ENOMEM;
+	return out;
 }
 
+/*
+ * A code object in three batched reads (each one system call): its fields;
+ * the headers of its file name, its name and its line table; their bytes.
+ * Code objects are read by the hundred as a process starts, and one read
+ * per field made that most of the loader's cost of a short-lived process.
+ */
 static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_t tag)
 {
 	const struct py_offsets *o = pp->off;
 	uint64_t fname = 0, name = 0, co_name = 0, table = 0;
-	struct pycode *pc;
+	struct str_head hf = { 0 }, hn = { 0 };
+	int64_t table_size = 0;
+	uint8_t *rawf = NULL, *rawn = NULL;
+	struct pycode *pc = NULL;
 	int32_t first = 0;
 	uint32_t flags = 0;
-	int err;
+	int err, i;
+	struct mem_piece f[] = {
+		{ code + o->code_firstlineno, &first, sizeof(first), 0 },
+		{ code + o->code_filename, &fname, sizeof(fname), 0 },
+		{ code + (o->code_qualname != PYOFF_NONE ? o->code_qualname : o->code_name), &name,
+		  sizeof(name), 0 },
+		{ code + o->code_name, &co_name, sizeof(co_name), 0 },
+		{ code + o->code_linetable, &table, sizeof(table), 0 },
+		{ code + o->code_flags, &flags, sizeof(flags), 0 },
+	};
+	struct mem_piece h[5], d[3];
 
-	err = mem_read(pp->pid, code + o->code_firstlineno, &first, sizeof(first));
-	if (!err)
-		err = mem_read_u64(pp->pid, code + o->code_filename, &fname);
-	if (!err)
-		err = mem_read_u64(
-			pp->pid,
-			code + (o->code_qualname != PYOFF_NONE ? o->code_qualname : o->code_name),
-			&name);
-	if (!err)
-		err = mem_read_u64(pp->pid, code + o->code_name, &co_name);
-	if (!err)
-		err = mem_read_u64(pp->pid, code + o->code_linetable, &table);
-	if (!err)
-		err = mem_read_u32(pp->pid, code + o->code_flags, &flags);
+	err = mem_read_many(pp->pid, f, 6);
+	for (i = 0; !err && i < 6; i++)
+		err = f[i].err;
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -246,19 +251,59 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 		errno = ESTALE;
 		return NULL;
 	}
-	pc = calloc(1, sizeof(*pc));
-	if (!pc)
+	if (!fname || !name || !table) {
+		errno = EFAULT;
 		return NULL;
+	}
+	str_head_pieces(o, fname, &hf, h);
+	str_head_pieces(o, name, &hn, h + 2);
+	h[4] = (struct mem_piece){ table + o->varobject_size, &table_size, sizeof(table_size), 0 };
+	err = mem_read_many(pp->pid, h, 5);
+	for (i = 0; !err && i < 5; i++)
+		err = h[i].err;
+	if (!err)
+		err = str_head_check(o, fname, &hf, MAX_NAME_CHARS);
+	if (!err)
+		err = str_head_check(o, name, &hn, MAX_NAME_CHARS);
+	/* Larger tables are refused: no real code object has one. */
+	if (!err && (table_size < 0 || table_size > MAX_TABLE_BYTES))
+		err = -E2BIG;
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	pc = calloc(1, sizeof(*pc));
+	rawf = malloc(hf.length * hf.kind + 1);
+	rawn = malloc(hn.length * hn.kind + 1);
+	if (pc)
+		pc->table = malloc(table_size ? table_size : 1);
+	if (!pc || !rawf || !rawn || !pc->table) {
+		err = -ENOMEM;
+		goto out;
+	}
+	d[0] = (struct mem_piece){ hf.data, rawf, hf.length * hf.kind, 0 };
+	d[1] = (struct mem_piece){ hn.data, rawn, hn.length * hn.kind, 0 };
+	d[2] = (struct mem_piece){ table + o->bytes_sval, pc->table, (size_t)table_size, 0 };
+	err = mem_read_many(pp->pid, d, 3);
+	for (i = 0; !err && i < 3; i++)
+		err = d[i].err;
+	if (err)
+		goto out;
+	pc->table_len = table_size;
 	pc->firstlineno = first;
 	pc->flags = flags;
 	pc->fmt = linetable_format_for_minor(pp->minor);
-	pc->filename = pystr_read(pp->pid, pp, fname, MAX_NAME_CHARS);
-	pc->qualname = pystr_read(pp->pid, pp, name, MAX_NAME_CHARS);
+	pc->filename = str_decode(&hf, rawf);
+	pc->qualname = str_decode(&hn, rawn);
 	pc->memo = hmap__new(sizeof(int));
-	err = read_bytes_obj(pp->pid, o, table, &pc->table, &pc->table_len);
-	if (!pc->filename || !pc->qualname || !pc->memo || err) {
+	if (!pc->filename || !pc->qualname || !pc->memo)
+		err = -ENOMEM;
+out:
+	free(rawf);
+	free(rawn);
+	if (err) {
 		pycode_free(pc);
-		errno = err ? -err : EFAULT;
+		errno = -err;
 		return NULL;
 	}
 	return pc;

@@ -320,6 +320,16 @@ static void test_code_cache(void)
 		memcpy((unsigned char *)codes[3].mem + py_offsets_3_12.code_qualname, &junk, 8);
 		CHECK(pycode_cache__load(c, &pp, 1, bad, tag_of(&py_offsets_3_12, bad, 5)) == NULL);
 	}
+	/* A line table larger than any real one (1 MiB) is refused. */
+	{
+		uint64_t big = make_code(3, "/app/x.py", "x", 5);
+		int64_t size = (1 << 20) + 1;
+
+		memcpy((unsigned char *)codes[3].table + py_offsets_3_12.varobject_size, &size, 8);
+		errno = 0;
+		CHECK(pycode_cache__load(c, &pp, 1, big, tag_of(&py_offsets_3_12, big, 5)) == NULL);
+		CHECK_EQ_INT(errno, E2BIG);
+	}
 	/* Unreadable address. */
 	CHECK(pycode_cache__load(c, &pp, 1, 16, 5) == NULL);
 	pycode_cache__free(c);
