@@ -138,23 +138,26 @@ fuzz-build: $(FUZZ_BINS)
 fuzz: fuzz-build
 	tools/fuzz-run $(OUT) $(FUZZ_SECONDS) keep
 
+# The test programs' own shared libraries, each from one C file.
+TEST_LIB = $(CC) -g -O2 -fPIC -shared -pthread $(WARNINGS) -o $@ $<
+
 # A library whose constructor holds a program back before its interpreter
 # starts (SLOW_START_MS), for the end-to-end tests of a slow start.
 SLOW_START_SO	:= $(OUT)/tests/libslowstart.so
 $(SLOW_START_SO): tests/e2e/programs/slow_start.c | $(OUT)/tests
-	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -o $@ $<
+	$(TEST_LIB)
 
 # churn_forever(): libc allocations from a thread that never returns to
 # Python, for the sampler's test of a program exiting under its hooks.
 CHURN_SO	:= $(OUT)/tests/libchurn.so
 $(CHURN_SO): tests/sampler/programs/churn.c | $(OUT)/tests
-	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -o $@ $<
+	$(TEST_LIB)
 
 # spin_threads(): a pool of threads with no Python thread state, for the
 # end-to-end tests of how their CPU time is credited.
 NATIVE_POOL_SO	:= $(OUT)/tests/libnativepool.so
 $(NATIVE_POOL_SO): tests/e2e/programs/native_pool.c | $(OUT)/tests
-	$(CC) -g -O2 -fPIC -shared -pthread $(WARNINGS) -o $@ $<
+	$(TEST_LIB)
 
 .PHONY: unit-tests
 unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO) $(CHURN_SO) $(NATIVE_POOL_SO)
