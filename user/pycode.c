@@ -176,6 +176,18 @@ static char *str_decode(const struct str_head *h, const uint8_t *raw)
 	return out;
 }
 
+/* n pieces in one batched read: 0 when each was read whole, else the first
+ * error. */
+static int read_whole(int pid, struct mem_piece *p, size_t n)
+{
+	int err = mem_read_many(pid, p, n);
+	size_t i;
+
+	for (i = 0; !err && i < n; i++)
+		err = p[i].err;
+	return err;
+}
+
 char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_chars)
 {
 	struct str_head h = { 0 };
@@ -189,9 +201,7 @@ char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_ch
 		return NULL;
 	}
 	str_head_pieces(pp->off, addr, &h, p);
-	err = mem_read_many(pid, p, 2);
-	if (!err)
-		err = p[0].err ? p[0].err : p[1].err;
+	err = read_whole(pid, p, 2);
 	if (!err)
 		err = str_head_check(pp->off, addr, &h, max_chars);
 	if (err) {
@@ -228,7 +238,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	struct pycode *pc = NULL;
 	int32_t first = 0;
 	uint32_t flags = 0;
-	int err, i;
+	int err;
 	struct mem_piece f[] = {
 		{ code + o->code_firstlineno, &first, sizeof(first), 0 },
 		{ code + o->code_filename, &fname, sizeof(fname), 0 },
@@ -240,9 +250,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	};
 	struct mem_piece h[5], d[3];
 
-	err = mem_read_many(pp->pid, f, 6);
-	for (i = 0; !err && i < 6; i++)
-		err = f[i].err;
+	err = read_whole(pp->pid, f, 6);
 	if (err) {
 		errno = -err;
 		return NULL;
@@ -259,9 +267,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	str_head_pieces(o, fname, &hf, h);
 	str_head_pieces(o, name, &hn, h + 2);
 	h[4] = (struct mem_piece){ table + o->varobject_size, &table_size, sizeof(table_size), 0 };
-	err = mem_read_many(pp->pid, h, 5);
-	for (i = 0; !err && i < 5; i++)
-		err = h[i].err;
+	err = read_whole(pp->pid, h, 5);
 	if (!err)
 		err = str_head_check(o, fname, &hf, MAX_NAME_CHARS);
 	if (!err)
@@ -284,9 +290,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	d[0] = (struct mem_piece){ hf.data, rawf, hf.length * hf.kind, 0 };
 	d[1] = (struct mem_piece){ hn.data, rawn, hn.length * hn.kind, 0 };
 	d[2] = (struct mem_piece){ table + o->bytes_sval, pc->table, (size_t)table_size, 0 };
-	err = mem_read_many(pp->pid, d, 3);
-	for (i = 0; !err && i < 3; i++)
-		err = d[i].err;
+	err = read_whole(pp->pid, d, 3);
 	if (err)
 		goto out;
 	pc->table_len = table_size;
