@@ -9,8 +9,6 @@
  *   CALL = 171
  *   CALL_ADAPTIVE = 22
  *   CALL_FUNCTION_EX = 142
- *   CALL_PY_EXACT_ARGS = 23
- *   CALL_PY_WITH_DEFAULTS = 24
  *   PRECALL = 166
  *   PRECALL_ADAPTIVE = 64
  *   PRECALL_BOUND_METHOD = 65
@@ -28,7 +26,6 @@
  *   PRECALL_NO_KW_STR_1 = 121
  *   PRECALL_NO_KW_TUPLE_1 = 127
  *   PRECALL_NO_KW_TYPE_1 = 141
- *   PRECALL_PYFUNC = 143
  */
 #ifndef PYOFFSETS_CPYTHON_3_11_H
 #define PYOFFSETS_CPYTHON_3_11_H
@@ -100,7 +97,7 @@ static const struct py_offsets py_offsets_3_11 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
-	.call_ops = { 0x0000000001c00000, 0x820200000003f30f, 0x000008400000e000, 0x0000000000000000 },
+	.call_ops = { 0x0000000000400000, 0x820200000003f30f, 0x0000084000006000, 0x0000000000000000 },
 	.runtime_ceval_gil = 360,
 	.runtime_interp_main = PYOFF_NONE,
 	.interp_ceval_gil = PYOFF_NONE,

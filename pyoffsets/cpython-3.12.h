@@ -7,7 +7,6 @@
  *
  * call_ops, from the opcode headers:
  *   CALL = 171
- *   CALL_BOUND_METHOD_EXACT_ARGS = 28
  *   CALL_BUILTIN_CLASS = 29
  *   CALL_BUILTIN_FAST_WITH_KEYWORDS = 34
  *   CALL_FUNCTION_EX = 142
@@ -23,8 +22,6 @@
  *   CALL_NO_KW_STR_1 = 47
  *   CALL_NO_KW_TUPLE_1 = 48
  *   CALL_NO_KW_TYPE_1 = 56
- *   CALL_PY_EXACT_ARGS = 23
- *   CALL_PY_WITH_DEFAULTS = 24
  *   INSTRUMENTED_CALL = 241
  *   INSTRUMENTED_CALL_FUNCTION_EX = 244
  */
@@ -98,7 +95,7 @@ static const struct py_offsets py_offsets_3_12 = {
 	.dbg_code_linetable = PYOFF_NONE,
 	.dbg_code_firstlineno = PYOFF_NONE,
 	.dbg_code_code_adaptive = PYOFF_NONE,
-	.call_ops = { 0x0101ffc431800000, 0x0000000000000000, 0x0000080000004000, 0x0012000000000000 },
+	.call_ops = { 0x0101ffc420000000, 0x0000000000000000, 0x0000080000004000, 0x0012000000000000 },
 	.runtime_ceval_gil = PYOFF_NONE,
 	.runtime_interp_main = 48,
 	.interp_ceval_gil = 384,

@@ -7,9 +7,6 @@
  *
  * call_ops, from the opcode headers:
  *   CALL = 53
- *   CALL_ALLOC_AND_ENTER_INIT = 162
- *   CALL_BOUND_METHOD_EXACT_ARGS = 163
- *   CALL_BOUND_METHOD_GENERAL = 164
  *   CALL_BUILTIN_CLASS = 165
  *   CALL_BUILTIN_FAST = 166
  *   CALL_BUILTIN_FAST_WITH_KEYWORDS = 167
@@ -24,8 +21,6 @@
  *   CALL_METHOD_DESCRIPTOR_NOARGS = 174
  *   CALL_METHOD_DESCRIPTOR_O = 175
  *   CALL_NON_PY_GENERAL = 176
- *   CALL_PY_EXACT_ARGS = 177
- *   CALL_PY_GENERAL = 178
  *   CALL_STR_1 = 179
  *   CALL_TUPLE_1 = 180
  *   CALL_TYPE_1 = 181
@@ -103,7 +98,7 @@ static const struct py_offsets py_offsets_3_13 = {
 	.dbg_code_linetable = 304,
 	.dbg_code_firstlineno = 312,
 	.dbg_code_code_adaptive = 344,
-	.call_ops = { 0x0260000000000000, 0x0000000000000000, 0x003ffffc00000000, 0x0070000000000000 },
+	.call_ops = { 0x0260000000000000, 0x0000000000000000, 0x0039ffe000000000, 0x0070000000000000 },
 	.runtime_ceval_gil = PYOFF_NONE,
 	.runtime_interp_main = 640,
 	.interp_ceval_gil = 16,

@@ -15,6 +15,7 @@
 #include "cpython-3.11.h"
 #include "cpython-3.12.h"
 #include "cpython-3.13.h"
+#include "cpython-3.14.h"
 
 static const struct py_offsets *const py_offsets_table[] = {
 	&py_offsets_3_9,
@@ -22,6 +23,7 @@ static const struct py_offsets *const py_offsets_table[] = {
 	&py_offsets_3_11,
 	&py_offsets_3_12,
 	&py_offsets_3_13,
+	&py_offsets_3_14,
 	NULL,
 };
 

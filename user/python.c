@@ -83,11 +83,14 @@ bool python__in_call_machinery(const struct py_proc *pp, uint64_t ip)
 
 /*
  * The eval loop, and the functions that push, make, clear and free Python
- * frames, in 3.9 to 3.13.  A call instruction runs them to enter or leave a
+ * frames, in 3.9 to 3.14.  A call instruction runs them to enter or leave a
  * Python function: the interpreter's own work, as when its bytecode runs
  * (without them a line calling a small Python function counts a third to a
  * half of its time as native on 3.9 and 3.10).  Names missing from a build
- * (static functions of a stripped binary) are skipped.
+ * (static functions of a stripped binary) are skipped.  From 3.11 the call
+ * instructions specialised for a Python callee are not call instructions
+ * for this (tools/pyoffsets/generate), so what runs under them is the
+ * interpreter's time even where it has no name.
  */
 static const char *const call_machinery[] = {
 	"_PyEval_EvalFrameDefault",

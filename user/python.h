@@ -21,7 +21,7 @@ struct py_offsets;
 #define PY_MAX_TEXT PY_TEXT_RANGES
 #define PY_MAX_MACHINERY 24
 #define PY_MIN_MINOR 9
-#define PY_MAX_MINOR 13
+#define PY_MAX_MINOR 14
 #define PY_SUPPORTED "3.9, 3.10, 3.11, 3.12 and 3.13"
 
 struct py_proc {

@@ -209,7 +209,7 @@ static inline void pyimg__cfg(const struct pyimg *p, struct py_walk_cfg *c)
 /*
  * Writes a frame at `f` running `code` at byte offset `off`, linked to
  * `prev`.  A fresh frame is off = -1 on <= 3.10 (f_lasti = -1), -2 on 3.11
- * and 3.12 (prev_instr one code unit before the first) and 0 on 3.13
+ * and 3.12 (prev_instr one code unit before the first) and 0 on 3.13+
  * (instr_ptr at the first).
  */
 static inline void pyimg__write_frame(struct pyimg *p, uint64_t f, uint64_t code, int32_t off,
@@ -218,7 +218,9 @@ static inline void pyimg__write_frame(struct pyimg *p, uint64_t f, uint64_t code
 	const struct py_offsets *o = p->o;
 
 	memimg__w64(p->m, f + o->frame_previous, prev);
-	memimg__w64(p->m, f + o->frame_code, code);
+	/* 3.14 holds the code as a tagged reference (_PyStackRef): bit 0 set
+	 * where the frame does not own a count, as on every other frame here. */
+	memimg__w64(p->m, f + o->frame_code, code | (p->minor >= 14 ? p->nwant & 1 : 0));
 	if (p->minor <= 10) {
 		/* f_lasti: bytes on 3.9, code units on 3.10. */
 		int32_t lasti = off < 0 ? -1 : (p->minor == 10 ? off / 2 : off);
@@ -271,7 +273,7 @@ static inline uint64_t pyimg__push(struct pyimg *p, uint64_t code, int32_t off)
 
 /* The entry frame _PyEval_EvalFrameDefault puts on the C stack (3.12+):
  * owner FRAME_OWNED_BY_CSTACK (3; 3.14 uses 3 and 4), f_code the trampoline
- * code object on 3.12, f_executable Py_None on 3.13.  The walker reports it
+ * code object on 3.12, f_executable Py_None on 3.13+.  The walker reports it
  * as code 0. */
 static inline uint64_t pyimg__push_shim(struct pyimg *p, uint8_t owner)
 {

@@ -36,7 +36,7 @@ const char *__ubsan_default_options(void)
 }
 
 #define FIRST_MINOR 9
-#define LAST_MINOR 13
+#define LAST_MINOR 14
 #define SENTINEL 0xa5
 #define FUZZ_BASE 0x7f3a1e000000ULL
 #define FUZZ_SIZE 0x4000ULL
@@ -197,8 +197,14 @@ static void test_stack_3_13(void)
 	check_stack(13);
 }
 
+/* Every other frame's f_executable carries the tag bit (pyimage.h). */
+static void test_stack_3_14(void)
+{
+	check_stack(14);
+}
+
 /* Every generated table is one the image builder and the walker handle: a
- * new table (3.14 has a tagged f_executable) fails here until both do. */
+ * new table fails here until both do. */
 static void test_every_table_walks(void)
 {
 	const struct py_offsets *const *t;
@@ -1625,6 +1631,7 @@ int main(void)
 	RUN_TEST(test_stack_3_11);
 	RUN_TEST(test_stack_3_12);
 	RUN_TEST(test_stack_3_13);
+	RUN_TEST(test_stack_3_14);
 	RUN_TEST(test_every_table_walks);
 	RUN_TEST(test_39_lasti_bytes);
 	RUN_TEST(test_310_lasti_units);

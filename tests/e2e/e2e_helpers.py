@@ -48,6 +48,8 @@ INTERPRETERS = [
     ("py3.13", "pyenv:3.13.0", "pyenv install 3.13.0"),
     ("debian3.11-static", "/usr/bin/python3.11",
      "apt-get install python3.11 (Debian's build, statically linked)"),
+    ("sid3.14-static", "/opt/python3.14-sid/usr/bin/python3.14",
+     "tools/python-sid 3.14 (Debian unstable's build, statically linked)"),
 ]
 INTERPRETER_IDS = [i[0] for i in INTERPRETERS]
 
@@ -82,6 +84,13 @@ def _pyenv_prefix(version):
 
 
 _interp_cache = {}
+
+
+def debian_build(path):
+    """Whether the interpreter is one of Debian's builds (static, stripped,
+    built with LTO), not pyenv's."""
+    return any(path == where for ident, where, _ in INTERPRETERS
+               if ident.startswith(("debian", "sid")))
 
 
 def find_interpreter(ident):

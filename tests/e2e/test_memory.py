@@ -31,8 +31,8 @@ import subprocess
 
 import pytest
 
-from e2e_helpers import (BIN, BUILD, clean_env, compat, file_entry, finish, invoke,
-                         markers, profile_run, program, sampled_mb_range, STRAY_MB)
+from e2e_helpers import (BIN, BUILD, clean_env, compat, debian_build, file_entry, finish,
+                         invoke, markers, profile_run, program, sampled_mb_range, STRAY_MB)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
 WINDOW_MB = 1.0  # Scalene's allocation sampling window (`scalene run`'s default)
@@ -367,7 +367,7 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     # as native (measured: python fraction 0.00 on both).
     version = subprocess.run([python, "-c", "import sys; print(sys.version_info[1])"],
                              capture_output=True, text=True).stdout.strip()
-    if version != "9" and not python.startswith("/usr/bin/"):
+    if version != "9" and not debian_build(python):
         assert big["n_python_fraction"] >= 0.9, ctx
     # No frees from uprobes: no footprint, no leaks, no net growth, said so.
     assert p["max_footprint_mb"] == 0 and p["samples"] == []

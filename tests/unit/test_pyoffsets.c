@@ -12,7 +12,7 @@
 #include "cpython.h"
 
 #define FIRST_MINOR 9
-#define LAST_MINOR 13
+#define LAST_MINOR 14
 
 static const struct py_offsets *find(unsigned int minor)
 {
@@ -48,7 +48,7 @@ static void test_table_lists_every_minor_once(void)
 			CHECK_EQ_INT(o->minor, minor);
 	}
 	CHECK(find(8) == NULL);
-	CHECK(find(14) == NULL);
+	CHECK(find(15) == NULL);
 }
 
 static void test_version_hex_matches_minor(void)
@@ -250,10 +250,10 @@ static void test_debug_offsets_layout(void)
 static void test_spot_values(void)
 {
 	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
-	const struct py_offsets *o12 = find(12), *o13 = find(13);
+	const struct py_offsets *o12 = find(12), *o13 = find(13), *o14 = find(14);
 
-	CHECK(o9 && o10 && o11 && o12 && o13);
-	if (!o9 || !o10 || !o11 || !o12 || !o13)
+	CHECK(o9 && o10 && o11 && o12 && o13 && o14);
+	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14)
 		return;
 
 	CHECK_EQ_INT(o9->frame_instr, 104);
@@ -310,29 +310,42 @@ static int count_ops(const struct py_offsets *o)
 static void test_call_ops(void)
 {
 	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
-	const struct py_offsets *o12 = find(12), *o13 = find(13);
+	const struct py_offsets *o12 = find(12), *o13 = find(13), *o14 = find(14);
 
-	CHECK(o9 && o10 && o11 && o12 && o13);
-	if (!o9 || !o10 || !o11 || !o12 || !o13)
+	CHECK(o9 && o10 && o11 && o12 && o13 && o14);
+	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14)
 		return;
 	/* CALL_FUNCTION, CALL_FUNCTION_KW, CALL_FUNCTION_EX, CALL_METHOD. */
 	CHECK_EQ_INT(count_ops(o9), 4);
 	CHECK(has_op(o9, 131) && has_op(o9, 141) && has_op(o9, 142) && has_op(o9, 161));
 	CHECK(!memcmp(o9->call_ops, o10->call_ops, sizeof(o9->call_ops)));
 	CHECK(!has_op(o9, 23) && !has_op(o9, 160)); /* BINARY_ADD, LOAD_METHOD */
-	/* 3.11: PRECALL and CALL with their specialised forms. */
-	CHECK_EQ_INT(count_ops(o11), 23);
+	/* 3.11: PRECALL and CALL with their specialised forms, but not those
+	 * for a Python callee (CALL_PY_EXACT_ARGS 23, CALL_PY_WITH_DEFAULTS 24,
+	 * PRECALL_PYFUNC 143): under them C code is the frame's making. */
+	CHECK_EQ_INT(count_ops(o11), 20);
+	CHECK(!has_op(o11, 23) && !has_op(o11, 24) && !has_op(o11, 143));
 	CHECK(has_op(o11, 166) && has_op(o11, 171) && has_op(o11, 142));
 	CHECK(has_op(o11, 67) && has_op(o11, 80)); /* PRECALL_BUILTIN_FAST_WITH_KEYWORDS, ..._METHOD_DESCRIPTOR_FAST */
 	CHECK(!has_op(o11, 122) && !has_op(o11, 0)); /* BINARY_OP, CACHE */
 	/* 3.12: INSTRUMENTED_CALL (241) in, CALL_INTRINSIC_1/2 (173, 174) out. */
-	CHECK_EQ_INT(count_ops(o12), 21);
+	CHECK_EQ_INT(count_ops(o12), 18);
+	CHECK(!has_op(o12, 23) && !has_op(o12, 28)); /* CALL_PY_EXACT_ARGS, CALL_BOUND_METHOD_EXACT_ARGS */
 	CHECK(has_op(o12, 171) && has_op(o12, 241) && has_op(o12, 244) && has_op(o12, 34));
 	CHECK(!has_op(o12, 173) && !has_op(o12, 174) && !has_op(o12, 122));
 	/* 3.13: CALL 53, CALL_KW 57, CALL_BUILTIN_FAST 166, INSTRUMENTED_CALL_KW 245. */
-	CHECK_EQ_INT(count_ops(o13), 26);
+	CHECK_EQ_INT(count_ops(o13), 21);
 	CHECK(has_op(o13, 53) && has_op(o13, 57) && has_op(o13, 166) && has_op(o13, 245));
 	CHECK(!has_op(o13, 55) && !has_op(o13, 56) && !has_op(o13, 45)); /* intrinsics, BINARY_OP */
+	/* CALL_ALLOC_AND_ENTER_INIT 162, CALL_BOUND_METHOD_* 163-164, CALL_PY_* 177-178 out;
+	 * CALL_NON_PY_GENERAL 176 in. */
+	CHECK(!has_op(o13, 162) && !has_op(o13, 163) && !has_op(o13, 164) &&
+	      !has_op(o13, 177) && !has_op(o13, 178) && has_op(o13, 176));
+	/* 3.14 (Debian's 3.14.10): CALL 52, CALL_KW 55, CALL_KW_NON_PY 152 in;
+	 * CALL_KW_PY 153, CALL_PY_EXACT_ARGS 161, CALL_KW_BOUND_METHOD 151 out. */
+	CHECK_EQ_INT(count_ops(o14), 22);
+	CHECK(has_op(o14, 52) && has_op(o14, 55) && has_op(o14, 152));
+	CHECK(!has_op(o14, 153) && !has_op(o14, 161) && !has_op(o14, 151));
 }
 
 int main(void)

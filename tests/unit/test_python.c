@@ -123,6 +123,9 @@ static void check_cached(pid_t pid, const struct py_proc *want)
 	elf_cache__free(c);
 }
 
+/* Debian unstable's build, installed by tools/python-sid 3.14. */
+#define SID_PYTHON_3_14 "/opt/python3.14-sid/usr/bin/python3.14"
+
 static void check_live(const char *python, int minor, bool static_build, const char *version)
 {
 	struct py_proc pp;
@@ -180,6 +183,12 @@ static void test_detect_live(void)
 		tested++;
 	} else {
 		SKIP_PART("/usr/bin/python3.11 not found (apt-get install python3.11)");
+	}
+	if (!access(SID_PYTHON_3_14, X_OK)) {
+		check_live(SID_PYTHON_3_14, 14, true, NULL);
+		tested++;
+	} else {
+		SKIP_PART("%s not found (tools/python-sid 3.14)", SID_PYTHON_3_14);
 	}
 	if (!tested)
 		t_skip_current = 1;
@@ -257,6 +266,10 @@ static void test_detect_during_startup(void)
 	}
 	if (!access("/usr/bin/python3.11", X_OK)) {
 		check_startup("/usr/bin/python3.11");
+		tested++;
+	}
+	if (!access(SID_PYTHON_3_14, X_OK)) {
+		check_startup(SID_PYTHON_3_14);
 		tested++;
 	}
 	if (!tested)

@@ -48,8 +48,8 @@
 #error "the committed tables describe x86_64; build this tool on an x86_64 host"
 #endif
 
-#if PY_MAJOR_VERSION != 3 || PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030e0000
-#error "pyoffsets knows the layouts of CPython 3.9 to 3.13; teach it the new version first"
+#if PY_MAJOR_VERSION != 3 || PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030f0000
+#error "pyoffsets knows the layouts of CPython 3.9 to 3.14; teach it the new version first"
 #endif
 
 #ifndef PYOFF_CALL_OPS
@@ -292,7 +292,11 @@ static void fill_async_frames(struct py_offsets *o)
 #if PY_VERSION_HEX >= 0x030b0000
 	o->frame_globals = OFF(_PyInterpreterFrame, f_globals);
 	o->frame_localsplus = OFF(_PyInterpreterFrame, localsplus);
+#if PY_VERSION_HEX < 0x030e0000
+	/* 3.14 keeps a pointer to the top (stackpointer) of tagged references
+	 * instead: the coroutine reader does not know it yet, and says so. */
 	o->frame_stacktop = OFF(_PyInterpreterFrame, stacktop);
+#endif
 	o->gen_iframe = OFF(PyGenObject, gi_iframe);
 	o->gen_frame_state = OFF(PyGenObject, gi_frame_state);
 #else

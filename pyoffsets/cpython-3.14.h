@@ -1,0 +1,157 @@
+/* DO NOT EDIT - regenerate with make pyoffsets */
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * CPython 3.14.10 (PY_VERSION_HEX 0x030e0af0), x86_64
+ * headers: /opt/python3.14-sid/usr/include/python3.14 /opt/python3.14-sid/usr/include
+ * generator: tools/pyoffsets/pyoffsets.c
+ *
+ * call_ops, from the opcode headers:
+ *   CALL = 52
+ *   CALL_BUILTIN_CLASS = 146
+ *   CALL_BUILTIN_FAST = 147
+ *   CALL_BUILTIN_FAST_WITH_KEYWORDS = 148
+ *   CALL_BUILTIN_O = 149
+ *   CALL_FUNCTION_EX = 4
+ *   CALL_ISINSTANCE = 150
+ *   CALL_KW = 55
+ *   CALL_KW_NON_PY = 152
+ *   CALL_LEN = 154
+ *   CALL_LIST_APPEND = 155
+ *   CALL_METHOD_DESCRIPTOR_FAST = 156
+ *   CALL_METHOD_DESCRIPTOR_FAST_WITH_KEYWORDS = 157
+ *   CALL_METHOD_DESCRIPTOR_NOARGS = 158
+ *   CALL_METHOD_DESCRIPTOR_O = 159
+ *   CALL_NON_PY_GENERAL = 160
+ *   CALL_STR_1 = 163
+ *   CALL_TUPLE_1 = 164
+ *   CALL_TYPE_1 = 165
+ *   INSTRUMENTED_CALL = 250
+ *   INSTRUMENTED_CALL_FUNCTION_EX = 252
+ *   INSTRUMENTED_CALL_KW = 251
+ */
+#ifndef PYOFFSETS_CPYTHON_3_14_H
+#define PYOFFSETS_CPYTHON_3_14_H
+
+#include "pyoffsets.h"
+
+static const struct py_offsets py_offsets_3_14 = {
+	.version_hex = 0x30e0af0,
+	.minor = 14,
+	.runtime_interpreters_head = 808,
+	.runtime_main_thread = 832,
+	.runtime_autotss_key = 2336,
+	.runtime_tstate_current = PYOFF_NONE,
+	.interp_threads_head = 7344,
+	.tstate_next = 8,
+	.tstate_interp = 16,
+	.tstate_frame = PYOFF_NONE,
+	.tstate_cframe = PYOFF_NONE,
+	.tstate_current_frame = 72,
+	.tstate_thread_id = 152,
+	.tstate_native_thread_id = 160,
+	.tstate_datastack_chunk = 232,
+	.tstate_datastack_top = 240,
+	.stackchunk_data = 24,
+	.cframe_current_frame = PYOFF_NONE,
+	.cframe_previous = PYOFF_NONE,
+	.frame_code = 0,
+	.frame_previous = 8,
+	.frame_instr = 56,
+	.frame_owner = 74,
+	.frame_is_entry = PYOFF_NONE,
+	.frame_size = 88,
+	.code_argcount = 52,
+	.code_flags = 48,
+	.code_firstlineno = 68,
+	.code_filename = 112,
+	.code_name = 120,
+	.code_qualname = 128,
+	.code_linetable = 136,
+	.code_code_adaptive = 208,
+	.code_code = PYOFF_NONE,
+	.object_type = 8,
+	.varobject_size = 16,
+	.type_basicsize = 32,
+	.type_name = 24,
+	.type_dealloc = 48,
+	.bytes_sval = 32,
+	.unicode_length = 16,
+	.unicode_state = 32,
+	.unicode_ascii_size = 40,
+	.unicode_compact_size = 56,
+	.unicode_kind_mask = 0x1c,
+	.unicode_compact_mask = 0x20,
+	.unicode_ascii_mask = 0x40,
+	.dbg_version = 8,
+	.dbg_free_threaded = 16,
+	.dbg_runtime_interpreters_head = 40,
+	.dbg_interp_threads_head = 72,
+	.dbg_tstate_current_frame = 208,
+	.dbg_tstate_thread_id = 216,
+	.dbg_tstate_next = 192,
+	.dbg_frame_previous = 256,
+	.dbg_frame_executable = 264,
+	.dbg_frame_instr_ptr = 272,
+	.dbg_frame_owner = 288,
+	.dbg_code_filename = 320,
+	.dbg_code_name = 328,
+	.dbg_code_qualname = 336,
+	.dbg_code_linetable = 344,
+	.dbg_code_firstlineno = 352,
+	.dbg_code_code_adaptive = 384,
+	.call_ops = { 0x0090000000000010, 0x0000000000000000, 0x00000039fd7c0000, 0x1c00000000000000 },
+	.runtime_ceval_gil = PYOFF_NONE,
+	.runtime_interp_main = 816,
+	.interp_ceval_gil = 16,
+	.gil_locked = 16,
+	.gil_locks = 32,
+	.gil_size = 208,
+	.frame_globals = 24,
+	.frame_localsplus = 80,
+	.frame_stacktop = PYOFF_NONE,
+	.frame_valuestack = PYOFF_NONE,
+	.frame_state = PYOFF_NONE,
+	.gen_frame = PYOFF_NONE,
+	.gen_iframe = 72,
+	.gen_frame_state = 67,
+	.gen_running = PYOFF_NONE,
+	.state_created = -3,
+	.state_suspended = -2,
+	.state_suspended_yf = -1,
+	.state_executing = 0,
+	.type_flags = 168,
+	.type_dictoffset = 288,
+	.heaptype_cached_keys = 880,
+	.type_base = 256,
+	.tpflags_heaptype = 0x200,
+	.tpflags_managed_dict = 0x10,
+	.tpflags_inline_values = 0x4,
+	.managed_values_off = 0,
+	.managed_dict_off = -24,
+	.dict_keys = 32,
+	.dict_values = 40,
+	.keys_log2_size = 8,
+	.keys_log2_index_bytes = 9,
+	.keys_kind = 10,
+	.keys_nentries = 24,
+	.keys_indices = 32,
+	.dict_entry_size = 24,
+	.dict_entry_key = 8,
+	.dict_entry_value = 16,
+	.dict_uentry_size = 16,
+	.dict_uentry_key = 0,
+	.dict_uentry_value = 8,
+	.values_values = 8,
+	.values_valid = 3,
+	.keys_kind_general = 0,
+	.set_mask = 32,
+	.set_table = 40,
+	.setentry_size = 16,
+	.setentry_key = 0,
+	.weakref_object = 16,
+	.long_size = 16,
+	.long_digits = 24,
+	.long_shift = 30,
+};
+
+#endif /* PYOFFSETS_CPYTHON_3_14_H */
