@@ -127,6 +127,14 @@ struct py_offsets {
 	uint16_t gen_iframe;	   /* gi_iframe: the embedded frame (3.11+), else NONE */
 	uint16_t gen_frame_state;  /* gi_frame_state (3.11+, int8), else NONE */
 	uint16_t gen_running;	   /* gi_running (3.9, char), else NONE */
+	/* 3.14+: stackpointer (a pointer past the top of the value stack, whose
+	 * slots are tagged references), and the lists C tasks are linked into
+	 * (struct llist_node heads): the creating thread's, in
+	 * _PyThreadStateImpl, and the interpreter's, for the tasks of threads
+	 * that ended.  NONE before. */
+	uint16_t frame_stackpointer;
+	uint16_t tstate_asyncio_tasks;
+	uint16_t interp_asyncio_tasks;
 	/* Frame states (enum _framestate; 3.10 keeps it in the frame, 3.11+ in
 	 * the generator); 3.9 has none (all 0).  suspended_yf is 3.13's
 	 * FRAME_SUSPENDED_YIELD_FROM, else the same as suspended. */

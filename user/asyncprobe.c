@@ -126,6 +126,7 @@ static const struct key_spec keys[] = {
 	{ "name_int_prefix", V_PREFIX },
 	{ "asend_size", V_SIZE },
 	{ "asend_gen", V_OFF },
+	{ "task_node", V_OFF },
 	/* 3.9 and 3.10: the private PyDictKeysObject (none since 3.11, whose
 	 * layout the headers give). */
 	{ "dk_size", V_SIZE, true },
@@ -338,8 +339,8 @@ static int check_layout(const struct parsed *p, const struct async_layout *l, ch
 	bool st = l->fut_state != PYOFF_NONE;
 	int err = 0;
 
-	if (num_of(p, "asyncprobe") != 1) {
-		set_why(why, whylen, "probe format %lld, expected 1", num_of(p, "asyncprobe"));
+	if (num_of(p, "asyncprobe") != 2) {
+		set_why(why, whylen, "probe format %lld, expected 2", num_of(p, "asyncprobe"));
 		return -EBADMSG;
 	}
 	if (num_of(p, "word") != 8) {
@@ -357,6 +358,9 @@ static int check_layout(const struct parsed *p, const struct async_layout *l, ch
 		err = check_off(l->fut_state, 4, l->task_size, "fut_state", why, whylen);
 	if (!err)
 		err = check_off(l->asend_gen, 8, l->asend_size, "asend_gen", why, whylen);
+	/* The node is two pointers: the second must fit too. */
+	if (!err && l->task_node != PYOFF_NONE)
+		err = check_off(l->task_node + 8, 8, l->task_size, "task_node's prev", why, whylen);
 	if (err)
 		return err;
 	if (p->none[find_key("state_pending")] == st ||
@@ -412,6 +416,7 @@ int asyncprobe__parse(const char *buf, size_t len, struct async_layout *out, cha
 	l.task_coro = off_of(p, "task_coro");
 	l.task_name = off_of(p, "task_name");
 	l.asend_gen = off_of(p, "asend_gen");
+	l.task_node = off_of(p, "task_node");
 	l.state_pending = (int32_t)p->num[find_key("state_pending")];
 	l.state_cancelled = (int32_t)p->num[find_key("state_cancelled")];
 	l.state_finished = (int32_t)p->num[find_key("state_finished")];

@@ -48,6 +48,9 @@ struct async_layout {
 	char name_int_prefix[16];
 	uint16_t asend_size; /* async_generator_asend's __basicsize__ */
 	uint16_t asend_gen;  /* async_generator_asend -> its async generator */
+	/* 3.14+: the task's node in its thread's list of C tasks (struct
+	 * llist_node: next, prev), or PYOFF_NONE */
+	uint16_t task_node;
 	/* 3.9, 3.10: PyDictKeysObject (private then): offsets of dk_size,
 	 * dk_nentries and dk_indices, and of an entry's key and value; all
 	 * PYOFF_NONE otherwise (dk_known false). */

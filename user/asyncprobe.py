@@ -97,6 +97,8 @@ def task_layout(C, asyncio):
     guarded('task_fut_waiter', waiter, C, loops, size)
     guarded('task_name', name_format, C, loops[0], out['task_name'])
     guarded('fut_state', state_layout, C, loops, size)
+    if sys.version_info >= (3, 14):
+        guarded('task_node', task_node, C, loops[0], size)
     for lp in loops:
         lp.close()
 
@@ -110,6 +112,25 @@ def pointers(C, loops, size):
     out['task_name'] = find_ptr(tasks, names, size, 'task_name')
     for lp in loops:
         step(lp)
+
+
+def task_node(C, loop, size):
+    # 3.14+: a C task is linked into its thread's list when it is made (a
+    # struct llist_node {next, prev}); tasks made one after the other point
+    # at each other's nodes.
+    import ctypes
+    w = ctypes.sizeof(ctypes.c_void_p)
+    futs = [loop.create_future() for _ in range(N)]
+    tasks = [C.Task(waits(f), loop=loop) for f in futs]
+    mem = [words(t, size, w) for t in tasks]
+    hits = [k * w for k in range(size // w - 1)
+            if all(mem[i][k] == id(tasks[i + 1]) + k * w and
+                   mem[i + 1][k + 1] == id(tasks[i]) + k * w for i in range(N - 1))]
+    out['task_node'] = only(hits, 'task_node')
+    for f in futs:
+        f.set_result(None)
+    step(loop)
+    step(loop)
 
 
 def waiter(C, loops, size):
@@ -280,7 +301,7 @@ def main():
     for k in ('task_set', 'task_type', 'future_type', 'futureiter_type', 'task_size',
               'fut_loop', 'fut_state', 'state_pending', 'state_cancelled',
               'state_finished', 'task_fut_waiter', 'task_coro', 'task_name',
-              'name_int_prefix', 'asend_size', 'asend_gen'):
+              'name_int_prefix', 'asend_size', 'asend_gen', 'task_node'):
         out[k] = NONE
     for k in ('dk_size', 'dk_nentries', 'dk_indices', 'dk_entry_size', 'dk_entry_key',
               'dk_entry_value'):
@@ -330,7 +351,7 @@ def main():
 
 if __name__ == '__main__':
     main()
-    sys.stdout.write('asyncprobe=1 ' + ' '.join('%s=%s' % kv for kv in out.items()) + '\n')
+    sys.stdout.write('asyncprobe=2 ' + ' '.join('%s=%s' % kv for kv in out.items()) + '\n')
     sys.stdout.flush()
     # Skips the interpreter's teardown (warnings about objects left behind).
     import os

@@ -22,15 +22,16 @@
 #include "profile.h"
 #include "python.h"
 
-#define MAX_THREADS 256	      /* thread states looked at per poll */
-#define IDLE_DEPTH 4	      /* frames from the innermost to _run_once */
-#define MAX_LOOPS 16	      /* event loops followed per process */
-#define MAX_MEMBERS 200000    /* task-set members read per snapshot */
-#define TASK_SAMPLE 256	      /* members read per snapshot: a larger set is sampled */
-#define MAX_TASKS TASK_SAMPLE /* pending tasks credited per snapshot */
-#define MAX_CHAIN 64	      /* coroutines followed down one await chain */
-#define MAX_STACKTOP 100000   /* a frame's value stack index, sanity bound */
-#define MAX_NAMES 65536	      /* task name objects remembered */
+#define MAX_THREADS 256		   /* thread states looked at per poll */
+#define IDLE_DEPTH 4		   /* frames from the innermost to _run_once */
+#define MAX_LOOPS 16		   /* event loops followed per process */
+#define MAX_MEMBERS 200000	   /* task-set members read per snapshot */
+#define TASK_SAMPLE 256		   /* members read per snapshot: a larger set is sampled */
+#define MAX_TASKS TASK_SAMPLE	   /* pending tasks credited per snapshot */
+#define MAX_CHAIN 64		   /* coroutines followed down one await chain */
+#define MAX_STACKTOP 100000	   /* a frame's value stack index, sanity bound */
+#define MAX_LIST_NODES MAX_MEMBERS /* 3.14+: C tasks read from the lists per snapshot */
+#define MAX_NAMES 65536		   /* task name objects remembered */
 /* A poll stands for the time since the one before, up to this much: a
  * loader that stalled for longer does not know what the loop did. */
 #define MAX_POLL_GAP_NS 250000000ULL
@@ -274,6 +275,13 @@ const char *pyasync__last_error(const struct pyasync *a)
 
 /* ---- frames ---- */
 
+/* 3.14 keeps a frame's code and its locals and stack slots as tagged
+ * references (_PyStackRef): the low bits say how the reference is counted. */
+static uint64_t untag(const struct pyasync *a, uint64_t ref)
+{
+	return a->pp->minor >= 14 ? ref & ~(uint64_t)3 : ref;
+}
+
 /* The frame at addr (a PyFrameObject up to 3.10, an _PyInterpreterFrame
  * since) from its bytes in buf (frame_size of them); with_top: also reads
  * the top of its value stack. */
@@ -289,14 +297,24 @@ static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bo
 	memcpy(&f->prev, buf + o->frame_previous, 8);
 	memcpy(&f->globals, buf + o->frame_globals, 8);
 	memcpy(&f->local0, buf + o->frame_localsplus, 8);
+	f->code = untag(a, f->code);
+	f->local0 = untag(a, f->local0);
 	if (a->pp->minor >= 11) {
 		memcpy(&w, buf + o->frame_instr, 8);
 		if (o->frame_owner != PYOFF_NONE && buf[o->frame_owner] >= 3)
 			f->shim = true;
 		f->offset = (int)(int64_t)(w - f->code - o->code_code_adaptive);
-		memcpy(&i32, buf + o->frame_stacktop, 4);
-		if (i32 >= 1 && i32 < MAX_STACKTOP)
-			top_addr = addr + o->frame_localsplus + 8ULL * (i32 - 1);
+		if (o->frame_stackpointer != PYOFF_NONE) {
+			/* 3.14: a pointer past the top slot, inside the frame. */
+			memcpy(&w, buf + o->frame_stackpointer, 8);
+			if (w >= addr + o->frame_localsplus + 8 &&
+			    w <= addr + o->frame_localsplus + 8ULL * MAX_STACKTOP)
+				top_addr = w - 8;
+		} else {
+			memcpy(&i32, buf + o->frame_stacktop, 4);
+			if (i32 >= 1 && i32 < MAX_STACKTOP)
+				top_addr = addr + o->frame_localsplus + 8ULL * (i32 - 1);
+		}
 	} else {
 		memcpy(&i32, buf + o->frame_instr, 4);
 		f->offset = i32 < 0 ? -1 : (a->pp->minor == 10 ? i32 * 2 : i32);
@@ -315,8 +333,9 @@ static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bo
 	if (!f->code || !pyobj__ptr_ok(f->code))
 		f->shim = true;
 	f->top_addr = top_addr;
-	if (with_top && top_addr && pyobj__u64(&a->po, top_addr, &w) == 0 && pyobj__ptr_ok(w))
-		f->stack_top = w;
+	if (with_top && top_addr && pyobj__u64(&a->po, top_addr, &w) == 0 &&
+	    pyobj__ptr_ok(untag(a, w)))
+		f->stack_top = untag(a, w);
 }
 
 static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rframe *f)
@@ -799,6 +818,7 @@ static int read_chains(struct pyasync *a, int ntasks)
 		if (np && (err = read_pieces(a, p, np)))
 			break;
 		for (i = 0; i < ntasks; i++) {
+			w[i].obj = untag(a, w[i].obj);
 			if (w[i].obj && !pyobj__ptr_ok(w[i].obj))
 				w[i].obj = 0;
 			any |= w[i].obj != 0;
@@ -965,6 +985,73 @@ static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
 	return 0;
 }
 
+/* 3.14+: the C tasks of one list (a thread's, or the interpreter's for
+ * threads that ended), one read per node, appended to members[]: from
+ * head's next around to head.  -E2BIG past MAX_LIST_NODES of them (the
+ * rest is left out) or the members' room; -EAGAIN where the list changed
+ * under the walk (a task done meanwhile has its node cleared: what was
+ * found stands, each still checked for being a pending task). */
+static int list_tasks(struct pyasync *a, uint64_t head, size_t *nmem, size_t *walked)
+{
+	uint64_t at;
+	int err;
+
+	err = pyobj__u64(&a->po, head, &at);
+	if (err)
+		return err;
+	while (at != head) {
+		if (!pyobj__ptr_ok(at) || at < a->lay.task_node)
+			return -EAGAIN;
+		if (*nmem >= MAX_MEMBERS || *walked >= MAX_LIST_NODES)
+			return -E2BIG;
+		a->members[(*nmem)++] = at - a->lay.task_node;
+		(*walked)++;
+		err = pyobj__u64(&a->po, at, &at);
+		if (err == -EFAULT)
+			return -EAGAIN;
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* 3.14+: the C tasks, from the lists of the threads running the loops seen
+ * and of the interpreter.  The walks read one node at a time: their reads
+ * come on top of the snapshot's budget. */
+static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
+{
+	const struct py_offsets *o = a->pp->off;
+	uint64_t heads[MAX_LOOPS + 1], interp = 0;
+	size_t nheads = 0, walked = 0, i, k;
+	int l, err;
+
+	for (l = 0; l < a->nloops; l++) {
+		uint64_t h = a->loops[l].tstate + o->tstate_asyncio_tasks;
+
+		if (!a->loops[l].tstate)
+			continue;
+		for (k = 0; k < nheads && heads[k] != h; k++)
+			;
+		if (k == nheads)
+			heads[nheads++] = h;
+		if (!interp)
+			pyobj__u64(&a->po, a->loops[l].tstate + o->tstate_interp, &interp);
+	}
+	if (pyobj__ptr_ok(interp))
+		heads[nheads++] = interp + o->interp_asyncio_tasks;
+	a->po.budget += MAX_LIST_NODES + 2 * (MAX_LOOPS + 1);
+	for (i = 0; i < nheads; i++) {
+		err = list_tasks(a, heads[i], nmem, &walked);
+		if (err == -E2BIG || err == -EAGAIN)
+			*partial = true;
+		if (err == -E2BIG)
+			break;
+		if (err && err != -EAGAIN)
+			return err;
+	}
+	return 0;
+}
+
 static bool credit_saved(struct pyasync *a, int l, double ns);
 
 static void snapshot(struct pyasync *a)
@@ -1005,6 +1092,17 @@ static void snapshot(struct pyasync *a)
 		else if (err) {
 			a->st.no_task_set++;
 			set_error(a, "reading the task set: %s", strerror(-err));
+			return;
+		}
+	}
+	if (a->lay.c_task && a->lay.task_node != PYOFF_NONE &&
+	    a->pp->off->tstate_asyncio_tasks != PYOFF_NONE) {
+		err = c_task_lists(a, &nmem, &partial);
+		if (err) {
+			/* A list changing under the walk: read again next time. */
+			a->st.no_task_set++;
+			set_error(a, "reading the task lists: %s", strerror(-err));
+			a->po.budget = UINT64_MAX;
 			return;
 		}
 	}

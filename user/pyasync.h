@@ -36,6 +36,7 @@ struct pyasync_layout {
 	uint16_t fut_loop, fut_state, task_coro, task_name, task_fut_waiter;
 	int32_t state_pending;
 	uint16_t asend_gen; /* async_generator_asend -> its generator, or PYOFF_NONE */
+	uint16_t task_node; /* 3.14+: the C task's node in its thread's list, or PYOFF_NONE */
 	struct pyobj_dictkeys keys;
 };
 

@@ -94,29 +94,11 @@ static int async_resolve(void *ctx, uint64_t code, uint64_t tag, int offset, str
 }
 
 static void async_probe(struct session *s, struct tproc *tp, bool cached_only);
-static void async_layout_note(struct session *s, struct tproc *tp, const struct async_layout *l,
-			      const char *why);
 
 void sasync_start(struct session *s, struct tproc *tp)
 {
-	static bool said_version;
-
 	if (!s->async_waits || tp->aw)
 		return;
-	if (tp->pp.off && tp->pp.off->frame_stacktop == PYOFF_NONE) {
-		/* 3.14's frames keep a pointer to tagged references where the
-		 * reader takes the awaited object from (pyoffsets.c). */
-		char why[128], ver[32];
-
-		python__version_string(tp->pp.version_hex, ver, sizeof(ver));
-		snprintf(why, sizeof(why), "not supported on Python %s yet", ver);
-		if (!said_version)
-			pr_warn("process %d: where coroutines wait is not measured: %s\n", tp->pid,
-				why);
-		said_version = true;
-		async_layout_note(s, tp, NULL, why);
-		return;
-	}
 	tp->session = s;
 	memset(&tp->async_final, 0, sizeof(tp->async_final));
 	/* System-wide, the gap doubles while no loop is seen (host_poll). */
@@ -226,6 +208,7 @@ have:
 	pl.task_fut_waiter = l.task_fut_waiter;
 	pl.state_pending = l.state_pending;
 	pl.asend_gen = l.asend_gen;
+	pl.task_node = l.task_node;
 	pl.keys.known = l.dk_known;
 	pl.keys.size = l.dk_size;
 	pl.keys.nentries = l.dk_nentries;

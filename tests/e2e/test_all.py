@@ -465,10 +465,7 @@ def test_async_under_all(python, tmp_path, accuracy):
     (test_async.test_two_await_lines_1_to_3, the same checks), in the
     program's own profile; the busy processes, which run no event loop, are
     looked at less and less often (at most once a second after a few)."""
-    from test_async import ASYNC_MAX_MINOR, check_ratio, version_of
-    if version_of(python)[1] > ASYNC_MAX_MINOR:
-        pytest.skip("await attribution does not know this version yet "
-                    "(test_async.test_await_on_unknown_version_said)")
+    from test_async import check_ratio
     prog = program("async_ratio.py")
     side = tmp_path / "truth.json"
     link = named_interpreter(python, tmp_path, "sbpf-aio")

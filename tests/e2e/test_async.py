@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (INTERPRETER_IDS, clean_env, default_interpreter, file_entry,
-                         find_interpreter, finish, hot_lines, invoke, line_time, markers,
-                         profile_run, program)
+from e2e_helpers import (clean_env, default_interpreter, file_entry, finish,
+                         hot_lines, invoke, line_time, markers, profile_run,
+                         program)
 
 # --profile-exclude spin_helper: its loop's time lands on the calling line
 # (async_cpu.py's `cpu` line), as in test_accuracy.py.
@@ -50,22 +50,6 @@ def version_of(python):
     p = subprocess.run([python, "-c", "import sys; print(*sys.version_info"
                         "[:2])"], capture_output=True, text=True, check=True)
     return tuple(int(x) for x in p.stdout.split())
-
-
-# The newest minor whose coroutines the reader knows (pyoffsets.c: 3.14's
-# frames keep a pointer to tagged references where the awaited object is).
-ASYNC_MAX_MINOR = 13
-
-
-@pytest.fixture(autouse=True)
-def _await_reader_knows(request):
-    """Tests of an interpreter the await reader does not know yet are
-    skipped; test_await_on_unknown_version_said checks what the profile says
-    there instead."""
-    python = request.getfixturevalue("python") if "python" in request.fixturenames else None
-    if python and version_of(python)[1] > ASYNC_MAX_MINOR:
-        pytest.skip(f"await attribution does not know Python "
-                    f"{'.'.join(map(str, version_of(python)))} yet")
 
 
 def run_async(python, name, tmp, seconds="2", opts=(), gui=False,
@@ -736,41 +720,3 @@ def test_uvloop_said_not_covered(tmp_path):
     assert "uvloop" in facts.get("not_covered", ""), facts
     assert "uvloop" in res.stderr, res.stderr[-2000:]
     assert facts["await_s"] == 0, facts
-
-
-def newer_interpreters():
-    """The installed interpreters newer than the await reader knows."""
-    found = []
-    for ident in INTERPRETER_IDS:
-        try:
-            path = find_interpreter(ident)
-        except pytest.skip.Exception:
-            continue
-        if version_of(path)[1] > ASYNC_MAX_MINOR:
-            found.append(path)
-    return found
-
-
-def test_await_on_unknown_version_said(tmp_path):
-    """An interpreter whose coroutines the reader does not know: the CPU
-    profile is whole, and the warning and scalene_bpf.async say that the
-    waits are not measured (nothing is credited to any line)."""
-    found = newer_interpreters()
-    if not found:
-        pytest.skip("no interpreter newer than the await reader knows is installed")
-    for python in found:
-        check_await_unknown(python, tmp_path)
-
-
-def check_await_unknown(python, tmp_path):
-    prog = program("async_ratio.py")
-    res = profile_run(python, prog, ["1", tmp_path / "truth.json"], tmp=tmp_path)
-    facts = res.profile["scalene_bpf"]["async"]
-    ctx = f"{facts}; {res.stderr}"
-    assert "where coroutines wait is not measured: not supported on Python 3." \
-        in res.stderr, ctx
-    assert [lay.get("unavailable", "") for lay in facts["layouts"]] == \
-        [f"not supported on Python {lay['python']} yet" for lay in facts["layouts"]], ctx
-    assert facts["layouts"] and facts["await_s"] == 0, ctx
-    assert not any(r.get("n_async_await_percent") for _, r in all_rows(res.profile)), ctx
-    assert file_entry(res.profile, prog)["percent_cpu_time"] > 0, ctx

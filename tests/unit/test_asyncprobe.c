@@ -66,11 +66,11 @@ static int run_probe(const char *path, uid_t uid, gid_t gid, const struct asyncp
 /* ---- the parser ------------------------------------------------------- */
 
 static const char good[] =
-	"asyncprobe=1 c_task=1 c_future=1 name_may_be_int=1 task_set=scheduled_eager "
+	"asyncprobe=2 c_task=1 c_future=1 name_may_be_int=1 task_set=scheduled_eager "
 	"task_type=_asyncio.Task future_type=_asyncio.Future futureiter_type=_asyncio.FutureIter "
 	"task_size=144 fut_loop=16 fut_state=96 state_pending=0 state_cancelled=1 "
 	"state_finished=2 task_fut_waiter=112 task_coro=120 task_name=128 name_int_prefix=Task- "
-	"asend_size=40 asend_gen=16 hexversion=0x30d00f0 word=8\n";
+	"asend_size=40 asend_gen=16 task_node=none hexversion=0x30d00f0 word=8\n";
 
 static int parse_str(const char *s, struct async_layout *l, char *why, size_t n)
 {
@@ -113,16 +113,19 @@ static void test_parse_good(void)
 	CHECK_EQ_INT(l.state_finished, 2);
 	CHECK_EQ_INT(l.asend_gen, 16);
 
+	/* 3.14's task node: two pointers, the last ending the 144 bytes. */
+	CHECK_EQ_INT(parse_with("task_node=", "task_node=128", why, sizeof(why)), 0);
 	/* Missing pieces are PYOFF_NONE. */
 	CHECK_EQ_INT(parse_with("fut_loop=", "fut_loop=none", why, sizeof(why)), 0);
 	CHECK_EQ_INT(parse_with("state_cancelled=", "state_cancelled=-7", why, sizeof(why)), 0);
 	{
 		const char *nostate =
-			"asyncprobe=1 c_task=0 c_future=0 name_may_be_int=0 task_set=none "
+			"asyncprobe=2 c_task=0 c_future=0 name_may_be_int=0 task_set=none "
 			"task_type=Task future_type=Future futureiter_type=none task_size=none "
 			"fut_loop=none fut_state=none state_pending=none state_cancelled=none "
 			"state_finished=none task_fut_waiter=none task_coro=none task_name=none "
-			"name_int_prefix=none asend_size=40 asend_gen=none hexversion=0x30912f0 "
+			"name_int_prefix=none asend_size=40 asend_gen=none task_node=none "
+			"hexversion=0x30912f0 "
 			"word=8\n";
 
 		CHECK_EQ_INT(parse_str(nostate, &l, why, sizeof(why)), 0);
@@ -152,6 +155,9 @@ static void test_parse_bad(void)
 		{ "fut_loop=", "fut_loop=144", "does not fit" },
 		{ "fut_state=", "fut_state=142", "does not fit" },
 		{ "asend_gen=", "asend_gen=40", "does not fit" },
+		/* the node's second pointer past the task's 144 bytes */
+		{ "task_node=", "task_node=136", "does not fit" },
+		{ "task_node=", "task_node=12", "does not fit" },
 		{ "task_size=", "task_size=none", "does not fit" },
 		{ "fut_loop=", "fut_loop=16  c", "without key=value" },
 		{ "fut_loop=", "=16", "without key=value" },
@@ -159,7 +165,7 @@ static void test_parse_bad(void)
 		{ "c_task=", "c_task=2", "bad value for c_task" },
 		{ "c_task=", "c_task=none", "bad value for c_task" },
 		{ "word=", "word=4", "64-bit only" },
-		{ "asyncprobe=", "asyncprobe=2", "probe format" },
+		{ "asyncprobe=", "asyncprobe=1", "probe format" },
 		{ "hexversion=", "hexversion=0x20712f0", "not a Python 3" },
 		{ "hexversion=", "hexversion=0X30d", "bad value" },
 		{ "hexversion=", "hexversion=0x123456789", "bad value" },
@@ -504,7 +510,7 @@ static void test_not_python(void)
 	fake("noexec", "exit 0", path, sizeof(path));
 	chmod(path, 0644);
 	expect_fail(path, 0, -EACCES, "Permission denied");
-	fake("garbage", "echo 'asyncprobe=1 fut_loop=12abc'", path, sizeof(path));
+	fake("garbage", "echo 'asyncprobe=2 fut_loop=12abc'", path, sizeof(path));
 	expect_fail(path, 0, -EBADMSG, "bad value for fut_loop");
 	fake("flood", "head -c 100000 /dev/zero | tr '\\0' a", path, sizeof(path));
 	expect_fail(path, 0, -EBADMSG, "over 4096 bytes");

@@ -136,6 +136,11 @@ static const struct presence presence[] = {
 	ALWAYS(gil_locked),
 	ALWAYS(gil_locks),
 	ALWAYS(gil_size),
+	/* async: 3.14 points at the top of the stack, and lists its C tasks */
+	HAS(frame_stacktop, 9, 13),
+	HAS(frame_stackpointer, 14, LAST_MINOR),
+	HAS(tstate_asyncio_tasks, 14, LAST_MINOR),
+	HAS(interp_asyncio_tasks, 14, LAST_MINOR),
 };
 
 /* The GIL's locks (two pthread_cond_t of 48 bytes, two pthread_mutex_t of

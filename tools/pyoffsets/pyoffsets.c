@@ -292,9 +292,13 @@ static void fill_async_frames(struct py_offsets *o)
 #if PY_VERSION_HEX >= 0x030b0000
 	o->frame_globals = OFF(_PyInterpreterFrame, f_globals);
 	o->frame_localsplus = OFF(_PyInterpreterFrame, localsplus);
-#if PY_VERSION_HEX < 0x030e0000
-	/* 3.14 keeps a pointer to the top (stackpointer) of tagged references
-	 * instead: the coroutine reader does not know it yet, and says so. */
+#if PY_VERSION_HEX >= 0x030e0000
+	/* 3.14 keeps a pointer past the top instead, to tagged references;
+	 * its C tasks are in per-thread lists, not in asyncio's task sets. */
+	o->frame_stackpointer = OFF(_PyInterpreterFrame, stackpointer);
+	o->tstate_asyncio_tasks = OFF(_PyThreadStateImpl, asyncio_tasks_head);
+	o->interp_asyncio_tasks = OFF(PyInterpreterState, asyncio_tasks_head);
+#else
 	o->frame_stacktop = OFF(_PyInterpreterFrame, stacktop);
 #endif
 	o->gen_iframe = OFF(PyGenObject, gi_iframe);
@@ -506,6 +510,9 @@ static const struct field fields[] = {
 	DEC(gen_iframe),
 	DEC(gen_frame_state),
 	DEC(gen_running),
+	DEC(frame_stackpointer),
+	DEC(tstate_asyncio_tasks),
+	DEC(interp_asyncio_tasks),
 	SDEC(state_created),
 	SDEC(state_suspended),
 	SDEC(state_suspended_yf),

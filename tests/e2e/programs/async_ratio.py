@@ -20,7 +20,7 @@ import asyncio
 import random
 import sys
 
-from async_truth import Truth
+from async_truth import Truth, current_task
 
 TASKS = 6
 truth = Truth()
@@ -44,8 +44,8 @@ async def worker(i, seconds):
         t = truth.now()
         await asyncio.sleep(3 * d)  # LINE: long
         truth.add("long", t)
-    kinds.add(type(asyncio.current_task()).__module__ + "."
-              + type(asyncio.current_task()).__name__)
+    task = current_task()
+    kinds.add(type(task).__module__ + "." + type(task).__name__)
 
 
 async def main(seconds):

@@ -35,6 +35,24 @@ import threading
 import time
 
 
+def current_task():
+    """The running task.  3.14's C current_task() does not see a
+    pure-Python task (asyncio.tasks._PyTask) run: the Python one does."""
+    task = asyncio.current_task()
+    if task is None and hasattr(asyncio.tasks, "_py_current_task"):
+        task = asyncio.tasks._py_current_task()
+    return task
+
+
+def all_tasks(loop):
+    """The loop's tasks, pure-Python ones included (3.14's C all_tasks()
+    leaves them out)."""
+    tasks = set(asyncio.all_tasks(loop))
+    if hasattr(asyncio.tasks, "_py_all_tasks"):
+        tasks |= set(asyncio.tasks._py_all_tasks(loop))
+    return tasks
+
+
 class Truth:
     def __init__(self):
         self.now = time.monotonic
@@ -58,7 +76,7 @@ class Truth:
         self.await_s[line] = self.await_s.get(line, 0.0) + self.now() - t0
         if line in self.at:
             self.at[line] -= 1
-        task = asyncio.current_task()
+        task = current_task()
         if task is not None:
             self.names.setdefault(line, set()).add(task.get_name())
 
@@ -73,8 +91,7 @@ class Truth:
         def look():
             if not self._watching:
                 return
-            self.counts.append(sum(1 for t in asyncio.all_tasks(loop)
-                                   if not t.done()))
+            self.counts.append(sum(1 for t in all_tasks(loop) if not t.done()))
             loop.call_later(period * rng.uniform(0.5, 1.5), look)
 
         loop.call_soon(look)
