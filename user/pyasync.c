@@ -31,6 +31,10 @@
 #define MAX_CHAIN 64		   /* coroutines followed down one await chain */
 #define MAX_STACKTOP 100000	   /* a frame's value stack index, sanity bound */
 #define MAX_LIST_NODES MAX_MEMBERS /* 3.14+: C tasks read from the lists per snapshot */
+#define LIST_LOOKAHEAD 64	   /* nodes of the last walk skipped to find one again */
+#define LIST_GAP 4096		   /* bytes between two nodes read in one range, at most */
+#define LIST_RANGE (256 << 10)	   /* bytes of one range, at most */
+#define LIST_BYTES (64 << 20)	   /* bytes of all ranges of one snapshot, at most */
 #define MAX_NAMES 65536		   /* task name objects remembered */
 /* A poll stands for the time since the one before, up to this much: a
  * loader that stalled for longer does not know what the loop did. */
@@ -134,6 +138,12 @@ struct pyasync {
 	uint64_t next_snapshot_ns;
 	struct loop_state loops[MAX_LOOPS];
 	int nloops;
+	/* 3.14+: the list nodes the last walk went through, in order (lold),
+	 * their next pointers as read at the start of this walk, this walk's
+	 * nodes (lnew), and the pieces of the batched read; lcap entries each. */
+	uint64_t *lold, *lnext, *lnew;
+	struct mem_piece *lpieces;
+	size_t nlold, lcap;
 	/* The task sets: found once from the tasks module, checked each use. */
 	uint64_t sets[3];
 	int nsets;
@@ -241,6 +251,10 @@ void pyasync__free(struct pyasync *a)
 	free(a->rtasks);
 	free(a->rerrs);
 	free(a->saved);
+	free(a->lold);
+	free(a->lnext);
+	free(a->lnew);
+	free(a->lpieces);
 	codes_clear(a);
 	hmap__free(a->codes);
 	free(a);
@@ -985,15 +999,52 @@ static int read_tasks(struct pyasync *a, size_t n, struct rtask *out, int *errs)
 	return 0;
 }
 
-/* 3.14+: the C tasks of one list (a thread's, or the interpreter's for
- * threads that ended), one read per node, appended to members[]: from
- * head's next around to head.  -E2BIG past MAX_LIST_NODES of them (the
- * rest is left out) or the members' room; -EAGAIN where the list changed
- * under the walk (a task done meanwhile has its node cleared: what was
- * found stands, each still checked for being a pending task). */
-static int list_tasks(struct pyasync *a, uint64_t head, size_t *nmem, size_t *walked)
+/* Room for n nodes in each of the walk's arrays; false without. */
+static bool list_room(struct pyasync *a, size_t n)
 {
-	uint64_t at;
+	size_t cap = a->lcap ? a->lcap : 1024;
+	uint64_t *p;
+	struct mem_piece *mp;
+
+	if (n <= a->lcap)
+		return true;
+	while (cap < n)
+		cap *= 2;
+	if (cap > MAX_LIST_NODES)
+		cap = MAX_LIST_NODES;
+	if (n > cap)
+		return false;
+	if (!(p = realloc(a->lold, cap * sizeof(*p))))
+		return false;
+	a->lold = p;
+	if (!(p = realloc(a->lnext, cap * sizeof(*p))))
+		return false;
+	a->lnext = p;
+	if (!(p = realloc(a->lnew, cap * sizeof(*p))))
+		return false;
+	a->lnew = p;
+	if (!(mp = realloc(a->lpieces, cap * sizeof(*mp))))
+		return false;
+	a->lpieces = mp;
+	a->lcap = cap;
+	return true;
+}
+
+/*
+ * 3.14+: the C tasks of one list (a thread's, or the interpreter's for
+ * threads that ended), appended to members[]: from head's next around to
+ * head.  A node the last walk went through, at or a little after where
+ * that walk is followed (*j), has its next pointer from the batched read
+ * made at the start of this snapshot; any other is read on its own.
+ * -E2BIG past MAX_LIST_NODES of them (the rest is left out) or the
+ * members' room; -EAGAIN where the list changed under the walk (a task
+ * done meanwhile has its node cleared: what was found stands, each still
+ * checked for being a pending task).
+ */
+static int list_tasks(struct pyasync *a, uint64_t head, size_t *nmem, size_t *walked, size_t *j)
+{
+	uint64_t at, next;
+	size_t k;
 	int err;
 
 	err = pyobj__u64(&a->po, head, &at);
@@ -1002,28 +1053,115 @@ static int list_tasks(struct pyasync *a, uint64_t head, size_t *nmem, size_t *wa
 	while (at != head) {
 		if (!pyobj__ptr_ok(at) || at < a->lay.task_node)
 			return -EAGAIN;
-		if (*nmem >= MAX_MEMBERS || *walked >= MAX_LIST_NODES)
+		if (*nmem >= MAX_MEMBERS || !list_room(a, *walked + 1))
 			return -E2BIG;
 		a->members[(*nmem)++] = at - a->lay.task_node;
-		(*walked)++;
-		err = pyobj__u64(&a->po, at, &at);
-		if (err == -EFAULT)
-			return -EAGAIN;
-		if (err)
-			return err;
+		a->lnew[(*walked)++] = at;
+		next = 0;
+		for (k = *j; k < a->nlold && k < *j + LIST_LOOKAHEAD && a->lold[k] != at; k++)
+			;
+		if (k < a->nlold && a->lold[k] == at) {
+			next = a->lnext[k];
+			*j = k + 1;
+		}
+		if (!next) {
+			err = pyobj__u64(&a->po, at, &next);
+			if (err == -EFAULT)
+				return -EAGAIN;
+			if (err)
+				return err;
+		}
+		at = next;
 	}
 	return 0;
 }
 
-/* 3.14+: the C tasks, from the lists of the threads running the loops seen
- * and of the interpreter.  The walks read one node at a time: their reads
- * come on top of the snapshot's budget. */
+struct lnode_ix {
+	uint64_t addr;
+	uint32_t i; /* in lold[] */
+	uint32_t r; /* its range */
+};
+
+static int lnode_cmp(const void *x, const void *y)
+{
+	const struct lnode_ix *a = x, *b = y;
+
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/*
+ * The next pointers of the last walk's nodes, lold[0..nlold), into lnext[]
+ * (0 where unread).  Tasks made together lie together (the allocator's
+ * pools), so the memory they are in is read in ranges: a piece per node
+ * costs about a microsecond each (100 000 pending tasks: 120 ms), a few
+ * hundred ranges of pages far less.
+ */
+static int read_old_next(struct pyasync *a)
+{
+	size_t n = a->nlold, i, nr = 0, total = 0;
+	struct lnode_ix *ix = malloc(n * sizeof(*ix));
+	uint8_t *buf = NULL;
+	uint64_t start = 0, end = 0;
+	int err = 0;
+
+	memset(a->lnext, 0, n * sizeof(*a->lnext));
+	if (!ix)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		ix[i] = (struct lnode_ix){ a->lold[i], (uint32_t)i, 0 };
+	qsort(ix, n, sizeof(*ix), lnode_cmp);
+	for (i = 0; i < n; i++) {
+		uint64_t at = ix[i].addr;
+
+		if (!nr || at - end > LIST_GAP || at + 8 - start > LIST_RANGE) {
+			if (nr)
+				total += end - start;
+			a->lpieces[nr++] = (struct mem_piece){ at, NULL, 0 };
+			start = at;
+		}
+		end = at + 8;
+		a->lpieces[nr - 1].len = end - start;
+		ix[i].r = (uint32_t)(nr - 1);
+	}
+	total += end - start;
+	if (total > LIST_BYTES || !(buf = malloc(total))) {
+		free(ix);
+		return 0; /* each node read on its own */
+	}
+	for (i = 0, total = 0; i < nr; i++) {
+		a->lpieces[i].buf = buf + total;
+		total += a->lpieces[i].len;
+	}
+	a->po.reads += nr;
+	a->batched += nr;
+	a->st.syscalls++;
+	err = mem_read_many(a->pp->pid, a->lpieces, nr);
+	for (i = 0; !err && i < n; i++) {
+		const struct mem_piece *p = &a->lpieces[ix[i].r];
+
+		if (!p->err)
+			memcpy(&a->lnext[ix[i].i], (uint8_t *)p->buf + (ix[i].addr - p->addr), 8);
+	}
+	free(buf);
+	free(ix);
+	return err;
+}
+
+/*
+ * 3.14+: the C tasks, from the lists of the threads running the loops seen
+ * and of the interpreter.  A list cannot be sampled: every node is read.
+ * The next pointers of the nodes the last snapshot went through are read
+ * first, in one batch of the ranges they lie in (read_old_next); what did
+ * not change since is then followed without another read, and only new
+ * nodes cost one each.  Those reads come on top
+ * of the snapshot's budget.
+ */
 static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 {
 	const struct py_offsets *o = a->pp->off;
-	uint64_t heads[MAX_LOOPS + 1], interp = 0;
-	size_t nheads = 0, walked = 0, i, k;
-	int l, err;
+	uint64_t heads[MAX_LOOPS + 1], interp = 0, *swap;
+	size_t nheads = 0, walked = 0, j = 0, i, k;
+	int l, err = 0;
 
 	for (l = 0; l < a->nloops; l++) {
 		uint64_t h = a->loops[l].tstate + o->tstate_asyncio_tasks;
@@ -1039,17 +1177,30 @@ static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 	}
 	if (pyobj__ptr_ok(interp))
 		heads[nheads++] = interp + o->interp_asyncio_tasks;
+	if (a->nlold && (err = read_old_next(a))) {
+		a->nlold = 0;
+		return err;
+	}
 	a->po.budget += MAX_LIST_NODES + 2 * (MAX_LOOPS + 1);
 	for (i = 0; i < nheads; i++) {
-		err = list_tasks(a, heads[i], nmem, &walked);
+		err = list_tasks(a, heads[i], nmem, &walked, &j);
 		if (err == -E2BIG || err == -EAGAIN)
 			*partial = true;
-		if (err == -E2BIG)
+		if (err == -EAGAIN)
+			err = 0;
+		if (err == -E2BIG) {
+			err = 0;
 			break;
-		if (err && err != -EAGAIN)
-			return err;
+		}
+		if (err)
+			break;
 	}
-	return 0;
+	/* This walk's nodes are the next one's to look up. */
+	swap = a->lold;
+	a->lold = a->lnew;
+	a->lnew = swap;
+	a->nlold = err ? 0 : walked;
+	return err;
 }
 
 static bool credit_saved(struct pyasync *a, int l, double ns);

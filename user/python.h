@@ -22,7 +22,10 @@ struct py_offsets;
 #define PY_MAX_MACHINERY 24
 #define PY_MIN_MINOR 9
 #define PY_MAX_MINOR 14
-#define PY_SUPPORTED "3.9, 3.10, 3.11, 3.12 and 3.13"
+/* "3.9 to 3.14", from the two above. */
+#define PY_STR_(x) #x
+#define PY_STR(x) PY_STR_(x)
+#define PY_SUPPORTED "3." PY_STR(PY_MIN_MINOR) " to 3." PY_STR(PY_MAX_MINOR)
 
 struct py_proc {
 	int pid;
