@@ -39,6 +39,13 @@
  * process with a message). */
 #define TSD_DIRECT_KEYS 32
 
+/* 3.14+ holds a frame's code object, locals and stack slots as tagged
+ * references (_PyStackRef): the low bits say how the reference is counted
+ * (1 in a GIL build, 2 more in a free-threaded one), not where it is.  The
+ * walker and the coroutine reader clear them. */
+#define PY_REF_TAG_MINOR 14
+#define PY_REF_TAG_BITS 3ULL
+
 /* Executable mappings that count as the interpreter's own code (libpython or
  * the executable, the dynamic loader, the allocation sampler). */
 #define PY_TEXT_RANGES 6

@@ -363,11 +363,9 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	if (at < 0)
 		return WALK_READ_FAILED;
 	code = *(__u64 *)&s->mem[pywalk_masked(at + l->f_code, MEM_MASK)];
-	/* 3.14 holds the code object as a tagged reference (_PyStackRef):
-	 * the low bits say how it is counted (1 in a GIL build, 2 more in a
-	 * free-threaded one), not where it is. */
-	if (c->minor >= 14)
-		code &= ~(__u64)3;
+	/* A tagged reference from 3.14 (abi.h). */
+	if (c->minor >= PY_REF_TAG_MINOR)
+		code &= ~PY_REF_TAG_BITS;
 	*prev = *(__u64 *)&s->mem[pywalk_masked(at + l->f_prev, MEM_MASK)];
 	if (c->minor >= 11) {
 		ip = *(__u64 *)&s->mem[pywalk_masked(at + l->f_instr, MEM_MASK)];

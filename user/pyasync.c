@@ -289,11 +289,11 @@ const char *pyasync__last_error(const struct pyasync *a)
 
 /* ---- frames ---- */
 
-/* 3.14 keeps a frame's code and its locals and stack slots as tagged
- * references (_PyStackRef): the low bits say how the reference is counted. */
+/* A frame's code, locals and stack slots, which are tagged references from
+ * 3.14 (abi.h). */
 static uint64_t untag(const struct pyasync *a, uint64_t ref)
 {
-	return a->pp->minor >= 14 ? ref & ~(uint64_t)3 : ref;
+	return a->pp->minor >= PY_REF_TAG_MINOR ? ref & ~PY_REF_TAG_BITS : ref;
 }
 
 /* The frame at addr (a PyFrameObject up to 3.10, an _PyInterpreterFrame
@@ -1132,10 +1132,7 @@ static int read_old_next(struct pyasync *a)
 		a->lpieces[i].buf = buf + total;
 		total += a->lpieces[i].len;
 	}
-	a->po.reads += nr;
-	a->batched += nr;
-	a->st.syscalls++;
-	err = mem_read_many(a->pp->pid, a->lpieces, nr);
+	err = read_pieces(a, a->lpieces, nr);
 	for (i = 0; !err && i < n; i++) {
 		const struct mem_piece *p = &a->lpieces[ix[i].r];
 
@@ -1153,8 +1150,7 @@ static int read_old_next(struct pyasync *a)
  * The next pointers of the nodes the last snapshot went through are read
  * first, in one batch of the ranges they lie in (read_old_next); what did
  * not change since is then followed without another read, and only new
- * nodes cost one each.  Those reads come on top
- * of the snapshot's budget.
+ * nodes cost one each.  Those reads come on top of the snapshot's budget.
  */
 static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 {
@@ -1177,11 +1173,13 @@ static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 	}
 	if (pyobj__ptr_ok(interp))
 		heads[nheads++] = interp + o->interp_asyncio_tasks;
+	/* The batch (at most a range per node of the last walk) and the
+	 * walk's own reads (at most MAX_LIST_NODES, and each head). */
+	a->po.budget += a->nlold + MAX_LIST_NODES + 2 * (MAX_LOOPS + 1);
 	if (a->nlold && (err = read_old_next(a))) {
 		a->nlold = 0;
 		return err;
 	}
-	a->po.budget += MAX_LIST_NODES + 2 * (MAX_LOOPS + 1);
 	for (i = 0; i < nheads; i++) {
 		err = list_tasks(a, heads[i], nmem, &walked, &j);
 		if (err == -E2BIG || err == -EAGAIN)
@@ -1250,7 +1248,8 @@ static void snapshot(struct pyasync *a)
 	    a->pp->off->tstate_asyncio_tasks != PYOFF_NONE) {
 		err = c_task_lists(a, &nmem, &partial);
 		if (err) {
-			/* A list changing under the walk: read again next time. */
+			/* The process gone, or no memory (a list changing
+			 * under the walk is a partial snapshot, not this). */
 			a->st.no_task_set++;
 			set_error(a, "reading the task lists: %s", strerror(-err));
 			a->po.budget = UINT64_MAX;
