@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cpython.h"
+#include "elfcache.h"
 #include "elfsym.h"
 #include "log.h"
 #include "memread.h"

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "cpython.h"
 #include "creds.h"
+#include "elfcache.h"
 #include "hmap.h"
 #include "memread.h"
 #include "procmaps.h"

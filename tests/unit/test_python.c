@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cpython.h"
+#include "elfcache.h"
 #include "python.h"
 #include "usyms.h"
 #include "testlib.h"

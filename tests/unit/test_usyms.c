@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elfcache.h"
 #include "testlib.h"
 #include "usyms.h"
 
