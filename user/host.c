@@ -24,7 +24,6 @@
 #include "host.h"
 #include "hostmem.h"
 #include "log.h"
-#include "options.h"
 #include "output.h"
 #include "profile.h"
 #include "python.h"
@@ -81,14 +80,14 @@ struct hproc {
 };
 
 struct host {
-	const struct options *o;
+	struct host_opts o;
 	const struct user_creds *creds;
 	struct session *session;
 	struct session_host sh;
 	double start_mono, start_wall, start_boot, rate_hz;
 	long clk_tck;
 	const char *dir;
-	long uids[MAX_FILTERS];
+	long *uids; /* o.uids as numbers */
 	int nuids;
 	struct hproc **procs;
 	int nprocs, cap;
@@ -254,8 +253,8 @@ static bool name_matches(struct host *h, int pid)
 	if (read_proc(pid, "cmdline", argv0, sizeof(argv0)) < 0)
 		argv0[0] = '\0';
 	base = strrchr(argv0, '/') ? strrchr(argv0, '/') + 1 : argv0;
-	for (i = 0; i < h->o->ncomms; i++) {
-		if (!strcmp(h->o->comms[i], comm) || !strcmp(h->o->comms[i], base))
+	for (i = 0; i < h->o.ncomms; i++) {
+		if (!strcmp(h->o.comms[i], comm) || !strcmp(h->o.comms[i], base))
 			return true;
 	}
 	return false;
@@ -264,7 +263,7 @@ static bool name_matches(struct host *h, int pid)
 static bool host_accept(void *ctx, int pid, int ppid)
 {
 	struct host *h = ctx;
-	const struct options *o = h->o;
+	const struct host_opts *o = &h->o;
 	int real_ppid = 0, ns_pid, i;
 	long uid;
 
@@ -358,13 +357,13 @@ static struct profile *host_python(void *ctx, const struct session_proc *sp)
 	const struct py_proc *pp = sp->pp;
 	const struct hproc *parent;
 	int pid = sp->pid;
-	const struct options *o = h->o;
+	const struct host_opts *o = &h->o;
 	struct profile_filter filter = {
-		.profile_all = o->profile_all,
-		.only = o->profile_only,
-		.nonly = o->nprofile_only,
-		.exclude = o->profile_exclude,
-		.nexclude = o->nprofile_exclude,
+		.profile_all = o->files.profile_all,
+		.only = o->files.only,
+		.nonly = o->files.nonly,
+		.exclude = o->files.exclude,
+		.nexclude = o->files.nexclude,
 	};
 	struct hproc *e = entry_new(h, pid, sp->ppid, sp->start_ns);
 
@@ -475,12 +474,12 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		.start_time_perf = from,
 		.main_thread_id = e->main_thread,
 		.main_pid = e->pid,
-		.cpu_percent_threshold = h->o->cpu_percent_threshold,
+		.cpu_percent_threshold = h->o.cpu_percent_threshold,
 		/* Memory from uprobes: gross allocation per line, frees not
 		 * seen (as --pid --memory). */
 		.memory = h->mem != NULL,
 		.no_footprint = h->mem != NULL,
-		.async_waits = !h->o->no_async,
+		.async_waits = h->o.async_waits,
 		.leaks = false,
 		.read_source = session__read_proc_source,
 		.ctx = end->source_ctx,
@@ -668,8 +667,13 @@ static int resolve_uids(struct host *h)
 {
 	int i;
 
-	for (i = 0; i < h->o->nuids; i++) {
-		const char *u = h->o->uids[i];
+	if (!h->o.nuids)
+		return 0;
+	h->uids = calloc(h->o.nuids, sizeof(*h->uids));
+	if (!h->uids)
+		return -ENOMEM;
+	for (i = 0; i < h->o.nuids; i++) {
+		const char *u = h->o.uids[i];
 		struct passwd *pw;
 		char *end;
 		long v;
@@ -736,14 +740,14 @@ struct host *host__new(const struct host_opts *opts)
 
 	if (!h)
 		return NULL;
-	h->o = opts->o;
+	h->o = *opts;
 	h->creds = opts->creds;
-	h->dir = opts->o->outfile;
+	h->dir = opts->dir;
 	h->start_mono = opts->start_mono;
 	h->start_wall = opts->start_wall;
 	h->start_boot = clock_s(CLOCK_BOOTTIME);
 	h->rate_hz = opts->rate_hz;
-	h->max_files = opts->o->max_profiles > 0 ? opts->o->max_profiles : DEFAULT_MAX_PROFILES;
+	h->max_files = opts->max_profiles > 0 ? opts->max_profiles : DEFAULT_MAX_PROFILES;
 	h->clk_tck = sysconf(_SC_CLK_TCK);
 	h->live = hmap__new(sizeof(int));
 	h->images = hmap__new(sizeof(int));
@@ -785,6 +789,7 @@ void host__free(struct host *h)
 	}
 	free(h->procs);
 	free(h->fifo);
+	free(h->uids);
 	hostmem__free(h->mem);
 	hmap__free(h->live);
 	hmap__free(h->images);
@@ -884,7 +889,7 @@ static struct json_object *entry_json(const struct host *h, const struct hproc *
 	json_object_object_add(o, "blocked_s", json_object_new_double(e->blocked_s));
 	json_object_object_add(o, "samples", json_object_new_int64((int64_t)e->samples));
 	/* Only with await attribution (on unless --no-async). */
-	if (!h->o->no_async)
+	if (h->o.async_waits)
 		json_object_object_add(o, "await_s", json_object_new_double(e->await_s));
 	json_object_object_add(o, "peak_rss_mb", num_or_null(e->peak_rss_mb));
 	/* Only with --memory; null: not known (a reused PID's count). */
@@ -998,11 +1003,11 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	json_object_object_add(doc, "start_time_absolute", json_object_new_double(h->start_wall));
 	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(elapsed_s));
 	json_object_object_add(doc, "sampling_rate_hz", json_object_new_double(h->rate_hz));
-	json_object_object_add(filters, "pid", int_list(h->o->pids, h->o->npids));
-	json_object_object_add(filters, "comm", str_list(h->o->comms, h->o->ncomms));
-	json_object_object_add(filters, "uid", str_list(h->o->uids, h->o->nuids));
+	json_object_object_add(filters, "pid", int_list(h->o.pids, h->o.npids));
+	json_object_object_add(filters, "comm", str_list(h->o.comms, h->o.ncomms));
+	json_object_object_add(filters, "uid", str_list(h->o.uids, h->o.nuids));
 	json_object_object_add(filters, "exclude_pid",
-			       int_list(h->o->exclude_pids, h->o->nexclude_pids));
+			       int_list(h->o.exclude_pids, h->o.nexclude_pids));
 	json_object_object_add(doc, "filters", filters);
 	json_object_object_add(doc, "processes", procs);
 	json_object_object_add(np, "not_python", json_object_new_int64((int64_t)h->not_python));

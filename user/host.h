@@ -8,13 +8,32 @@
 #ifndef HOST_H
 #define HOST_H
 
+#include <stdbool.h>
+
+#include "profile.h"
 #include "session.h"
 
-struct options;
 struct user_creds;
 
 struct host_opts {
-	const struct options *o; /* filters, output directory, report filters */
+	/* The processes followed: those the lists name (every Python process
+	 * where a list is empty), and their children unless no_follow. */
+	const int *pids;
+	int npids;
+	const char *const *comms; /* process names (comm or argv[0]'s base name) */
+	int ncomms;
+	const char *const *uids; /* user names or numbers */
+	int nuids;
+	const int *exclude_pids;
+	int nexclude_pids;
+	bool no_follow;
+	/* Each process's profile: which files (program_dir is each process's
+	 * own), the threshold below which a file is left out, await times. */
+	struct profile_filter files;
+	double cpu_percent_threshold;
+	bool async_waits;
+	const char *dir;  /* where the profiles and index.json go */
+	int max_profiles; /* ended processes' profiles kept (0: the default) */
 	const struct user_creds *creds;
 	double start_mono, start_wall; /* CLOCK_MONOTONIC and Unix time, s */
 	double rate_hz;

@@ -41,7 +41,7 @@
 #include "session.h"
 #include "target.h"
 #include "top.h"
-#include "view.h"
+#include "view_cmd.h"
 
 #define VERSION "0.1.0"
 #define MAX_PROCS 8192
@@ -292,17 +292,24 @@ static int bpf_prog_runtime(void *ctx, uint64_t *run_ns, uint64_t *run_cnt)
 	return loader__prog_runtime(ctx, run_ns, run_cnt);
 }
 
+/* The files profiled, as the options say; the program's folder from the
+ * target (NULL: each process's own, --all). */
+static struct profile_filter report_files(const struct options *o, const struct target *t)
+{
+	return (struct profile_filter){
+		.program_dir = t ? t->program_dir : NULL,
+		.program_dir_given = t ? t->program_dir_given : NULL,
+		.profile_all = o->profile_all,
+		.only = o->profile_only,
+		.nonly = o->nprofile_only,
+		.exclude = o->profile_exclude,
+		.nexclude = o->nprofile_exclude,
+	};
+}
+
 static int setup(struct run_state *rs)
 {
-	struct profile_filter filter = {
-		.program_dir = rs->target.program_dir,
-		.program_dir_given = rs->target.program_dir_given,
-		.profile_all = rs->opts->profile_all,
-		.only = rs->opts->profile_only,
-		.nonly = rs->opts->nprofile_only,
-		.exclude = rs->opts->profile_exclude,
-		.nexclude = rs->opts->nprofile_exclude,
-	};
+	struct profile_filter filter = report_files(rs->opts, &rs->target);
 	struct loader_opts lo = {
 		.rate_hz = rs->opts->rate_hz,
 		.follow_children = !rs->opts->no_follow,
@@ -629,8 +636,16 @@ static int cmd_run(const struct options *o)
 	 * the program waiting at the gate (it would run unprofiled). */
 	install_signals();
 	err = creds_from_env(&rs.creds);
-	if (!err)
-		err = target_from_command(o, &rs.target);
+	if (!err) {
+		struct target_command cmd = {
+			.argv = o->argv,
+			.argc = o->argc,
+			.raw = o->raw_command,
+			.python = o->python,
+		};
+
+		err = target_from_command(&cmd, &rs.target);
+	}
 	if (err)
 		goto out;
 	err = python__check_binary(rs.target.exec_path, why, sizeof(why));
@@ -927,7 +942,24 @@ static int all_memory(struct run_state *rs)
 static int cmd_all(const struct options *o)
 {
 	struct run_state rs = { .opts = o };
-	struct host_opts ho = { .o = o, .creds = &rs.creds, .rate_hz = o->rate_hz };
+	struct host_opts ho = {
+		.pids = o->pids,
+		.npids = o->npids,
+		.comms = o->comms,
+		.ncomms = o->ncomms,
+		.uids = o->uids,
+		.nuids = o->nuids,
+		.exclude_pids = o->exclude_pids,
+		.nexclude_pids = o->nexclude_pids,
+		.no_follow = o->no_follow,
+		.files = report_files(o, NULL),
+		.cpu_percent_threshold = o->cpu_percent_threshold,
+		.async_waits = !o->no_async,
+		.dir = o->outfile,
+		.max_profiles = o->max_profiles,
+		.creds = &rs.creds,
+		.rate_hz = o->rate_hz,
+	};
 	double deadline, next;
 	int err, n;
 

@@ -11,7 +11,6 @@
 #include "elfsym.h"
 #include "log.h"
 #include "memread.h"
-#include "usyms.h"
 #include "procmaps.h"
 #include "python.h"
 #include "sampler.h"

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "options.h"
 #include "target.h"
 
 #define MAX_CMDLINE (1 << 20)
@@ -270,7 +269,7 @@ static bool is_elf(const char *path)
 	return elf;
 }
 
-int target_from_command(const struct options *o, struct target *t)
+int target_from_command(const struct target_command *c, struct target *t)
 {
 	char cwd[PATH_MAX], interp[PATH_MAX], **v;
 	int err, i, first;
@@ -278,70 +277,70 @@ int target_from_command(const struct options *o, struct target *t)
 	memset(t, 0, sizeof(*t));
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -errno;
-	if (o->raw_command) {
-		err = find_in_path(o->argv[0], interp, sizeof(interp));
+	if (c->raw) {
+		err = find_in_path(c->argv[0], interp, sizeof(interp));
 		if (err) {
-			pr_warn("%s: command not found\n", o->argv[0]);
+			pr_warn("%s: command not found\n", c->argv[0]);
 			return err;
 		}
 		t->exec_path = own(t, strdup(interp));
-		t->exec_argv = calloc(o->argc + 1, sizeof(char *));
+		t->exec_argv = calloc(c->argc + 1, sizeof(char *));
 		if (!t->exec_argv || !t->exec_path)
 			return -ENOMEM;
-		for (i = 0; i < o->argc; i++)
-			t->exec_argv[i] = o->argv[i];
+		for (i = 0; i < c->argc; i++)
+			t->exec_argv[i] = c->argv[i];
 		/* An interpreter: its arguments name the program. */
-		if (!is_python_script(o->argv[0]) && strstr(o->argv[0], "python"))
-			return target_describe(t, o->argv, o->argc, cwd);
+		if (!is_python_script(c->argv[0]) && strstr(c->argv[0], "python"))
+			return target_describe(t, c->argv, c->argc, cwd);
 		/* A script run directly (./tool.py), or a wrapper (a shell script
 		 * that runs Python): the first Python script on the command line
 		 * is the program, as `python SCRIPT ...` would make it; failing
 		 * one, the command itself. */
-		for (first = 0; first < o->argc; first++) {
-			if (is_python_script(o->argv[first]))
+		for (first = 0; first < c->argc; first++) {
+			if (is_python_script(c->argv[first]))
 				break;
 		}
-		if (first == o->argc)
+		if (first == c->argc)
 			first = 0;
-		v = calloc(o->argc - first + 2, sizeof(char *));
+		v = calloc(c->argc - first + 2, sizeof(char *));
 		if (!v)
 			return -ENOMEM;
 		v[0] = "";
-		for (i = first; i < o->argc; i++)
-			v[i - first + 1] = o->argv[i];
-		err = target_describe(t, v, o->argc - first + 1, cwd);
+		for (i = first; i < c->argc; i++)
+			v[i - first + 1] = c->argv[i];
+		err = target_describe(t, v, c->argc - first + 1, cwd);
 		free(v);
-		if (!err && !is_python_script(o->argv[first]))
+		if (!err && !is_python_script(c->argv[first]))
 			/* No script: the program's own files are where it runs. */
 			t->program_dir = own(t, strdup(cwd));
 		return err;
 	}
-	if (access(o->argv[0], R_OK)) {
+	if (access(c->argv[0], R_OK)) {
 		err = -errno;
-		pr_warn("%s: %s\n", o->argv[0],
+		pr_warn("%s: %s\n", c->argv[0],
 			err == -ENOENT ? "no such file (to run a command, put it after --)"
 				       : strerror(-err));
 		return err;
 	}
-	if (is_elf(o->argv[0])) {
+	if (is_elf(c->argv[0])) {
 		pr_warn("%s is a program, not a Python script: to run a command, put it after -- "
 			"(scalene-bpf run [options] -- %s ...)\n",
-			o->argv[0], o->argv[0]);
+			c->argv[0], c->argv[0]);
 		return -ENOEXEC;
 	}
-	err = find_in_path(o->python, interp, sizeof(interp));
+	err = find_in_path(c->python, interp, sizeof(interp));
 	if (err) {
-		pr_warn("Python interpreter '%s' not found; pass --python PATH\n", o->python);
+		pr_warn("Python interpreter '%s' not found; pass --python PATH\n", c->python);
 		return err;
 	}
-	t->exec_argv = calloc(o->argc + 2, sizeof(char *));
+	t->exec_argv = calloc(c->argc + 2, sizeof(char *));
 	if (!t->exec_argv)
 		return -ENOMEM;
 	t->exec_argv[0] = own(t, strdup(interp));
 	t->exec_path = t->exec_argv[0];
-	for (i = 0; i < o->argc; i++)
-		t->exec_argv[i + 1] = o->argv[i];
-	return target_describe(t, t->exec_argv, o->argc + 1, cwd);
+	for (i = 0; i < c->argc; i++)
+		t->exec_argv[i + 1] = c->argv[i];
+	return target_describe(t, t->exec_argv, c->argc + 1, cwd);
 }
 
 int target_from_pid(int pid, struct target *t)

@@ -7,7 +7,7 @@
 #ifndef TARGET_H
 #define TARGET_H
 
-struct options;
+#include <stdbool.h>
 
 struct target {
 	char **exec_argv; /* run: what to exec, NULL-terminated */
@@ -23,9 +23,17 @@ struct target {
 	int nowned;
 };
 
+/* What `run` was given to start. */
+struct target_command {
+	char **argv; /* a script and its arguments, or a command; NULL-terminated */
+	int argc;
+	bool raw;	    /* a command (given after --), exec'ed as is */
+	const char *python; /* the interpreter for a script (found in PATH) */
+};
+
 /* run: checks that the script and interpreter exist.  0, or -errno after a
  * message. */
-int target_from_command(const struct options *o, struct target *t);
+int target_from_command(const struct target_command *c, struct target *t);
 /* A running process (--pid, --all): from /proc/PID/cmdline and cwd. */
 int target_from_pid(int pid, struct target *t);
 /* A copy of what src describes (not the command to start): a fork

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * `scalene-bpf view`: reading a profile back (ours or Scalene's) and showing
- * it: the terminal table, the HTML page, and exports of its stacks.  Every
- * function here takes the parsed document as untrusted input.
+ * Reading a profile back (ours or Scalene's) and showing it: the terminal
+ * table, the HTML page, and exports of its stacks.  Every function here
+ * takes the parsed document as untrusted input.  The command that reads the
+ * files and writes the pages is view_cmd.h.
  */
 #ifndef VIEW_H
 #define VIEW_H
@@ -11,11 +12,11 @@
 #include <stddef.h>
 #include <stdio.h>
 
-struct options;
 struct json_object;
 struct host_index;
 
-int view_main(const struct options *o);
+/* The largest profile read back (2 GiB). */
+#define VIEW_MAX_PROFILE_BYTES (1ULL << 31)
 
 /* Parses a profile from memory: JSON only, depth-limited.  NULL with the
  * reason printed to err (name says which input). */

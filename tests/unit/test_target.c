@@ -14,11 +14,10 @@
 
 #include "testlib.h"
 #include "log.h"
-#include "options.h"
 #include "target.h"
 
-static char tmp[PATH_MAX];	/* scratch directory, resolved */
-static char sub[PATH_MAX + 8];	/* tmp/sub */
+static char tmp[PATH_MAX];     /* scratch directory, resolved */
+static char sub[PATH_MAX + 8]; /* tmp/sub */
 
 static int make_file(const char *dir, const char *name, mode_t mode)
 {
@@ -196,8 +195,8 @@ static void test_interpreter_options(void)
 {
 	struct target t;
 	char want[PATH_MAX + 16];
-	const char *opts[] = { "python3", "-u", "-X", "dev", "-W", "error", "-B", "-O",
-			       "prog.py", "-W", "x", NULL };
+	const char *opts[] = { "python3", "-u", "-X",	   "dev", "-W", "error",
+			       "-B",	  "-O", "prog.py", "-W",  "x",	NULL };
 	const char *joined[] = { "python3", "-Xdev", "-Wdefault", "-OO", "prog.py", NULL };
 	const char *hash[] = { "python3", "--check-hash-based-pycs", "always", "prog.py", NULL };
 	const char *mod[] = { "python3", "-X", "importtime", "-I", "-m", "pkg", NULL };
@@ -309,7 +308,7 @@ static void test_find_in_path(void)
 
 static void test_from_command(void)
 {
-	struct options o = { 0 };
+	struct target_command o = { 0 };
 	struct target t;
 	char old_cwd[PATH_MAX], want[PATH_MAX + 16], path[PATH_MAX + 32];
 	char *argv_script[] = { "prog.py", "x", NULL };
@@ -355,7 +354,7 @@ static void test_from_command(void)
 	target_free(&t);
 
 	/* -- python3 -m pkg: the interpreter's own arguments tell. */
-	o.raw_command = true;
+	o.raw = true;
 	o.argv = argv_raw;
 	o.argc = 3;
 	CHECK_EQ_INT(target_from_command(&o, &t), 0);
@@ -386,7 +385,7 @@ static void test_from_command(void)
 /* --pid on ourselves: the command line of this test program. */
 static void test_from_pid_self(void)
 {
-	struct options o = { .pid = getpid() };
+	int pid = getpid();
 	struct target t;
 	char cwd[PATH_MAX], self[PATH_MAX];
 	FILE *f = fopen("/proc/self/cmdline", "r");
@@ -396,7 +395,7 @@ static void test_from_pid_self(void)
 		fclose(f);
 	self[n] = '\0';
 	CHECK(n > 0);
-	CHECK_EQ_INT(target_from_pid(o.pid, &t), 0);
+	CHECK_EQ_INT(target_from_pid(pid, &t), 0);
 	CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
 	/* argv[0] is this program, not a Python script: the program is the
 	 * command itself, the directory the working directory. */
@@ -404,8 +403,8 @@ static void test_from_pid_self(void)
 	CHECK_EQ_STR(t.program_dir, cwd);
 	target_free(&t);
 
-	o.pid = 0x3fffff; /* above any pid_max default: no such process */
-	CHECK(target_from_pid(o.pid, &t) < 0);
+	pid = 0x3fffff; /* above any pid_max default: no such process */
+	CHECK(target_from_pid(pid, &t) < 0);
 	target_free(&t);
 }
 
