@@ -11,7 +11,7 @@ ARCH		:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 PYTHON_TEST	?= $(shell pyenv prefix 3.11.7 2>/dev/null || echo /usr)/bin/python3
 
 WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -Iuser/sampler -Iuser/gpu -D_GNU_SOURCE
+CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -D_GNU_SOURCE
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
 LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -ldl
@@ -30,16 +30,19 @@ endif
 BPF_SRCS	:= $(wildcard bpf/*.bpf.c)
 BPF_OBJS	:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS	:= $(wildcard user/*.c)
+# The loader's stages, in the order a sample goes through them: each
+# folder includes only the folders before it (make layers checks it).
+STAGES		:= base collect target symbolize model report session view cli
+USER_SRCS	:= $(foreach s,$(STAGES),$(wildcard user/$(s)/*.c))
 # pprof's profile.proto (the part the export writes), compiled by protoc-c.
-PROTO_SRCS	:= $(wildcard user/proto/*.proto)
-PROTO_GEN	:= $(patsubst user/proto/%.proto,$(OUT)/proto/%.pb-c.c,$(PROTO_SRCS))
+PROTO_SRCS	:= $(wildcard user/view/proto/*.proto)
+PROTO_GEN	:= $(patsubst user/view/proto/%.proto,$(OUT)/proto/%.pb-c.c,$(PROTO_SRCS))
 PROTO_OBJS	:= $(PROTO_GEN:.c=.o)
 USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS)) $(PROTO_OBJS) \
 		   $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o
 # The HTML view's page, style and script, embedded with .incbin.
-HTML_ASSETS	:= $(wildcard user/html/*.html user/html/*.css user/html/*.js)
-CORE_OBJS	:= $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
+HTML_ASSETS	:= $(wildcard user/view/html/*.html user/view/html/*.css user/view/html/*.js)
+CORE_OBJS	:= $(filter-out $(OUT)/user/cli/main.o,$(USER_OBJS))
 UNIT_SRCS	:= $(wildcard tests/unit/test_*.c)
 UNIT_BINS	:= $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 BPFHOST_SRCS	:= $(wildcard tests/bpf/test_*.c)
@@ -67,24 +70,25 @@ $(OUT)/scalene-bpf: $(USER_OBJS)
 $(OUT)/libcore.a: $(CORE_OBJS)
 	$(AR) rcs $@ $^
 
-$(OUT)/user/%.o: user/%.c | $(OUT)/user $(SKELS)
+$(OUT)/user/%.o: user/%.c | $(SKELS)
+	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OUT)/user/html_assets.o: user/html/assets.S $(HTML_ASSETS) | $(OUT)/user
+$(OUT)/user/html_assets.o: user/view/html/assets.S $(HTML_ASSETS) | $(OUT)/user
 	$(CC) -c $< -o $@
 
 # The asyncio layout probe's Python source, embedded the same way.
-$(OUT)/user/asyncprobe_script.o: user/asyncprobe_script.S user/asyncprobe.py | $(OUT)/user
+$(OUT)/user/asyncprobe_script.o: user/session/asyncprobe_script.S user/session/asyncprobe.py | $(OUT)/user
 	$(CC) -c $< -o $@
 
 # Generated C and header together; user code includes "proto/X.pb-c.h".
-$(OUT)/proto/%.pb-c.c $(OUT)/proto/%.pb-c.h: user/proto/%.proto | $(OUT)/proto
-	$(PROTOC_C) --proto_path=user/proto --c_out=$(OUT)/proto $<
+$(OUT)/proto/%.pb-c.c $(OUT)/proto/%.pb-c.h: user/view/proto/%.proto | $(OUT)/proto
+	$(PROTOC_C) --proto_path=user/view/proto --c_out=$(OUT)/proto $<
 
 $(OUT)/proto/%.pb-c.o: $(OUT)/proto/%.pb-c.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OUT)/user/export.o: $(PROTO_GEN:.c=.h)
+$(OUT)/user/view/export.o: $(PROTO_GEN:.c=.h)
 
 $(BPF_OBJS): $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUT)/bpf
 	$(CLANG) $(BPF_CFLAGS) -MF $(@:.o=.d) -MT $@ -c $< -o $(@:.o=.tmp.o)
@@ -123,7 +127,7 @@ $(OUT)/fuzz/user/%.o: user/%.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
-$(OUT)/fuzz/user/export.o: $(PROTO_GEN:.c=.h)
+$(OUT)/fuzz/user/view/export.o: $(PROTO_GEN:.c=.h)
 
 $(OUT)/fuzz/libcore.a: $(FUZZ_OBJS)
 	$(AR) rcs $@ $^
@@ -292,10 +296,11 @@ vmlinux:
 pyoffsets:
 	tools/pyoffsets/generate
 
+# The C formatting, and the stages' order (tools/layers).
 .PHONY: lint
 lint:
-	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.c user/*.h user/sampler/*.c \
-		user/sampler/*.h user/gpu/*.c user/gpu/*.h
+	clang-format --dry-run -Werror bpf/*.c bpf/*.h user/*.h user/*/*.c user/*/*.h
+	tools/layers $(STAGES)
 
 .PHONY: install
 # The GPU library goes along where it was built (a CUDA toolkit was found).
@@ -316,7 +321,7 @@ help:
 	@echo "make test       run every test (root for the end-to-end part); installs what they need"
 	@echo "make check      unit, BPF walker and fuzz-corpus tests only (no root, under a minute); T=NAME for one"
 	@echo "make e2e        the end-to-end tests (root); K=expr selects them as pytest -k does"
-	@echo "make lint       check the C formatting (clang-format)"
+	@echo "make lint       check the C formatting (clang-format) and the stages' order (tools/layers)"
 	@echo "make clean      remove the build"
 	@echo "make demo       profile examples/demo.py and show the result"
 	@echo "make bench      overhead + accuracy benchmark and plot (root, ~3 h); results in bench/, docs/bench.png"

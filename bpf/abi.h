@@ -2,7 +2,7 @@
 /*
  * The ABI between the BPF programs and the loader: fixed-width fields only,
  * explicit padding, every ring-buffer record starts with a tag.  User code
- * asserts the sizes (user/loader.c).
+ * asserts the sizes (user/collect/loader.c).
  */
 #ifndef SCALENE_BPF_ABI_H
 #define SCALENE_BPF_ABI_H
@@ -135,7 +135,7 @@ enum stat_id {
 };
 
 /* Per-process walk configuration, written by the loader once it has found the
- * interpreter (user/python.c).  Offsets come from pyoffsets/. */
+ * interpreter (user/target/python.c).  Offsets come from pyoffsets/. */
 struct py_walk_cfg {
 	__u64 tss_key_addr;   /* &_PyRuntime.autoTSSkey._key */
 	__u16 minor;	      /* CPython 3.minor */

@@ -6,7 +6,7 @@ Compiles a fixed list of stdlib modules plus the synthetic edge cases below,
 and for every code object (recursively) records its first line, its raw line
 table (co_lnotab on 3.9, co_linetable on 3.10+) and the line CPython's own
 PyCode_Addr2Line() gives for byte offset -1 and every even byte offset in
-[0, len(co_code)).  tests/unit/test_linetable.c checks user/linetable.c
+[0, len(co_code)).  tests/unit/test_linetable.c checks user/symbolize/linetable.c
 against these files.
 
 The fixtures are committed; regenerate them all from the repository root with

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * regions-dump FILE...: prints the region fields user/regions.c computes
+ * regions-dump FILE...: prints the region fields user/report/regions.c computes
  * for each line of each Python file, one line per source line:
  *
  *     lineno start_region end_region start_outermost end_outermost start_function end_function
@@ -10,14 +10,14 @@
  * Scalene itself computes, so the two can be compared with diff.
  *
  * Build from the repository root:
- *     gcc -O2 -D_GNU_SOURCE -Iuser tools/regions-dump.c user/regions.c -o build/regions-dump
+ *     gcc -O2 -D_GNU_SOURCE -Iuser tools/regions-dump.c user/report/regions.c -o build/regions-dump
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "regions.h"
+#include "report/regions.h"
 
 /* Reads a whole file; returns 0 or -errno. */
 static int read_file(const char *path, char **data, size_t *len)

@@ -15,7 +15,7 @@ source is read the way Scalene's JSON writer reads it (UTF-8, universal
 newlines, readlines() joined), and the values come from Scalene's own
 ScaleneAnalysis.find_regions, find_outermost_loop and find_functions.
 
-Where Scalene has no answer, this prints what user/regions.c does instead:
+Where Scalene has no answer, this prints what user/report/regions.c does instead:
   - when ast.parse fails (or the analysis hits Python's recursion limit),
     Scalene's exception escapes and it writes no profile; here every line
     gets the trivial values (n n n n 0 0);

@@ -15,9 +15,9 @@
 #include "abi.h"
 #include "cpython.h"
 #include "memimg.h"
-#include "python.h"
+#include "target/python.h"
 
-/* glibc x86_64 TSD, the constants user/python.c fills the config with:
+/* glibc x86_64 TSD, the constants user/target/python.c fills the config with:
  * offsetof(struct pthread, specific_1stblock), sizeof(struct
  * pthread_key_data) and offsetof(struct pthread_key_data, data). */
 #define TSD_BASE 0x310
@@ -198,7 +198,7 @@ static inline void pyimg__free(struct pyimg *p)
 	free(p);
 }
 
-/* The walker's configuration as user/python.c fill_cfg() builds it. */
+/* The walker's configuration as user/target/python.c fill_cfg() builds it. */
 static inline void pyimg__cfg(const struct pyimg *p, struct py_walk_cfg *c)
 {
 	/* The loader's own code, so that the walker is tested with what the

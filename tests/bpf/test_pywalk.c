@@ -2,7 +2,7 @@
 /*
  * The Python frame walker (bpf/pywalk.h) compiled as host C and run against
  * synthetic memory images of CPython 3.9 to 3.13 threads, laid out with the
- * generated pyoffsets tables and configured the way user/python.c does it.
+ * generated pyoffsets tables and configured the way user/target/python.c does it.
  * Reads outside the image fail like bpf_probe_read_user().  Run it under
  * `make SANITIZE=1`: an out-of-bounds access or undefined behaviour in the
  * walker then fails the suite.

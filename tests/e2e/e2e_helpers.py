@@ -208,7 +208,7 @@ def _other_profilers(our_pids):
 
 
 # The comm of the child that releases the uprobes after a run
-# (user/loader.c, hand_off_uprobes).
+# (user/collect/loader.c, hand_off_uprobes).
 RELEASER = "scalene-bpf-rel"
 
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """scalene-bpf --all --memory: the attach mode's allocation uprobes for a
-whole host (user/hostmem.h).  Without filters Python's allocator is probed
+whole host (user/session/hostmem.h).  Without filters Python's allocator is probed
 once per interpreter file, for every process running it; with filters, per
 followed process; libc always per followed process.
 

@@ -125,7 +125,7 @@ def test_program_line_under_a_deep_library_stack(python, tmp_path, depth):
         assert "main" in names, names[:5]
         assert names.index("main") < names.index("down"), names[:5]
         # Stacks past the profile's stack budget are merged into their
-        # outermost frames (user/stackbound.h): the cut can fall above the
+        # outermost frames (user/model/stackbound.h): the cut can fall above the
         # elision.
         # A stack sampled while the recursion was still going down (or
         # back up) may be shallow enough to be kept whole: no mark then.

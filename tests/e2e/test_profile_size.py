@@ -9,7 +9,7 @@ import shutil
 
 from e2e_helpers import profile_run, program
 
-# user/output.c: STACKS_WHOLE, STACKS_MERGED, STACK_FRAMES.
+# user/report/output.c: STACKS_WHOLE, STACKS_MERGED, STACK_FRAMES.
 WHOLE, MERGED, FRAMES = 200, 1000, 10000
 # What the stack sections may take, serialised compactly: the frame budget
 # at a generous 400 bytes a frame (both sections together).

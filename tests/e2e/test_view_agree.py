@@ -5,7 +5,7 @@
 file, with the same options, show the same lines, functions and files, and
 report the same counters of lost data with the same labels.  The rule they
 are held to is written here (row_shown, file_shown), independently of
-user/viewutil.c; the profiles are Scalene's reference profiles and one made
+user/view/viewutil.c; the profiles are Scalene's reference profiles and one made
 here with every loss counter set, lines of zero time and lines with memory
 activity only, and one with await time only (with and without
 async_profile).  Nothing here profiles: the tests only read files.
@@ -24,7 +24,7 @@ TIMEOUT = 60
 REFS = reference_dir()
 REFERENCE_FILES = sorted(p for p in REFS.glob("scalene_ref_*.json"))
 
-# The counters of lost data scalene-bpf writes (user/session.c), by group.
+# The counters of lost data scalene-bpf writes (user/session/session.c), by group.
 LOSSES = {
     "bpf": ["lost_ringbuf_full", "memory_lost_ringbuf_full",
             "process_events_lost", "process_table_full",

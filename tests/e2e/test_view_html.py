@@ -388,7 +388,7 @@ def awaits(profile):
 
 
 def row_shown(profile, row):
-    """The views' rule (user/viewutil.c vj_row_shown) at the default
+    """The views' rule (user/view/viewutil.c vj_row_shown) at the default
     threshold: time, or in an async profile the await share, reaching it,
     or memory activity."""
     a = row.get("n_async_await_percent", 0) if awaits(profile) else 0

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asyncprobe.h"
+#include "session/asyncprobe.h"
 
 static void check_off(uint16_t off, unsigned width, unsigned size)
 {

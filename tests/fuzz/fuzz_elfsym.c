@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfsym.h"
+#include "base/elfsym.h"
 
 static volatile uint8_t sink;
 

@@ -19,8 +19,8 @@
 
 #include "abi.h"
 #include "cpython.h"
-#include "pycode.h"
-#include "python.h"
+#include "symbolize/pycode.h"
+#include "target/python.h"
 
 #define AREA (64 << 10)
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "regions.h"
+#include "report/regions.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

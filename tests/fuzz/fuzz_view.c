@@ -23,9 +23,9 @@
 
 #include <json-c/json.h>
 
-#include "hostindex.h"
-#include "view.h"
-#include "viewutil.h"
+#include "view/hostindex.h"
+#include "view/view.h"
+#include "view/viewutil.h"
 
 #define FAIL(...)                                                 \
 	do {                                                      \

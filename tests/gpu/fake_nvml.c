@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * A fake libnvidia-ml.so.1 for the --pid GPU tests: the few NVML calls
- * user/nvml.c makes, answered from a state file that the test (or the
+ * user/collect/nvml.c makes, answered from a state file that the test (or the
  * profiled program) rewrites at will.  Its path is in FAKE_NVML_STATE; it
  * is read again at every call.  Lines, each optional:
  *

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "asyncprobe.h"
+#include "session/asyncprobe.h"
 #include "testlib.h"
 
 static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };

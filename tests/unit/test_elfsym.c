@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "elfsym.h"
-#include "procmaps.h"
+#include "base/elfsym.h"
+#include "base/procmaps.h"
 #include "testlib.h"
 
 #define DEBIAN_PYTHON "/usr/bin/python3.11"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/export.c without root: small documents exported to memory and read
+ * user/view/export.c without root: small documents exported to memory and read
  * back.  folded is compared as text; speedscope is parsed back with json-c;
  * pprof is gunzipped with zlib and decoded with protobuf-c (the end-to-end
  * suite decodes it with independent readers: pprof's own profile.proto and
@@ -19,7 +19,7 @@
 #include "proto/pprof.pb-c.h"
 #include "testlib.h"
 #include "utf8check.h"
-#include "view.h"
+#include "view/view.h"
 
 static char *out, *err;
 static size_t outlen, errlen;

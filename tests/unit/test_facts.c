@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/facts.c and user/output_facts.c: a struct facts filled field by field
+ * user/model/facts.c and user/report/output_facts.c: a struct facts filled field by field
  * with values that tell the fields apart, written as JSON and read back.
  * Every object's keys are checked in order (readers and the tests of the
  * views rely on it), every value against the field it comes from, and the
@@ -16,9 +16,9 @@
 #include <json-c/json.h>
 
 #include "testlib.h"
-#include "facts.h"
-#include "output.h"
-#include "profile.h"
+#include "model/facts.h"
+#include "report/output.h"
+#include "model/profile.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIB (1024.0 * 1024.0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/hmap.c: the open-addressing map behind every profile table.  Many keys
+ * user/base/hmap.c: the open-addressing map behind every profile table.  Many keys
  * (growth), deletions (tombstones) followed by reinsertion, churn that would
  * loop forever if tombstones filled the table, odd key sizes, iteration.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "hmap.h"
+#include "base/hmap.h"
 
 #define MANY 100000
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/hostindex.c: the index of a system-wide run (DIR/index.json), which
+ * user/view/hostindex.c: the index of a system-wide run (DIR/index.json), which
  * is untrusted input.  A good document is read with every field; a field of
  * the wrong type, a required field missing, an array past its bound or
  * another major version refuses the index with a message naming the field;
@@ -16,10 +16,10 @@
 
 #include <json-c/json.h>
 
-#include "hostindex.h"
+#include "view/hostindex.h"
 #include "testlib.h"
 #include "utf8check.h"
-#include "view.h"
+#include "view/view.h"
 
 static char *err;
 static size_t errlen;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * user/linetable.c against CPython itself: tests/fixtures/linetable/ holds,
+ * user/symbolize/linetable.c against CPython itself: tests/fixtures/linetable/ holds,
  * per interpreter, the line PyCode_Addr2Line() gave for every even byte
  * offset of every code object in a set of stdlib modules and synthetic edge
  * cases (tools/linetable-fixtures.py writes them).  Every fixture must be
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "linetable.h"
+#include "symbolize/linetable.h"
 #include "testlib.h"
 
 #define FIXTURE_DIR "tests/fixtures/linetable/"

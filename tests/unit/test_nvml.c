@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* user/nvml.c against the fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c),
+/* user/collect/nvml.c against the fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c),
  * whose answers come from a state file written here. */
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvml.h"
+#include "collect/nvml.h"
 #include "testlib.h"
 
 static char state[64];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/options.c: the command line and the config file into struct options,
+ * user/cli/options.c: the command line and the config file into struct options,
  * without side effects.  Every malformed input must come back as -EINVAL with
  * a message, never as a half-parsed command.
  */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "options.h"
+#include "cli/options.h"
 
 #define MAX_ARGS 32
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/output.c: the string helpers, then whole documents built from small
+ * user/report/output.c: the string helpers, then whole documents built from small
  * profiles made through profile.h and read back with json-c.  The checks are
  * the format's own rules (integers as integers, every number finite, valid
  * UTF-8, dense lines, nothing that could end the <script> the GUI pastes the
@@ -18,9 +18,9 @@
 
 #include "testlib.h"
 #include "utf8check.h"
-#include "facts.h"
-#include "output.h"
-#include "profile.h"
+#include "model/facts.h"
+#include "report/output.h"
+#include "model/profile.h"
 
 #define MS 1000000ULL
 #define FFFD "\xef\xbf\xbd"

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "elfsym.h"
-#include "loader.h"
+#include "base/elfsym.h"
+#include "collect/loader.h"
 
 static void test_sampler_probes(void)
 {

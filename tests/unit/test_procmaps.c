@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "procmaps.h"
+#include "base/procmaps.h"
 #include "testlib.h"
 
 static const char *fixture(const char *name)

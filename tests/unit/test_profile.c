@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/profile.c: where each sample's time goes.  Attribution to the
+ * user/model/profile.c: where each sample's time goes.  Attribution to the
  * innermost frame of a profiled file, the file filter, blocked time counted
  * or kept apart, unattributed time by reason, the native symbols of a line,
  * the main thread's sample-time reservoir, functions (comprehensions and
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "profile.h"
+#include "model/profile.h"
 
 #define MS 1000000ULL
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/pycode.c against this very process: str objects and code objects are
+ * user/symbolize/pycode.c against this very process: str objects and code objects are
  * built by hand in our own memory with the layouts of the generated tables
  * (3.12 and 3.9), then read back through process_vm_readv on our own pid,
  * exactly as a profiled interpreter's would be.  No root needed: a process
@@ -14,8 +14,8 @@
 
 #include "testlib.h"
 #include "cpython.h"
-#include "pycode.h"
-#include "python.h"
+#include "symbolize/pycode.h"
+#include "target/python.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/pyhook.c: the directory of the @profile builtin (modes, the
+ * user/session/pyhook.c: the directory of the @profile builtin (modes, the
  * environment it hands the program, removal) and the report it reads
  * (decorated functions registered, malformed lines counted and skipped, a
  * line still being written read once it is whole).
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "profile.h"
-#include "pyhook.h"
+#include "model/profile.h"
+#include "session/pyhook.h"
 
 static void append(const char *path, const char *s)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The reader of another process's Python objects (user/pyobj.c), pointed at
+ * The reader of another process's Python objects (user/symbolize/pyobj.c), pointed at
  * this process's own memory: objects laid out by hand from each version's
  * table, and an arena of random words where every pointer leads back into
  * the arena (a torn or hostile heap), which must give errors, never a
@@ -15,8 +15,8 @@
 #include <linux/types.h>
 
 #include "cpython.h"
-#include "pyobj.h"
-#include "python.h"
+#include "symbolize/pyobj.h"
+#include "target/python.h"
 #include "testlib.h"
 
 static struct py_proc proc(const struct py_offsets *off)

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "cpython.h"
-#include "elfcache.h"
-#include "python.h"
-#include "usyms.h"
+#include "base/elfcache.h"
+#include "target/python.h"
+#include "symbolize/usyms.h"
 #include "testlib.h"
 
 static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * user/regions.c against Scalene itself: every tests/fixtures/regions/X.py
+ * user/report/regions.c against Scalene itself: every tests/fixtures/regions/X.py
  * has next to it X.expected, what Scalene 2.4.0's own functions give for
  * each line (tools/regions-oracle.py writes them), and every line must
  * agree.  The fixtures must be there: a missing one fails.  Then the same
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "regions.h"
+#include "report/regions.h"
 #include "testlib.h"
 
 #define FIXTURE_DIR "tests/fixtures/regions/"

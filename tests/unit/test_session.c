@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/session.c without BPF: ring-buffer records are made here and handed to
+ * user/session/session.c without BPF: ring-buffer records are made here and handed to
  * session__handle, the BPF side is a stand-in that records what the session
  * asks of it, and the outcome is read through the session's facts and the
  * profile it fills.
@@ -26,17 +26,17 @@
 
 #include "testlib.h"
 #include "abi.h"
-#include "clock.h"
+#include "base/clock.h"
 #include "cpython.h"
-#include "facts.h"
-#include "gpu.h"
-#include "memread.h"
-#include "output.h"
-#include "profile.h"
-#include "pycode.h"
-#include "python.h"
-#include "sampler.h"
-#include "session.h"
+#include "model/facts.h"
+#include "gpu/gpu.h"
+#include "base/memread.h"
+#include "report/output.h"
+#include "model/profile.h"
+#include "symbolize/pycode.h"
+#include "target/python.h"
+#include "sampler/sampler.h"
+#include "session/session.h"
 
 /* PID_MAX_LIMIT is 4194304: no process has a PID above it. */
 #define GONE_PID 5000000

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
-#include "stackbound.h"
+#include "model/profile.h"
+#include "model/stackbound.h"
 #include "testlib.h"
 
 #define NF 64

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/strtab.c: equal strings get one pointer (the profile compares file
+ * user/base/strtab.c: equal strings get one pointer (the profile compares file
  * and function names by address), and that pointer stays valid and unchanged
  * however much the table grows afterwards.
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
-#include "strtab.h"
+#include "base/strtab.h"
 
 #define MANY 100000
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/target.c: what a Python command line runs (script, -m module, -c
+ * user/target/target.c: what a Python command line runs (script, -m module, -c
  * code, interpreter options before them), the program's directory, the PATH
  * search; then the two constructors against a scratch directory and this
  * process's own /proc entry.
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "log.h"
-#include "target.h"
+#include "base/log.h"
+#include "target/target.h"
 
 static char tmp[PATH_MAX];     /* scratch directory, resolved */
 static char sub[PATH_MAX + 8]; /* tmp/sub */

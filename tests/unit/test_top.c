@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/top.c without a terminal: the frames it draws of a profile built
+ * user/view/top.c without a terminal: the frames it draws of a profile built
  * here (every row within the width, nothing that is not text, the hottest
  * rows first in order, the line's function beside it) and what drawing a
  * profile of many lines costs.
@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "testlib.h"
-#include "profile.h"
-#include "top.h"
-#include "viewutil.h"
+#include "model/profile.h"
+#include "view/top.h"
+#include "view/viewutil.h"
 
 #define MS 1000000ULL
 

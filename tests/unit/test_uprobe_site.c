@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/uprobe_site.c: where an allocation uprobe goes.  The byte patterns are
+ * user/base/uprobe_site.c: where an allocation uprobe goes.  The byte patterns are
  * the prologues of the functions probed on the interpreters and libc this
  * project is tested with (objdump of pyenv 3.11.7's libpython, Debian 12's
  * python3.11 and libc.so.6), plus cases that must be refused.
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "testlib.h"
-#include "uprobe_site.h"
+#include "base/uprobe_site.h"
 
 static int site(const uint8_t *c, size_t n, unsigned int args)
 {

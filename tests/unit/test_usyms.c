@@ -14,9 +14,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfcache.h"
+#include "base/elfcache.h"
 #include "testlib.h"
-#include "usyms.h"
+#include "symbolize/usyms.h"
 
 static const char *fixture(const char *name)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/view.c: the terminal view of a profile, which is untrusted input.
+ * user/view/view.c: the terminal view of a profile, which is untrusted input.
  * Documents of the wrong shape are refused with a message, wrong types and
  * extreme numbers are shown without harm, and nothing written to the terminal
  * is a control character (no ESC, no C0 but the newline, no DEL, no C1) or
@@ -16,8 +16,8 @@
 
 #include "testlib.h"
 #include "utf8check.h"
-#include "view.h"
-#include "viewutil.h"
+#include "view/view.h"
+#include "view/viewutil.h"
 
 #define FIXTURES "tests/fixtures/view/"
 #define WIDTH 100

@@ -15,8 +15,8 @@
 #include <json-c/json.h>
 
 #include "testlib.h"
-#include "view.h"
-#include "viewutil.h"
+#include "view/view.h"
+#include "view/viewutil.h"
 
 /* Every line carries a unique text; which modes show it. */
 enum {

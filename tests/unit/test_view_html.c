@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * user/view_html.c without a browser: documents that are not profiles are
+ * user/view/view_html.c without a browser: documents that are not profiles are
  * refused with one line and no page; the model embedded in the page cannot
  * end its script element whatever the profile's text; it keeps the hot lines
  * and the heaviest stacks only; each page has its own CSP nonce.
@@ -14,7 +14,7 @@
 #include <json-c/json.h>
 
 #include "testlib.h"
-#include "view.h"
+#include "view/view.h"
 
 static char *out, *err;
 static size_t outlen, errlen;

@@ -106,7 +106,7 @@ $(GPU_FAKE_NVML): tests/gpu/fake_nvml.c user/gpu/gpu.mk
 	@mkdir -p $(@D)
 	$(CC) -D_GNU_SOURCE -g -O2 -fPIC -shared $(WARNINGS) -Wl,-soname,libnvidia-ml.so.1 \
 		-o $@ $<
-# user/nvml.c against it.
+# user/collect/nvml.c against it.
 $(OUT)/tests/test_nvml: $(GPU_FAKE_NVML)
 $(OUT)/tests/test_nvml: CPPFLAGS += -DFAKE_NVML_PATH='"$(abspath $(GPU_FAKE_NVML))"'
 

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <unistd.h>
+
+#include "base/creds.h"
+#include "base/log.h"
+
+static int parse_id(const char *s, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return errno || end == s || *end || *out > 0x7fffffff ? -EINVAL : 0;
+}
+
+int creds_from_env(struct user_creds *c)
+{
+	const char *su = getenv("SUDO_UID"), *sg = getenv("SUDO_GID");
+	const char *name = getenv("SUDO_USER");
+	unsigned long uid, gid;
+	struct passwd *pw;
+	int n;
+
+	memset(c, 0, sizeof(*c));
+	if (geteuid() != 0 || !su)
+		return 0;
+	if (parse_id(su, &uid) || (sg && parse_id(sg, &gid))) {
+		pr_warn("SUDO_UID/SUDO_GID are not numbers; unset them or run through sudo\n");
+		return -EINVAL;
+	}
+	/* sudo from root to root: nothing to drop. */
+	if (uid == 0)
+		return 0;
+	pw = getpwuid(uid);
+	c->drop = true;
+	c->uid = uid;
+	c->gid = sg ? (gid_t)gid : (pw ? pw->pw_gid : (gid_t)uid);
+	snprintf(c->name, sizeof(c->name), "%s", name ? name : (pw ? pw->pw_name : ""));
+	snprintf(c->home, sizeof(c->home), "%s", pw ? pw->pw_dir : "/");
+	n = sizeof(c->groups) / sizeof(c->groups[0]);
+	if (c->name[0] && getgrouplist(c->name, c->gid, c->groups, &n) >= 0) {
+		c->ngroups = n;
+	} else {
+		c->groups[0] = c->gid;
+		c->ngroups = 1;
+	}
+	return 0;
+}
+
+int creds_become_user(const struct user_creds *c)
+{
+	if (!c->drop)
+		return 0;
+	if (setgroups(c->ngroups, c->groups) || setresgid(c->gid, c->gid, c->gid) ||
+	    setresuid(c->uid, c->uid, c->uid))
+		return -errno;
+	/* The program sees the user's environment, as under a plain run. */
+	setenv("HOME", c->home, 1);
+	if (c->name[0]) {
+		setenv("USER", c->name, 1);
+		setenv("LOGNAME", c->name, 1);
+	}
+	return 0;
+}
+
+void creds_fs_user(const struct user_creds *c, struct fs_creds *saved)
+{
+	saved->uid = setfsuid(-1);
+	saved->gid = setfsgid(-1);
+	if (c && c->drop) {
+		setfsgid(c->gid);
+		setfsuid(c->uid);
+	}
+}
+
+void creds_fs_self(const struct fs_creds *saved)
+{
+	setfsuid(saved->uid);
+	setfsgid(saved->gid);
+}

@@ -1,0 +1,1324 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <inttypes.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "base/clock.h"
+#include "base/elfsym.h"
+#include "collect/loader.h"
+#include "sampler/sampler.h"
+#include "base/log.h"
+#include "probes.h"
+#include "profile.skel.h"
+
+_Static_assert(sizeof(struct py_walk_cfg) == 192, "py_walk_cfg layout");
+_Static_assert(sizeof(struct proc_info) == 232, "proc_info layout");
+_Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
+_Static_assert(SAMPLE_HDR_SIZE == 128, "sample_event header layout");
+_Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
+_Static_assert(sizeof(struct agg_key) == 32, "agg_key layout");
+_Static_assert(sizeof(struct agg_val) == 64, "agg_val layout");
+_Static_assert(STACK_HDR_SIZE == 24, "agg_stack_record layout");
+_Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
+_Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
+	       "sampler state block size");
+
+/* A uprobe at a library's probe function: a uprobe_multi link (fd) or,
+ * where the kernel has none, a perf-event one (link). */
+struct probe_link {
+	struct bpf_link *link;
+	int fd;
+	bool held;
+};
+
+struct loader {
+	struct profile_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	struct probe_link sampler_links[5];
+	struct probe_link gpu_links[6];
+	struct probe_link **alloc_links;
+	int nalloc_links;
+	struct detacher *detacher; /* allocation uprobes let go during the run */
+	struct loader_link_stats link_stats;
+	int *pfds;
+	int ncpus;
+	uint64_t period_ns;
+	/* The timers' periods are drawn anew now and then (see redraw_periods);
+	 * next_draw_ns: when next, rng: the draws' state (nrand48). */
+	uint64_t next_draw_ns;
+	unsigned short rng[3];
+	/* Each CPU's count of samples of followed threads at the last draw
+	 * (STAT_SAMPLES, per CPU); [ncpus] the read of the count now. */
+	uint64_t *drawn_at, *samples_now;
+	bool probe_check; /* samples inside uprobe hits are told apart */
+	bool offcpu_work; /* off-CPU records by task work (on_switch_work) */
+	loader_event_fn on_event;
+	void *ctx;
+	struct counts *counts; /* samples counted in BPF (aggregate) */
+};
+
+#define ARRAY_SIZE_(a) (sizeof(a) / sizeof((a)[0]))
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* libbpf's own chatter only at -vv. */
+	if (level == LIBBPF_DEBUG && log_get_level() < LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && log_get_level() < LOG_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int open_perf_event(int cpu, uint64_t period_ns)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		/* cpu-clock: a timer, so it works in VMs without PMU access. */
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = period_ns,
+	};
+
+	return syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static const char *privilege_hint(int err)
+{
+	if ((err == EPERM || err == EACCES) && geteuid() != 0)
+		return " (run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE)";
+	return "";
+}
+
+/* The walker's loop needs the kernel's numeric iterators (Linux 6.4). */
+static const char *kernel_hint(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return "";
+	if (major < 6 || (major == 6 && minor < 4))
+		return " (this kernel is older than Linux 6.4, which the frame walker needs)";
+	return "";
+}
+
+static int attach_perf(struct loader *l)
+{
+	int cpu, fd, err, attached = 0;
+
+	l->ncpus = libbpf_num_possible_cpus();
+	if (l->ncpus <= 0)
+		return l->ncpus ? l->ncpus : -EINVAL;
+	l->pfds = calloc(l->ncpus, sizeof(int));
+	l->links = calloc(l->ncpus, sizeof(*l->links));
+	l->drawn_at = calloc(l->ncpus, sizeof(*l->drawn_at));
+	l->samples_now = calloc(l->ncpus, sizeof(*l->samples_now));
+	if (!l->pfds || !l->links || !l->drawn_at || !l->samples_now)
+		return -ENOMEM;
+	for (cpu = 0; cpu < l->ncpus; cpu++) {
+		l->pfds[cpu] = -1;
+		fd = open_perf_event(cpu, l->period_ns);
+		if (fd < 0) {
+			err = -errno;
+			if (err == -ENODEV) /* possible but offline */
+				continue;
+			pr_warn("failed to open the cpu-clock perf event on CPU %d: %s%s\n", cpu,
+				strerror(-err), privilege_hint(-err));
+			return err;
+		}
+		l->pfds[cpu] = fd;
+		l->links[cpu] = bpf_program__attach_perf_event(l->skel->progs.on_cpu_sample, fd);
+		if (!l->links[cpu]) {
+			err = -errno;
+			pr_warn("failed to attach the sampler to CPU %d: %s\n", cpu,
+				strerror(-err));
+			return err;
+		}
+		attached++;
+	}
+	return attached ? 0 : -ENODEV;
+}
+
+/*
+ * Uprobes at the probe functions of the libraries loaded into profiled
+ * programs (probes.h), one link per program, for every process that maps the
+ * library: the programs keep only tracked processes.
+ *
+ * Where the kernel has them (Linux 6.6+), these are uprobe_multi links.  A
+ * perf-event uprobe, the older kind, takes the kernel's global trace-event
+ * lock when it is opened, and when it goes holds that lock through several
+ * RCU grace periods (seen on 6.18: ~0.3 s a probe, one probe after the
+ * other), so any process opening or closing such a probe meanwhile waits: a
+ * `run` started within a second or so of another one's end took ~1 s longer.
+ * A uprobe_multi link takes no such lock.
+ */
+static bool uprobe_multi_checked, uprobe_multi_ok;
+
+static int sys_link_create(struct uprobe_multi_attr *attr)
+{
+	return syscall(__NR_bpf, BPF_LINK_CREATE, attr, sizeof(*attr));
+}
+
+/* Whether the kernel creates uprobe_multi links: a link asked for on "/"
+ * fails with EBADF (not a regular file) where it does, with EINVAL where the
+ * attach type is unknown.  SCALENE_BPF_PERF_UPROBES=1 asks for perf-event
+ * uprobes anyway (to compare the two, and to test that path). */
+static bool have_uprobe_multi(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = ATTACH_UPROBE_MULTI);
+	uint64_t offset = 0;
+	struct uprobe_multi_attr attr = {
+		.attach_type = ATTACH_UPROBE_MULTI,
+		.path = (uintptr_t) "/",
+		.offsets = (uintptr_t)&offset,
+		.cnt = 1,
+	};
+	const char *env;
+	int prog_fd, fd;
+
+	if (uprobe_multi_checked)
+		return uprobe_multi_ok;
+	uprobe_multi_checked = true;
+	env = getenv("SCALENE_BPF_PERF_UPROBES");
+	if (env && !strcmp(env, "1")) {
+		pr_debug("uprobe_multi links: not used (SCALENE_BPF_PERF_UPROBES=1)\n");
+		return false;
+	}
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, NULL, "GPL", insns, 2, &opts);
+	if (prog_fd < 0)
+		return false;
+	attr.prog_fd = prog_fd;
+	fd = sys_link_create(&attr);
+	uprobe_multi_ok = fd < 0 && errno == EBADF;
+	if (fd >= 0)
+		close(fd);
+	close(prog_fd);
+	pr_debug("uprobe_multi links: %s\n", uprobe_multi_ok ? "yes" : "no (perf-event uprobes)");
+	return uprobe_multi_ok;
+}
+
+/*
+ * Whether off-CPU records can be made by task work (Linux 6.18+): the kfunc
+ * is in the kernel's BTF.  Otherwise, or with SCALENE_BPF_SYSCALL_EXIT=1, the
+ * check runs at every system call exit of the host (on_sys_exit).  Parsing
+ * the kernel's BTF takes about 10 ms.
+ */
+static bool offcpu_work_available(void)
+{
+	const char *env = getenv("SCALENE_BPF_SYSCALL_EXIT");
+	struct btf *vmlinux;
+	bool found;
+
+	if (env && !strcmp(env, "1")) {
+		pr_debug("off-CPU records at system call exit (SCALENE_BPF_SYSCALL_EXIT=1)\n");
+		return false;
+	}
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux)
+		return false;
+	found = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+				       BTF_KIND_FUNC) > 0;
+	btf__free(vmlinux);
+	pr_debug("off-CPU records %s\n", found ? "by task work" : "at system call exit");
+	return found;
+}
+
+const char *loader__probe_links(void)
+{
+	if (!uprobe_multi_checked)
+		return NULL;
+	return uprobe_multi_ok ? "uprobe_multi" : "perf_event";
+}
+
+/* Before the load: a program for uprobe_multi links says so. */
+static void probe_prog_prepare(struct bpf_program *prog)
+{
+	if (have_uprobe_multi())
+		bpf_program__set_expected_attach_type(prog, ATTACH_UPROBE_MULTI);
+}
+
+/* The file offset of the probe function `name` in the library at path. */
+static int probe_offset(const struct elf_file *e, const char *path, const char *name, uint64_t *off)
+{
+	char sym[128];
+	uint64_t vaddr;
+	int err;
+
+	snprintf(sym, sizeof(sym), "%s%s", SCALENE_BPF_PROBE_PREFIX, name);
+	err = elf_file__find_symbol(e, sym, &vaddr, NULL);
+	if (!err)
+		err = elf_file__vaddr_to_offset(e, vaddr, off);
+	if (err)
+		pr_warn("%s has no probe function %s: it is not a library of this build of "
+			"scalene-bpf\n",
+			path, sym);
+	return err;
+}
+
+static const uint8_t probe_entry[] = { SCALENE_BPF_PROBE_ENTRY_BYTES };
+
+int loader__probe_entry_check(const struct elf_file *e, uint64_t off)
+{
+	uint8_t c[sizeof(probe_entry)];
+	int err = elf_file__read(e, off, c, sizeof(c));
+
+	if (err)
+		return err;
+	return memcmp(c, probe_entry, sizeof(c)) ? -EINVAL : 0;
+}
+
+/* One uprobe: prog at file offset off of path, for process pid (-1: every
+ * process that maps the file). */
+static int attach_probe(struct bpf_program *prog, int pid, const char *path, uint64_t off,
+			struct probe_link *out)
+{
+	if (have_uprobe_multi()) {
+		struct uprobe_multi_attr attr = {
+			.prog_fd = bpf_program__fd(prog),
+			.attach_type = ATTACH_UPROBE_MULTI,
+			.path = (uintptr_t)path,
+			.offsets = (uintptr_t)&off,
+			.cnt = 1,
+			.pid = pid > 0 ? pid : 0,
+		};
+
+		out->fd = sys_link_create(&attr);
+		if (out->fd < 0)
+			return -errno;
+	} else {
+		out->link = bpf_program__attach_uprobe(prog, false, pid, path, off);
+		if (!out->link)
+			return -errno;
+	}
+	out->held = true;
+	return 0;
+}
+
+static void probe_link_destroy(struct probe_link *pl)
+{
+	if (!pl->held)
+		return;
+	if (pl->link)
+		bpf_link__destroy(pl->link);
+	else
+		close(pl->fd);
+	pl->held = false;
+}
+
+static void probe_link_free(struct probe_link *pl)
+{
+	if (pl)
+		probe_link_destroy(pl);
+	free(pl);
+}
+
+/* Attaches progs[i] to the probe function names[i] of the library at path;
+ * what is attached is released by the caller. */
+static int attach_probes(const char *what, const char *path, const char *const *names,
+			 struct bpf_program *const *progs, struct probe_link *links, size_t n)
+{
+	struct elf_file *e = elf_file__open(path);
+	uint64_t off;
+	size_t i;
+	int err = 0;
+
+	if (!e) {
+		err = -errno;
+		pr_warn("cannot read %s (%s): %s\n", what, path, strerror(-err));
+		return err;
+	}
+	for (i = 0; i < n; i++) {
+		err = probe_offset(e, path, names[i], &off);
+		if (err)
+			break;
+		if (loader__probe_entry_check(e, off))
+			pr_warn("the probe %s%s of %s does not begin with the nop of probes.h: "
+				"each hit will cost two traps instead of one (some 10 us "
+				"more); rebuild the library with this build's probes.h\n",
+				SCALENE_BPF_PROBE_PREFIX, names[i], path);
+		err = attach_probe(progs[i], -1, path, off, &links[i]);
+		if (err) {
+			pr_warn("failed to attach to %s's probe %s in %s: %s\n", what, names[i],
+				path, strerror(-err));
+			/* Measured: the kernel refuses perf-event uprobes to
+			 * CAP_BPF + CAP_PERFMON alone. */
+			if ((err == -EACCES || err == -EPERM) && geteuid() != 0)
+				pr_warn("profiling memory and the GPU places uprobes, which as "
+					"perf-event uprobes need CAP_SYS_ADMIN besides CAP_BPF and "
+					"CAP_PERFMON (uprobe_multi links, Linux 6.6+, do not); run "
+					"as root, add it, or profile CPU only with --cpu-only\n");
+			break;
+		}
+	}
+	elf_file__free(e);
+	return err;
+}
+
+/* The allocation sampler's probes (sampler.h) and the programs for them. */
+static const char *const sampler_probes[] = { "init", "malloc", "free", "memcpy", "exit" };
+
+static void sampler_progs(struct loader *l, struct bpf_program **progs)
+{
+	progs[0] = l->skel->progs.on_sampler_init;
+	progs[1] = l->skel->progs.on_malloc;
+	progs[2] = l->skel->progs.on_free;
+	progs[3] = l->skel->progs.on_memcpy;
+	progs[4] = l->skel->progs.on_sampler_exit;
+}
+
+/* The GPU library's probes (user/gpu/gpu.h) and the programs for them. */
+static const char *const gpu_probes[] = { "gpu_init",	 "gpu_api",  "gpu_api_alias",
+					  "gpu_records", "gpu_name", "gpu_exit" };
+
+static void gpu_progs(struct loader *l, struct bpf_program **progs)
+{
+	progs[0] = l->skel->progs.on_gpu_init;
+	progs[1] = l->skel->progs.on_gpu_api;
+	progs[2] = l->skel->progs.on_gpu_api_alias;
+	progs[3] = l->skel->progs.on_gpu_records;
+	progs[4] = l->skel->progs.on_gpu_name;
+	progs[5] = l->skel->progs.on_gpu_exit;
+}
+
+int loader__probes_check(const char *path, bool gpu)
+{
+	const char *const *names = gpu ? gpu_probes : sampler_probes;
+	size_t i, n = gpu ? ARRAY_SIZE_(gpu_probes) : ARRAY_SIZE_(sampler_probes);
+	struct elf_file *e = elf_file__open(path);
+	uint64_t off;
+	int err = 0;
+
+	if (!e)
+		return -errno;
+	for (i = 0; i < n && !err; i++) {
+		err = probe_offset(e, path, names[i], &off);
+		if (!err)
+			err = loader__probe_entry_check(e, off);
+	}
+	elf_file__free(e);
+	return err;
+}
+
+_Static_assert(ARRAY_SIZE_(sampler_probes) == ARRAY_SIZE_(((struct loader *)0)->sampler_links),
+	       "one link per sampler probe");
+_Static_assert(ARRAY_SIZE_(gpu_probes) == ARRAY_SIZE_(((struct loader *)0)->gpu_links),
+	       "one link per GPU probe");
+
+static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
+{
+	switch (which) {
+	case ALLOC_MALLOC:
+		return l->skel->progs.up_malloc;
+	case ALLOC_CALLOC:
+		return l->skel->progs.up_calloc;
+	case ALLOC_REALLOC:
+		return l->skel->progs.up_realloc;
+	case ALLOC_PY_MALLOC:
+		return l->skel->progs.up_py_malloc;
+	case ALLOC_PY_CALLOC:
+		return l->skel->progs.up_py_calloc;
+	default:
+		return l->skel->progs.up_py_realloc;
+	}
+}
+
+/* A uprobe placed during the run, kept with the others in alloc_links (let
+ * go at the end, or earlier by loader__detach_alloc_probe). */
+static int attach_kept(struct loader *l, struct bpf_program *prog, int pid, const char *path,
+		       uint64_t file_offset, struct probe_link **out)
+{
+	struct probe_link *link, **links;
+	int err;
+
+	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
+	if (!links)
+		return -ENOMEM;
+	l->alloc_links = links;
+	link = calloc(1, sizeof(*link));
+	if (!link)
+		return -ENOMEM;
+	err = attach_probe(prog, pid, path, file_offset, link);
+	if (err) {
+		free(link);
+		return err;
+	}
+	l->alloc_links[l->nalloc_links++] = link;
+	if (out)
+		*out = link;
+	return 0;
+}
+
+int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
+			       uint64_t file_offset, struct probe_link **out)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	int err = attach_kept(l, alloc_prog(l, which), pid, path, file_offset, out);
+
+	if (err)
+		return err;
+	l->link_stats.attached++;
+	l->link_stats.attach_ns += clock_ns(CLOCK_MONOTONIC) - t0;
+	return 0;
+}
+
+int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_offset)
+{
+	return attach_kept(l, l->skel->progs.on_code_dealloc, -1, path, file_offset, NULL);
+}
+
+/*
+ * Letting go of a uprobe link waits for the kernel to remove the probe (on
+ * the kernels measured, tens of milliseconds to 0.1 s a link, one after the
+ * other).  During a run that would stall the ring buffer's reader, so the
+ * links go to a thread of their own that destroys them one by one; at the
+ * end those still queued are handed off with the rest (loader__free_detached).
+ */
+struct detacher {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct probe_link **queue;
+	int n, cap;
+	bool busy; /* destroying one, taken off the queue */
+	bool stop;
+	struct loader_link_stats *stats;
+};
+
+static void *detach_thread(void *arg)
+{
+	struct detacher *d = arg;
+
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		struct probe_link *link;
+		uint64_t t0;
+
+		while (!d->n && !d->stop)
+			pthread_cond_wait(&d->cond, &d->lock);
+		if (d->stop)
+			break;
+		link = d->queue[--d->n];
+		d->busy = true;
+		pthread_mutex_unlock(&d->lock);
+		t0 = clock_ns(CLOCK_MONOTONIC);
+		probe_link_free(link);
+		t0 = clock_ns(CLOCK_MONOTONIC) - t0;
+		pthread_mutex_lock(&d->lock);
+		d->busy = false;
+		d->stats->detached++;
+		d->stats->detach_ns += t0;
+		if (t0 > d->stats->detach_max_ns)
+			d->stats->detach_max_ns = t0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+static struct detacher *detacher_new(struct loader *l)
+{
+	struct detacher *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->cond, NULL);
+	d->stats = &l->link_stats;
+	if (pthread_create(&d->thread, NULL, detach_thread, d)) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* Stops the thread (after the link it is destroying, if any); the links
+ * still queued are destroyed here, at once when another process holds
+ * them (the hand-off). */
+static void detacher_free(struct detacher *d)
+{
+	int i;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	for (i = 0; i < d->n; i++)
+		probe_link_free(d->queue[i]);
+	free(d->queue);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->cond);
+	free(d);
+}
+
+int loader__detach_alloc_probe(struct loader *l, struct probe_link *link)
+{
+	struct detacher *d;
+	int i;
+
+	for (i = 0; i < l->nalloc_links && l->alloc_links[i] != link; i++)
+		;
+	if (i == l->nalloc_links)
+		return -ENOENT;
+	if (!l->detacher)
+		l->detacher = detacher_new(l);
+	d = l->detacher;
+	if (!d)
+		return -ENOMEM; /* kept: let go at the end */
+	pthread_mutex_lock(&d->lock);
+	if (d->n == d->cap) {
+		int cap = d->cap ? d->cap * 2 : 16;
+		struct probe_link **q = realloc(d->queue, cap * sizeof(*q));
+
+		if (!q) {
+			pthread_mutex_unlock(&d->lock);
+			return -ENOMEM;
+		}
+		d->queue = q;
+		d->cap = cap;
+	}
+	d->queue[d->n++] = link;
+	pthread_cond_signal(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	l->alloc_links[i] = l->alloc_links[--l->nalloc_links];
+	return 0;
+}
+
+void loader__link_stats(struct loader *l, struct loader_link_stats *out)
+{
+	struct detacher *d = l->detacher;
+
+	if (d)
+		pthread_mutex_lock(&d->lock);
+	*out = l->link_stats;
+	out->pending = d ? d->n + d->busy : 0;
+	if (d)
+		pthread_mutex_unlock(&d->lock);
+}
+
+#ifdef __x86_64__
+/* A function whose first instruction (push) the kernel emulates, as on the
+ * probed allocators: the calibration's probe site. */
+__asm__(".text\n"
+	".globl scalene_bpf_probe_target\n"
+	".type scalene_bpf_probe_target, @function\n"
+	"scalene_bpf_probe_target:\n"
+	"\tpush %rbx\n"
+	"\tpop %rbx\n"
+	"\tret\n"
+	".size scalene_bpf_probe_target, .-scalene_bpf_probe_target\n");
+void scalene_bpf_probe_target(void);
+
+/* This thread's CPU time (user and system: the trap is system time), not
+ * the wall clock, which on a busy machine counts the time others ran. */
+static double now_ns(void)
+{
+	return (double)clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static double time_calls(int n)
+{
+	void (*volatile fn)(void) = scalene_bpf_probe_target;
+	double t0 = now_ns();
+	int i;
+
+	for (i = 0; i < n; i++)
+		fn();
+	return (now_ns() - t0) / n;
+}
+
+double loader__uprobe_cost_ns(struct loader *l)
+{
+	uintptr_t addr = (uintptr_t)scalene_bpf_probe_target;
+	unsigned long start, end, off;
+	char line[512], path[PATH_MAX] = "";
+	struct probe_link link = { 0 };
+	double base, probed, best = -1;
+	FILE *f;
+	int round;
+
+	/* The probe's file offset: from our own mapping of the text. */
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %*s %4095s", &start, &end, &off, path) == 4 &&
+		    addr >= start && addr < end)
+			break;
+		path[0] = '\0';
+	}
+	fclose(f);
+	if (!path[0])
+		return -ENOENT;
+	/* Interleaved, best of three: the machine may be busy. */
+	for (round = 0; round < 3; round++) {
+		base = time_calls(20000);
+		int err = attach_probe(l->skel->progs.up_malloc, getpid(), path, addr - start + off,
+				       &link);
+
+		if (err)
+			return err;
+		probed = time_calls(20000);
+		probe_link_destroy(&link);
+		if (best < 0 || probed - base < best)
+			best = probed - base;
+	}
+	return best > 0 ? best : 0;
+}
+#else
+double loader__uprobe_cost_ns(struct loader *l)
+{
+	(void)l;
+	return -ENOTSUP;
+}
+#endif
+
+static int addr_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The end of the kernel function at start: the next text symbol's address
+ * (addrs sorted), or 0. */
+static uint64_t symbol_end(const uint64_t *addrs, size_t n, uint64_t start)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addrs[mid] <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n ? addrs[lo] : 0;
+}
+
+/* The kernel code of the uprobe machinery, found where it is not a symbol
+ * of the kernel's own BTF (entry code, cold parts): the names are stable
+ * across the kernels that have the frame walker's iterators (6.4+). */
+static const char *const probe_entry_sym = "asm_exc_int3";
+static const char *const probe_text_syms[] = {
+	"uprobe_notify_resume", "uprobe_notify_resume.cold",
+	"handle_swbp", /* a function of its own where the compiler did not inline it */
+};
+
+/*
+ * Fills the programs' probe_entry and probe_text from /proc/kallsyms, so that
+ * CPU samples taken inside a uprobe hit are told apart (on_cpu_sample).
+ * 0, or -errno with the check left off (nprobe_text 0).
+ */
+static int resolve_probe_text(struct profile_bpf *skel)
+{
+	uint64_t *addrs = NULL, *grown, starts[ARRAY_SIZE_(probe_text_syms)] = { 0 };
+	uint64_t entry = 0, a;
+	size_t n = 0, cap = 0, i;
+	char line[512], name[256], type;
+	unsigned int found = 0;
+	FILE *f;
+	int err = 0;
+
+	f = fopen("/proc/kallsyms", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		/* Kernel text only: module symbols carry a [module] column. */
+		if (sscanf(line, "%" SCNx64 " %c %255s", &a, &type, name) != 3 || !a ||
+		    strchr(line, '['))
+			continue;
+		if (type != 't' && type != 'T')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 65536;
+			grown = realloc(addrs, cap * sizeof(*addrs));
+			if (!grown) {
+				err = -ENOMEM;
+				goto out;
+			}
+			addrs = grown;
+		}
+		addrs[n++] = a;
+		if (!strcmp(name, probe_entry_sym))
+			entry = a;
+		for (i = 0; i < ARRAY_SIZE_(probe_text_syms); i++) {
+			if (!strcmp(name, probe_text_syms[i]))
+				starts[i] = a;
+		}
+	}
+	/* Zero addresses: kernel.kptr_restrict hides them from us. */
+	if (!entry && !starts[0]) {
+		err = -ENOENT;
+		goto out;
+	}
+	qsort(addrs, n, sizeof(*addrs), addr_cmp);
+	if (entry) {
+		skel->rodata->probe_entry[0] = entry;
+		skel->rodata->probe_entry[1] = symbol_end(addrs, n, entry);
+	}
+	for (i = 0; i < ARRAY_SIZE_(probe_text_syms) && found < PROBE_TEXT_RANGES; i++) {
+		uint64_t end = starts[i] ? symbol_end(addrs, n, starts[i]) : 0;
+
+		if (!end)
+			continue;
+		skel->rodata->probe_text[found][0] = starts[i];
+		skel->rodata->probe_text[found][1] = end;
+		found++;
+	}
+	skel->rodata->nprobe_text = found;
+	skel->rodata->probe_check = 1;
+	pr_debug("uprobe machinery: entry %#" PRIx64 "-%#" PRIx64 ", %u function ranges\n", entry,
+		 entry ? (uint64_t)skel->rodata->probe_entry[1] : 0, found);
+out:
+	free(addrs);
+	fclose(f);
+	return err;
+}
+
+/* The ring buffer's records: stacks for the counts stay here. */
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct loader *l = ctx;
+	__u32 type;
+
+	if (size >= sizeof(type)) {
+		memcpy(&type, data, sizeof(type));
+		/* The session sees it too: it reads the code objects named
+		 * while they are there. */
+		if (type == EV_STACK && l->counts)
+			counts__add_stack(l->counts, data, size);
+	}
+	return l->on_event(l->ctx, data, size);
+}
+
+struct loader *loader__open(const struct loader_opts *opts)
+{
+	struct bpf_program *sampler[ARRAY_SIZE_(sampler_probes)], *gpu[ARRAY_SIZE_(gpu_probes)];
+	struct loader *l;
+	size_t i;
+	int err;
+
+	libbpf_set_print(libbpf_print);
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		pr_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); "
+			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n");
+		errno = ENOTSUP;
+		return NULL;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	l->period_ns = 1000000000ULL / (opts->rate_hz ? opts->rate_hz : 1);
+	if (getrandom(l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
+		memcpy(l->rng, &(uint64_t){ mono_ns() ^ getpid() }, sizeof(l->rng));
+	l->skel = profile_bpf__open();
+	if (!l->skel) {
+		err = -errno;
+		pr_warn("failed to open the BPF object: %s\n", strerror(-err));
+		goto fail;
+	}
+	l->skel->rodata->sample_period_ns = l->period_ns;
+	l->skel->rodata->follow_children = opts->follow_children;
+	l->skel->rodata->track_all = opts->track_all;
+	l->skel->rodata->aggregate = opts->aggregate;
+	if (opts->aggregate && opts->max_counts)
+		bpf_map__set_max_entries(l->skel->maps.agg_counts, opts->max_counts);
+	l->skel->rodata->count_idle = opts->count_idle;
+	l->skel->rodata->nr_futex = SYS_futex;
+#ifdef SYS_futex_waitv
+	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
+#endif
+	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
+	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
+	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
+	l->offcpu_work = offcpu_work_available();
+	bpf_program__set_autoload(l->skel->progs.on_switch, !l->offcpu_work);
+	bpf_program__set_autoload(l->skel->progs.on_sys_exit, !l->offcpu_work);
+	bpf_program__set_autoload(l->skel->progs.on_switch_work, l->offcpu_work);
+	/* Memory and GPU programs are loaded only for the mode that uses them. */
+	sampler_progs(l, sampler);
+	gpu_progs(l, gpu);
+	for (i = 0; i < ARRAY_SIZE_(sampler); i++) {
+		if (opts->sampler_path)
+			probe_prog_prepare(sampler[i]);
+		else
+			bpf_program__set_autoload(sampler[i], false);
+	}
+	for (i = 0; i < ARRAY_SIZE_(gpu); i++) {
+		if (opts->gpu_path)
+			probe_prog_prepare(gpu[i]);
+		else
+			bpf_program__set_autoload(gpu[i], false);
+	}
+	probe_prog_prepare(l->skel->progs.on_code_dealloc);
+	for (i = 0; i < ALLOC_PROGS; i++) {
+		if (opts->uprobe_sample_bytes)
+			probe_prog_prepare(alloc_prog(l, i));
+		else
+			bpf_program__set_autoload(alloc_prog(l, i), false);
+	}
+	l->skel->rodata->mem_sample_bytes = opts->uprobe_sample_bytes ?: 1;
+	for (i = 0; i < 256; i++) {
+		l->skel->rodata->gap_table[i] = (__u32)(-log((i + 0.5) / 256) * 256 + 0.5);
+		l->skel->rodata->weight_table[i] =
+			(__u32)(65536 / (1 - exp(-(i + 0.5) / 16)) + 0.5);
+	}
+	/* With uprobes of ours, samples inside their hits are told apart. */
+	if (opts->sampler_path || opts->uprobe_sample_bytes) {
+		err = resolve_probe_text(l->skel);
+		l->probe_check = !err;
+		if (err)
+			pr_warn("cannot locate the kernel's uprobe code in /proc/kallsyms (%s): "
+				"the "
+				"probes' own CPU time stays in the lines' system time\n",
+				strerror(-err));
+	}
+	err = profile_bpf__load(l->skel);
+	if (err) {
+		pr_warn("failed to load the BPF programs: %s%s%s\n", strerror(-err),
+			privilege_hint(-err), kernel_hint());
+		goto fail;
+	}
+	err = profile_bpf__attach(l->skel);
+	if (err) {
+		pr_warn("failed to attach the BPF tracepoints: %s%s\n", strerror(-err),
+			privilege_hint(-err));
+		goto fail;
+	}
+	if (opts->sampler_path) {
+		err = attach_probes("the allocation sampler", opts->sampler_path, sampler_probes,
+				    sampler, l->sampler_links, ARRAY_SIZE_(sampler));
+		if (err)
+			goto fail;
+	}
+	if (opts->gpu_path) {
+		err = attach_probes("the GPU library", opts->gpu_path, gpu_probes, gpu,
+				    l->gpu_links, ARRAY_SIZE_(gpu));
+		if (err)
+			goto fail;
+	}
+	err = attach_perf(l);
+	if (err)
+		goto fail;
+	if (opts->aggregate) {
+		struct counts_maps maps = {
+			.counts_fd = bpf_map__fd(l->skel->maps.agg_counts),
+			.stacks_fd = bpf_map__fd(l->skel->maps.agg_stacks),
+			.max_counts = bpf_map__max_entries(l->skel->maps.agg_counts),
+			.epoch = &l->skel->bss->agg_epoch,
+		};
+
+		l->counts = counts__new(&maps, opts->on_event, opts->ctx);
+		if (!l->counts) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	l->on_event = opts->on_event;
+	l->ctx = opts->ctx;
+	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), on_record, l, NULL);
+	if (!l->rb) {
+		err = -errno;
+		pr_warn("failed to create the ring buffer reader: %s\n", strerror(-err));
+		goto fail;
+	}
+	return l;
+fail:
+	loader__free(l);
+	errno = -err;
+	return NULL;
+}
+
+void loader__free(struct loader *l)
+{
+	size_t i;
+	int cpu;
+
+	if (!l)
+		return;
+	ring_buffer__free(l->rb);
+	/* Each uprobe link waits for the kernel to quiesce as it goes (see
+	 * attach_probes). */
+	for (i = 0; i < ARRAY_SIZE_(l->sampler_links); i++)
+		probe_link_destroy(&l->sampler_links[i]);
+	for (i = 0; i < ARRAY_SIZE_(l->gpu_links); i++)
+		probe_link_destroy(&l->gpu_links[i]);
+	detacher_free(l->detacher);
+	for (cpu = 0; cpu < l->nalloc_links; cpu++)
+		probe_link_free(l->alloc_links[cpu]);
+	free(l->alloc_links);
+	for (cpu = 0; l->links && cpu < l->ncpus; cpu++)
+		bpf_link__destroy(l->links[cpu]);
+	for (cpu = 0; l->pfds && cpu < l->ncpus; cpu++) {
+		if (l->pfds[cpu] >= 0)
+			close(l->pfds[cpu]);
+	}
+	free(l->links);
+	free(l->pfds);
+	free(l->drawn_at);
+	free(l->samples_now);
+	counts__free(l->counts);
+	profile_bpf__destroy(l->skel);
+	free(l);
+}
+
+static void close_link(struct bpf_link *link)
+{
+	int fd = link ? bpf_link__fd(link) : -1;
+
+	if (fd >= 0)
+		close(fd);
+}
+
+/* In the releasing child: let go at once of everything that samples or
+ * traces (CPU sampling, the scheduler and process tracepoints), so that
+ * only the uprobes, disabled, outlive the run. */
+static void close_all_but_uprobes(struct loader *l)
+{
+	int cpu, i;
+
+	for (cpu = 0; l->links && cpu < l->ncpus; cpu++)
+		close_link(l->links[cpu]);
+	for (cpu = 0; l->pfds && cpu < l->ncpus; cpu++) {
+		if (l->pfds[cpu] >= 0)
+			close(l->pfds[cpu]);
+	}
+	/* The skeleton's own links: every attached program but the uprobes'
+	 * (kprobe-type) ones. */
+	for (i = 0; i < l->skel->skeleton->prog_cnt; i++) {
+		const struct bpf_prog_skeleton *ps = &l->skel->skeleton->progs[i];
+
+		if (bpf_program__type(*ps->prog) != BPF_PROG_TYPE_KPROBE)
+			close_link(*ps->link);
+	}
+}
+
+/*
+ * Hands the last references to the uprobes to a child process, which holds
+ * them until this process has exited and then lets them go.  The kernel
+ * removes a uprobe only when its last reference goes, waiting for RCU grace
+ * periods for each one, one after the other (see attach_probes); the profile
+ * is written by now, so nobody need wait for that.  Their programs stay disabled meanwhile (the caller detaches
+ * them from this side), and the child has no terminal and no stdio.  Returns
+ * whether the child took them.
+ */
+static bool hand_off_uprobes(struct loader *l)
+{
+	int fds[2], devnull;
+	pid_t pid;
+	char c;
+
+	if (!l->nalloc_links && !(l->detacher && l->detacher->n) && !l->sampler_links[0].held &&
+	    !l->gpu_links[0].held)
+		return false;
+	if (pipe2(fds, O_CLOEXEC))
+		return false;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	}
+	if (pid == 0) {
+		close_all_but_uprobes(l);
+		setsid();
+		prctl(PR_SET_NAME, "scalene-bpf-rel");
+		devnull = open("/dev/null", O_RDWR);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+		}
+		close(fds[1]);
+		/* EOF when the parent has exited. */
+		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	/* The write end stays open until this process exits. */
+	close(fds[0]);
+	return true;
+}
+
+void loader__free_detached(struct loader *l)
+{
+	if (l && hand_off_uprobes(l))
+		pr_debug("uprobes handed to a child to release after exit\n");
+	loader__free(l);
+}
+
+int loader__track(struct loader *l, int tgid, uint64_t start_time)
+{
+	struct proc_info info = { .start_time = start_time };
+	__u32 key = tgid;
+
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.procs), &key, &info, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
+int loader__seed_threads(struct loader *l, int tgid)
+{
+	int map_fd = bpf_map__fd(l->skel->maps.threads), seeded = 0, fd;
+	struct tracked_thread zero = {};
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", tgid);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((d = readdir(dir)) != NULL) {
+		int tid = atoi(d->d_name);
+
+		if (tid <= 0)
+			continue;
+		/* PIDFD_THREAD (6.9+) names a thread; older kernels only take the
+		 * leader, and other threads get their state at their first sample. */
+		fd = syscall(SYS_pidfd_open, tid, tid == tgid ? 0 : PIDFD_THREAD);
+		if (fd < 0)
+			continue;
+		if (!bpf_map_update_elem(map_fd, &fd, &zero, BPF_NOEXIST))
+			seeded++;
+		close(fd);
+	}
+	closedir(dir);
+	return seeded;
+}
+
+int loader__untrack(struct loader *l, int tgid)
+{
+	__u32 key = tgid;
+
+	if (bpf_map_delete_elem(bpf_map__fd(l->skel->maps.procs), &key) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int loader__set_python(struct loader *l, int tgid, const struct py_walk_cfg *cfg, uint64_t gil_lo,
+		       uint64_t gil_hi)
+{
+	int fd = bpf_map__fd(l->skel->maps.procs);
+	struct proc_info info;
+	__u32 key = tgid;
+
+	if (bpf_map_lookup_elem(fd, &key, &info))
+		return -errno;
+	info.cfg = *cfg;
+	info.gil_lo = gil_lo;
+	info.gil_hi = gil_hi;
+	info.has_cfg = 1;
+	/* (Allocation hits counted between the read and this write are lost:
+	 * the probes of --all are placed once the process is recognised, after
+	 * this.) */
+	if (bpf_map_update_elem(fd, &key, &info, BPF_EXIST))
+		return -errno;
+	return 0;
+}
+
+int loader__alloc_hits(struct loader *l, int tgid, uint64_t *hits)
+{
+	struct proc_info info;
+	__u32 key = tgid;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.procs), &key, &info))
+		return -errno;
+	*hits = info.alloc_hits;
+	return 0;
+}
+
+int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint32_t gen)
+{
+	if (!l->counts)
+		return 0;
+	/* Stacks first: each count's stack was sent before it was counted.
+	 * An image's counts are drained while its exit or exec record is
+	 * handled, from the ring buffer's callback (which must not consume
+	 * again): its stacks came before that record. */
+	if (how == COUNTS_PERIODIC)
+		counts__next_epoch(l->counts);
+	/* At the end, BPF still counts while this runs: a count made after the
+	 * ring buffer was read may name a stack sent since.  Those are left
+	 * for one more read of it. */
+	if (how == COUNTS_ALL) {
+		ring_buffer__consume(l->rb);
+		if (counts__drain(l->counts, COUNTS_ALL_KNOWN, tgid, gen) <= 0)
+			return 0;
+	}
+	if (how != COUNTS_IMAGE)
+		ring_buffer__consume(l->rb);
+	return counts__drain(l->counts, how, tgid, gen);
+}
+
+bool loader__counts_stats(struct loader *l, struct counts_stats *out)
+{
+	if (!l->counts)
+		return false;
+	counts__stats(l->counts, out);
+	return true;
+}
+
+/*
+ * A fixed sampling period aliases with a program whose work repeats at a
+ * multiple of it (a loop of 1 ms rounds, a 500 Hz control loop): the fires
+ * fall at the same point of every round and one line takes them all (a
+ * program spinning 0.3 and 0.7 of a period per round got 98.9 % and 0 %).
+ * So every REDRAW_NS each CPU's timer gets a period drawn from 0.75-1.25 of
+ * the mean, which also restarts it at a random phase.  Samples stand for
+ * their thread's measured run time, so a period that varies costs no
+ * accuracy; the mean rate stays what was asked for.  Only the CPUs that
+ * sampled a followed thread since the last draw get one: the others record
+ * nothing, and each change interrupts its CPU (an ioctl on another CPU's
+ * event is a cross-CPU call), 50 times a second on every CPU of a large,
+ * mostly idle host otherwise.
+ */
+#define REDRAW_NS (20 * 1000 * 1000ull)
+
+static void redraw_periods(struct loader *l)
+{
+	uint32_t key = STAT_SAMPLES;
+	uint64_t now = mono_ns(), period;
+	bool all;
+	int cpu;
+
+	if (now < l->next_draw_ns || !l->pfds)
+		return;
+	l->next_draw_ns = now + REDRAW_NS;
+	all = bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.stats), &key, l->samples_now) != 0;
+	for (cpu = 0; cpu < l->ncpus; cpu++) {
+		if (l->pfds[cpu] < 0)
+			continue;
+		if (!all && l->samples_now[cpu] == l->drawn_at[cpu])
+			continue;
+		l->drawn_at[cpu] = l->samples_now[cpu];
+		period = l->period_ns * 3 / 4 + (uint64_t)nrand48(l->rng) % (l->period_ns / 2 + 1);
+		/* A CPU that went offline keeps its old period: no harm. */
+		ioctl(l->pfds[cpu], PERF_EVENT_IOC_PERIOD, &period);
+	}
+}
+
+int loader__poll(struct loader *l, int timeout_ms)
+{
+	redraw_periods(l);
+	/* Samples are submitted without wake-ups, and a record submitted with
+	 * one behind unconsumed records wakes no one either: wait, then always
+	 * drain. */
+	int n = ring_buffer__poll(l->rb, timeout_ms);
+
+	if (n < 0 && n != -EINTR)
+		return n;
+	return ring_buffer__consume(l->rb);
+}
+
+int loader__drain(struct loader *l)
+{
+	return ring_buffer__consume(l->rb);
+}
+
+int loader__stats(struct loader *l, uint64_t *out)
+{
+	int fd = bpf_map__fd(l->skel->maps.stats);
+	int ncpu = libbpf_num_possible_cpus(), cpu;
+	uint64_t *vals;
+	__u32 id;
+
+	vals = calloc(ncpu, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (id = 0; id < STAT_MAX; id++) {
+		out[id] = 0;
+		if (bpf_map_lookup_elem(fd, &id, vals))
+			continue;
+		for (cpu = 0; cpu < ncpu; cpu++)
+			out[id] += vals[cpu];
+	}
+	free(vals);
+	return 0;
+}
+
+const char *loader__offcpu_hook(struct loader *l)
+{
+	return l->offcpu_work ? "task_work" : "sys_exit";
+}
+
+bool loader__probe_check(struct loader *l)
+{
+	return l->probe_check;
+}
+
+int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int err;
+
+	err = bpf_obj_get_info_by_fd(bpf_program__fd(l->skel->progs.on_cpu_sample), &info, &len);
+	if (err)
+		return -errno;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}
+
+uint64_t proc_start_ticks(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f;
+	size_t n;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	for (i = 2; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &ticks) != 1 || hz <= 0)
+		return 0;
+	return ticks;
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The profiler's facts about a run, as plain data: its counters and losses,
+ * the interpreters and threads it saw, what memory sampling and await
+ * attribution measured and cost, what the reader should be warned of.  The
+ * session, the allocation uprobes and the @profile hook fill them; only the
+ * output (output_facts.c) turns them into the profile's "scalene_bpf" object.
+ *
+ * Units are those of the sources (ns, bytes): the output converts them to
+ * the profile's seconds and MB.  Lists are bounded (the threads by the
+ * profile's own limit); what a fact borrows (a thread's name, a command
+ * line) must outlive the writing of the profile.
+ */
+#ifndef FACTS_H
+#define FACTS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <linux/types.h>
+
+#include "abi.h"
+#include "gpu/gpu.h"
+#include "collect/nvml.h"
+#include "model/profile.h"
+
+/* Distinct interpreters described; more are counted only. */
+#define FACTS_MAX_INTERPRETERS 16
+/* asyncio layouts (found, or why not) described. */
+#define FACTS_MAX_LAYOUTS 16
+/* Allocation functions the uprobes were placed on, or not. */
+#define FACTS_MAX_PROBES 16
+#define FACTS_MAX_WARNINGS 8
+
+/* One Python interpreter (a distinct binary, or system-wide the process's). */
+struct facts_interpreter {
+	int pid;
+	char version[32];
+	char path[PATH_MAX]; /* the binary holding the interpreter */
+	bool static_build;
+	bool gil_wait_measured;
+	char gil_wait_unmeasured[160]; /* why not, when not */
+};
+
+struct facts_thread {
+	int pid, tid;
+	const char *name; /* borrowed from the profile; NULL: "" */
+	bool main_thread;
+	uint64_t samples;
+	double cpu_ns, blocked_ns, gil_ns;
+};
+
+/* What the asyncio probe found in one process, or why it found nothing. */
+struct facts_async_layout {
+	int pid;
+	char python[32]; /* its version */
+	bool found;
+	bool c_task; /* found: asyncio.Task is the C _asyncio.Task */
+	char task_type[64];
+	char unavailable[256]; /* not found: why */
+};
+
+/* Await attribution: how the await fields were measured, what it cost. */
+struct facts_async {
+	double await_ns, await_outside_profiled_files_ns;
+	/* Where that time waited (frames interned in the profile). */
+	struct await_outside outside[MAX_AWAIT_OUTSIDE];
+	int noutside;
+	double outside_other_ns;
+	double idle_loop_ns, idle_loop_without_tasks_ns, idle_after_last_snapshot_ns;
+	double idle_before_layout_ns; /* not credited to any line */
+	int loops;
+	uint64_t polls, idle_polls, idle_unchecked_polls;
+	uint64_t snapshots, partial_snapshots, sampled_snapshots;
+	int task_sample; /* members read per snapshot at most */
+	uint64_t task_set_unreadable, tasks_read, tasks_unreadable, tasks_unstarted;
+	uint64_t tasks_resumed;
+	int max_tasks;
+	uint64_t await_stacks_dropped;
+	double reader_ns;	/* the reader's own time */
+	double live_gap_max_ns; /* the longest gap between looks at a running loop */
+	uint64_t reads, read_calls;
+	struct facts_async_layout layouts[FACTS_MAX_LAYOUTS];
+	int nlayouts;
+	bool uvloop; /* a uvloop loop ran: its waiting is not read */
+};
+
+/* The BPF side's counters and the session's own. */
+struct facts_bpf {
+	bool have_stats;	  /* each counter is written by name */
+	uint64_t stats[STAT_MAX]; /* as read (used for the rates even when not) */
+	/* System-wide, the counters are the host's: the process's own CPU
+	 * samples are written as "samples", the host's as host_samples. */
+	bool host;
+	int64_t process_samples;
+	bool have_runtime; /* the sampling program's kernel time was read */
+	uint64_t run_ns, run_cnt;
+	uint64_t records, bad_records, frames_unreadable, code_cache_evictions;
+	uint64_t stacks_dropped, truncated_stacks;
+	const char *offcpu_hook; /* loader__offcpu_hook(), NULL: not known */
+	/* Interpreter files given the probe on their code-object deallocator
+	 * (walks keep code objects from one to the next), or not, and why. */
+	uint64_t code_probes_placed, code_probes_failed;
+	const char *code_probe_why;
+};
+
+/* Memory from the preloaded sampler (run): its exact counts, what the
+ * profile holds, what was lost. */
+struct facts_memory {
+	int python_processes, sampler_loaded, sampler_not_loaded;
+	uint64_t sample_bytes, copy_sample_bytes;
+	const char *probe_links; /* loader__probe_links() */
+	/* The sampler's exact counts, of the processes whose final counts
+	 * could be read. */
+	int counted_processes;
+	double alloc_bytes, python_bytes, copy_bytes;
+	double sampled_alloc_bytes, sampled_python_bytes, sampled_copy_bytes;
+	/* What reached the profile. */
+	double profiled_alloc_bytes, profiled_python_bytes, profiled_net_growth_bytes;
+	double profiled_copy_bytes, profiled_native_threads_bytes;
+	double profiled_unattributed_bytes, profiled_not_python_bytes;
+	uint64_t records, records_lost;
+	uint64_t frees_of_unknown_blocks, untracked_blocks, table_overflows, stale_frees;
+	int foreign_allocator_processes, native_allocations_unseen_processes;
+	int python_allocator_unwrapped_processes;
+};
+
+/* Memory from uprobes on the allocators (--pid --memory, --all --memory). */
+struct facts_probe_site {
+	const char *function; /* a constant */
+	char module[64];
+	int offset; /* into the function; < 0: not probed */
+	char not_probed[160];
+};
+
+struct facts_uprobes {
+	struct facts_probe_site probes[FACTS_MAX_PROBES];
+	int nprobes;
+	uint64_t hits;
+	double elapsed_s;
+	double ns_per_hit;	 /* measured here; < 0 if it could not be */
+	const char *probe_links; /* loader__probe_links() */
+	/* --all: the probes of one process of many; hits and elapsed_s are
+	 * its own, the host's totals are in index.json.  hits_known false: its
+	 * count was lost (a PID used again before its exit was read). */
+	bool host;
+	bool hits_known;
+};
+
+/* The @profile builtin (run). */
+struct facts_decorator {
+	int functions;
+	uint64_t bad_report_lines, refused_past_limit;
+};
+
+/* Who a process is (system-wide): the same in its profile and in the
+ * index of the run. */
+struct facts_process {
+	int pid;
+	int ns_pid; /* < 0: not known */
+	int ppid;
+	long uid;
+	const char *comm;
+	const char *const *cmdline; /* borrowed; NULL: not known (null) */
+	int ncmdline;
+	const char *ended; /* how its image ended; NULL: not said */
+};
+
+/* GPU (scalene_bpf.gpu): the library in each process, what came of it. */
+#define FACTS_GPU_PROCS 16
+struct facts_gpu_proc {
+	int pid;
+	bool final;   /* its state as the exit handler left it */
+	int read_err; /* reading its state: 0 or -errno */
+	struct scalene_bpf_gpu_state st;
+};
+
+struct facts_gpu {
+	/* CUPTI in the program (run), or NVML sampled from outside (--pid). */
+	bool nvml;
+	struct nvml_facts nv;	/* NVML: when it opened */
+	char library[PATH_MAX]; /* given to the program as CUDA_INJECTION64_PATH */
+	char off[256];		/* why GPU profiling is off ("" when on) */
+	struct profile_gpu_totals totals;
+	struct facts_gpu_proc procs[FACTS_GPU_PROCS];
+	int nprocs;
+	uint64_t procs_past; /* reporting processes past the table */
+	uint64_t batches, bad_batches;
+	uint64_t stacks_dropped; /* call stacks not kept: the table was full */
+	uint64_t calls_no_stack; /* calls whose stack was not there to read */
+};
+
+struct facts {
+	bool has_gpu;
+	struct facts_gpu gpu;
+	bool has_async;
+	struct facts_async async;
+	uint64_t period_ns;
+	double total_sampled_ns;
+	double not_python_ns;
+	bool probe_check; /* CPU inside our uprobes' hits is told apart */
+	double gil_wait_ns;
+	double unattributed_ns[UNATTR_MAX];
+	double native_threads_ns; /* credited to the main thread's line */
+	struct facts_bpf bpf;
+	bool has_memory;
+	struct facts_memory memory;
+	struct facts_thread *threads; /* malloc'ed */
+	int nthreads;
+	uint64_t processes_retired, threads_folded;
+	struct facts_interpreter interpreters[FACTS_MAX_INTERPRETERS];
+	int ninterpreters;
+	char *warnings[FACTS_MAX_WARNINGS]; /* malloc'ed */
+	int nwarnings;
+	/* Filled by the callers of the session. */
+	bool has_decorator;
+	struct facts_decorator decorator;
+	bool has_uprobes; /* attached: no sampler memory (has_memory) then */
+	struct facts_uprobes uprobes;
+	bool has_process;
+	struct facts_process process;
+};
+
+/* A zeroed struct facts; NULL (errno set) when out of memory. */
+struct facts *facts__new(void);
+/* Frees f and what it owns (threads, warnings); NULL is a no-op. */
+void facts__free(struct facts *f);
+/* Adds a copy of msg to the warnings: 0, -ENOSPC past FACTS_MAX_WARNINGS,
+ * -ENOMEM. */
+int facts__warn(struct facts *f, const char *msg);
+
+#endif /* FACTS_H */

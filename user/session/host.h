@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * System-wide profiling (--all): which processes are followed (the filters),
+ * one profile per Python process written into the output directory when its
+ * image ends, and index.json, the host's view of them all.  The session
+ * reports each process through struct session_host.
+ */
+#ifndef HOST_H
+#define HOST_H
+
+#include <stdbool.h>
+
+#include "model/profile.h"
+#include "session/session.h"
+
+struct user_creds;
+
+struct host_opts {
+	/* The processes followed: those the lists name (every Python process
+	 * where a list is empty), and their children unless no_follow. */
+	const int *pids;
+	int npids;
+	const char *const *comms; /* process names (comm or argv[0]'s base name) */
+	int ncomms;
+	const char *const *uids; /* user names or numbers */
+	int nuids;
+	const int *exclude_pids;
+	int nexclude_pids;
+	bool no_follow;
+	/* Each process's profile: which files (program_dir is each process's
+	 * own), the threshold below which a file is left out, await times. */
+	struct profile_filter files;
+	double cpu_percent_threshold;
+	bool async_waits;
+	const char *dir;  /* where the profiles and index.json go */
+	int max_profiles; /* ended processes' profiles kept (0: the default) */
+	const struct user_creds *creds;
+	double start_mono, start_wall; /* CLOCK_MONOTONIC and Unix time, s */
+	double rate_hz;
+};
+
+struct host;
+
+/* Makes the output directory (as the user); NULL with errno set after a
+ * message saying what is wrong. */
+struct host *host__new(const struct host_opts *opts);
+void host__free(struct host *h);
+/* The session's view of the host; the session is needed for the facts of
+ * each profile written. */
+const struct session_host *host__session_host(struct host *h);
+void host__set_session(struct host *h, struct session *s);
+struct hostmem;
+/* --memory: the allocation probes (hostmem.h), owned by the host from here;
+ * each Python process gets its probes and its profile memory per line. */
+void host__set_memory(struct host *h, struct hostmem *hm);
+/* Follows every process running now that the filters take; returns how
+ * many were handed to the session. */
+int host__scan(struct host *h);
+/* Writes index.json (the processes still running must have ended first:
+ * session__end_all).  0 or -errno after a message. */
+int host__finish(struct host *h, double elapsed_s);
+/* --profile-interval: each live process's profile as it is now (its file
+ * is replaced), and index.json with the live processes' numbers so far. */
+int host__snapshot(struct host *h, double elapsed_s);
+
+/* A process profiled so far, as a live view sees it: a running one with its
+ * profile (being built), an ended one with its figures (profile NULL). */
+struct host_proc_info {
+	int pid;
+	const char *comm;
+	const struct profile *profile; /* NULL once ended */
+	double total_s, python_s, native_s, system_s;
+	uint64_t samples;
+};
+
+/* Calls fn for each process profiled so far, in the order they were found;
+ * a running one's figures are left 0 (its profile has them). */
+void host__each_profiled(const struct host *h,
+			 void (*fn)(void *ctx, const struct host_proc_info *pi), void *ctx);
+
+#endif /* HOST_H */

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Code objects of profiled processes, read with process_vm_readv on first
+ * sight and cached: file name, qualified name, first line and line table.
+ * A cache entry is keyed by (address space, code address, tag), where tag is
+ * what the sample read of the code object: co_firstlineno in the low 32 bits
+ * and code_ident() of its co_filename and co_name pointers in the high 32
+ * (pycode_tag()).  It guards against the address being reused by another
+ * code object.
+ */
+#ifndef PYCODE_H
+#define PYCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbolize/linetable.h"
+
+struct py_proc;
+
+struct pycode {
+	char *filename; /* UTF-8, as in co_filename */
+	char *qualname; /* co_qualname (3.11+) or co_name */
+	int firstlineno;
+	uint32_t flags; /* co_flags */
+	enum linetable_format fmt;
+	uint8_t *table;
+	size_t table_len;
+	struct hmap *memo; /* byte offset -> line */
+};
+
+struct pycode_cache;
+
+static inline uint64_t pycode_tag(uint32_t firstlineno, uint32_t ident)
+{
+	return (uint64_t)ident << 32 | firstlineno;
+}
+
+struct pycode_cache *pycode_cache__new(size_t max_entries);
+void pycode_cache__free(struct pycode_cache *c);
+
+/* A cached entry or NULL; never reads memory. */
+const struct pycode *pycode_cache__lookup(struct pycode_cache *c, uint64_t space, uint64_t code,
+					  uint64_t tag);
+/* The cached entry, or reads the code object from pp's process and caches
+ * it.  NULL with errno set when it cannot be read. */
+const struct pycode *pycode_cache__load(struct pycode_cache *c, const struct py_proc *pp,
+					uint64_t space, uint64_t code, uint64_t tag);
+/* Entries dropped because the cache was full. */
+uint64_t pycode_cache__evictions(const struct pycode_cache *c);
+
+/* Line of a byte offset (memoized); -1 when the table has none. */
+int pycode__line(const struct pycode *pc, int offset);
+
+/* Reads a str object of pid as UTF-8 (malloc'ed), at most max_chars code
+ * points.  NULL with errno on failure. */
+char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_chars);
+
+#endif /* PYCODE_H */

@@ -1,0 +1,793 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <elf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpython.h"
+#include "base/elfcache.h"
+#include "base/elfsym.h"
+#include "base/log.h"
+#include "base/memread.h"
+#include "base/procmaps.h"
+#include "target/python.h"
+#include "sampler/sampler.h"
+
+/* glibc x86_64: struct pthread.specific_1stblock and struct pthread_key_data.
+ * Validated per process against the main thread before use. */
+#define GLIBC_TSD_BASE 0x310
+#define GLIBC_TSD_STRIDE 16
+#define GLIBC_TSD_DATA 8
+
+/* Bounds on the interpreter and thread lists walked at attach time. */
+#define MAX_INTERPS 64
+#define MAX_THREADS 100000
+
+int python__minor_from_name(const char *name)
+{
+	const char *p = name;
+
+	while ((p = strstr(p, "python3.")) != NULL) {
+		char *end;
+		long minor;
+
+		p += strlen("python3.");
+		minor = strtol(p, &end, 10);
+		if (end != p && minor >= 0 && minor < 100 &&
+		    (*end == '\0' || *end == '.' || *end == '-' || *end == 'd' || *end == 't' ||
+		     *end == 'm'))
+			return (int)minor;
+	}
+	return -1;
+}
+
+void python__version_string(uint32_t hex, char *buf, size_t n)
+{
+	snprintf(buf, n, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
+}
+
+static const struct py_offsets *offsets_for(int minor)
+{
+	int i;
+
+	for (i = 0; py_offsets_table[i]; i++) {
+		if (py_offsets_table[i]->minor == minor)
+			return py_offsets_table[i];
+	}
+	return NULL;
+}
+
+bool python__in_interpreter(const struct py_proc *pp, uint64_t ip)
+{
+	int i;
+
+	for (i = 0; i < pp->ntext; i++) {
+		if (ip >= pp->text[i][0] && ip < pp->text[i][1])
+			return true;
+	}
+	return false;
+}
+
+bool python__in_call_machinery(const struct py_proc *pp, uint64_t ip)
+{
+	int i;
+
+	for (i = 0; i < pp->nmachinery; i++) {
+		if (ip >= pp->machinery[i][0] && ip < pp->machinery[i][1])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The eval loop, and the functions that push, make, clear and free Python
+ * frames, in 3.9 to 3.14.  A call instruction runs them to enter or leave a
+ * Python function: the interpreter's own work, as when its bytecode runs
+ * (without them a line calling a small Python function counts a third to a
+ * half of its time as native on 3.9 and 3.10).  Names missing from a build
+ * (static functions of a stripped binary) are skipped.  From 3.11 the call
+ * instructions specialised for a Python callee are not call instructions
+ * for this (tools/pyoffsets/generate), so what runs under them is the
+ * interpreter's time even where it has no name.
+ */
+static const char *const call_machinery[] = {
+	"_PyEval_EvalFrameDefault",
+	"_PyEval_EvalFrameDefault.cold",
+	"_PyEval_EvalCode",	   /* 3.9 */
+	"function_code_fastcall",  /* 3.9 */
+	"_PyEval_MakeFrameVector", /* 3.10 */
+	"_PyEval_Vector",	   /* 3.10+ */
+	"_PyFunction_Vectorcall",
+	"_PyFrame_New_NoTrack",
+	"frame_dealloc",
+	"_PyFrame_Push",	    /* 3.11 */
+	"_PyEvalFramePushAndInit",  /* 3.11+ */
+	"_PyEvalFrameClearAndPop",  /* 3.12 */
+	"_PyEval_FrameClearAndPop", /* 3.13 */
+	"_PyFrame_Clear",	    /* 3.11 */
+	"_PyFrame_ClearExceptCode", /* 3.12+ */
+	"_PyFrame_ClearLocals",	    /* 3.13 */
+	"_PyThreadState_PushFrame", /* 3.12+ */
+	"_PyThreadState_PopFrame",  /* 3.11+ */
+	"_Py_CheckFunctionResult",  /* after every call returns */
+};
+
+static void call_machinery_ranges(struct py_proc *pp, const struct elf_file *e, uint64_t bias)
+{
+	uint64_t addr, size;
+	size_t i;
+
+	pp->nmachinery = 0;
+	for (i = 0; i < sizeof(call_machinery) / sizeof(call_machinery[0]) &&
+		    pp->nmachinery < PY_MAX_MACHINERY;
+	     i++) {
+		if (elf_file__find_symbol(e, call_machinery[i], &addr, &size) || !size)
+			continue;
+		pp->machinery[pp->nmachinery][0] = bias + addr;
+		pp->machinery[pp->nmachinery][1] = bias + addr + size;
+		pp->nmachinery++;
+	}
+}
+
+/* The mapped file holding the interpreter: libpython if one is mapped,
+ * otherwise the executable. */
+static const char *find_interp_module(const struct procmaps *m, int pid, char *exe, size_t n)
+{
+	size_t i;
+	ssize_t len;
+	char link[64];
+
+	for (i = 0; i < procmaps__count(m); i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+
+		if (!strncmp(basename(e->path), "libpython3", 10) && strstr(e->path, ".so"))
+			return e->path;
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	len = readlink(link, exe, n - 1);
+	if (len <= 0)
+		return NULL;
+	exe[len] = '\0';
+	return exe;
+}
+
+static int open_module(int pid, const char *path, struct elf_file **e)
+{
+	char p[PATH_MAX + 64];
+
+	*e = procmaps__file_in_root(p, sizeof(p), pid, path) ? NULL : elf_file__open(p);
+	if (*e)
+		return 0;
+	snprintf(p, sizeof(p), "/proc/%d/exe", pid);
+	*e = elf_file__open(p);
+	return *e ? 0 : -errno;
+}
+
+/* The dynamic loader counts as the interpreter: the only code that reaches it
+ * while a program runs is TLS lookup (__tls_get_addr), which shared 3.12+
+ * builds call on every thread-state access; without this a pure-Python loop
+ * would show a tenth of its time as native. */
+static bool is_dynamic_loader(const char *path)
+{
+	const char *b = basename(path);
+
+	return !strncmp(b, "ld-linux", 8) || !strncmp(b, "ld-musl", 7);
+}
+
+/* scalene-bpf's own allocation sampler: it wraps Python's allocator, so the
+ * time in it is the interpreter's allocation time (its libc hooks only
+ * forward, in a few nanoseconds). */
+static bool is_sampler(const char *path)
+{
+	return !strcmp(basename(path), SCALENE_BPF_SAMPLER_SONAME);
+}
+
+static void text_ranges(struct py_proc *pp, const struct procmaps *m, const char *path)
+{
+	size_t i;
+
+	pp->ntext = 0;
+	for (i = 0; i < procmaps__count(m) && pp->ntext < PY_MAX_TEXT; i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+
+		if (e->x &&
+		    (!strcmp(e->path, path) || is_dynamic_loader(e->path) || is_sampler(e->path))) {
+			pp->text[pp->ntext][0] = e->start;
+			pp->text[pp->ntext][1] = e->end;
+			pp->ntext++;
+		}
+	}
+}
+
+/* Before 3.11 nothing exported holds the version: the PY_VERSION string
+ * ("3.9.18") is in .rodata.  Its micro number, or 0. */
+static unsigned int rodata_micro(const struct elf_file *e, int minor)
+{
+	const char *data, *p, *end;
+	char prefix[16];
+	size_t size, plen;
+
+	if (elf_file__section(e, ".rodata", (const void **)&data, &size))
+		return 0;
+	plen = snprintf(prefix, sizeof(prefix), "3.%d.", minor);
+	for (p = data, end = data + size; p + plen < end;) {
+		const char *q = memmem(p, end - p, prefix, plen), *d;
+
+		if (!q)
+			break;
+		for (d = q + plen; d < end && *d >= '0' && *d <= '9'; d++)
+			;
+		/* The end of a string (the linker may share the literal's bytes
+		 * with a longer string ending the same way), not part of a
+		 * longer number. */
+		if ((q == data || (q[-1] != '.' && (q[-1] < '0' || q[-1] > '9'))) && d > q + plen &&
+		    d < end && *d == '\0' && d - (q + plen) <= 3)
+			return (unsigned int)atoi(q + plen);
+		p = q + 1;
+	}
+	return 0;
+}
+
+static int read_version(struct py_proc *pp, const struct elf_file *e, uint64_t bias,
+			const char *path, char *why, size_t whylen)
+{
+	uint64_t addr;
+	uint32_t hex = 0;
+	int minor;
+
+	/* Py_Version (3.11+) holds PY_VERSION_HEX. */
+	if (!elf_file__find_symbol(e, "Py_Version", &addr, NULL) &&
+	    !mem_read_u32(pp->pid, bias + addr, &hex) && (hex >> 24) == 3) {
+		pp->version_hex = hex;
+		pp->minor = (hex >> 16) & 0xff;
+		return 0;
+	}
+	minor = python__minor_from_name(basename(path));
+	if (minor < 0) {
+		snprintf(why, whylen, "cannot tell the Python version of %s", path);
+		return -ENOTSUP;
+	}
+	pp->minor = minor;
+	pp->version_hex = 0x03000000u | ((uint32_t)minor << 16) | rodata_micro(e, minor) << 8;
+	return 0;
+}
+
+/* 3.13+: the runtime begins with _Py_DebugOffsets; the table must agree with
+ * what the interpreter says about itself. */
+static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
+{
+	const struct py_offsets *o = pp->off;
+	static const char cookie[8] = "xdebugpy";
+	uint8_t buf[2048];
+	struct {
+		uint16_t dbg, table;
+		const char *name;
+	} checks[] = {
+		{ o->dbg_runtime_interpreters_head, o->runtime_interpreters_head,
+		  "runtime.interpreters_head" },
+		{ o->dbg_interp_threads_head, o->interp_threads_head, "interp.threads_head" },
+		{ o->dbg_tstate_current_frame, o->tstate_current_frame, "tstate.current_frame" },
+		{ o->dbg_tstate_thread_id, o->tstate_thread_id, "tstate.thread_id" },
+		{ o->dbg_tstate_next, o->tstate_next, "tstate.next" },
+		{ o->dbg_frame_previous, o->frame_previous, "frame.previous" },
+		{ o->dbg_frame_executable, o->frame_code, "frame.executable" },
+		{ o->dbg_frame_instr_ptr, o->frame_instr, "frame.instr_ptr" },
+		{ o->dbg_frame_owner, o->frame_owner, "frame.owner" },
+		{ o->dbg_code_filename, o->code_filename, "code.co_filename" },
+		{ o->dbg_code_name, o->code_name, "code.co_name" },
+		{ o->dbg_code_qualname, o->code_qualname, "code.co_qualname" },
+		{ o->dbg_code_linetable, o->code_linetable, "code.co_linetable" },
+		{ o->dbg_code_firstlineno, o->code_firstlineno, "code.co_firstlineno" },
+		{ o->dbg_code_code_adaptive, o->code_code_adaptive, "code.co_code_adaptive" },
+	};
+	uint64_t v;
+	size_t i;
+	int err;
+
+	if (o->dbg_version == PYOFF_NONE)
+		return 0;
+	err = mem_read(pp->pid, pp->runtime, buf, sizeof(buf));
+	if (err) {
+		snprintf(why, whylen, "failed to read _Py_DebugOffsets: %s", strerror(-err));
+		return err;
+	}
+	if (memcmp(buf, cookie, sizeof(cookie))) {
+		snprintf(why, whylen, "_PyRuntime does not start with the debug-offsets cookie");
+		return -EPROTO;
+	}
+	memcpy(&v, buf + o->dbg_free_threaded, sizeof(v));
+	if (v) {
+		snprintf(why, whylen, "free-threaded CPython builds are not supported yet");
+		return -ENOTSUP;
+	}
+	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		if (checks[i].dbg == PYOFF_NONE || checks[i].dbg + 8u > sizeof(buf))
+			continue;
+		memcpy(&v, buf + checks[i].dbg, sizeof(v));
+		if (v != checks[i].table) {
+			snprintf(why, whylen,
+				 "layout mismatch: the interpreter puts %s at %llu, the table at "
+				 "%u; "
+				 "regenerate pyoffsets for this build",
+				 checks[i].name, (unsigned long long)v, checks[i].table);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+/* Finds the thread state whose thread_id is the main thread, walking
+ * runtime -> interpreters -> threads.  0, -EAGAIN (none yet) or -errno. */
+static int main_tstate_from_list(const struct py_proc *pp, uint64_t *tstate)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t interp = 0, ts, tid;
+	int ni, nt, err;
+
+	err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interpreters_head, &interp);
+	if (err)
+		return err;
+	for (ni = 0; interp && ni < MAX_INTERPS; ni++) {
+		err = mem_read_u64(pp->pid, interp + o->interp_threads_head, &ts);
+		if (err)
+			return err;
+		for (nt = 0; ts && nt < MAX_THREADS; nt++) {
+			err = mem_read_u64(pp->pid, ts + o->tstate_thread_id, &tid);
+			if (err)
+				return err;
+			if (tid == pp->main_thread) {
+				*tstate = ts;
+				return 0;
+			}
+			err = mem_read_u64(pp->pid, ts + o->tstate_next, &ts);
+			if (err)
+				return err;
+		}
+		/* PyInterpreterState.next is its first field. */
+		err = mem_read_u64(pp->pid, interp, &interp);
+		if (err)
+			return err;
+	}
+	return -EAGAIN;
+}
+
+/* The TSD recipe (autoTSSkey's slot in the main thread's TLS block, as the
+ * walker reads it) must give the main thread's own state, the one
+ * _PyRuntime's thread list names: otherwise a layout assumption is wrong and
+ * every stack would be garbage, so the process is refused with the reason. */
+static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t key_addr = pp->runtime + o->runtime_autotss_key;
+	uint32_t inited = 0, key = 0;
+	uint64_t via_tsd = 0, via_list = 0;
+	int err;
+
+	err = mem_read_u32(pp->pid, key_addr, &inited);
+	if (!err)
+		err = mem_read_u32(pp->pid, key_addr + 4, &key);
+	if (!err)
+		err = mem_read_u64(pp->pid, pp->runtime + o->runtime_main_thread, &pp->main_thread);
+	if (err) {
+		snprintf(why, whylen, "failed to read _PyRuntime: %s", strerror(-err));
+		return err;
+	}
+	if (!inited || !pp->main_thread) {
+		snprintf(why, whylen, "the Python runtime is not initialised yet");
+		return -EAGAIN;
+	}
+	if (key >= TSD_DIRECT_KEYS) {
+		snprintf(why, whylen,
+			 "thread-state key %u is outside glibc's first TSD block; not supported",
+			 key);
+		return -ENOTSUP;
+	}
+	err = main_tstate_from_list(pp, &via_list);
+	if (err == -EAGAIN) {
+		snprintf(why, whylen, "the main thread has no Python thread state yet");
+		return err;
+	}
+	if (err) {
+		snprintf(why, whylen, "failed to read the thread list: %s", strerror(-err));
+		return err;
+	}
+	err = mem_read_u64(pp->pid,
+			   pp->main_thread + GLIBC_TSD_BASE + (uint64_t)key * GLIBC_TSD_STRIDE +
+				   GLIBC_TSD_DATA,
+			   &via_tsd);
+	if (err || via_tsd != via_list) {
+		/* During start-up the state is listed before it is bound to the
+		 * slot: the caller retries, and gives up after a while with this
+		 * reason. */
+		snprintf(why, whylen,
+			 "the thread-state slot does not hold the main thread's state "
+			 "(not glibc x86_64?); not supported");
+		return -EAGAIN;
+	}
+	pp->cfg.tss_key_addr = key_addr + 4;
+	return 0;
+}
+
+/*
+ * Where the main interpreter's GIL keeps its locks: _PyRuntime.ceval.gil
+ * (3.9-3.11), or what _PyRuntime.interpreters.main->ceval.gil points to
+ * (3.12+).  Its `locked` must read 0 or 1, else the range is not used and
+ * gil_why says why (GIL wait is then not measured; the rest of the profile
+ * does not depend on it).  -EAGAIN while the GIL is not created yet.
+ */
+static int find_gil(struct py_proc *pp)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t gil = 0, interp = 0;
+	int32_t locked = 0;
+	int err;
+
+	pp->gil_lo = pp->gil_hi = 0;
+	if (o->gil_locks == PYOFF_NONE || o->gil_size == PYOFF_NONE ||
+	    o->gil_locked == PYOFF_NONE) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the layout table of 3.%d has no GIL fields", pp->minor);
+		return 0;
+	}
+	if (o->runtime_ceval_gil != PYOFF_NONE) {
+		gil = pp->runtime + o->runtime_ceval_gil;
+	} else if (o->runtime_interp_main != PYOFF_NONE && o->interp_ceval_gil != PYOFF_NONE) {
+		err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp);
+		if (!err && interp)
+			err = mem_read_u64(pp->pid, interp + o->interp_ceval_gil, &gil);
+		if (err) {
+			snprintf(pp->gil_why, sizeof(pp->gil_why),
+				 "failed to read the GIL's address: %s", strerror(-err));
+			return 0;
+		}
+		if (!gil)
+			return -EAGAIN;
+	} else {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the layout table of 3.%d does not say where the GIL is", pp->minor);
+		return 0;
+	}
+	err = mem_read(pp->pid, gil + o->gil_locked, &locked, sizeof(locked));
+	if (err) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why), "failed to read the GIL: %s",
+			 strerror(-err));
+		return 0;
+	}
+	if (locked == -1)
+		return -EAGAIN;
+	if (locked != 0 && locked != 1) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the GIL at 0x%llx does not look like one (locked = %d)",
+			 (unsigned long long)gil, (int)locked);
+		return 0;
+	}
+	pp->gil_lo = gil + o->gil_locks;
+	pp->gil_hi = gil + o->gil_size;
+	return 0;
+}
+
+/* The thread state's span the walker reads in one go (py_walk_cfg.ts_lo):
+ * from the first to the end of the last field it needs.  A layout whose
+ * fields lie further apart than TS_BUF gets ts_len 0, which the walker
+ * refuses (WALK_NO_CONFIG) rather than reading them one by one. */
+static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg *c)
+{
+	const uint16_t fields[] = { c->ts_thread_id, c->ts_frame, o->tstate_datastack_chunk,
+				    o->tstate_datastack_top };
+	unsigned int lo = PYOFF_NONE, hi = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i] == PYOFF_NONE)
+			continue;
+		lo = fields[i] < lo ? fields[i] : lo;
+		hi = fields[i] + 8u > hi ? fields[i] + 8u : hi;
+	}
+	c->ts_stack_chunk = PYOFF_NONE;
+	c->ts_stack_top = PYOFF_NONE;
+	c->chunk_data = PYOFF_NONE;
+	if (lo >= hi || hi - lo > TS_BUF)
+		return;
+	c->ts_lo = lo;
+	c->ts_len = hi - lo;
+	if (o->tstate_datastack_chunk != PYOFF_NONE && o->tstate_datastack_top != PYOFF_NONE &&
+	    o->stackchunk_data != PYOFF_NONE) {
+		c->ts_stack_chunk = o->tstate_datastack_chunk;
+		c->ts_stack_top = o->tstate_datastack_top;
+		c->chunk_data = o->stackchunk_data;
+	}
+}
+
+void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->tss_key_addr = tss_key_addr;
+	c->minor = o->minor;
+	c->tsd_base = GLIBC_TSD_BASE;
+	c->tsd_stride = GLIBC_TSD_STRIDE;
+	c->tsd_data = GLIBC_TSD_DATA;
+	c->ts_thread_id = o->tstate_thread_id;
+	if (o->tstate_frame != PYOFF_NONE) {
+		c->ts_frame = o->tstate_frame;
+		c->cframe_current = c->cframe_prev = PYOFF_NONE;
+	} else if (o->tstate_cframe != PYOFF_NONE) {
+		c->ts_frame = o->tstate_cframe;
+		c->cframe_current = o->cframe_current_frame;
+		c->cframe_prev = o->cframe_previous;
+	} else {
+		c->ts_frame = o->tstate_current_frame;
+		c->cframe_current = c->cframe_prev = PYOFF_NONE;
+	}
+	c->f_code = o->frame_code;
+	c->f_prev = o->frame_previous;
+	c->f_instr = o->frame_instr;
+	/* 3.11 has owner but no shim frames; only 3.12+ marks them with it. */
+	c->f_owner = o->minor >= 12 ? o->frame_owner : PYOFF_NONE;
+	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
+	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
+	c->co_firstlineno = o->code_firstlineno;
+	c->co_filename = o->code_filename;
+	c->co_name = o->code_name;
+	c->co_code = o->code_code;
+	c->bytes_sval = o->bytes_sval;
+	walk_cfg_tstate_span(o, c);
+	memcpy(c->call_ops, o->call_ops, sizeof(c->call_ops));
+}
+
+static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias, char *why,
+			   size_t whylen)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t addr, basicsize = 0;
+
+	/* 3.11+: the bytecode follows the fixed part of the code object, so
+	 * tp_basicsize must equal offsetof(co_code_adaptive). */
+	if (o->code_code_adaptive == PYOFF_NONE)
+		return 0;
+	if (elf_file__find_symbol(e, "PyCode_Type", &addr, NULL))
+		return 0;
+	if (mem_read_u64(pp->pid, bias + addr + o->type_basicsize, &basicsize))
+		return 0;
+	if (basicsize != o->code_code_adaptive) {
+		snprintf(why, whylen,
+			 "layout mismatch: PyCode_Type.tp_basicsize is %llu, the table says %u",
+			 (unsigned long long)basicsize, o->code_code_adaptive);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int python__check_binary(const char *path, char *why, size_t whylen)
+{
+	char *real = realpath(path, NULL);
+	struct elf_file *e;
+	const char *lib;
+	int minor = -1;
+
+	why[0] = '\0';
+	e = elf_file__open(real ? real : path);
+	if (!e) {
+		/* A script (pyenv's shims are shell scripts): decided at run time. */
+		free(real);
+		return 0;
+	}
+	if (!elf_file__find_symbol(e, "_PyRuntime", NULL, NULL))
+		minor = python__minor_from_name(basename(real ? real : path));
+	else if ((lib = elf_file__needed(e, "libpython3")) != NULL)
+		minor = python__minor_from_name(lib);
+	elf_file__free(e);
+	free(real);
+	if (minor >= 0 && (minor < PY_MIN_MINOR || minor > PY_MAX_MINOR || !offsets_for(minor))) {
+		snprintf(why, whylen, "%s is Python 3.%d, which is not supported (supported: %s)",
+			 path, minor, PY_SUPPORTED);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* The first file mapping of path: its identity keys the ELF cache. */
+static const struct map_entry *file_entry(const struct procmaps *m, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < procmaps__count(m); i++) {
+		const struct map_entry *e = procmaps__get(m, i);
+
+		if (e->inode && !e->deleted && !strcmp(e->path, path))
+			return e;
+	}
+	return NULL;
+}
+
+/* Where the deallocator of code objects (PyCode_Type's tp_dealloc) is, in
+ * the interpreter's file: a probe there lets walks keep what they read of
+ * code objects (struct pywalk_owner).  Left at 0 when it is not in the
+ * file's executable mapping (a type patched by the program, say) or cannot
+ * take the probe. */
+static void find_code_dealloc(struct py_proc *pp, const struct procmaps *m,
+			      const struct elf_file *e, uint64_t bias, const char *path)
+{
+	static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const struct map_entry *me;
+	uint64_t addr, fn = 0, off;
+	uint8_t entry[sizeof(nop5)];
+
+	if (elf_file__find_symbol(e, "PyCode_Type", &addr, NULL) ||
+	    mem_read_u64(pp->pid, bias + addr + pp->off->type_dealloc, &fn))
+		return;
+	me = procmaps__find(m, fn);
+	if (!me || !me->x || me->deleted || !me->inode || strcmp(me->path, path))
+		return;
+	off = fn - me->start + me->offset;
+	/* Not on a 5-byte nop (a build with patchable entries): a fork child
+	 * after the first hit would inherit a call to a page it has not
+	 * (probes.h). */
+	if (elf_file__read(e, off, entry, sizeof(entry)) || !memcmp(entry, nop5, sizeof(nop5)))
+		return;
+	pp->code_dealloc_off = off;
+	pp->file_inode = me->inode;
+	pp->file_dev_major = me->dev_major;
+	pp->file_dev_minor = me->dev_minor;
+}
+
+int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
+{
+	return python__detect_cached(pid, pp, NULL, why, whylen);
+}
+
+int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, char *why,
+			  size_t whylen)
+{
+	struct procmaps *m = NULL;
+	const struct map_entry *me, *fe = NULL;
+	struct cached_elf *ce = NULL;
+	struct elf_file *e = NULL;
+	char exe[PATH_MAX];
+	const char *path;
+	uint64_t bias, addr;
+	char ver[32];
+	int err;
+
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = pid;
+	why[0] = '\0';
+	m = procmaps__load(pid);
+	if (!m) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		snprintf(why, whylen, "failed to read /proc/%d/maps: %s", pid, strerror(-err));
+		return err;
+	}
+	path = find_interp_module(m, pid, exe, sizeof(exe));
+	if (!path) {
+		err = -ESRCH;
+		snprintf(why, whylen, "process %d is gone", pid);
+		goto cleanup;
+	}
+	snprintf(pp->path, sizeof(pp->path), "%s", path);
+	if (cache)
+		fe = file_entry(m, path);
+	if (fe)
+		ce = elf_cache__find(cache, fe->dev_major, fe->dev_minor, fe->inode);
+	if (ce) {
+		e = cached_elf__file(ce);
+	} else {
+		err = open_module(pid, path, &e);
+		if (err) {
+			snprintf(why, whylen, "failed to open %s: %s", path, strerror(-err));
+			goto cleanup;
+		}
+	}
+	if (elf_file__find_symbol(e, "_PyRuntime", &addr, NULL)) {
+		/* Just exec'ed, before the loader has mapped libpython. */
+		if (path == exe && elf_file__needed(e, "libpython3")) {
+			err = -EAGAIN;
+			snprintf(why, whylen, "%s has not loaded libpython yet", path);
+			goto cleanup;
+		}
+		err = -ENOENT;
+		snprintf(why, whylen, "%s is not a Python interpreter (no _PyRuntime symbol)",
+			 path);
+		goto cleanup;
+	}
+	/* An interpreter: kept for the next process of its build (other
+	 * programs are not, and the cache is bounded). */
+	if (fe && !ce) {
+		ce = elf_cache__add(cache, fe->dev_major, fe->dev_minor, fe->inode, e);
+		e = ce ? cached_elf__file(ce) : NULL;
+		if (!e) {
+			err = -ENOMEM;
+			snprintf(why, whylen, "out of memory");
+			goto cleanup;
+		}
+	}
+	err = procmaps_load_bias(m, path, e, &bias);
+	if (err) {
+		/* Started but not mapped the way we expect yet (exec in progress). */
+		snprintf(why, whylen, "cannot find where %s is mapped", path);
+		err = -EAGAIN;
+		goto cleanup;
+	}
+	pp->runtime = bias + addr;
+	/* The dynamic loader maps the library as one read-only span first and
+	 * then each segment over it: until the data segment is in place, the
+	 * address holds bytes of the file, not _PyRuntime, and reading it would
+	 * refuse the process for good on garbage (a TSD key, a layout). */
+	me = procmaps__find(m, pp->runtime);
+	if (!me || !me->w) {
+		err = -EAGAIN;
+		snprintf(why, whylen, "%s is not fully mapped yet", path);
+		goto cleanup;
+	}
+	pp->static_build = strncmp(basename(path), "libpython", 9) != 0;
+	err = read_version(pp, e, bias, path, why, whylen);
+	if (err)
+		goto cleanup;
+	python__version_string(pp->version_hex, ver, sizeof(ver));
+	pp->off = offsets_for(pp->minor);
+	if (!pp->off || pp->minor < PY_MIN_MINOR || pp->minor > PY_MAX_MINOR) {
+		snprintf(why, whylen, "Python 3.%d is not supported (supported: %s)", pp->minor,
+			 PY_SUPPORTED);
+		err = -ENOTSUP;
+		goto cleanup;
+	}
+	err = check_debug_offsets(pp, why, whylen);
+	if (!err)
+		err = check_code_type(pp, e, bias, why, whylen);
+	if (!err)
+		err = check_tsd(pp, why, whylen);
+	if (!err) {
+		err = find_gil(pp);
+		if (err == -EAGAIN)
+			snprintf(why, whylen, "the GIL is not created yet");
+	}
+	if (err)
+		goto cleanup;
+	text_ranges(pp, m, path);
+	call_machinery_ranges(pp, e, bias);
+	find_code_dealloc(pp, m, e, bias, path);
+	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, &pp->cfg);
+	memcpy(pp->cfg.text, pp->text, sizeof(pp->cfg.text));
+	pp->cfg.ntext = pp->ntext;
+	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
+		 (unsigned long long)pp->runtime);
+cleanup:
+	if (ce)
+		elf_cache__put(ce);
+	else
+		elf_file__free(e);
+	procmaps__free(m);
+	return err;
+}
+
+int python__thread_tid(const struct py_proc *pp, uint64_t tstate, int *tid)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t v = 0, pt;
+	uint32_t t = 0;
+	int err;
+
+	*tid = 0;
+	if (o->tstate_native_thread_id != PYOFF_NONE) {
+		err = mem_read_u64(pp->pid, tstate + o->tstate_native_thread_id, &v);
+		if (err)
+			return err;
+		*tid = (int)v;
+		return v && v < (1u << 30) ? 0 : -EINVAL;
+	}
+	/* Through glibc's struct pthread, whose tid offset must give the
+	 * process's own id for its main thread. */
+	err = mem_read_u32(pp->pid, pp->main_thread + GLIBC_PTHREAD_TID, &t);
+	if (err)
+		return err;
+	if ((int)t != pp->pid)
+		return -ENOTSUP;
+	err = mem_read_u64(pp->pid, tstate + o->tstate_thread_id, &pt);
+	if (!err)
+		err = mem_read_u32(pp->pid, pt + GLIBC_PTHREAD_TID, &t);
+	if (err)
+		return err;
+	*tid = (int)t;
+	return t && t < (1u << 30) ? 0 : -EINVAL;
+}
