@@ -254,9 +254,18 @@ static inline __u32 code_ident(__u64 filename, __u64 name)
 /* mem_flags bits above the sampler's SBS_F_* flags. */
 #define MEMF_NO_FREES (1u << 16) /* from uprobes: frees are not followed */
 
-struct sample_event {
-	__u32 type; /* EV_SAMPLE */
+/*
+ * Every record BPF sends through the ring buffer begins with this: its type
+ * (enum event_type) and the process it is of.  The loader dispatches on the
+ * type (session.c: the minimum size of each and its handler).
+ */
+struct record_hdr {
+	__u32 type;
 	__u32 tgid;
+};
+
+struct sample_event {
+	struct record_hdr hdr; /* EV_SAMPLE */
 	__u32 tid;
 	__u16 cpu;
 	__u8 mode;	  /* enum sample_mode */
@@ -295,10 +304,9 @@ struct sample_event {
 #define SAMPLE_HDR_SIZE (sizeof(struct sample_event) - MAX_FRAMES * sizeof(struct py_frame))
 
 struct proc_record {
-	__u32 type; /* EV_EXEC, EV_FORK, EV_EXIT */
-	__u32 tgid;
-	__u32 ppid;	 /* EV_FORK: the parent's tgid */
-	__u32 exit_code; /* EV_EXIT */
+	struct record_hdr hdr; /* EV_EXEC, EV_FORK, EV_EXIT */
+	__u32 ppid;	       /* EV_FORK: the parent's tgid */
+	__u32 exit_code;       /* EV_EXIT */
 	__u64 ts;
 	__u64 maxrss_pages; /* the process's peak resident set so far (EV_EXIT: final) */
 	__u32 gen;	    /* EV_EXEC: the new image's proc_info.gen */
@@ -350,11 +358,10 @@ struct agg_val {
 };
 
 struct agg_stack_record {
-	__u32 type; /* EV_STACK */
-	__u32 nframes;
+	struct record_hdr hdr; /* EV_STACK; tgid: the process whose sample sent it */
 	__u64 id;
+	__u32 nframes;
 	__u32 elided;
-	__u32 tgid; /* the process whose sample sent it */
 	struct py_frame frames[MAX_FRAMES];
 };
 
@@ -369,10 +376,9 @@ enum sampler_phase {
 };
 
 struct sampler_record {
-	__u32 type; /* EV_SAMPLER */
-	__u32 tgid;
-	__u32 phase; /* enum sampler_phase */
-	__u32 abi;   /* init: the library's ABI version */
+	struct record_hdr hdr; /* EV_SAMPLER */
+	__u32 phase;	       /* enum sampler_phase */
+	__u32 abi;	       /* init: the library's ABI version */
 	__u64 ts;
 	__u64 state_addr;
 	__s32 read_err; /* reading the state block: 0 or -errno */
@@ -396,8 +402,7 @@ enum gpu_phase {
  * once as an EV_STACK record under its id (agg_stacks), before the first
  * call that names it; 0 when the walk found no frame (status says why). */
 struct gpu_call_record {
-	__u32 type; /* EV_GPU_CALL */
-	__u32 tgid;
+	struct record_hdr hdr; /* EV_GPU_CALL */
 	__u32 tid;
 	__u32 correlation_id;
 	__u64 stack;
@@ -414,8 +419,7 @@ struct gpu_call_record {
  * announced it before the records that carry the address. */
 #define GPU_NAME_BYTES 512
 struct gpu_name_record {
-	__u32 type; /* EV_GPU_NAME */
-	__u32 tgid;
+	struct record_hdr hdr; /* EV_GPU_NAME */
 	__u64 addr;
 	__s32 len; /* bpf_probe_read_user_str: bytes with the NUL, or -errno */
 	__u32 pad;
@@ -424,10 +428,9 @@ struct gpu_name_record {
 
 /* EV_GPU: one of the GPU library's probes, from a tracked process. */
 struct gpu_record {
-	__u32 type; /* EV_GPU */
-	__u32 tgid;
-	__u32 phase; /* enum gpu_phase */
-	__u32 abi;   /* init: the library's ABI version */
+	struct record_hdr hdr; /* EV_GPU */
+	__u32 phase;	       /* enum gpu_phase */
+	__u32 abi;	       /* init: the library's ABI version */
 	__u64 ts;
 	__u64 state_addr;
 	__u64 inner, outer; /* GPU_ALIAS: correlation ids */

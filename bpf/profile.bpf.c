@@ -382,8 +382,8 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 		stat_inc(lost_stat);
 		return NULL;
 	}
-	ev->type = EV_SAMPLE;
-	ev->tgid = pid_tgid >> 32;
+	ev->hdr.type = EV_SAMPLE;
+	ev->hdr.tgid = pid_tgid >> 32;
 	ev->tid = (__u32)pid_tgid;
 	ev->cpu = bpf_get_smp_processor_id();
 	ev->ts = bpf_ktime_get_ns();
@@ -439,11 +439,11 @@ static __always_inline bool send_stack(const struct sample_event *ev, __u64 id,
 		return true;
 	if (n > MAX_FRAMES)
 		return false;
-	r->type = EV_STACK;
+	r->hdr.type = EV_STACK;
 	r->nframes = n;
 	r->id = id;
 	r->elided = ev->elided;
-	r->tgid = ev->tgid;
+	r->hdr.tgid = ev->hdr.tgid;
 	if (bpf_probe_read_kernel(r->frames, n * sizeof(struct py_frame), ev->frames))
 		return false;
 	/* Marked sent only once it is in the ring buffer, ahead of any count
@@ -489,7 +489,7 @@ static __noinline int count_sample(struct sample_event *ev, const struct proc_in
 	if (ev->mode == MODE_USER && p->has_cfg &&
 	    (!pywalk_in_interpreter(&p->cfg, ev->user_ip) || (ev->flags & SAMPLE_F_CALL)))
 		k->user_ip = ev->user_ip;
-	k->tgid = ev->tgid;
+	k->tgid = ev->hdr.tgid;
 	k->tid = ev->tid;
 	k->gen = ev->gen;
 	k->epoch = agg_epoch;
@@ -857,8 +857,8 @@ static __always_inline void emit_proc_record(__u32 type, __u32 tgid, __u32 ppid,
 		stat_inc(STAT_EVENTS_LOST);
 		return;
 	}
-	e->type = type;
-	e->tgid = tgid;
+	e->hdr.type = type;
+	e->hdr.tgid = tgid;
 	e->ppid = ppid;
 	e->exit_code = code;
 	e->gen = gen;
@@ -1050,8 +1050,8 @@ static __always_inline int sampler_event(__u32 phase, __u64 state, __u32 abi)
 		stat_inc(STAT_EVENTS_LOST);
 		return 0;
 	}
-	r->type = EV_SAMPLER;
-	r->tgid = pid_tgid >> 32;
+	r->hdr.type = EV_SAMPLER;
+	r->hdr.tgid = pid_tgid >> 32;
 	r->phase = phase;
 	r->abi = abi;
 	r->ts = bpf_ktime_get_ns();
@@ -1132,8 +1132,8 @@ int BPF_KPROBE(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32
 		return 0;
 	/* The call's fields first: nothing stays live across the walk. */
 	r = &sc->call;
-	r->type = EV_GPU_CALL;
-	r->tgid = pid_tgid >> 32;
+	r->hdr.type = EV_GPU_CALL;
+	r->hdr.tgid = pid_tgid >> 32;
 	r->tid = (__u32)pid_tgid;
 	r->correlation_id = (__u32)correlation_id;
 	r->ts = bpf_ktime_get_ns();
@@ -1141,7 +1141,7 @@ int BPF_KPROBE(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32
 	r->cbid = cbid;
 	r->domain = domain;
 	r->gen = p->gen;
-	sc->ev.tgid = pid_tgid >> 32;
+	sc->ev.hdr.tgid = pid_tgid >> 32;
 	sc->ev.mode = MODE_GPU_API;
 	sc->ev.user_ip = 0;
 	sc->ev.flags = 0;
@@ -1166,8 +1166,8 @@ static __always_inline struct gpu_record *gpu_reserve(__u32 phase, __u64 state)
 		stat_inc(STAT_GPU_LOST);
 		return NULL;
 	}
-	r->type = EV_GPU;
-	r->tgid = pid_tgid >> 32;
+	r->hdr.type = EV_GPU;
+	r->hdr.tgid = pid_tgid >> 32;
 	r->phase = phase;
 	r->abi = 0;
 	r->ts = bpf_ktime_get_ns();
@@ -1231,8 +1231,8 @@ int BPF_KPROBE(on_gpu_name, __u64 addr)
 		stat_inc(STAT_GPU_LOST);
 		return 0;
 	}
-	r->type = EV_GPU_NAME;
-	r->tgid = pid_tgid >> 32;
+	r->hdr.type = EV_GPU_NAME;
+	r->hdr.tgid = pid_tgid >> 32;
 	r->addr = addr;
 	r->pad = 0;
 	r->len = bpf_probe_read_user_str(r->name, sizeof(r->name), (const void *)addr);

@@ -245,10 +245,9 @@ static const char *setup_gpu_library;
 static bool setup(struct fixture *f, bool memory)
 {
 	struct profile_filter filter = { .profile_all = true };
-	struct session_opts so = { .period_ns = MS,
-				   .ncpus = 1,
-				   .memory = memory,
-				   .gpu_library = setup_gpu_library };
+	struct session_opts so = {
+		.period_ns = MS, .ncpus = 1, .memory = memory, .gpu_library = setup_gpu_library
+	};
 	struct session_bpf b = {
 		.ctx = &f->bpf,
 		.track = fake_track,
@@ -296,8 +295,8 @@ static struct sample_event ev;
 static void sample_init(int tgid, int tid, uint64_t cpu_ns, const char *comm)
 {
 	memset(&ev, 0, sizeof(ev));
-	ev.type = EV_SAMPLE;
-	ev.tgid = tgid;
+	ev.hdr.type = EV_SAMPLE;
+	ev.hdr.tgid = tgid;
 	ev.tid = tid;
 	ev.mode = MODE_USER;
 	ev.status = WALK_OK;
@@ -325,7 +324,7 @@ static void send_sample(struct fixture *f)
 
 static void send_proc(struct fixture *f, uint32_t type, int tgid, int ppid, uint64_t ts)
 {
-	struct proc_record r = { .type = type, .tgid = tgid, .ppid = ppid, .ts = ts };
+	struct proc_record r = { .hdr.type = type, .hdr.tgid = tgid, .ppid = ppid, .ts = ts };
 
 	snprintf((char *)r.comm, sizeof(r.comm), "proc%d", tgid);
 	CHECK_EQ_INT(session__handle(f->s, &r, sizeof(r)), 0);
@@ -592,8 +591,8 @@ static void test_fork_inherits(void)
 		.alloc_bytes = 3 << 20,
 	};
 	struct sampler_record sr = {
-		.type = EV_SAMPLER,
-		.tgid = getpid(),
+		.hdr.type = EV_SAMPLER,
+		.hdr.tgid = getpid(),
 		.phase = SAMPLER_INIT,
 	};
 	const struct stack_stats *stk;
@@ -1043,8 +1042,8 @@ static void test_counted_samples(void)
 /* Records that do not hold together are counted and dropped. */
 static void test_malformed(void)
 {
-	struct proc_record r = { .type = EV_FORK, .tgid = GONE_PID + 7, .ppid = 1 };
-	struct sampler_record sr = { .type = EV_SAMPLER, .tgid = 1 };
+	struct proc_record r = { .hdr.type = EV_FORK, .hdr.tgid = GONE_PID + 7, .ppid = 1 };
+	struct sampler_record sr = { .hdr.type = EV_SAMPLER, .hdr.tgid = 1 };
 	uint32_t type = EV_SAMPLE;
 	struct fixture f;
 	int bad = 0;
@@ -1082,14 +1081,14 @@ static void test_malformed(void)
 	bad++;
 	CHECK_EQ_INT(session__handle(f.s, &sr, sizeof(sr) - 1), 0);
 	bad++;
-	r.type = 77;
+	r.hdr.type = 77;
 	CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
 	bad++;
 	CHECK_EQ_INT(fact_int(&f, "bpf.bad_records"), bad);
 	CHECK_EQ_INT(fact_int(&f, "bpf.records"), bad);
 	/* None of them did anything. */
 	CHECK_EQ_INT(profile__samples(f.p), 0);
-	r.type = EV_FORK;
+	r.hdr.type = EV_FORK;
 	sample_init(GONE_PID + 7, GONE_PID + 7, MS, "python3");
 	send_sample(&f);
 	CHECK_EQ_INT(profile__samples(f.p), 0);
@@ -1338,8 +1337,8 @@ static void test_host_mode(void)
 	CHECK(near(profile__total_ns(h.made[0]), 3 * MS));
 	/* The child exits: the host gets its profile, code and facts. */
 	{
-		struct proc_record r = { .type = EV_EXIT,
-					 .tgid = child,
+		struct proc_record r = { .hdr.type = EV_EXIT,
+					 .hdr.tgid = child,
 					 .exit_code = 3 << 8,
 					 .ts = mono_ns(),
 					 .maxrss_pages = 256,
@@ -1396,8 +1395,8 @@ static void test_host_mode(void)
 	 * parent's walk configuration; that of a parent not followed is not,
 	 * nor is such an exit. */
 	{
-		struct proc_record r = { .type = EV_FORK,
-					 .tgid = GONE_PID + 11,
+		struct proc_record r = { .hdr.type = EV_FORK,
+					 .hdr.tgid = GONE_PID + 11,
 					 .ppid = GONE_PID + 12,
 					 .ts = mono_ns(),
 					 .flags = PROC_F_UNTRACKED };
@@ -1405,7 +1404,7 @@ static void test_host_mode(void)
 		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
 		CHECK_EQ_INT(fb.ntracked, 2);
 		CHECK_EQ_INT(h.nmade, 3);
-		r.tgid = GONE_PID + 13;
+		r.hdr.tgid = GONE_PID + 13;
 		r.ppid = pid;
 		fb.python_pid = 0;
 		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
@@ -1413,12 +1412,12 @@ static void test_host_mode(void)
 		CHECK_EQ_INT(fb.tracked[2], GONE_PID + 13);
 		CHECK_EQ_INT(fb.python_pid, GONE_PID + 13);
 		CHECK_EQ_INT(h.nmade, 4);
-		r.type = EV_EXIT;
-		r.tgid = GONE_PID + 11;
+		r.hdr.type = EV_EXIT;
+		r.hdr.tgid = GONE_PID + 11;
 		r.ppid = 0;
 		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
 		CHECK_EQ_INT(h.nended, 2);
-		r.tgid = GONE_PID + 13;
+		r.hdr.tgid = GONE_PID + 13;
 		CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
 		CHECK_EQ_INT(h.nended, 3);
 		CHECK_EQ_INT(h.ended_pid[2], GONE_PID + 13);
@@ -1448,8 +1447,8 @@ static void send_gpu(struct fixture *f, uint32_t phase, const void *payload, siz
 	static struct gpu_record r;
 
 	memset(&r, 0, sizeof(r));
-	r.type = EV_GPU;
-	r.tgid = getpid();
+	r.hdr.type = EV_GPU;
+	r.hdr.tgid = getpid();
 	r.phase = phase;
 	r.count = count;
 	memcpy(r.recs, payload, len);
@@ -1461,8 +1460,8 @@ static void send_gpu(struct fixture *f, uint32_t phase, const void *payload, siz
 static void send_launch(struct fixture *f, uint32_t corr, int code)
 {
 	static struct agg_stack_record r;
-	struct gpu_call_record c = { .type = EV_GPU_CALL,
-				     .tgid = getpid(),
+	struct gpu_call_record c = { .hdr.type = EV_GPU_CALL,
+				     .hdr.tgid = getpid(),
 				     .tid = getpid(),
 				     .correlation_id = corr,
 				     .stack = 1000 + code,
@@ -1470,8 +1469,8 @@ static void send_launch(struct fixture *f, uint32_t corr, int code)
 				     .status = WALK_OK };
 
 	memset(&r, 0, sizeof(r));
-	r.type = EV_STACK;
-	r.tgid = getpid();
+	r.hdr.type = EV_STACK;
+	r.hdr.tgid = getpid();
 	r.id = c.stack;
 	r.nframes = 2;
 	r.frames[0] = frame_of(code);
@@ -1503,19 +1502,35 @@ static void test_gpu(void)
 					    .clock = GPU_CLOCK_MONOTONIC };
 	struct scalene_bpf_gpu_rec recs[6] = {
 		/* Two kernels of call 42, overlapping: busy [t0, t0 + 12 ms). */
-		{ .kind = GPU_REC_KERNEL, .correlation_id = 42, .start_ns = t0,
+		{ .kind = GPU_REC_KERNEL,
+		  .correlation_id = 42,
+		  .start_ns = t0,
 		  .end_ns = t0 + 10 * MS },
-		{ .kind = GPU_REC_KERNEL, .correlation_id = 42, .start_ns = t0 + 6 * MS,
+		{ .kind = GPU_REC_KERNEL,
+		  .correlation_id = 42,
+		  .start_ns = t0 + 6 * MS,
 		  .end_ns = t0 + 12 * MS },
-		{ .kind = GPU_REC_MEMCPY, .correlation_id = 43, .copy_kind = GPU_COPY_HTOD,
-		  .bytes = 1 << 20, .start_ns = t0 + 30 * MS, .end_ns = t0 + 31 * MS },
+		{ .kind = GPU_REC_MEMCPY,
+		  .correlation_id = 43,
+		  .copy_kind = GPU_COPY_HTOD,
+		  .bytes = 1 << 20,
+		  .start_ns = t0 + 30 * MS,
+		  .end_ns = t0 + 31 * MS },
 		/* 4 MiB allocated at t0 by a call not seen. */
-		{ .kind = GPU_REC_ALLOC, .correlation_id = 44, .bytes = 4 << 20, .start_ns = t0,
+		{ .kind = GPU_REC_ALLOC,
+		  .correlation_id = 44,
+		  .bytes = 4 << 20,
+		  .start_ns = t0,
 		  .end_ns = t0 },
-		{ .kind = GPU_REC_FREE, .correlation_id = 45, .bytes = 4 << 20,
-		  .start_ns = t0 + 25 * MS, .end_ns = t0 + 25 * MS },
+		{ .kind = GPU_REC_FREE,
+		  .correlation_id = 45,
+		  .bytes = 4 << 20,
+		  .start_ns = t0 + 25 * MS,
+		  .end_ns = t0 + 25 * MS },
 		/* A kernel no call was seen for (no launch site). */
-		{ .kind = GPU_REC_KERNEL, .correlation_id = 99, .start_ns = t0 + 50 * MS,
+		{ .kind = GPU_REC_KERNEL,
+		  .correlation_id = 99,
+		  .start_ns = t0 + 50 * MS,
 		  .end_ns = t0 + 52 * MS },
 	};
 	const struct line_stats *helper, *other;
@@ -1534,8 +1549,8 @@ static void test_gpu(void)
 	send_launch(&f, 43, CODE_OTHER);
 	/* A call whose stack never came: counted, its records unmatched. */
 	{
-		struct gpu_call_record c = { .type = EV_GPU_CALL,
-					     .tgid = getpid(),
+		struct gpu_call_record c = { .hdr.type = EV_GPU_CALL,
+					     .hdr.tgid = getpid(),
 					     .correlation_id = 45,
 					     .stack = 77,
 					     .status = WALK_OK };

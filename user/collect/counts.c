@@ -174,8 +174,8 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 			bpf_map_delete_elem(c->maps.stacks_fd, &k->stack);
 		}
 	}
-	ev->type = EV_SAMPLE;
-	ev->tgid = k->tgid;
+	ev->hdr.type = EV_SAMPLE;
+	ev->hdr.tgid = k->tgid;
 	ev->tid = k->tid;
 	ev->mode = k->mode;
 	ev->status = st || !k->stack ? k->status : WALK_READ_FAILED;

@@ -577,7 +577,7 @@ void session__tick(struct session *s, uint64_t now)
 static void handle_fork(struct session *s, const struct proc_record *r)
 {
 	struct tproc *parent = hmap__get(s->procs, &(int){ (int)r->ppid });
-	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->hdr.tgid });
 	bool untracked = r->flags & PROC_F_UNTRACKED;
 
 	/* A fork BPF did not follow (system-wide, any on the host): ours
@@ -599,13 +599,13 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		let_go(s, tp);
 		tp = NULL;
 	}
-	if (s->host && !s->host->accept(s->host->ctx, (int)r->tgid, (int)r->ppid)) {
+	if (s->host && !s->host->accept(s->host->ctx, (int)r->hdr.tgid, (int)r->ppid)) {
 		/* BPF follows a fork child by itself. */
-		s->bpf.untrack(s->bpf.ctx, r->tgid);
+		s->bpf.untrack(s->bpf.ctx, r->hdr.tgid);
 		return;
 	}
 	if (!tp)
-		tp = tproc_new(s, r->tgid, r->ppid);
+		tp = tproc_new(s, r->hdr.tgid, r->ppid);
 	if (!tp)
 		return;
 	/* BPF follows it from here (if it still runs; its exit record comes
@@ -614,14 +614,14 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 		s->bpf.set_python(s->bpf.ctx, tp->pid, &parent->pp.cfg, parent->pp.gil_lo,
 				  parent->pp.gil_hi);
 	tp->start_ns = r->ts;
-	pr_debug("process %d forked %d\n", (int)r->ppid, (int)r->tgid);
+	pr_debug("process %d forked %d\n", (int)r->ppid, (int)r->hdr.tgid);
 	tp->exited = false;
 	if (parent) {
 		/* Same image as the parent until it execs; BPF copied the
 		 * walk configuration already. */
 		tp->state = parent->state;
 		tp->pp = parent->pp;
-		tp->pp.pid = r->tgid;
+		tp->pp.pid = r->hdr.tgid;
 		tp->parent_space = parent->space;
 		/* The sampler comes with the copied address space (its
 		 * constructor does not run again); its counts are the child's
@@ -643,7 +643,7 @@ static void handle_fork(struct session *s, const struct proc_record *r)
 
 static void handle_exec(struct session *s, const struct proc_record *r)
 {
-	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->hdr.tgid });
 
 	/* Recognised already, after this exec: the record was just late, and
 	 * the interpreter found is this image's.  What records before it said
@@ -651,7 +651,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	 * that execs itself without LD_PRELOAD before the loader looked has
 	 * its first image's sampler announced ahead of this record. */
 	if (tp && tp->state == TP_PYTHON && tp->recognised_ns > r->ts) {
-		pr_debug("process %d exec'ed %.16s (recognised already)\n", (int)r->tgid,
+		pr_debug("process %d exec'ed %.16s (recognised already)\n", (int)r->hdr.tgid,
 			 (const char *)r->comm);
 		if (!s->host)
 			profile__proc_exit(s->profile, tp->pid, r->ts);
@@ -670,26 +670,26 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	} else if (s->host) {
 		/* Any exec on the host (BPF reports them all): followed only
 		 * if the filters take it. */
-		if (!s->host->accept(s->host->ctx, (int)r->tgid, 0))
+		if (!s->host->accept(s->host->ctx, (int)r->hdr.tgid, 0))
 			return;
 		/* A program seen before and not Python: not followed at all. */
-		if (known_not_python(s, (int)r->tgid)) {
+		if (known_not_python(s, (int)r->hdr.tgid)) {
 			s->exec_cache_hits++;
-			s->host->skipped(s->host->ctx, (int)r->tgid, NULL);
+			s->host->skipped(s->host->ctx, (int)r->hdr.tgid, NULL);
 			return;
 		}
-		tp = tproc_new(s, r->tgid, 0);
+		tp = tproc_new(s, r->hdr.tgid, 0);
 		if (tp && follow(s, tp)) {
 			hmap__del(s->procs, &tp->pid);
 			tproc_free(tp);
 			return;
 		}
 	} else if (!tp) {
-		tp = tproc_new(s, r->tgid, 0);
+		tp = tproc_new(s, r->hdr.tgid, 0);
 	}
 	if (!tp)
 		return;
-	pr_debug("process %d exec'ed %.16s (read %.1f ms later)\n", (int)r->tgid,
+	pr_debug("process %d exec'ed %.16s (read %.1f ms later)\n", (int)r->hdr.tgid,
 		 (const char *)r->comm, (mono_ns() - r->ts) / 1e6);
 	new_image(tp, r->gen);
 	tp->state = TP_DETECTING;
@@ -718,13 +718,13 @@ static void retire_exited(struct session *s);
 
 static void handle_exit(struct session *s, const struct proc_record *r)
 {
-	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->hdr.tgid });
 
 	/* Any exit on the host (system-wide): ours only if followed. */
 	if ((r->flags & PROC_F_UNTRACKED) && !tp)
 		return;
 
-	pr_debug("process %d exited\n", (int)r->tgid);
+	pr_debug("process %d exited\n", (int)r->hdr.tgid);
 	if (s->host) {
 		if (tp) {
 			end_image(s, tp, END_EXIT, (int)r->exit_code,
@@ -740,9 +740,9 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 		tp->usyms = NULL;
 		sasync_stop(tp);
 	}
-	profile__proc_exit(s->profile, r->tgid, r->ts);
-	s->bpf.untrack(s->bpf.ctx, r->tgid);
-	if ((int)r->tgid == s->root_pid)
+	profile__proc_exit(s->profile, r->hdr.tgid, r->ts);
+	s->bpf.untrack(s->bpf.ctx, r->hdr.tgid);
+	if ((int)r->hdr.tgid == s->root_pid)
 		s->root_exited = true;
 	else if (tp)
 		retire_exited(s);
@@ -752,7 +752,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
  * seen per thread is kept so that a thread's samples intern it once. */
 static const char *thread_name(struct session *s, struct profile *p, const struct sample_event *ev)
 {
-	struct thread_name_key k = { (int)ev->tgid, (int)ev->tid };
+	struct thread_name_key k = { (int)ev->hdr.tgid, (int)ev->tid };
 	const char *name = hmap__get(s->tnames, &k);
 	char buf[sizeof(ev->comm) + 1];
 
@@ -974,7 +974,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 	struct frame_ref frames[SAMPLE_FRAMES];
 	int offsets[SAMPLE_FRAMES];
 	struct mem_in m = {
-		.tgid = ev->tgid,
+		.tgid = ev->hdr.tgid,
 		.tid = ev->tid,
 		.ts_ns = ev->ts,
 		.bytes = (double)ev->mem_bytes,
@@ -1001,7 +1001,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 
 static void on_sampler(struct session *s, const struct sampler_record *r)
 {
-	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->hdr.tgid });
 
 	if (!tp)
 		return;
@@ -1051,7 +1051,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->bad_records++;
 		return;
 	}
-	tp = hmap__get(s->procs, &(int){ (int)ev->tgid });
+	tp = hmap__get(s->procs, &(int){ (int)ev->hdr.tgid });
 	if (s->bpf.drain_counts && ev->mode < MODE_MALLOC && (!tp || ev->gen != tp->gen) &&
 	    !retry && hold(s, ev, size))
 		return;
@@ -1080,9 +1080,9 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	if (ev->cpu_ns || ev->offcpu_ns)
 		sasync_active(s, tp, ev->ts);
 	in.count = count;
-	in.tgid = ev->tgid;
+	in.tgid = ev->hdr.tgid;
 	in.tid = ev->tid;
-	in.main_thread = ev->tid == ev->tgid;
+	in.main_thread = ev->tid == ev->hdr.tgid;
 	in.thread_name = thread_name(s, p, ev);
 	in.ts_ns = ev->ts;
 	in.cpu_ns = ev->cpu_ns;
@@ -1112,7 +1112,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
  * while they are still there (its counts come later). */
 static void on_stack(struct session *s, const struct agg_stack_record *r, size_t size)
 {
-	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->tgid });
+	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->hdr.tgid });
 	uint32_t i;
 
 	if (size < STACK_HDR_SIZE || r->nframes > MAX_FRAMES ||
@@ -1150,75 +1150,97 @@ static void drain_counts(struct session *s, int which)
 	}
 }
 
+/* The handlers of the records, with one signature for the table below. */
+static void rec_sample(struct session *s, const void *data, size_t size)
+{
+	on_sample(s, data, size, false);
+}
+
+static void rec_stack(struct session *s, const void *data, size_t size)
+{
+	on_stack(s, data, size);
+}
+
+static void rec_fork(struct session *s, const void *data, size_t size)
+{
+	handle_fork(s, data);
+}
+
+static void rec_exec(struct session *s, const void *data, size_t size)
+{
+	handle_exec(s, data);
+}
+
+static void rec_exit(struct session *s, const void *data, size_t size)
+{
+	handle_exit(s, data);
+}
+
+static void rec_sampler(struct session *s, const void *data, size_t size)
+{
+	on_sampler(s, data);
+}
+
+static struct tproc *proc_of(struct session *s, const void *data)
+{
+	const struct record_hdr *h = data;
+
+	return hmap__get(s->procs, &(int){ (int)h->tgid });
+}
+
+static void rec_gpu(struct session *s, const void *data, size_t size)
+{
+	sgpu_record(s, proc_of(s, data), data);
+}
+
+static void rec_gpu_call(struct session *s, const void *data, size_t size)
+{
+	sgpu_call(s, proc_of(s, data), data);
+}
+
+static void rec_gpu_name(struct session *s, const void *data, size_t size)
+{
+	sgpu_name(s, proc_of(s, data), data);
+}
+
+/* Each record type BPF sends (bpf/abi.h): the size a record of it has at
+ * least (samples and stacks then check their frames against their size)
+ * and its handler.  A record shorter, or of a type not here, is counted in
+ * bad_records. */
+static const struct {
+	size_t min_size;
+	void (*handle)(struct session *s, const void *data, size_t size);
+} records[] = {
+	[EV_SAMPLE] = { SAMPLE_HDR_SIZE, rec_sample },
+	[EV_EXEC] = { sizeof(struct proc_record), rec_exec },
+	[EV_FORK] = { sizeof(struct proc_record), rec_fork },
+	[EV_EXIT] = { sizeof(struct proc_record), rec_exit },
+	[EV_SAMPLER] = { sizeof(struct sampler_record), rec_sampler },
+	[EV_STACK] = { STACK_HDR_SIZE, rec_stack },
+	[EV_GPU] = { sizeof(struct gpu_record), rec_gpu },
+	[EV_GPU_CALL] = { sizeof(struct gpu_call_record), rec_gpu_call },
+	[EV_GPU_NAME] = { sizeof(struct gpu_name_record), rec_gpu_name },
+};
+
 int session__handle(void *ctx, const void *data, size_t size)
 {
 	struct session *s = ctx;
-	const struct proc_record *r = data;
-	uint32_t type;
+	struct record_hdr h;
 
-	if (size < sizeof(type))
+	if (size < sizeof(h.type)) /* not even a record */
 		return 0;
-	memcpy(&type, data, sizeof(type));
 	s->records++;
-	if (type == EV_SAMPLE) {
-		on_sample(s, data, size, false);
-		return 0;
-	}
-	if (type == EV_STACK) {
-		on_stack(s, data, size);
-		return 0;
-	}
-	if (type == EV_SAMPLER) {
-		if (size < sizeof(struct sampler_record))
-			s->bad_records++;
-		else
-			on_sampler(s, data);
-		return 0;
-	}
-	if (type == EV_GPU_NAME) {
-		const struct gpu_name_record *n = data;
-
-		if (size < sizeof(*n))
-			s->bad_records++;
-		else
-			sgpu_name(s, hmap__get(s->procs, &(int){ (int)n->tgid }), n);
-		return 0;
-	}
-	if (type == EV_GPU_CALL) {
-		const struct gpu_call_record *c = data;
-
-		if (size < sizeof(*c))
-			s->bad_records++;
-		else
-			sgpu_call(s, hmap__get(s->procs, &(int){ (int)c->tgid }), c);
-		return 0;
-	}
-	if (type == EV_GPU) {
-		const struct gpu_record *g = data;
-
-		if (size < sizeof(*g))
-			s->bad_records++;
-		else
-			sgpu_record(s, hmap__get(s->procs, &(int){ (int)g->tgid }), g);
-		return 0;
-	}
-	if (size < sizeof(*r)) {
+	if (size < sizeof(h)) {
 		s->bad_records++;
 		return 0;
 	}
-	switch (type) {
-	case EV_FORK:
-		handle_fork(s, r);
-		break;
-	case EV_EXEC:
-		handle_exec(s, r);
-		break;
-	case EV_EXIT:
-		handle_exit(s, r);
-		break;
-	default:
+	memcpy(&h, data, sizeof(h));
+	if (h.type >= sizeof(records) / sizeof(records[0]) || !records[h.type].handle ||
+	    size < records[h.type].min_size) {
 		s->bad_records++;
+		return 0;
 	}
+	records[h.type].handle(s, data, size);
 	return 0;
 }
 

@@ -170,8 +170,8 @@ void sgpu_stack(struct session *s, const struct agg_stack_record *r)
 	ev = calloc(1, size);
 	if (!ev)
 		return;
-	ev->type = EV_SAMPLE;
-	ev->tgid = r->tgid;
+	ev->hdr.type = EV_SAMPLE;
+	ev->hdr.tgid = r->hdr.tgid;
 	ev->mode = MODE_GPU_API;
 	ev->status = WALK_OK;
 	ev->nframes = r->nframes;
