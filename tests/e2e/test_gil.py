@@ -27,7 +27,7 @@ def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
     spent = json.loads(side.read_text())
     facts = res.profile["scalene_bpf"]
     m = markers(prog)
-    period_s = 1.0 / facts["sampling_rate_hz"]
+    period_s = facts["sampling_period_ns"] / 1e9
     interps = facts["interpreters"]
     assert interps and all(i["gil_wait_measured"] for i in interps), interps
 

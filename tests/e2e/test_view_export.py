@@ -461,11 +461,11 @@ def check_pprof(doc, path, tmp, message):
         for t, v in enumerate(vals):
             assert abs(stacks[k][t] - v) <= len(cpu) + len(mem), (k, t)
     # Facts: only those the profile states.
-    rate = (doc.get("scalene_bpf") or {}).get("sampling_rate_hz")
-    if _is_num(rate) and rate > 0:
+    period = (doc.get("scalene_bpf") or {}).get("sampling_period_ns")
+    if _is_num(period) and period > 0:
         assert (st[p.period_type.type], st[p.period_type.unit]) == (
             "cpu", "nanoseconds")
-        assert p.period == round(1e9 / rate)
+        assert p.period == period
     else:
         assert not p.HasField("period_type") and p.period == 0
     # Times past the year 2286 are not believed.
@@ -524,7 +524,7 @@ def test_demo_speedscope(demo, tmp_path):
     total = doc["scalene_bpf"]["total_sampled_s"] * 1e9
     assert 0 < cpu["endValue"] <= total * 1.0001
     samples = sum(e[1] for e in doc["combined_stacks"])
-    period = 1e9 / doc["scalene_bpf"]["sampling_rate_hz"]
+    period = doc["scalene_bpf"]["sampling_period_ns"]
     assert cpu["endValue"] > samples * period + 0.2e9
     assert memp["endValue"] == pytest.approx(
         sum(e[1] for e in doc["memory_stacks"]) * MB, abs=len(

@@ -280,6 +280,27 @@ static void test_pprof_time(void)
 	CHECK(strstr(out, "\"weights\":[1500000000,500000000]") != NULL);
 }
 
+/* The period as profiles state it now: the rate as given (997, whose
+ * 1e9 / rate is not whole) and the timers' period beside it. */
+static void test_pprof_period_stated(void)
+{
+	char doc[2048];
+	const char *tail = strstr(doc_ours, "\"scalene_bpf\"");
+	Perftools__Profiles__Profile *p;
+
+	snprintf(doc, sizeof(doc),
+		 "%.*s\"scalene_bpf\":{\"sampling_rate_hz\":997,"
+		 "\"sampling_period_ns\":1003009,\"total_sampled_s\":2}}",
+		 (int)(tail - doc_ours), doc_ours);
+	CHECK_EQ_INT(run(doc, EXPORT_PPROF), 0);
+	p = unpack();
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ_INT(p->period, 1003009);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
 /* `stacks` that do not match combined_stacks: samples only. */
 static void test_no_time_when_stacks_differ(void)
 {
@@ -374,6 +395,7 @@ int main(void)
 	RUN_TEST(test_speedscope);
 	RUN_TEST(test_pprof);
 	RUN_TEST(test_pprof_time);
+	RUN_TEST(test_pprof_period_stated);
 	RUN_TEST(test_gpu_stacks);
 	RUN_TEST(test_no_time_when_stacks_differ);
 	RUN_TEST(test_stacks_fallback);

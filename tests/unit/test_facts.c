@@ -163,7 +163,8 @@ static struct facts *full_facts(void)
 						     .unavailable = "probe timed out" };
 	a->nlayouts = 2;
 	a->uvloop = true;
-	f->period_ns = 1000000;
+	f->rate_hz = 997;
+	f->period_ns = 1003009;
 	f->total_sampled_ns = 4e9;
 	f->not_python_ns = 0.5e9;
 	f->probe_check = true;
@@ -474,13 +475,16 @@ static void test_every_field(void)
 		goto out;
 	o = output_facts_json(f, p);
 	CHECK(o != NULL);
-	CHECK_KEYS(o, "async", "sampling_rate_hz", "total_sampled_s", "uncounted_blocked_s",
-		   "not_python_s", "probe_overhead_s", "gil_wait_s", "unattributed",
-		   "native_threads_credited_s", "bpf", "memory", "threads", "processes_retired",
-		   "threads_folded", "interpreters", "warnings", "timeline", "profile_decorator",
-		   "process");
+	CHECK_KEYS(o, "async", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
+		   "uncounted_blocked_s", "not_python_s", "probe_overhead_s", "gil_wait_s",
+		   "unattributed", "native_threads_credited_s", "bpf", "memory", "threads",
+		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline",
+		   "profile_decorator", "process");
 	check_async(get(o, "async"));
-	CHECK(dbl(o, "sampling_rate_hz") == 1000);
+	/* The rate as given, not 1e9 / period (997.0000269...), and the period
+	 * the timers use. */
+	CHECK(num(o, "sampling_rate_hz") == 997);
+	CHECK(num(o, "sampling_period_ns") == 1003009);
 	CHECK(dbl(o, "total_sampled_s") == 4);
 	CHECK(dbl(o, "uncounted_blocked_s") == 5);
 	CHECK(dbl(o, "not_python_s") == 0.5);
@@ -533,11 +537,13 @@ static void test_least(void)
 
 	if (!p || !f)
 		goto out;
-	f->period_ns = 1000000;
+	f->rate_hz = 997;
+	f->period_ns = 1003009;
 	o = output_facts_json(f, p);
-	CHECK_KEYS(o, "sampling_rate_hz", "total_sampled_s", "uncounted_blocked_s", "not_python_s",
-		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "threads",
-		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline");
+	CHECK_KEYS(o, "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
+		   "uncounted_blocked_s", "not_python_s", "gil_wait_s", "unattributed",
+		   "native_threads_credited_s", "bpf", "threads", "processes_retired",
+		   "threads_folded", "interpreters", "warnings", "timeline");
 	/* Counters that could not be read are left out, not written as 0;
 	 * rates without their counts too. */
 	b = get(o, "bpf");
@@ -571,7 +577,8 @@ static void test_host_counters(void)
 
 	if (!p || !f)
 		goto out;
-	f->period_ns = 1000000;
+	f->rate_hz = 997;
+	f->period_ns = 1003009;
 	f->bpf.have_stats = true;
 	f->bpf.stats[STAT_SAMPLES] = 900;
 	f->bpf.host = true;
@@ -609,7 +616,8 @@ static void test_uprobes(void)
 
 	if (!p || !f)
 		goto out;
-	f->period_ns = 1000000;
+	f->rate_hz = 997;
+	f->period_ns = 1003009;
 	f->has_uprobes = true;
 	u = &f->uprobes;
 	u->probes[0] = (struct facts_probe_site){
@@ -624,10 +632,10 @@ static void test_uprobes(void)
 	u->elapsed_s = 2;
 	u->ns_per_hit = 1000;
 	o = output_facts_json(f, p);
-	CHECK_KEYS(o, "sampling_rate_hz", "total_sampled_s", "uncounted_blocked_s", "not_python_s",
-		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "threads",
-		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline",
-		   "memory");
+	CHECK_KEYS(o, "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
+		   "uncounted_blocked_s", "not_python_s", "gil_wait_s", "unattributed",
+		   "native_threads_credited_s", "bpf", "threads", "processes_retired",
+		   "threads_folded", "interpreters", "warnings", "timeline", "memory");
 	m = get(o, "memory");
 	CHECK_KEYS(m, "mode", "probes", "hits", "hits_per_s", "ns_per_hit_measured",
 		   "estimated_cost_cpu_percent", "not_measured");

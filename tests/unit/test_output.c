@@ -647,7 +647,8 @@ static void test_top_level(void)
 
 	if (!f)
 		goto out;
-	f->period_ns = 1000000;
+	f->rate_hz = 997;
+	f->period_ns = 1003009;
 	m.facts = f;
 	doc = build(p, &m, &text);
 	if (!doc)
@@ -675,7 +676,7 @@ static void test_top_level(void)
 	CHECK_NEAR(dbl(doc, "start_time_perf"), 100.25);
 	sb = get(doc, "scalene_bpf");
 	CHECK(json_object_is_type(sb, json_type_object));
-	CHECK_NEAR(dbl(sb, "sampling_rate_hz"), 1000);
+	CHECK(dbl(sb, "sampling_rate_hz") == 997);
 out:
 	json_object_put(doc);
 	free(text);
@@ -855,7 +856,8 @@ static void test_invalid_utf8_facts(void)
 
 	if (!f)
 		return;
-	f->period_ns = 1000000;
+	f->rate_hz = 997;
+	f->period_ns = 1003009;
 	f->threads = malloc(sizeof(t));
 	if (f->threads) {
 		f->threads[0] = t;

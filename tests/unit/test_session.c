@@ -246,7 +246,7 @@ static bool setup(struct fixture *f, bool memory)
 {
 	struct profile_filter filter = { .profile_all = true };
 	struct session_opts so = {
-		.period_ns = MS, .ncpus = 1, .memory = memory, .gpu_library = setup_gpu_library
+		.rate_hz = 1000, .ncpus = 1, .memory = memory, .gpu_library = setup_gpu_library
 	};
 	struct session_bpf b = {
 		.ctx = &f->bpf,
@@ -1270,7 +1270,7 @@ static void test_host_mode(void)
 		.skipped = host_skipped,
 		.ended = host_ended,
 	};
-	struct session_opts so = { .period_ns = MS, .ncpus = 1, .host = &sh };
+	struct session_opts so = { .rate_hz = 1000, .ncpus = 1, .host = &sh };
 	struct fake_bpf fb = { 0 };
 	struct session_bpf b = {
 		.ctx = &fb,

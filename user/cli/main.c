@@ -360,7 +360,7 @@ static int setup(struct run_state *rs)
 	/* The session is the ring buffer's consumer: made first, wired after. */
 	so.profile = rs->profile;
 	so.ncpus = libbpf_num_possible_cpus();
-	so.period_ns = 1000000000ULL / rs->opts->rate_hz;
+	so.rate_hz = rs->opts->rate_hz;
 	rs->session = session__new(&so);
 	if (!rs->session)
 		return -ENOMEM;

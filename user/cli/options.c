@@ -9,6 +9,7 @@
 
 #include "gpu/gpu.h"
 #include "cli/options.h"
+#include "report/output.h"
 
 enum {
 	OPT_CPU_ONLY = 256,
@@ -697,7 +698,7 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 
 	memset(o, 0, sizeof(*o));
 	o->rate_hz = DEFAULT_RATE_HZ;
-	o->cpu_percent_threshold = 1.0;
+	o->cpu_percent_threshold = DEFAULT_CPU_PERCENT_THRESHOLD;
 	o->python = "python3";
 	if (!sub) {
 		options_usage(err);

@@ -91,6 +91,11 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
+uint64_t loader__period_ns(unsigned int rate_hz)
+{
+	return 1000000000ULL / (rate_hz ? rate_hz : 1);
+}
+
 static int open_perf_event(int cpu, uint64_t period_ns)
 {
 	struct perf_event_attr attr = {
@@ -839,7 +844,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 		errno = ENOMEM;
 		return NULL;
 	}
-	l->period_ns = 1000000000ULL / (opts->rate_hz ? opts->rate_hz : 1);
+	l->period_ns = loader__period_ns(opts->rate_hz);
 	if (getrandom(l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
 		memcpy(l->rng, &(uint64_t){ mono_ns() ^ getpid() }, sizeof(l->rng));
 	l->skel = profile_bpf__open();

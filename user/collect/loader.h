@@ -17,6 +17,12 @@
 
 typedef int (*loader_event_fn)(void *ctx, const void *data, size_t size);
 
+/* The period of the CPU timers at rate_hz samples per second per CPU (1
+ * and more), in whole ns: the one conversion, which the BPF side's samples
+ * and everything that weighs them use.  The timers then draw each period
+ * around it (loader.c: rearm). */
+uint64_t loader__period_ns(unsigned int rate_hz);
+
 struct loader_opts {
 	unsigned int rate_hz; /* samples per second per CPU */
 	bool follow_children;

@@ -196,7 +196,8 @@ struct facts {
 	struct facts_gpu gpu;
 	bool has_async;
 	struct facts_async async;
-	uint64_t period_ns;
+	unsigned int rate_hz; /* the CPU samples' rate, as given */
+	uint64_t period_ns;   /* ... and the timers' period (loader__period_ns) */
 	double total_sampled_ns;
 	double not_python_ns;
 	bool probe_check; /* CPU inside our uprobes' hits is told apart */

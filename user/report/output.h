@@ -13,6 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The reporting threshold unless one is given (--cpu-percent-threshold), as
+ * Scalene's: files under this percent of the time are left out of a
+ * profile, lines under it out of the views. */
+#define DEFAULT_CPU_PERCENT_THRESHOLD 1.0
+
 struct profile;
 struct json_object;
 struct facts;

@@ -589,7 +589,8 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 		return NULL;
 	if (f->has_async)
 		add(o, "async", async_json(&f->async));
-	add(o, "sampling_rate_hz", json_object_new_double(1e9 / (double)f->period_ns));
+	add(o, "sampling_rate_hz", json_object_new_int64(f->rate_hz));
+	add(o, "sampling_period_ns", json_object_new_int64((int64_t)f->period_ns));
 	add(o, "total_sampled_s", seconds(f->total_sampled_ns));
 	/* Blocked time left out of the percentages: parked worker threads'
 	 * (unless --idle), added up in BPF. */

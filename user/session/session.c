@@ -28,6 +28,7 @@
 #include "symbolize/pycode.h"
 #include "target/python.h"
 #include "session/session.h"
+#include "collect/loader.h"
 #include "session/session_int.h"
 #include "symbolize/usyms.h"
 
@@ -65,7 +66,8 @@ struct session *session__new(const struct session_opts *opts)
 		return NULL;
 	s->profile = opts->profile;
 	s->host = opts->host;
-	s->period_ns = opts->period_ns;
+	s->rate_hz = opts->rate_hz;
+	s->period_ns = loader__period_ns(opts->rate_hz);
 	s->creds = opts->creds;
 	s->memory = opts->memory;
 	s->async_waits = opts->async_waits;
@@ -1498,6 +1500,7 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 		snprintf(f->gpu.off, sizeof(f->gpu.off), "%s", s->gpu_off ? s->gpu_off : "");
 		sgpu_facts(s, &f->gpu);
 	}
+	f->rate_hz = s->rate_hz;
 	f->period_ns = s->period_ns;
 	f->total_sampled_ns = profile__total_ns(p);
 	f->not_python_ns = profile__not_python_ns(p);

@@ -74,7 +74,7 @@ struct session_host {
 struct session_opts {
 	struct profile *profile; /* NULL with host */
 	const struct session_host *host;
-	uint64_t period_ns;
+	unsigned int rate_hz; /* the CPU samples' rate, as given (loader__period_ns) */
 	int ncpus;
 	bool memory;	  /* the allocation sampler is preloaded into the program */
 	bool async_waits; /* await attribution (pyasync.h) */

@@ -159,7 +159,8 @@ struct session {
 	struct profile *profile;
 	const struct session_host *host;
 	const struct user_creds *creds;
-	uint64_t period_ns;
+	unsigned int rate_hz;
+	uint64_t period_ns; /* of rate_hz */
 	int ncpus;
 	int root_pid;
 	bool root_exited;

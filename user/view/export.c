@@ -393,12 +393,17 @@ static void read_times(struct model *m, struct json_object *doc, struct json_obj
 /* The facts beside the stacks: sampling period, start and duration. */
 static void read_facts(struct model *m, struct json_object *doc)
 {
-	double rate = vj_num(vj_object(doc, "scalene_bpf"), "sampling_rate_hz");
+	struct json_object *facts = vj_object(doc, "scalene_bpf");
+	double period = vj_num(facts, "sampling_period_ns");
+	double rate = vj_num(facts, "sampling_rate_hz");
 	double start = vj_num(doc, "start_time_absolute");
 	double elapsed = vj_num(doc, "elapsed_time_sec");
 
-	/* Our rate is 1e9 / period_ns: stated exactly when that is whole. */
-	if (rate > 0 && rate <= 1e9 && fabs(1e9 / rate - llround(1e9 / rate)) < 1e-3)
+	/* The timers' period as the profile states it; profiles written before
+	 * it was stated gave 1e9 / period_ns as the rate: taken when whole. */
+	if (period >= 1 && period <= 1e9 && period == floor(period))
+		m->period_ns = (int64_t)period;
+	else if (rate > 0 && rate <= 1e9 && fabs(1e9 / rate - llround(1e9 / rate)) < 1e-3)
 		m->period_ns = llround(1e9 / rate);
 	if (start > 0 && start < MAX_EPOCH_S)
 		m->time_nanos = llround(start * 1e9);

@@ -26,12 +26,10 @@
 
 #include "view/hostindex.h"
 #include "base/utf8.h"
+#include "report/output.h"
 #include "view/view.h"
 #include "view/viewutil.h"
 
-/* Lines under this percent of the time, with no memory or GPU activity, are
- * left out of the page (the terminal view's default threshold). */
-#define HOT_PERCENT 1.0
 #define MAX_FILES 500
 #define MAX_LINES_PER_FILE 2000
 #define MAX_FUNCS_PER_FILE 2000
@@ -784,7 +782,10 @@ int view_write_html(struct json_object *doc, const char *name, const struct view
 	if (vj_check_profile(doc, err))
 		return -EINVAL;
 	files = vj_object(doc, "files");
-	vj_select_init(&m.sel, doc, vo ? vo->threshold : HOT_PERCENT, vo && vo->all_lines);
+	/* Lines under the threshold, with no memory or GPU activity, are left
+	 * out of the page. */
+	vj_select_init(&m.sel, doc, vo ? vo->threshold : DEFAULT_CPU_PERCENT_THRESHOLD,
+		       vo && vo->all_lines);
 	m.churn_files = vj_churn_files(doc);
 	m.root = json_object_new_object();
 	m.frames = json_object_new_array();
