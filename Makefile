@@ -191,8 +191,8 @@ check: all unit-tests fuzz-build
 # `make e2e K=expr`: the end-to-end tests whose names match pytest's -k
 # expression (all of them without K); root.
 .PHONY: e2e
-e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO)
-	$(OUT)/venv/bin/python -m pytest -q -p no:cacheprovider tests/e2e $(if $(K),-k "$(K)")
+e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
+	@tools/run-tests --e2e $(if $(K),"$(K)") $(OUT)
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and
 # viewers) and pytest, in a venv of their own.

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, INTERPRETER_IDS, default_interpreter,
+from e2e_helpers import (BIN, INTERPRETER_IDS, SUDO_VARS, default_interpreter,
                          ensure_test_user, find_interpreter, runnable_by)
 
 
@@ -43,6 +43,14 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config._sbpf_accuracy = []
+    # The suite's environment is tools/run-tests' (make test, make e2e): run
+    # straight under sudo, scalene-bpf would run the programs and write the
+    # profiles as the user who ran sudo, into the suite's root-only folders.
+    inherited = [k for k in SUDO_VARS if k in os.environ]
+    if inherited:
+        pytest.exit(f"{', '.join(inherited)} set: run the end-to-end tests with "
+                    "`sudo make e2e` (K=expr selects them), which clears them "
+                    "(tests/e2e/README.md)", returncode=4)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, default_interpreter, file_entry,
+from e2e_helpers import (BIN, clean_env, default_interpreter, file_entry,
                          line_time, markers, profile_run, program,
                          runnable_by, sudo_env, invoke, finish)
 
@@ -134,7 +134,7 @@ def test_chains_to_sitecustomize_and_keeps_existing_profile(any_python,
         "json.dump({'ran': getattr(sitecustomize, 'USER_SITE_RAN', False),\n"
         "           'marked': getattr(f, 'marked_by_user', False)},\n"
         "          open(sys.argv[1], 'w'))\n")
-    env = dict(os.environ, PYTHONPATH=str(site))
+    env = clean_env({"PYTHONPATH": str(site)})
     res = profile_run(any_python, prog, [str(side)], tmp=tmp_path,
                       opts=["--cpu-only"], env=env)
     seen = json.loads(side.read_text())
@@ -257,7 +257,7 @@ def test_timeline_bounded(any_python, tmp_path):
     page = tmp_path / "page.html"
     v = subprocess.run([str(BIN), "view", "--html", str(page), str(res.path)],
                        capture_output=True, text=True, timeout=60,
-                       stdin=subprocess.DEVNULL)
+                       stdin=subprocess.DEVNULL, env=clean_env())
     assert v.returncode == 0, v.stderr
     assert '"timeline_omitted":0' in page.read_text(), "events left out"
 
