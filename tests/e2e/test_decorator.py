@@ -65,8 +65,18 @@ def test_profile_decorator(python, tmp_path):
     for name in ("plain_loop", "helper_loop", "plain_def", "helper_def"):
         t = line_time(res.profile, prog, mk[name])
         assert t.percent == 0, (name, t)
-    # The undecorated function's time is not attributed anywhere else.
-    assert facts["unattributed"]["outside_profiled_files_s"] > 0.2, facts
+    # The undecorated function's time is not attributed anywhere else, and
+    # named as what it is: outside the decorated functions (its file is the
+    # program's own).  Files not profiled keep only what ran before the
+    # first function was decorated (the interpreter's start-up).
+    off = facts["unattributed"]
+    assert off["outside_decorated_functions_s"] > 0.2, facts
+    assert off["outside_profiled_files_s"] < off["outside_decorated_functions_s"] / 2, facts
+    view = subprocess.run([str(BIN), "view", "--cli", str(res.path)], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL,
+                          env=clean_env({"COLUMNS": "200"}))
+    assert view.returncode == 0, view.stderr
+    assert "s in functions not decorated with @profile" in view.stdout, view.stdout
 
 
 def test_no_decorator_reports_everything(any_python, tmp_path):

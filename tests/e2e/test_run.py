@@ -278,3 +278,19 @@ def test_short_program_every_sample_attributed(python, tmp_path):
     # is looser.)
     got = function_time(res.profile, prog, "work").seconds
     assert 0.85 * spent - 0.002 <= got <= 1.5 * spent + 0.003, ctx
+
+
+def test_hints_name_the_command_as_run(any_python, tmp_path):
+    """The hints after a run give the command the user ran (./scalene-bpf
+    before `make install`), not a name that may not be installed, and a
+    folder given with its slash is named once so."""
+    out = tmp_path / "profile.json"
+    res = profile_run(any_python, program("behave.py"), [tmp_path / "seen.json", "exit:0"],
+                      tmp=tmp_path, opts=["--cpu-only"], out=out)
+    assert f"to view it in the terminal: {BIN} view --cli {out}\n" in res.stderr, res.stderr
+    out_dir = f"{tmp_path / 'host'}/"
+    res = invoke(["--all", "--comm", "sbpf-no-such", "--duration", "1", "-o", out_dir],
+                 cwd=tmp_path)
+    assert res.rc == 0, res.describe()
+    assert f"profiles in {out_dir}\n" in res.stderr, res.stderr
+    assert f"to view them: {BIN} view {out_dir}\n" in res.stderr, res.stderr

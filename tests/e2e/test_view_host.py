@@ -214,7 +214,7 @@ def test_terminal_view(made, tmp_path):
     assert "warning: the process table was full for 2 s" in out
     hottest = next(p for p in order if p["pid"] in made)
     assert out.rstrip().endswith(
-        f"to open one process: scalene-bpf view {d}/{hottest['profile']}"), out
+        f"to open one process: {BIN} view {d}/{hottest['profile']}"), out
     # Which opens as a profile, as before.
     rc, one, err = view("--cli", d / hottest["profile"])
     assert rc == 0 and one.startswith("program: "), err

@@ -172,6 +172,7 @@ static struct facts *full_facts(void)
 	f->unattributed_ns[UNATTR_NO_PYTHON_THREAD] = 1e9;
 	f->unattributed_ns[UNATTR_UNREADABLE] = 2e9;
 	f->unattributed_ns[UNATTR_NOT_PROFILED] = 3e9;
+	f->unattributed_ns[UNATTR_NOT_DECORATED] = 0.5e9;
 	f->native_threads_ns = 0.75e9;
 	f->bpf.have_stats = true;
 	for (i = 0; i < STAT_MAX; i++)
@@ -492,10 +493,11 @@ static void test_every_field(void)
 	CHECK(dbl(o, "gil_wait_s") == 0.25);
 	x = get(o, "unattributed");
 	CHECK_KEYS(x, "threads_without_python_s", "unreadable_stacks_s",
-		   "outside_profiled_files_s");
+		   "outside_profiled_files_s", "outside_decorated_functions_s");
 	CHECK(dbl(x, "threads_without_python_s") == 1);
 	CHECK(dbl(x, "unreadable_stacks_s") == 2);
 	CHECK(dbl(x, "outside_profiled_files_s") == 3);
+	CHECK(dbl(x, "outside_decorated_functions_s") == 0.5);
 	CHECK(dbl(o, "native_threads_credited_s") == 0.75);
 	check_bpf(get(o, "bpf"), f->bpf.stats);
 	check_memory(get(o, "memory"));

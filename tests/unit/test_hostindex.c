@@ -343,7 +343,7 @@ static void test_views(void)
 		fclose(f);
 		CHECK(utf8_valid(out, outlen));
 		for (row = strtok_r(out, "\n", &save); row; row = strtok_r(NULL, "\n", &save))
-			CHECK((int)strlen(row) <= widths[i]);
+			CHECK((int)utf8_chars(row) <= widths[i]);
 		free(out);
 		out = NULL;
 	}
@@ -362,6 +362,21 @@ static void test_views(void)
 		/* The hottest with a profile, no doubled slash. */
 		CHECK(strstr(out, "scalene-bpf view d/77-worker.json"));
 		CHECK(strstr(out, "77-worker.json") < strstr(out, "4242-python3.json"));
+		free(out);
+		out = NULL;
+	}
+	{
+		/* Too narrow for the processes' line and a command: each cut
+		 * ends in the mark, within the width. */
+		struct view_opts vo = { 1, false, 60, false };
+
+		f = open_memstream(&out, &outlen);
+		view_print_host_cli(hi, "d", f, &vo);
+		fclose(f);
+		CHECK(strstr(out, "processes: 2 profiled, 16 not profiled (not_python 12, "
+				  "unsu\u2026\n"));
+		CHECK(strstr(out, "python3 app.py --port 80") == NULL);
+		CHECK(strstr(out, "python3 app.py --por\u2026\n") != NULL);
 		free(out);
 		out = NULL;
 	}

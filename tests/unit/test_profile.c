@@ -1131,11 +1131,14 @@ static void test_decorated_attribution(void)
 	profile__add(p, &s);
 	CHECK(line_of(p, "/app/main.py", 12) && line_of(p, "/app/main.py", 12)->samples == 1);
 	CHECK_EQ_INT(line_of(p, "/app/main.py", 22)->samples, 1);
-	/* A stack without a decorated frame is not attributed. */
+	/* A stack without a decorated frame is not attributed: its time is
+	 * named as outside the decorated functions, not in files not
+	 * profiled (its file is the program's own). */
 	s = sample(in_other, 2, 10 * MS);
 	profile__add(p, &s);
 	CHECK(!line_of(p, "/app/main.py", 41));
-	CHECK(profile__unattributed_ns(p, UNATTR_NOT_PROFILED) == 10 * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_NOT_DECORATED) == 10 * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_NOT_PROFILED) == 0);
 	/* Lines reported: those of hot, decorator to last line. */
 	CHECK(!profile__line_reported(p, "/app/main.py", 9));
 	CHECK(profile__line_reported(p, "/app/main.py", 10));

@@ -47,4 +47,16 @@ static inline bool utf8_valid(const char *str, size_t len)
 	return true;
 }
 
+/* The characters of valid UTF-8 text: its bytes that do not continue one
+ * (the views' text is one column a character, but for East Asian wide
+ * characters and combining marks, which these tests do not use). */
+static inline size_t utf8_chars(const char *str)
+{
+	size_t n = 0;
+
+	for (; *str; str++)
+		n += ((unsigned char)*str & 0xc0) != 0x80;
+	return n;
+}
+
 #endif /* UTF8CHECK_H */

@@ -9,6 +9,12 @@ enum log_level {
 	LOG_DEBUG = 2,
 };
 
+/* The command the user ran us by (argv[0]: ./scalene-bpf before `make
+ * install`), quoted for a shell where needed: what the messages' hints
+ * give, so that a hint pasted back works.  "scalene-bpf" until set. */
+void log_set_command(const char *argv0);
+const char *log_command(void);
+
 void log_set_level(int level);
 int log_get_level(void);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

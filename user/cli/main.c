@@ -133,6 +133,7 @@ static int write_profile(struct run_state *rs, bool final)
 		.args = (const char *const *)rs->target.args,
 		.nargs = rs->target.nargs,
 		.program_dir = rs->target.program_dir,
+		.command = rs->target.command,
 		.elapsed_sec = mono_s() - rs->start_mono,
 		.start_time_absolute = rs->start_wall,
 		.start_time_perf = rs->start_mono,
@@ -224,10 +225,10 @@ static int write_profile(struct run_state *rs, bool final)
 		free(warn);
 		fprintf(stderr,
 			"scalene-bpf: profile saved to %s (%llu samples)\n"
-			"  to view it in the terminal: scalene-bpf view --cli %s\n"
+			"  to view it in the terminal: %s view --cli %s\n"
 			"  to view it in a browser:    scalene view %s\n",
 			rs->opts->outfile, (unsigned long long)profile__samples(rs->profile),
-			rs->opts->outfile, rs->opts->outfile);
+			log_command(), rs->opts->outfile, rs->opts->outfile);
 	}
 	facts__free(facts);
 	/* Give back what building the pieces took rather than keep it for the
@@ -299,6 +300,7 @@ static struct profile_filter report_files(const struct options *o, const struct 
 	return (struct profile_filter){
 		.program_dir = t ? t->program_dir : NULL,
 		.program_dir_given = t ? t->program_dir_given : NULL,
+		.command = t && t->command,
 		.profile_all = o->profile_all,
 		.only = o->profile_only,
 		.nonly = o->nprofile_only,
@@ -1074,6 +1076,7 @@ int main(int argc, char **argv)
 	bool outfile_given;
 	int ret;
 
+	log_set_command(argv[0]);
 	if (options_parse(argc, argv, &o, stderr))
 		return 2;
 	log_set_level(o.verbose);

@@ -8,6 +8,7 @@
 #include "model/profile.h"
 #include "model/profile_int.h"
 #include "base/strtab.h"
+#include "target/target.h"
 
 /* Distinct stacks kept; beyond it stacks are counted as dropped (their time
  * still reaches the lines, and the stacks' overflow entry). */
@@ -154,8 +155,9 @@ bool profile__file_profiled(const struct profile *p, const char *path)
 	const struct profile_filter *f = &p->filter;
 	int i;
 
-	/* "<frozen importlib._bootstrap>", "<string>", "<stdin>": no source. */
-	if (!path[0] || path[0] == '<')
+	/* "<frozen importlib._bootstrap>", "<string>", "<stdin>": no source,
+	 * but a -c program's own code. */
+	if (!path[0] || (path[0] == '<' && !(f->command && !strcmp(path, TARGET_COMMAND_FILE))))
 		return false;
 	for (i = 0; i < f->nexclude; i++) {
 		if (strstr(path, f->exclude[i]))
@@ -954,7 +956,9 @@ static int attribute(struct profile *p, const struct sample_in *s, double cpu, d
 	if (reason < 0) {
 		at = profile_attributed_frame(p, s->frames, s->nframes);
 		if (at < 0)
-			reason = s->nframes ? UNATTR_NOT_PROFILED : UNATTR_UNREADABLE;
+			reason = !s->nframes	 ? UNATTR_UNREADABLE
+				 : p->ndecorated ? UNATTR_NOT_DECORATED
+						 : UNATTR_NOT_PROFILED;
 	}
 	if (s->nframes)
 		add_stack(p, s, cpu, blocked);

@@ -40,6 +40,7 @@ enum unattributed_reason {
 	UNATTR_NO_PYTHON_THREAD = 0, /* a thread without a Python thread state */
 	UNATTR_UNREADABLE,	     /* the stack or its code objects could not be read */
 	UNATTR_NOT_PROFILED,	     /* frames only in files not profiled */
+	UNATTR_NOT_DECORATED,	     /* with @profile: in no decorated function */
 	UNATTR_MAX,
 };
 
@@ -352,7 +353,9 @@ struct decorated_fn {
 #define MAX_DECORATED 4096
 
 struct profile_filter {
-	const char *program_dir;       /* files under it are profiled by default */
+	const char *program_dir; /* files under it are profiled by default */
+	/* A -c program: its code, file TARGET_COMMAND_FILE, is its own. */
+	bool command;
 	const char *program_dir_given; /* the same folder through a link, or NULL */
 	bool profile_all;
 	const char *const *only; /* substrings: profile only matching files */

@@ -12,6 +12,7 @@
 #include "model/profile.h"
 #include "report/regions.h"
 #include "model/stackbound.h"
+#include "target/target.h"
 #include "base/utf8.h"
 
 #define MB (1024.0 * 1024.0)
@@ -557,6 +558,19 @@ static double file_total_ns(const struct profile *p, const struct file_stats *f)
 	return ns;
 }
 
+/* A file's text: the code of a -c program for its file, else the reader's. */
+static char *source_of(const struct output_meta *m, const char *path, size_t *len, double *mtime)
+{
+	char *src;
+
+	if (m->command && !strcmp(path, TARGET_COMMAND_FILE)) {
+		src = strdup(m->command);
+		*len = src ? strlen(src) : 0;
+		return src;
+	}
+	return m->read_source ? m->read_source(m->ctx, path, len, mtime) : NULL;
+}
+
 static void build_file(struct sink *snk, const char *key, const struct file_stats *f,
 		       const struct out_ctx *c)
 {
@@ -566,7 +580,7 @@ static void build_file(struct sink *snk, const char *key, const struct file_stat
 	const char **starts = NULL;
 	size_t *lens = NULL, srclen = 0;
 	double mtime = 0;
-	char *src = m->read_source ? m->read_source(m->ctx, f->path, &srclen, &mtime) : NULL;
+	char *src = source_of(m, f->path, &srclen, &mtime);
 	struct regions *r = NULL;
 	const struct func_stats **sorted;
 	int n = 0, i, nlines, last;

@@ -32,6 +32,9 @@ struct output_meta {
 	const char *const *args; /* the program's argv, as the user gave it */
 	int nargs;
 	const char *program_dir;
+	/* python -c CODE: the code, the source of its file TARGET_COMMAND_FILE
+	 * (target.h); NULL otherwise. */
+	const char *command;
 	double elapsed_sec;
 	double start_time_absolute;   /* Unix time, s */
 	double start_time_perf;	      /* CLOCK_MONOTONIC, s */

@@ -61,6 +61,7 @@ static const char *const unattr_names[UNATTR_MAX] = {
 	[UNATTR_NO_PYTHON_THREAD] = "threads_without_python_s",
 	[UNATTR_UNREADABLE] = "unreadable_stacks_s",
 	[UNATTR_NOT_PROFILED] = "outside_profiled_files_s",
+	[UNATTR_NOT_DECORATED] = "outside_decorated_functions_s",
 };
 
 /* A duration in ns as the profile's seconds. */

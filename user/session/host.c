@@ -383,6 +383,7 @@ static struct profile *host_python(void *ctx, const struct session_proc *sp)
 	}
 	filter.program_dir = e->target.program_dir;
 	filter.program_dir_given = e->target.program_dir_given;
+	filter.command = e->target.command != NULL;
 	e->profile = profile__new(&filter);
 	if (!e->profile) {
 		e->not_profiled = strdup("out of memory");
@@ -469,6 +470,7 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		.args = (const char *const *)e->target.args,
 		.nargs = e->target.nargs,
 		.program_dir = e->target.program_dir,
+		.command = e->target.command,
 		.elapsed_sec = until > from ? until - from : 0,
 		.start_time_absolute = h->start_wall + e->started_s,
 		.start_time_perf = from,
@@ -973,7 +975,7 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	char path[PATH_MAX], *text, warn[512];
 	uint64_t stats[STAT_MAX];
 	int i, err, profiled = 0;
-
+	size_t n;
 	struct hproc **order = malloc((h->nprocs ? h->nprocs : 1) * sizeof(*order));
 
 	if (!order) {
@@ -1062,14 +1064,16 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	}
 	if (!final)
 		return 0;
+	n = strlen(h->dir);
 	fprintf(stderr,
 		"scalene-bpf: %d Python process%s profiled, %llu not (not Python: %llu, "
-		"unsupported: %llu, filtered out: %llu); profiles in %s/\n"
-		"  to view them: scalene-bpf view %s\n",
+		"unsupported: %llu, filtered out: %llu); profiles in %s%s\n"
+		"  to view them: %s view %s\n",
 		profiled, profiled == 1 ? "" : "es",
 		(unsigned long long)(h->not_python + h->unsupported + h->filtered),
 		(unsigned long long)h->not_python, (unsigned long long)h->unsupported,
-		(unsigned long long)h->filtered, h->dir, h->dir);
+		(unsigned long long)h->filtered, h->dir, n && h->dir[n - 1] == '/' ? "" : "/",
+		log_command(), h->dir);
 	return 0;
 }
 

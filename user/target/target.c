@@ -66,6 +66,8 @@ int target_copy(struct target *dst, const struct target *src)
 			goto nomem;
 	}
 	dst->nargs = src->nargs;
+	/* The command is the program's text (target_describe). */
+	dst->command = src->command ? dst->program : NULL;
 	return 0;
 nomem:
 	target_free(dst);
@@ -185,6 +187,7 @@ int target_describe(struct target *t, char *const *argv, int argc, const char *c
 	t->program_dir = own(t, strdup(cwd));
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *p, *mod = NULL;
+		bool is_command = false;
 
 		if (a[0] != '-' || !a[1])
 			break;
@@ -206,6 +209,7 @@ int target_describe(struct target *t, char *const *argv, int argc, const char *c
 					mod = p + 1;
 				else
 					mod = ++i < argc ? argv[i] : a;
+				is_command = *p == 'c';
 				break;
 			}
 			if (*p == 'W' || *p == 'X') {
@@ -216,6 +220,8 @@ int target_describe(struct target *t, char *const *argv, int argc, const char *c
 		}
 		if (mod) {
 			t->program = own(t, strdup(mod));
+			if (is_command)
+				t->command = t->program;
 			t->args = calloc(argc - i + 2, sizeof(char *));
 			if (!t->args)
 				return -ENOMEM;

@@ -9,10 +9,16 @@
 
 #include <stdbool.h>
 
+/* The file name CPython gives the code of `python -c CODE`. */
+#define TARGET_COMMAND_FILE "<string>"
+
 struct target {
 	char **exec_argv; /* run: what to exec, NULL-terminated */
 	char *exec_path;  /* run: exec_argv[0] as found in PATH */
 	char *program;	  /* absolute path of the main script, or a module/command */
+	/* python -c CODE: the code, which the program's frames name as
+	 * TARGET_COMMAND_FILE; NULL otherwise. */
+	const char *command;
 	char *program_dir;
 	/* program_dir as the command line reached it, when that went through a
 	 * symbolic link: the interpreter names the script's files that way. */

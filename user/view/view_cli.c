@@ -24,11 +24,14 @@
 
 #include <json-c/json.h>
 
+#include "base/log.h"
 #include "view/hostindex.h"
 #include "view/view.h"
 #include "view/viewutil.h"
 
 #define MAX_WIDTH 1000
+/* Where text was cut to fit (one column). */
+#define CUT_MARK "\u2026"
 #define DEFAULT_WIDTH 100
 /* Bytes of one row: four per column plus the colour escapes. */
 #define ROW_BYTES (4 * MAX_WIDTH + 256)
@@ -109,11 +112,13 @@ static void row_unstyle(const struct ctx *c, struct row *r)
 
 /* Text from the profile (or our own), at most max columns and never past
  * the row's width; characters that must not reach a terminal become '?',
- * a tab becomes the spaces up to the next multiple of 8. */
+ * a tab becomes the spaces up to the next multiple of 8.  Text cut short
+ * ends in CUT_MARK, so that a cut is never taken for the whole. */
 static void row_text(const struct ctx *c, struct row *r, const char *s, int max)
 {
 	int start = r->cols, room = row_room(c, r);
-	size_t left = strlen(s);
+	size_t left = strlen(s), last_len = r->len;
+	int last_cols = r->cols;
 
 	if (max > room)
 		max = room;
@@ -123,6 +128,8 @@ static void row_text(const struct ctx *c, struct row *r, const char *s, int max)
 
 		if (*s == '\n' || *s == '\r')
 			break;
+		last_len = r->len;
+		last_cols = r->cols;
 		w = vj_char_cols(s, left, &n);
 		if (*s == '\t') {
 			do
@@ -140,6 +147,18 @@ static void row_text(const struct ctx *c, struct row *r, const char *s, int max)
 		}
 		s += n;
 		left -= n;
+	}
+	if (!left || *s == '\n' || *s == '\r' || max <= 0)
+		return;
+	/* Cut: the mark takes the last column, or the last character's. */
+	if (r->cols - start >= max) {
+		r->len = last_len;
+		r->cols = last_cols;
+	}
+	if (r->len + sizeof(CUT_MARK) <= sizeof(r->buf)) {
+		memcpy(r->buf + r->len, CUT_MARK, sizeof(CUT_MARK) - 1);
+		r->len += sizeof(CUT_MARK) - 1;
+		r->cols++;
 	}
 }
 
@@ -1434,8 +1453,8 @@ static void host_howto(struct ctx *c, const struct host_index *hi, const char *d
 	if (i == hi->nprofiled) {
 		snprintf(text, sizeof(text), "no profile to open: no process has one in %s", dir);
 	} else {
-		snprintf(text, sizeof(text), "to open one process: scalene-bpf view %s%s%s", dir,
-			 n && dir[n - 1] == '/' ? "" : "/", hi->procs[i].profile);
+		snprintf(text, sizeof(text), "to open one process: %s view %s%s%s", log_command(),
+			 dir, n && dir[n - 1] == '/' ? "" : "/", hi->procs[i].profile);
 	}
 	row_reset(&r);
 	row_emit(c, &r);

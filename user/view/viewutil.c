@@ -95,9 +95,10 @@ double vj_probe_overhead_s(struct json_object *doc)
 }
 
 struct vj_off_lines {
-	double no_python_s;  /* threads with no Python frame */
-	double outside_s;    /* stacks with no frame in a profiled file */
-	double unreadable_s; /* stacks that could not be read */
+	double no_python_s;   /* threads with no Python frame */
+	double outside_s;     /* stacks with no frame in a profiled file */
+	double undecorated_s; /* with @profile: in no decorated function */
+	double unreadable_s;  /* stacks that could not be read */
 	double total_s;
 };
 
@@ -113,10 +114,12 @@ static bool vj_off_lines(struct json_object *doc, double share, struct vj_off_li
 		return false;
 	o->no_python_s = fmax(0, vj_num(u, "threads_without_python_s"));
 	o->outside_s = fmax(0, vj_num(u, "outside_profiled_files_s"));
+	o->undecorated_s = fmax(0, vj_num(u, "outside_decorated_functions_s"));
 	o->unreadable_s = fmax(0, vj_num(u, "unreadable_stacks_s"));
 	o->total_s = vj_num(facts, "total_sampled_s");
 	return o->total_s > 0 &&
-	       o->no_python_s + o->outside_s + o->unreadable_s >= share * o->total_s;
+	       o->no_python_s + o->outside_s + o->undecorated_s + o->unreadable_s >=
+		       share * o->total_s;
 }
 
 /* The views name the time on no line from this share of the total up. */
@@ -135,7 +138,7 @@ bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n)
 		buf[0] = '\0';
 	if (!n || !vj_off_lines(doc, OFF_LINES_SHOWN, &o))
 		return false;
-	off = o.no_python_s + o.outside_s + o.unreadable_s;
+	off = o.no_python_s + o.outside_s + o.undecorated_s + o.unreadable_s;
 	len = snprintf(buf, n, "time on no line: %.2f s of the %.2f s sampled (%.0f%%)", off,
 		       o.total_s, 100 * off / o.total_s);
 	if (o.no_python_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n) {
@@ -149,6 +152,12 @@ bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n)
 	if (o.outside_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n) {
 		len += snprintf(buf + len, n - len, "%s%.2f s in files not profiled", sep,
 				o.outside_s);
+		sep = ", ";
+	}
+	if (o.undecorated_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n) {
+		len += snprintf(buf + len, n - len,
+				"%s%.2f s in functions not decorated with @profile", sep,
+				o.undecorated_s);
 		sep = ", ";
 	}
 	if (o.unreadable_s >= OFF_LINES_PART_S && len > 0 && (size_t)len < n)
