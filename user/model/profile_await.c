@@ -97,12 +97,14 @@ static bool same_frame(const struct frame_ref *x, const struct frame_ref *y)
 /* Await time no profiled file takes, by where its task waited. */
 static void await_unattributed(struct profile *p, const struct await_in *a)
 {
-	const struct frame_ref *task = &a->frames[a->nframes - 1], *waits = &a->frames[0];
+	const struct frame_ref *task, *waits;
 	int i;
 
 	p->await_unattributed_ns += a->ns;
 	if (a->nframes < 1)
 		return;
+	task = &a->frames[a->nframes - 1];
+	waits = &a->frames[0];
 	for (i = 0; i < p->nawait_outside; i++) {
 		struct await_outside *o = &p->await_outside[i];
 

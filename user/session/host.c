@@ -868,6 +868,11 @@ static struct json_object *entry_json(const struct host *h, const struct hproc *
 
 	identity_of(e, &id);
 	o = output_identity_json(&id);
+	/* A uid not known (the process was gone when it was looked at) is left
+	 * out: the index's reader (hostindex.c) refuses the whole index for an
+	 * id out of range, as -1 is. */
+	if (e->uid < 0)
+		json_object_object_del(o, "uid");
 
 	json_object_object_add(o, "python",
 			       e->python[0] ? json_object_new_string(e->python) : NULL);
@@ -988,7 +993,8 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	}
 	/* Ranked in a copy: the table keeps its order (rotation and the live
 	 * map point into it). */
-	memcpy(order, h->procs, h->nprocs * sizeof(*order));
+	if (h->nprocs)
+		memcpy(order, h->procs, h->nprocs * sizeof(*order));
 	qsort(order, h->nprocs, sizeof(*order), by_cpu);
 	for (i = 0; i < h->nprocs; i++) {
 		if (order[i]->hidden)
