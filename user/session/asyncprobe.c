@@ -517,12 +517,16 @@ static const char *disk_dir(void)
 	return d && *d ? d : DISK_CACHE_DIR;
 }
 
+/* Named by the interpreter file and the probe: a probe changed since an
+ * entry was written (what it measures, how) measures again. */
 static int disk_path(const struct interp_id *id, char *buf, size_t n)
 {
 	unsigned long long h = 1469598103934665603ULL;
 	const char *c;
 
 	for (c = id->path; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	for (c = asyncprobe_script; *c; c++)
 		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
 	h ^= (unsigned long long)id->dev * 0x9e3779b97f4a7c15ULL;
 	h ^= (unsigned long long)id->ino * 0xc2b2ae3d27d4eb4fULL;
