@@ -22,6 +22,7 @@ Command line:  python scalene_compat.py [--no-gui] FILE...
 prints one line per file and exits 1 if any file fails.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -587,16 +588,67 @@ def _console_text(params):
     return " ".join(parts)
 
 
-def _chromium_argv(binary, user_dir):
+def _chromium_argv(binary, user_dir, window=(1400, 1000)):
     return [
         binary, "--headless", "--no-sandbox", "--disable-gpu",
         "--disable-background-networking", "--no-first-run",
         "--no-default-browser-check", "--disable-dev-shm-usage",
         "--disable-extensions", "--disable-component-update",
         "--disable-sync", "--mute-audio", "--hide-scrollbars",
-        "--window-size=1400,1000", f"--user-data-dir={user_dir}",
+        f"--window-size={window[0]},{window[1]}", f"--user-data-dir={user_dir}",
         "--remote-debugging-pipe", "about:blank",
     ]
+
+
+@contextlib.contextmanager
+def chromium(binary, tmp, window=(1400, 1000)):
+    """Headless Chromium, its profile and log (chromium.log) in the folder
+    tmp, driven over its DevTools pipe (it reads commands on fd 3 and writes
+    on fd 4): yields the _Cdp to talk to it; afterwards its whole process
+    group is killed."""
+    user_dir = os.path.join(tmp, "chromium-profile")
+    os.mkdir(user_dir)
+    cmd_r, cmd_w = os.pipe()   # we write commands, Chromium reads fd 3
+    ev_r, ev_w = os.pipe()     # Chromium writes fd 4, we read
+    fds = [cmd_r, cmd_w, ev_r, ev_w]
+    proc = None
+
+    def child_fds():
+        # Park both ends above 4 first so that dup2 cannot clobber one
+        # with the other, then put them on 3 and 4 (inheritable).
+        os.dup2(cmd_r, 100)
+        os.dup2(ev_w, 101)
+        os.dup2(100, 3)
+        os.dup2(101, 4)
+        os.close(100)
+        os.close(101)
+
+    try:
+        with open(os.path.join(tmp, "chromium.log"), "wb") as log:
+            proc = subprocess.Popen(
+                _chromium_argv(binary, user_dir, window), stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=child_fds, start_new_session=True,
+                close_fds=False, env=dict(os.environ, HOME=tmp, TMPDIR=tmp))
+        os.close(cmd_r)
+        os.close(ev_w)
+        fds = [cmd_w, ev_r]
+        yield _Cdp(cmd_w, ev_r)
+    finally:
+        if proc is not None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def render_gui(path, timeout=RENDER_TIMEOUT, screenshot=None, settle=1.0):
@@ -635,40 +687,10 @@ def _render_gui(path, timeout, screenshot, settle, last=False):
               "(tools/ci-deps) or set SCALENE_COMPAT_CHROMIUM")
     abspath = os.path.abspath(path)
     tmp = tempfile.mkdtemp(prefix="scompat-gui-")
-    proc = None
-    fds = []
     try:
         html = make_standalone_html(abspath, tmp)
-        user_dir = os.path.join(tmp, "chromium-profile")
-        os.mkdir(user_dir)
-        cmd_r, cmd_w = os.pipe()   # we write commands, Chromium reads fd 3
-        ev_r, ev_w = os.pipe()     # Chromium writes fd 4, we read
-        fds = [cmd_r, cmd_w, ev_r, ev_w]
-
-        def child_fds():
-            # Park both ends above 4 first so that dup2 cannot clobber one
-            # with the other, then put them on 3 and 4 (inheritable).
-            os.dup2(cmd_r, 100)
-            os.dup2(ev_w, 101)
-            os.dup2(100, 3)
-            os.dup2(101, 4)
-            os.close(100)
-            os.close(101)
-
-        log = open(os.path.join(tmp, "chromium.log"), "wb")
-        try:
-            proc = subprocess.Popen(
-                _chromium_argv(binary, user_dir), stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=child_fds, start_new_session=True,
-                close_fds=False, env=dict(os.environ, HOME=tmp, TMPDIR=tmp))
-        finally:
-            log.close()
-        os.close(cmd_r)
-        os.close(ev_w)
-        fds = [cmd_w, ev_r]
-        cdp = _Cdp(cmd_w, ev_r)
-        return _drive(cdp, html, abspath, timeout, t0, screenshot, settle)
+        with chromium(binary, tmp) as cdp:
+            return _drive(cdp, html, abspath, timeout, t0, screenshot, settle)
     except AssertionError:
         raise
     except Exception as e:  # EOFError, TimeoutError, OSError, bad reply...
@@ -683,20 +705,6 @@ def _render_gui(path, timeout, screenshot, settle, last=False):
         _fail(f"{path}: could not drive Chromium: {type(e).__name__}: {e}"
               + (f"\nChromium said:\n{chlog}" if chlog else ""))
     finally:
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(tmp, ignore_errors=True)
 
 

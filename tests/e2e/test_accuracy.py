@@ -16,9 +16,11 @@ import subprocess
 
 import pytest
 
-from e2e_helpers import (INTERPRETER_IDS, clean_env, default_interpreter, file_entry,
+from e2e_helpers import (INTERPRETER_IDS, OTHER_KIND, PURE_STRAY, check_share,
+                         clean_env, default_interpreter, file_entry,
                          find_interpreter, function_time, hot_lines,
-                         line_time, markers, profile_run, program)
+                         line_time, markers, period_s, profile_run, program,
+                         samples_behind, unseen_tail_s)
 
 # Pure-Python helper that split.py and threads_ratio.py share: left out of
 # the report so its time lands on the calling line (Scalene's rule for
@@ -37,34 +39,47 @@ def test_split_20_30_50(python, tmp_path, accuracy):
     side = tmp_path / "spent.json"
     res = profile_run(python, prog, ["1.0", side], tmp=tmp_path,
                       opts=EXCLUDE_SPIN)
+    check_split(res.profile, prog, json.loads(side.read_text()), accuracy)
+
+
+def check_split(profile, prog, spent, accuracy, label=""):
+    """split.py's three lines against the program's clocks and its design
+    (20/30/50), and each one pure Python."""
     m = markers(prog)
     names = ("twenty", "thirty", "fifty")
-    times = [line_time(res.profile, prog, m[n]) for n in names]
+    times = [line_time(profile, prog, m[n]) for n in names]
     got = shares([t.percent for t in times])
-    spent = json.loads(side.read_text())
     real = shares([spent[n] for n in names])
+    # The shares are of the three lines' samples: about 1000 for the 1 s
+    # of CPU, which puts a share's binomial range at 6 to 8 points either
+    # side (for p_fail 1e-6; the rounds spread the samples evenly, and the
+    # measured spread is about a third of that).  A sample taken just
+    # after a line change stands for the run since the previous one, partly
+    # the line before's: each line gains about as much from the one before
+    # it as it gives to the one after (the rounds cycle through the three),
+    # so that needs no term of its own.
+    n = samples_behind(profile, sum(t.seconds for t in times))
     ctx = (f"profile {[round(g, 2) for g in got]}, measured by the program "
            f"{[round(r, 2) for r in real]}; an iteration took "
            f"{spent['work_s_per_iter'] * 1e9:.1f} ns in the work, "
            f"{spent['calibrated_s_per_iter'] * 1e9:.1f} ns when calibrated; "
-           f"hot lines: {hot_lines(res.profile)}")
+           f"hot lines: {hot_lines(profile)}")
     for name, g, r, nominal in zip(names, got, real, (20, 30, 50)):
-        accuracy(f"{name} share of the 3 lines, %", nominal, g, "2.5")
-        accuracy(f"{name} share vs program's thread_time, %", r, g, "2.5")
-        # 2.5 points: about 1 s of CPU is ~1000 samples at 997 Hz, so the
-        # sampling error on a share is well under 1 point; the rest is
-        # attribution at line boundaries (a sample taken as a call returns).
-        assert abs(g - r) <= 2.5, (
-            f"{name}: {g:.2f}% vs {r:.2f}% measured; {ctx}")
-        # 2.5 points against the design: the same code runs for every line
-        # and the rounds spread the machine's drift over all three alike.
-        assert abs(g - nominal) <= 2.5, (
-            f"{name}: {g:.2f}% vs {nominal}%; {ctx}")
-    # The three lines are pure Python: native and system time are noise.
+        check_share(g, r, n, f"{label}{name} share vs program's thread_time, %",
+                    whole=100, accuracy=accuracy, ctx=ctx)
+        # Against the design: the same range, widened by how far the
+        # program's own clocks were from it (the cost of an iteration
+        # drifts with the machine; the rounds spread that over the three
+        # lines alike, but not exactly).
+        check_share(g, nominal, n, f"{label}{name} share of the 3 lines, %",
+                    whole=100, extra=abs(r - nominal), accuracy=accuracy,
+                    ctx=ctx)
+    # The three lines are pure Python: native and system time are strays.
     for name, t in zip(names, times):
-        frac = t.python / t.percent
-        accuracy(f"{name} python fraction", 1.0, frac, ">= 0.95")
-        assert frac >= 0.95, f"{name}: only {frac:.1%} Python; {ctx}"
+        check_share(t.python / t.percent, 1 - PURE_STRAY,
+                    samples_behind(profile, t.seconds),
+                    f"{label}{name} python fraction", side="low",
+                    accuracy=accuracy, ctx=ctx)
 
 
 def test_python_line_vs_native_line(python, tmp_path, accuracy):
@@ -76,21 +91,34 @@ def test_python_line_vs_native_line(python, tmp_path, accuracy):
     m = markers(prog)
     py = line_time(res.profile, prog, m["python"])
     nat = line_time(res.profile, prog, m["native"])
-    ctx = f"hot lines: {hot_lines(res.profile)}"
-    py_frac = py.python / py.percent if py.percent else 0
-    nat_frac = nat.native / nat.percent if nat.percent else 0
-    accuracy("python line: python fraction", 1.0, py_frac, ">= 0.90")
-    accuracy("native line: native fraction", 1.0, nat_frac, ">= 0.90")
+    # Where the other kind's time went, by symbol, should it be too much.
+    ctx = (f"hot lines: {hot_lines(res.profile)}; python line's native "
+           f"symbols {py.extra.get('native_symbols')}")
     # Each part runs ~0.4 s of CPU: both lines must carry real time (0.1 s
-    # is 100 samples, plenty for the fractions below).
+    # is 100 samples, enough for the fractions below to mean something).
     assert py.seconds >= 0.1 and nat.seconds >= 0.1, ctx
-    # 0.90: the loop line runs only bytecode; the hash line spends all but a
-    # few microseconds per 16 MiB in OpenSSL (GIL released).  The rest
-    # allows for samples in the kernel (timer interrupts, a page fault).
-    assert py_frac >= 0.90, f"python line only {py_frac:.1%} Python; {ctx}"
-    assert nat_frac >= 0.90, f"native line only {nat_frac:.1%} native; {ctx}"
-    assert py.native / py.percent <= 0.05, ctx
-    assert nat.python / nat.percent <= 0.05, ctx
+    n_py = samples_behind(res.profile, py.seconds)
+    n_nat = samples_behind(res.profile, nat.seconds)
+    # The loop line runs only bytecode; the hash line spends all but a few
+    # microseconds per 16 MiB in OpenSSL (GIL released): each has only
+    # strays of other kinds (kernel samples among them), and of the other
+    # user-mode kind fewer still; the binomial range at each line's samples
+    # on top (~400 each: a native share of the loop line up to ~4 %).  Once,
+    # under load, the loop line had 4.84 of its 48.87 points native: ~420
+    # samples, ~42 of them native, far outside that range: not sampling
+    # noise (the symbols in the message say where it went).
+    check_share(py.python / py.percent, 1 - PURE_STRAY, n_py,
+                "python line: python fraction", side="low",
+                accuracy=accuracy, ctx=ctx)
+    check_share(nat.native / nat.percent, 1 - PURE_STRAY, n_nat,
+                "native line: native fraction", side="low",
+                accuracy=accuracy, ctx=ctx)
+    check_share(py.native / py.percent, OTHER_KIND, n_py,
+                "python line: native fraction", side="high",
+                accuracy=accuracy, ctx=ctx)
+    check_share(nat.python / nat.percent, OTHER_KIND, n_nat,
+                "native line: python fraction", side="high",
+                accuracy=accuracy, ctx=ctx)
 
     syms = nat.extra.get("native_symbols")
     assert syms, f"no native_symbols on the hash line: {nat.extra}"
@@ -141,26 +169,30 @@ def test_calls_into_the_interpreter_are_native(python, tmp_path, accuracy):
         assert t.seconds >= 0.1, f"{n}: {t.seconds:.2f} s; {ctx}"
     frac = {n: (t.native if n in ("sorted", "findall") else t.python) / t.percent
             for n, t in lines.items()}
-    accuracy("sorted() line: native fraction", 1.0, frac["sorted"], ">= 0.90")
-    accuracy("re.findall line: native fraction", 1.0, frac["findall"],
-             ">= 0.90")
-    accuracy("arithmetic line: python fraction", 1.0, frac["arith"], ">= 0.95")
-    # 0.90: freeing sorted()'s result list runs at the next instruction (no
-    # call: Python time), and a timer interrupt or page fault is system.
-    assert frac["sorted"] >= 0.90, f"sorted: {frac['sorted']:.1%} native; {ctx}"
-    assert frac["findall"] >= 0.90, (
-        f"findall: {frac['findall']:.1%} native; {ctx}")
-    assert frac["arith"] >= 0.95, f"arith: {frac['arith']:.1%} Python; {ctx}"
-    assert lines["arith"].native / lines["arith"].percent <= 0.03, ctx
+    n = {k: samples_behind(res.profile, t.seconds) for k, t in lines.items()}
+    # Each line's fraction has the binomial range at its own samples (~400)
+    # below its expectation.  sorted(): freeing its result list runs at the
+    # next instruction (no call: Python time), 4 to 6 % measured, and a
+    # timer interrupt or page fault is system.
+    check_share(frac["sorted"], 1 - 0.06, n["sorted"], "sorted() line: native fraction",
+                side="low", accuracy=accuracy, ctx=ctx)
+    check_share(frac["findall"], 1 - PURE_STRAY, n["findall"],
+                "re.findall line: native fraction", side="low",
+                accuracy=accuracy, ctx=ctx)
+    check_share(frac["arith"], 1 - PURE_STRAY, n["arith"],
+                "arithmetic line: python fraction", side="low",
+                accuracy=accuracy, ctx=ctx)
+    check_share(lines["arith"].native / lines["arith"].percent, OTHER_KIND,
+                n["arith"], "arithmetic line: native fraction", side="high",
+                accuracy=accuracy, ctx=ctx)
     # Calling a Python function runs C code under a call instruction too
-    # (making and freeing its frame): that is the interpreter's work.  0.85:
-    # a few small helpers (reference counting, the thread state) are shared
-    # with C calls and stay native, and a stripped static build cannot name
-    # its frame functions.
-    accuracy("Python-call line: python fraction", 1.0, frac["pycall"],
-             ">= 0.85")
-    assert frac["pycall"] >= 0.85, (
-        f"pycall: {frac['pycall']:.1%} Python; {ctx}")
+    # (making and freeing its frame): that is the interpreter's work.  A few
+    # small helpers (reference counting, the thread state) are shared with
+    # C calls and stay native, and a stripped static build cannot name its
+    # frame functions: up to 7 % native measured (3.9, 3.10).
+    check_share(frac["pycall"], 1 - 0.08, n["pycall"],
+                "Python-call line: python fraction", side="low",
+                accuracy=accuracy, ctx=ctx)
 
     # The native time is the interpreter's own C functions: named where the
     # interpreter has a .symtab, addresses in it otherwise.
@@ -260,7 +292,9 @@ def check_sleep_half(res, spent, accuracy):
     assert abs(busy_pct - expect_busy) <= 3, ctx
     # Its inner line is pure Python (the clock's system calls are on the
     # `check` line).
-    assert busy.python >= 0.9 * busy.percent, ctx
+    check_share(busy.python / busy.percent, 1 - PURE_STRAY,
+                samples_behind(res.profile, busy.seconds),
+                "busy line python fraction", side="low", ctx=ctx)
 
 
 def test_function_time_is_the_sum_of_its_lines(sleep_run, accuracy):
@@ -333,19 +367,27 @@ def test_two_threads_1_to_3(python, tmp_path, accuracy):
            f"{info['light_cpu_s']:.3f}), heavy {heavy.seconds:.3f} s "
            f"({info['heavy_cpu_s']:.3f}); hot lines: {hot_lines(res.profile)}")
     accuracy("heavy/light line time (design)", 3.0, ratio, "")
-    accuracy("heavy/light vs threads' thread_time", real, ratio, "10%")
-    accuracy("light line s vs thread_time", info["light_cpu_s"],
-             light.seconds, "10%")
-    accuracy("heavy line s vs thread_time", info["heavy_cpu_s"],
-             heavy.seconds, "10%")
-    # 10% against what each thread measured of itself (time.thread_time
-    # around its line), on the ratio and on each line's seconds: about 1.2 s
-    # of CPU in all is ~1200 samples, and the lines hold each thread's CPU
-    # time (its waiting for the GIL is parked time, not line time).
-    assert abs(ratio / real - 1) <= 0.10, (
-        f"ratio {ratio:.2f} vs {real:.2f}; {ctx}")
-    assert abs(light.seconds / info["light_cpu_s"] - 1) <= 0.10, ctx
-    assert abs(heavy.seconds / info["heavy_cpu_s"] - 1) <= 0.10, ctx
+    # Against what each thread measured of itself (time.thread_time around
+    # its line): the lines hold each thread's CPU time (its waiting for the
+    # GIL is parked time, not line time).  The 1:3 split is the heavy
+    # line's share of the two lines' samples (~1200 for 1.2 s of CPU: the
+    # binomial range is about 4 points either side of 75 %).
+    n_both = samples_behind(res.profile, light.seconds + heavy.seconds)
+    check_share(heavy.seconds / (light.seconds + heavy.seconds), real / (1 + real),
+                n_both, "heavy share of the two lines vs threads' thread_time",
+                accuracy=accuracy, ctx=ctx)
+    # Each line's seconds is its share of its thread's samples (the thread
+    # also waits at a barrier between rounds, on another line), times the
+    # thread's time, which the weights give but for what the thread's own
+    # time lacks (below: the same terms as for threads[].cpu_s, at the end
+    # of this test; 0.1 to 6 ms measured) and a period either side of the
+    # line's stretches overall (the samples that straddle their ends).
+    tail, period = unseen_tail_s(res.profile), period_s(res.profile)
+    for who, t in (("light", light), ("heavy", heavy)):
+        whole = info[f"{who}_thread_cpu_s"]
+        check_share(t.seconds, info[f"{who}_cpu_s"], samples_behind(res.profile, whole),
+                    f"{who} line s vs thread_time", whole=whole,
+                    extra=(tail + 2 * period, 2 * period), accuracy=accuracy, ctx=ctx)
     # Not against the design's 3.0: the threads run the same code on one
     # CPU (see the program), but on a loaded machine their own clocks said
     # 2.69 to 3.46 while the profile matched those clocks within 1 %; the
@@ -353,8 +395,10 @@ def test_two_threads_1_to_3(python, tmp_path, accuracy):
     # what it is for: the heavy thread clearly the busier.
     assert real >= 2.0, f"the program's own ratio {real:.2f}; {ctx}"
     # Both lines are Python; neither waits on its own line.
-    for t in (light, heavy):
-        assert t.python >= 0.9 * t.percent, ctx
+    for who, t in (("light", light), ("heavy", heavy)):
+        check_share(t.python / t.percent, 1 - PURE_STRAY,
+                    samples_behind(res.profile, t.seconds),
+                    f"{who} line python fraction", side="low", ctx=ctx)
 
     threads = res.profile["scalene_bpf"]["threads"]
     by_tid = {t["tid"]: t for t in threads}
@@ -365,12 +409,17 @@ def test_two_threads_1_to_3(python, tmp_path, accuracy):
     assert not by_tid[info["light_tid"]]["main_thread"], threads
     assert not by_tid[info["heavy_tid"]]["main_thread"], threads
     # threads[].cpu_s against each thread's whole CPU clock (its line plus
-    # the barrier between rounds): 10%, as for the lines.
+    # the barrier between rounds): the weights add up to its run time, but
+    # for its run after its last sample (unseen_tail_s, as in the hand-off
+    # test) and a period for its start and for its exit after it read its
+    # clock.  Measured on a loaded 2-CPU machine: 0.1 to 6 ms short.
     for who in ("light", "heavy"):
         got = by_tid[info[f"{who}_tid"]]["cpu_s"]
         want = info[f"{who}_thread_cpu_s"]
-        accuracy(f"threads[{who}].cpu_s vs thread_time", want, got, "10%")
-        assert abs(got / want - 1) <= 0.10, (who, got, want, threads)
+        lo, hi = want - tail - period, want + 2 * period
+        accuracy(f"threads[{who}].cpu_s vs thread_time", want, round(got, 4),
+                 f"{lo:.4f}..{hi:.4f}")
+        assert lo <= got <= hi, (who, got, want, threads)
 
 
 def test_handoff_threads_keep_their_cpu_time(python, tmp_path, accuracy):
@@ -379,27 +428,51 @@ def test_handoff_threads_keep_their_cpu_time(python, tmp_path, accuracy):
     timer's fires that fall then are missed (the profile held 0.56-1.09x of
     the threads' own clocks before samples were weighed by the run time
     since the thread's previous one).  Each thread's cpu_s against its own
-    CPU clock: 5 % and 20 ms (its run before its first switch under the
-    profiler counts by periods, its run after its last sample is not seen)."""
+    CPU clock: the weights add up to the thread's run time exactly, but for
+    its run after its last sample, which is not seen (unseen_tail_s: the
+    fires catch a thread that runs in bursts at random points, so that run
+    is exponential, one period on average: 17 ms at most but once in a
+    million), and for its start-up, counted by periods until its first
+    switch under the profiler (a period either way).  Above the clock: what
+    the thread ran after reading it (writing the results, a fraction of a
+    millisecond: the program then ends at once), a period.  Measured on a
+    loaded 2-CPU machine: -2.5 to +0.1 ms.  100 000 round trips give each
+    thread 0.25-0.5 s of CPU here, so that a profile that lost 10 % of a
+    thread's time (as fixed-period samples did: 0.50-1.06x) fails."""
     prog = program("handoff.py")
     side = tmp_path / "threads.json"
-    res = profile_run(python, prog, ["40000", side], tmp=tmp_path, opts=["--cpu-only"])
+    res = profile_run(python, prog, ["100000", side], tmp=tmp_path, opts=["--cpu-only"])
     info = json.loads(side.read_text())
     threads = res.profile["scalene_bpf"]["threads"]
     by_tid = {t["tid"]: t for t in threads}
+    tail, period = unseen_tail_s(res.profile), period_s(res.profile)
     for who in ("main", "echo"):
         tid = info[f"{who}_tid"]
         assert tid in by_tid, f"{who} thread {tid} not listed: {threads}"
         got, want = by_tid[tid]["cpu_s"], info[f"{who}_thread_cpu_s"]
-        accuracy(f"hand-off: threads[{who}].cpu_s vs thread_time", want, round(got, 3),
-                 "5% + 20 ms")
-        assert abs(got - want) <= 0.05 * want + 0.020, (who, got, want, threads)
-    # The time is on the threads' own lines (the calls into the kernel:
-    # system and native time of the two lines, besides the blocked time).
+        lo, hi = want - tail - period, want + 2 * period
+        accuracy(f"hand-off: threads[{who}].cpu_s vs thread_time", want, round(got, 4),
+                 f"{lo:.4f}..{hi:.4f}")
+        assert lo <= got <= hi, (who, got, want, threads)
+    # The loops' time is on their own lines (the calls into the kernel:
+    # system and native time, besides the blocked time): their CPU time
+    # against what each thread measured around its loop, the same way, but
+    # for samples whose stack could not be read (they are on no line), and
+    # the first sample in a loop, which stands for the thread's run since
+    # its previous sample (before the loop: a period or two).
     m = markers(prog)
-    for who, name in (("main", "ping"), ("echo", "echo")):
-        t = line_time(res.profile, prog, m[name])
-        assert t.seconds >= 0.5 * info[f"{who}_thread_cpu_s"], (name, t, hot_lines(res.profile))
+    facts = res.profile["scalene_bpf"]
+    unread = facts["unattributed"]["unreadable_stacks_s"]
+    for who, names in (("main", ("ping_loop", "ping_write", "ping")),
+                       ("echo", ("echo_loop", "echo"))):
+        rows = [line_time(res.profile, prog, m[n]) for n in names]
+        cpu = sum((t.percent - t.extra.get("n_blocked_percent", 0)) / 100 * t.total_sampled_s
+                  for t in rows)
+        want = info[f"{who}_loop_cpu_s"]
+        lo, hi = want - tail - period - unread, want + 2 * period
+        accuracy(f"hand-off: {who} loop lines' CPU s vs its clock", want, round(cpu, 4),
+                 f"{lo:.4f}..{hi:.4f}")
+        assert lo <= cpu <= hi, (who, cpu, want, hot_lines(res.profile))
 
 
 def test_rounds_of_one_period_do_not_alias(python, tmp_path, accuracy):
@@ -417,7 +490,8 @@ def test_rounds_of_one_period_do_not_alias(python, tmp_path, accuracy):
     got = shares([times["short"].percent, times["long"].percent])
     real = shares([spent["short"], spent["long"]])
     ctx = f"profile {got}, the thread's clock {real}; hot lines: {hot_lines(res.profile)}"
-    accuracy("one-period rounds: short line share, %", real[0], round(got[0], 2), "5")
-    # 5 points: 2000 rounds are about 2000 samples, a share's sampling
-    # error about 1 point.
-    assert abs(got[0] - real[0]) <= 5, ctx
+    # 2000 rounds are about 2000 samples of the two lines: the short
+    # line's share has a binomial range of about 5 points either side.
+    n = samples_behind(res.profile, times["short"].seconds + times["long"].seconds)
+    check_share(got[0], real[0], n, "one-period rounds: short line share, %",
+                whole=100, accuracy=accuracy, ctx=ctx)

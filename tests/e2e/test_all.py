@@ -8,7 +8,6 @@ interpreter: the kernel names a process after the file it executed), so that
 --comm picks them out of whatever else runs on the machine."""
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -19,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, INTERPRETER_IDS, _pyenv_prefix, check_compat,
-                         clean_env, default_interpreter, file_entry,
+from e2e_helpers import (BIN, INTERPRETER_IDS, check_compat,
+                         check_share, clean_env, default_interpreter, file_entry,
                          find_interpreter, hot_lines, invoke, line_time,
-                         markers, named_interpreter, program, start_ready)
+                         markers, named_interpreter, period_s, program,
+                         samples_behind, start_ready, unseen_tail_s)
+from interpreters import pyenv_prefix  # noqa: E402 (on the path e2e_helpers makes)
 
 TARGET = program("attach_target.py")
 
@@ -221,14 +222,21 @@ def test_other_namespaces(any_python, tmp_path):
     has its source lines."""
     if not shutil.which("unshare"):
         pytest.skip("unshare not found (apt-get install util-linux)")
+    unshare = ["unshare", "--mount", "--pid", "--fork", "--mount-proc"]
+    # Where new namespaces cannot be made as the test makes them (inside a
+    # chroot the root's propagation cannot be changed), the machine says so
+    # before the profiler is involved.
+    p = subprocess.run(unshare + ["true"], capture_output=True, text=True, timeout=30)
+    if p.returncode:
+        pytest.skip(f"this machine cannot make the namespaces: {' '.join(unshare)} "
+                    f"true: {p.stderr.strip()}")
     link = named_interpreter(any_python, tmp_path, "sbpf-all-n")
     out_dir = tmp_path / "out"
     child = {}
 
     def during(proc):
         time.sleep(0.5)
-        p = subprocess.run(["unshare", "--mount", "--pid", "--fork",
-                            "--mount-proc", str(link), TARGET, "1.0"],
+        p = subprocess.run(unshare + [str(link), TARGET, "1.0"],
                            cwd=str(tmp_path), env=clean_env(),
                            capture_output=True, text=True, timeout=30)
         child["rc"] = p.returncode
@@ -369,16 +377,28 @@ def _background(tmp_path, n=10):
     for i in range(n):
         link = named_interpreter(pythons[i % len(pythons)], tmp_path, f"sbpf-bg{i}")
         procs.append(subprocess.Popen(
-            [str(link), "-c", "while True: pass"], env=clean_env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            preexec_fn=lambda: os.nice(19)))
+            [str(link), "-c", "import os; os.nice(19); print('ready', flush=True)\n"
+             "while True: pass"], env=clean_env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True))
+    # Each one is in its loop before the run starts: the test counts their
+    # profiles, and one still starting up when the run ends (its interpreter
+    # not yet recognised, or no sample of its Python yet) has none.  They
+    # start at the normal priority, so that this takes milliseconds, not the
+    # seconds a start-up at the lowest one takes on a loaded machine.
+    for p in procs:
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            for q in procs:
+                q.kill()
+                q.wait()
+            raise AssertionError(f"a busy process did not start: {line!r}")
     return procs
 
 
 def _under_all(tmp_path, argv, opts=(), busy_n=10):
     """Runs argv during `--all` (and opts: no filter unless they give one)
-    with busy_n busy Python processes beside it; its entry in the index and
-    its profile."""
+    with busy_n busy Python processes beside it; its entry in the index,
+    its profile and the busy processes' entries."""
     busy = _background(tmp_path, busy_n)
     out_dir = tmp_path / "out"
     ran = {}
@@ -404,11 +424,17 @@ def _under_all(tmp_path, argv, opts=(), busy_n=10):
     assert res.rc == 0, res.describe()
     assert ran["rc"] == 0, ran
     index = _index(out_dir)
-    [e] = _entries(index, ran["pid"])
-    # The busy ones were profiled too.
-    assert sum(p["comm"].startswith("sbpf-bg") and bool(p["profile"])
-               for p in index["processes"]) == busy_n, index["processes"]
-    return e, check_compat(out_dir / e["profile"])
+    # The program's image: with no filter the run may also list the copy
+    # of this test's own interpreter that the fork made, when it was seen
+    # before it exec'd the program (under load it was).
+    [e] = [p for p in _entries(index, ran["pid"]) if p["cmdline"][:1] == [str(argv[0])]]
+    # The busy ones were profiled too: ours, by their PIDs (with no filter
+    # the run also sees whatever else runs on the host, another run of
+    # this suite's busy processes among them).
+    pids = {p.pid for p in busy}
+    mine = [p for p in index["processes"] if p["pid"] in pids]
+    assert {p["pid"] for p in mine if p["profile"]} == pids, mine
+    return e, check_compat(out_dir / e["profile"]), [p for p in mine if p["profile"]]
 
 
 def test_split_under_all(python, tmp_path, accuracy):
@@ -418,24 +444,11 @@ def test_split_under_all(python, tmp_path, accuracy):
     prog = program("split.py")
     side = tmp_path / "spent.json"
     link = named_interpreter(python, tmp_path, "sbpf-acc")
-    e, prof = _under_all(tmp_path, [link, prog, "1.0", side],
-                         opts=("--profile-exclude", "spin_helper"))
-    m = markers(prog)
-    names = ("twenty", "thirty", "fifty")
-    times = [line_time(prof, prog, m[n]) for n in names]
-    total = sum(t.percent for t in times)
-    got = [100.0 * t.percent / total for t in times]
-    spent = json.loads(side.read_text())
-    real_total = sum(spent[n] for n in names)
-    real = [100.0 * spent[n] / real_total for n in names]
-    ctx = f"profile {got}, measured {real}; {hot_lines(prof)}"
-    for name, g, r, nominal in zip(names, got, real, (20, 30, 50)):
-        accuracy(f"--all, 10 busy beside: {name} share vs thread_time, %",
-                 r, g, "2.5")
-        assert abs(g - r) <= 2.5, f"{name}: {ctx}"
-        assert abs(g - nominal) <= 2.5, f"{name}: {ctx}"
-    for t in times:
-        assert t.python >= 0.95 * t.percent, ctx
+    e, prof, _ = _under_all(tmp_path, [link, prog, "1.0", side],
+                            opts=("--profile-exclude", "spin_helper"))
+    from test_accuracy import check_split
+    check_split(prof, prog, json.loads(side.read_text()), accuracy,
+                label="--all, 10 busy beside: ")
 
 
 def test_threads_under_all(any_python, tmp_path, accuracy):
@@ -445,16 +458,20 @@ def test_threads_under_all(any_python, tmp_path, accuracy):
     prog = program("threads_ratio.py")
     side = tmp_path / "threads.json"
     link = named_interpreter(any_python, tmp_path, "sbpf-thr")
-    e, prof = _under_all(tmp_path, [link, prog, "0.3", side],
-                         opts=("--profile-exclude", "spin_helper"))
+    e, prof, _ = _under_all(tmp_path, [link, prog, "0.3", side],
+                            opts=("--profile-exclude", "spin_helper"))
     m = markers(prog)
     info = json.loads(side.read_text())
     for who in ("light", "heavy"):
         t = line_time(prof, prog, m[who])
-        accuracy(f"--all, 10 busy beside: {who} line s vs thread_time",
-                 info[f"{who}_cpu_s"], t.seconds, "10%")
-        assert abs(t.seconds / info[f"{who}_cpu_s"] - 1) <= 0.10, (
-            who, t.seconds, info, hot_lines(prof))
+        # The line's share of its thread's samples, times the thread's time
+        # (the same terms as in test_accuracy.test_two_threads_1_to_3).
+        whole = info[f"{who}_thread_cpu_s"]
+        check_share(t.seconds, info[f"{who}_cpu_s"], samples_behind(prof, whole),
+                    f"--all, 10 busy beside: {who} line s vs thread_time",
+                    whole=whole, extra=(unseen_tail_s(prof) + 2 * period_s(prof),
+                                        2 * period_s(prof)),
+                    accuracy=accuracy, ctx=f"{info}; {hot_lines(prof)}")
 
 
 def test_async_under_all(python, tmp_path, accuracy):
@@ -471,15 +488,13 @@ def test_async_under_all(python, tmp_path, accuracy):
     link = named_interpreter(python, tmp_path, "sbpf-aio")
     # 4 s: the time before its loop is first seen (looks 10, 30, 70, 150 ms
     # after its exec, and so on) is not credited.
-    e, prof = _under_all(tmp_path, [link, prog, "4", side], busy_n=2)
+    e, prof, busy = _under_all(tmp_path, [link, prog, "4", side], busy_n=2)
     truth = json.loads(side.read_text())
     rows = file_entry(prof, prog)["lines"]
     check_ratio(prof, prog, truth, {m: rows[n - 1] for m, n in markers(prog).items()},
                 accuracy)
     out_dir = tmp_path / "out"
-    index = _index(out_dir)
-    busy = [p for p in index["processes"] if p["comm"].startswith("sbpf-bg")]
-    assert len(busy) == 2, index["processes"]
+    assert len(busy) == 2, busy
     for p in busy:
         facts = json.loads((out_dir / p["profile"]).read_text())["scalene_bpf"]["async"]
         # About 6 s profiled: 600 looks at a fixed 10 ms, 9 with the
@@ -509,8 +524,8 @@ def test_async_many_loops_under_all(tmp_path, accuracy):
     tick_link = named_interpreter(python, tmp_path, "sbpf-tick")
     ticks = [start_ready([tick_link, program("async_ticks.py")], tmp_path) for _ in range(5)]
     try:
-        _, prof = _under_all(tmp_path, [link, prog, "20", side],
-                             opts=["--comm", "sbpf-aio", "--comm", "sbpf-tick"], busy_n=0)
+        _, prof, _ = _under_all(tmp_path, [link, prog, "20", side],
+                                opts=["--comm", "sbpf-aio", "--comm", "sbpf-tick"], busy_n=0)
     finally:
         for p in ticks:
             p.kill()
@@ -638,7 +653,7 @@ def test_interval_and_rotation(any_python, tmp_path):
 def test_unsupported_python_listed(tmp_path):
     """A Python the profiler cannot walk (3.8: no layout tables) is listed
     with why, counted as unsupported, and nothing else is affected."""
-    old = _pyenv_prefix("3.8.18") or _pyenv_prefix("3.8")
+    old = pyenv_prefix("3.8.18") or pyenv_prefix("3.8")
     if not old or not (old / "bin" / "python3").exists():
         pytest.skip("no Python 3.8 to try (pyenv install 3.8)")
     link = named_interpreter(old / "bin" / "python3", tmp_path, "sbpf-all-o")

@@ -30,18 +30,14 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (clean_env, default_interpreter, file_entry, finish,
-                         hot_lines, invoke, line_time, markers, profile_run,
-                         program)
+from e2e_helpers import (PURE_STRAY, clean_env, default_interpreter, file_entry,
+                         finish, hot_lines, invoke, line_time, markers, period_s,
+                         profile_run, program, samples_behind)
+from e2e_helpers import check_share as check_binomial
 
 # --profile-exclude spin_helper: its loop's time lands on the calling line
 # (async_cpu.py's `cpu` line), as in test_accuracy.py.
 EXCLUDE_SPIN = ("--profile-exclude", "spin_helper")
-# Percentage points allowed between a line's share of the await time and
-# the share by the programs' clocks or design: the waits are ~2 s of idle
-# loop time, thousands of snapshots; what is left is the moments around a
-# wake-up (a task resumed but not yet at its next await).
-SHARE_POINTS = 5.0
 AWAIT_FIELDS = ("n_async_await_percent", "n_async_concurrency_mean",
                 "n_async_concurrency_peak")
 
@@ -145,10 +141,25 @@ def check_outside(facts):
     return where
 
 
-def check_share(accuracy, what, got, want, ctx, points=SHARE_POINTS):
-    accuracy(what, round(want, 2), round(got, 2), f"{points} points")
-    assert abs(got - want) <= points, (
-        f"{what}: {got:.2f}% in the profile, {want:.2f}% expected; {ctx}")
+def looks(prof, rows, lines):
+    """The task looks behind a share among `lines` of the await time: each
+    snapshot reads where every suspended task waits, a point sample, and
+    these lines hold their part of all the looks (tasks_read).  A share of
+    n looks has the binomial range at n: 1.8 points either way for 100
+    snapshots of six tasks at 25 % was measured against the program's own
+    timeline (see test_all.test_async_many_loops_under_all).  Where the
+    tasks at each line are fixed (3 of 4 wait here), the looks vary less,
+    and the range is on the safe side."""
+    part = sum(rows[m].get("n_async_await_percent", 0) for m in lines) / 100
+    return prof["scalene_bpf"]["async"]["tasks_read"] * part
+
+
+def check_share(accuracy, what, got, want, ctx, n, extra=0.0):
+    """A line's share of the await time (%) against the programs' clocks or
+    design, over n task looks (looks()); extra: a systematic term the
+    caller explains."""
+    check_binomial(got, want, n, what, whole=100, extra=extra,
+                   accuracy=accuracy, ctx=ctx)
 
 
 def check_names(row, want, marker, ctx, least=None):
@@ -168,6 +179,20 @@ def check_names(row, want, marker, ctx, least=None):
         f"{marker}: {len(got)} of the program's {len(set(want))} task names seen; {ctx}")
 
 
+def check_cpu_line(prof, cpu, truth, accuracy, ctx):
+    """The busy line's CPU against the thread_time it measured (as in
+    test_accuracy.py): its share of the program's samples (the binomial
+    range at their count), and a period either side of the loop (the
+    sample that straddles its start or end); pure Python."""
+    whole = sum(t["cpu_s"] for t in prof["scalene_bpf"]["threads"])
+    check_binomial(cpu.seconds, truth["cpu_s"], samples_behind(prof, whole),
+                   "cpu line s vs thread_time", whole=whole,
+                   extra=2 * period_s(prof), accuracy=accuracy, ctx=ctx)
+    check_binomial(cpu.python / cpu.percent, 1 - PURE_STRAY,
+                   samples_behind(prof, cpu.seconds), "cpu line python fraction",
+                   side="low", ctx=ctx)
+
+
 # --------------------------------------------------------------------------
 # Known-truth programs
 # --------------------------------------------------------------------------
@@ -185,22 +210,23 @@ def check_ratio(prof, prog, truth, rows, accuracy):
     pair = ("short", "long")
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
     real = shares({m: truth["await_s"][m] for m in pair})
+    n = looks(prof, rows, pair)
     for m, design in zip(pair, (25.0, 75.0)):
         # The design is only as exact as the program's sleeps: each one
         # overshoots by up to a millisecond (the selector's timeout is in
         # ms), which the short line's waits feel most; the clocks see it.
         check_share(accuracy, f"{m} share of the two lines (design), %",
-                    got[m], design, ctx,
-                    points=SHARE_POINTS + abs(real[m] - design))
+                    got[m], design, ctx, n, extra=abs(real[m] - design))
         check_share(accuracy, f"{m} share of the two lines (clocks), %",
-                    got[m], real[m], ctx)
+                    got[m], real[m], ctx, n)
     # Of all the await time, the main task's gather included.
     three = ("short", "long", "gather")
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in three})
     real = shares({m: truth["await_s"][m] for m in three})
+    n = looks(prof, rows, three)
     for m in three:
         check_share(accuracy, f"{m} share of all await time (clocks), %",
-                    got[m], real[m], ctx)
+                    got[m], real[m], ctx, n)
     # Six workers and the main task are suspended together.
     for m in pair:
         mean = rows[m].get("n_async_concurrency_mean", 0)
@@ -273,7 +299,7 @@ def check_gather(prof, truth, rows, accuracy, ctx):
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
     real = shares({m: truth["await_s"][m] for m in pair})
     check_share(accuracy, "wait share (clocks: 100 of 101 tasks), %",
-                got["wait"], real["wait"], ctx)
+                got["wait"], real["wait"], ctx, looks(prof, rows, pair))
     check_names(wait, truth["task_names"]["wait"], "wait", ctx)
 
 
@@ -285,12 +311,7 @@ def test_cpu_coroutine_keeps_its_cpu(python, tmp_path, accuracy):
     check_async_on(prof, prog)
     ctx = f"truth {truth}; {awaited(prof)}"
     cpu = line_time(prof, prog, markers(prog)["cpu"])
-    # The busy line's CPU: its Python time against its thread_time, 10 %
-    # as in test_accuracy.py; pure Python.
-    accuracy("cpu line s vs thread_time", round(truth["cpu_s"], 3),
-             round(cpu.seconds, 3), "10%")
-    assert abs(cpu.seconds / truth["cpu_s"] - 1) <= 0.10, ctx
-    assert cpu.python >= 0.9 * cpu.percent, ctx
+    check_cpu_line(prof, cpu, truth, accuracy, ctx)
     # Computing is not waiting: no await time on the busy line.
     aw = rows["cpu"].get("n_async_await_percent", 0)
     accuracy("cpu line await %", 0.0, aw, "<= 1")
@@ -300,9 +321,10 @@ def test_cpu_coroutine_keeps_its_cpu(python, tmp_path, accuracy):
     lines = ("wait", "pause", "gather")
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in lines})
     want = shares({m: at[m] for m in lines})
+    n = looks(prof, rows, lines)
     for m in lines:
         check_share(accuracy, f"{m} share (by tasks waiting there), %",
-                    got[m], want[m], ctx)
+                    got[m], want[m], ctx, n)
     check_names(rows["wait"], truth["task_names"]["wait"], "wait", ctx)
     check_names(rows["pause"], ["busy"], "pause", ctx)
 
@@ -320,8 +342,9 @@ def check_server(prof, prog, truth, rows, accuracy):
     lines = ("handler_read", "client_sleep", "client_read", "gather")
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in lines})
     real = shares({m: truth["await_s"][m] for m in lines})
+    n = looks(prof, rows, lines)
     for m in lines:
-        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx, n)
     check_names(rows["handler_read"], truth["task_names"]["handler_read"],
                 "handler_read", ctx)
     check_names(rows["client_sleep"], truth["task_names"]["client_sleep"],
@@ -340,10 +363,11 @@ def test_taskgroup(python, tmp_path, accuracy):
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
     real = shares({m: truth["await_s"][m] for m in pair})
     design = shares({m: truth["tasks_at"][m] for m in pair})
+    n = looks(prof, rows, pair)
     for m in pair:
         check_share(accuracy, f"{m} share (1 task : 3 tasks), %", got[m],
-                    design[m], ctx)
-        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+                    design[m], ctx, n)
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx, n)
         check_names(rows[m], truth["task_names"][m], m, ctx)
 
 
@@ -359,8 +383,9 @@ def test_wait_for_timeout(python, tmp_path, accuracy):
     lines = ("slow", "wait_for", "beside", "gather")
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in lines})
     real = shares({m: truth["await_s"].get(m, 0.0) for m in lines})
+    n = looks(prof, rows, lines)
     for m in lines:
-        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx, n)
     # Each timed-out call's task lives ~40 ms: most are seen, not all.
     check_names(rows["slow"], truth["task_names"]["slow"], "slow", ctx, least=0.5)
 
@@ -376,9 +401,13 @@ def test_async_generator(python, tmp_path, accuracy):
     pair = ("produce", "consume")
     got = shares({m: rows[m].get("n_async_await_percent", 0) for m in pair})
     real = shares({m: truth["await_s"][m] for m in pair})
+    n = looks(prof, rows, pair)
     for m, design in zip(pair, (25.0, 75.0)):
-        check_share(accuracy, f"{m} share (design), %", got[m], design, ctx)
-        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx)
+        # Against the design, widened by how far the program's sleeps took
+        # its clocks from it (as in check_ratio).
+        check_share(accuracy, f"{m} share (design), %", got[m], design, ctx, n,
+                    extra=abs(real[m] - design))
+        check_share(accuracy, f"{m} share (clocks), %", got[m], real[m], ctx, n)
         check_names(rows[m], ["consumer"], m, ctx)
     aw = rows["async_for"].get("n_async_await_percent", 0)
     accuracy("async for line await %", 0.0, aw, "<= 2")
@@ -409,14 +438,17 @@ def test_two_loops_in_two_threads(python, tmp_path, accuracy):
     for k, ms in lines.items():
         got = sum(rows[m].get("n_async_await_percent", 0) for m in ms)
         want = 100.0 * idle[k] / sum(idle.values())
+        # Each snapshot credits its loop's idle time since the one before:
+        # the loops' shares are over the snapshots of both.
         check_share(accuracy, f"loop {k} lines' share (its idle time), %",
-                    got, want, ctx)
+                    got, want, ctx, facts["snapshots"])
         # Within a loop, its lines by its tasks' clocks.
         got = shares({m: rows[m].get("n_async_await_percent", 0) for m in ms})
         real = shares({m: truth[k]["await_s"][m] for m in ms})
+        n = looks(prof, rows, ms)
         for m in ms:
             check_share(accuracy, f"{m} share of loop {k} (clocks), %",
-                        got[m], real[m], ctx)
+                        got[m], real[m], ctx, n)
         for m in ms:
             mean = rows[m].get("n_async_concurrency_mean", 0)
             want = truth[k]["concurrency_mean"]
@@ -425,10 +457,12 @@ def test_two_loops_in_two_threads(python, tmp_path, accuracy):
             assert rows[m].get("n_async_concurrency_peak", 0) <= \
                 truth[k]["concurrency_peak"], (m, ctx)
             check_names(rows[m], truth[k]["task_names"][m], m, ctx)
-    pair = shares({m: rows[m].get("n_async_await_percent", 0)
-                   for m in ("a_short", "a_long")})
+    two = ("a_short", "a_long")
+    pair = shares({m: rows[m].get("n_async_await_percent", 0) for m in two})
+    real = shares({m: truth["a"]["await_s"][m] for m in two})
     check_share(accuracy, "a_short share of loop a's two lines (design), %",
-                pair["a_short"], 25.0, ctx)
+                pair["a_short"], 25.0, ctx, looks(prof, rows, two),
+                extra=abs(real["a_short"] - 25.0))
 
 
 def test_await_outside_profiled_files(tmp_path):
@@ -455,7 +489,9 @@ def test_await_outside_profiled_files(tmp_path):
         assert w["waits_in"]["file"] and w["waits_in"]["line"] > 0, ctx
     assert set(by_task) == {"busy", "waiter", "main"}, ctx
     share = 100 * by_task["waiter"] / facts["await_outside_profiled_files_s"]
-    assert abs(share - 60) <= SHARE_POINTS, ctx
+    # Over all the task looks (all of them outside the profiled files).
+    check_binomial(share, 60, facts["tasks_read"], "waiters' share of the await time, %",
+                   whole=100, ctx=ctx)
     # The waiters wait in asyncio.sleep, a frame of asyncio's own.
     assert any(w["task_coroutine"]["function"] == "waiter" and
                w["waits_in"]["function"] == "sleep" and
@@ -479,8 +515,9 @@ def test_code_object_reused(python, tmp_path, accuracy):
     others = {n: sum(r.get("n_async_await_percent", 0) for r in d["lines"])
               for n, d in prof["files"].items() if n != prog}
     assert not any(others.values()), f"await time in other files {others}; {ctx}"
-    check_share(accuracy, "wait share (3 of 4 tasks), %", at["wait"], 75.0, ctx)
-    check_share(accuracy, "gather share (1 of 4), %", at["gather"], 25.0, ctx)
+    n = looks(prof, {m: rows[n - 1] for m, n in markers(prog).items()}, ("wait", "gather"))
+    check_share(accuracy, "wait share (3 of 4 tasks), %", at["wait"], 75.0, ctx, n)
+    check_share(accuracy, "gather share (1 of 4), %", at["gather"], 25.0, ctx, n)
 
 
 def test_loop_never_idle(python, tmp_path, accuracy):
@@ -504,10 +541,7 @@ def test_loop_never_idle(python, tmp_path, accuracy):
     assert not rows["never"].get("n_async_await_percent"), ctx
     assert not rows["never"].get("async_task_names"), ctx
     cpu = line_time(prof, prog, markers(prog)["cpu"])
-    accuracy("cpu line s vs thread_time", round(truth["cpu_s"], 3),
-             round(cpu.seconds, 3), "10%")
-    assert abs(cpu.seconds / truth["cpu_s"] - 1) <= 0.10, ctx
-    assert cpu.python >= 0.9 * cpu.percent, ctx
+    check_cpu_line(prof, cpu, truth, accuracy, ctx)
     assert not rows["cpu"].get("n_async_await_percent"), ctx
 
 
@@ -530,10 +564,15 @@ def test_task_churn(python, tmp_path, accuracy):
              facts.get("tasks_resumed"), "(reported)")
     # The suspended tasks come and go from one moment to the next: the
     # shares are the program's samples of the idle moments, not its clocks.
+    # Both are samples: the profile's task looks, and the program's looks
+    # (idle_looks, of about as many tasks each); the variances of the two
+    # shares add, as for one share at n1 n2 / (n1 + n2).
+    n1 = facts["tasks_read"]
+    n2 = truth["idle_looks"] * facts["tasks_read"] / facts["snapshots"]
     for m in ("tiny", "spawn", "main"):
         check_share(accuracy, f"{m} share (idle samples), %",
                     rows[m].get("n_async_await_percent", 0),
-                    truth["idle_shares"][m], ctx)
+                    truth["idle_shares"][m], ctx, n1 * n2 / (n1 + n2))
     # A bare yield is no wait: the loop runs the task again at once.
     zero = rows["zero"].get("n_async_await_percent", 0)
     accuracy("zero line await %", 0.0, zero, "<= 2")

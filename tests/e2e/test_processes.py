@@ -9,9 +9,10 @@ import subprocess
 
 import pytest
 
-from e2e_helpers import (BIN, PROGRAMS, clean_env, default_interpreter,
-                         hot_lines, line_time,
-                         markers, profile_command, profile_run, program)
+from e2e_helpers import (BIN, PROGRAMS, PURE_STRAY, check_share, clean_env,
+                         default_interpreter, hot_lines, line_time, markers,
+                         period_s, profile_command, profile_run, program,
+                         samples_behind, unseen_tail_s)
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
@@ -39,8 +40,6 @@ def test_pool_workers_lines_in_the_profile(python, method, tmp_path,
                                                  facts["interpreters"])
     cpu_total = sum(r["n_cpu_percent_python"] + r["n_cpu_percent_c"]
                     for d in res.profile["files"].values() for r in d["lines"])
-    accuracy("worker line s vs children's process_time", info["work_cpu_s"],
-             worker.seconds, "15%")
     accuracy("worker line % of all sampled time", "",
              worker.percent, "")
     accuracy("worker line share of all CPU % in the profile", "most",
@@ -48,15 +47,26 @@ def test_pool_workers_lines_in_the_profile(python, method, tmp_path,
     # The children ran the line: their pids are among the profile's threads.
     pids = {t["pid"] for t in facts["threads"]}
     assert set(info["pids"]) <= pids, (info["pids"], facts["threads"])
-    # 15%: the line's time is the children's CPU time on it, which they
-    # measured around the loop (process_time); sampling at 997 Hz over
-    # ~0.8 s is good to a few percent, the rest is slack for the children's
-    # start and end.
-    assert abs(worker.seconds / info["work_cpu_s"] - 1) <= 0.15, ctx
+    # The line's time is the children's CPU time on it, which they measured
+    # around the loop (process_time): its share of the children's samples
+    # (their whole CPU time, as the profile has it), the binomial range at
+    # that count, widened by a period either side of each of the four
+    # loops (the sample that straddles its start or its end) and by each
+    # child's run after its last sample, which is not seen (they leave by
+    # os._exit; unseen_tail_s).  Measured: the line 0 to 9 ms short of the
+    # clocks, and the children's whole time as the profile has it up to
+    # 4 ms short of their loops' alone.
+    kids = sum(t["cpu_s"] for t in facts["threads"] if t["pid"] in info["pids"])
+    check_share(worker.seconds, info["work_cpu_s"], samples_behind(res.profile, kids),
+                "worker line s vs children's process_time", whole=kids,
+                extra=4 * 2 * period_s(res.profile) + len(info["pids"]) * unseen_tail_s(res.profile),
+                accuracy=accuracy, ctx=ctx)
     # "Substantial": the workers' loop is most of the program's CPU time
     # (the parent only waits; a spawned child also imports).
     assert worker.python + worker.native >= 0.6 * cpu_total, ctx
-    assert worker.python >= 0.9 * worker.percent, ctx
+    check_share(worker.python / worker.percent, 1 - PURE_STRAY,
+                samples_behind(res.profile, worker.seconds),
+                "worker line python fraction", side="low", ctx=ctx)
 
 
 def _busy_ok(res, busy, accuracy, what, side):
@@ -179,7 +189,7 @@ def test_dash_m_installed_package_warns(any_python, tmp_path):
         res.profile["files"].keys()
     # The terminal view shows it (the browser view's model carries it too).
     p = subprocess.run([str(BIN), "view", "--cli", str(out)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, env=clean_env())
     assert p.returncode == 0 and "--profile-all" in p.stdout, p.stdout[-2000:]
     # Following the advice: the package's line gets the time, no warning.
     out2 = tmp_path / "only.json"

@@ -99,48 +99,10 @@ def render_page(html, actions=None, screenshot=None, timeout=60):
                     "SCALENE_COMPAT_CHROMIUM", pytrace=False)
     page_url = Path(html).resolve().as_uri()
     tmp = tempfile.mkdtemp(prefix="sbpf-html-")
-    proc, fds = None, []
     try:
-        user_dir = os.path.join(tmp, "chromium-profile")
-        os.mkdir(user_dir)
-        cmd_r, cmd_w = os.pipe()
-        ev_r, ev_w = os.pipe()
-        fds = [cmd_r, cmd_w, ev_r, ev_w]
-
-        def child_fds():
-            os.dup2(cmd_r, 100)
-            os.dup2(ev_w, 101)
-            os.dup2(100, 3)
-            os.dup2(101, 4)
-            os.close(100)
-            os.close(101)
-
-        argv = compat._chromium_argv(binary, user_dir)
-        argv = [a if not a.startswith("--window-size=") else
-                f"--window-size={WINDOW[0]},{WINDOW[1]}" for a in argv]
-        with open(os.path.join(tmp, "chromium.log"), "wb") as log:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, preexec_fn=child_fds,
-                start_new_session=True, close_fds=False,
-                env=dict(os.environ, HOME=tmp, TMPDIR=tmp))
-        os.close(cmd_r)
-        os.close(ev_w)
-        fds = [cmd_w, ev_r]
-        return _drive(compat._Cdp(cmd_w, ev_r), page_url, actions,
-                      screenshot, timeout)
+        with compat.chromium(binary, tmp, window=WINDOW) as cdp:
+            return _drive(cdp, page_url, actions, screenshot, timeout)
     finally:
-        if proc is not None:
-            try:
-                os.killpg(proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait(timeout=10)
-        for fd in fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """libscalene-bpf-sampler.so preloaded into real interpreters, without BPF.
 
-Each interpreter (pyenv 3.9-3.13, Debian's statically linked python3.11) runs
+Each interpreter (tests/interpreters.py: pyenv's 3.9-3.13, Debian's static
+3.11 and Debian unstable's static 3.14) runs
 programs/alloc_split.py, which allocates ~300 MB of Python objects and then
 200 MiB through libc malloc, each in a thread, under every way CPython has of
 replacing or hooking its allocators.  Checked: the Python/native split is
@@ -15,6 +16,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -24,16 +26,20 @@ PROGRAM = HERE / "programs" / "alloc_split.py"
 LIB = pathlib.Path(os.environ.get("SCALENE_BPF_SAMPLER_SO",
                                   ROOT / "build" / "sampler" / "libscalene-bpf-sampler.so"))
 CHURN = ROOT / "build" / "tests" / "libchurn.so"
-PYENV_ROOT = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv"))
+sys.path.insert(0, str(ROOT / "tests"))
+from interpreters import INTERPRETER_IDS, INTERPRETERS, locate  # noqa: E402
 
-INTERPRETERS = {
-    "3.9": PYENV_ROOT / "versions/3.9.18/bin/python3",
-    "3.10": PYENV_ROOT / "versions/3.10.13/bin/python3",
-    "3.11": PYENV_ROOT / "versions/3.11.7/bin/python3",
-    "3.12": PYENV_ROOT / "versions/3.12.1/bin/python3",
-    "3.13": PYENV_ROOT / "versions/3.13.0/bin/python3",
-    "deb3.11": pathlib.Path("/usr/bin/python3.11"),
-}
+_found = {}
+
+
+def interpreter(ident):
+    """The interpreter with that test id (tests/interpreters.py), or skip."""
+    _, where, install = next(i for i in INTERPRETERS if i[0] == ident)
+    if ident not in _found:
+        _found[ident] = locate(where)
+    if _found[ident] is None:
+        pytest.skip(f"interpreter {ident} ({where}) not found: install it with `{install}`")
+    return pathlib.Path(_found[ident])
 
 # mode: (extra environment, interpreter options, program arguments, scale).
 # tracemalloc makes a run 4-5 times slower: those runs allocate 4 times less,
@@ -79,8 +85,6 @@ def parse_report(text):
 
 
 def run(python, mode, tmp_path):
-    if not python.exists():
-        pytest.skip(f"{python} is not installed")
     if not LIB.exists():
         pytest.fail(f"{LIB} is missing: build it with `make sampler`")
     env_extra, opts, args, scale = MODES[mode]
@@ -100,9 +104,9 @@ def within(value, expect, rel):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("version", list(INTERPRETERS))
+@pytest.mark.parametrize("version", INTERPRETER_IDS)
 def test_split(version, mode, tmp_path):
-    out, rep = run(INTERPRETERS[version], mode, tmp_path)
+    out, rep = run(interpreter(version), mode, tmp_path)
     py, nat, rel = out["python_phase"], out["native_phase"], out["release_phase"]
     scale = MODES[mode][3]
 
@@ -144,14 +148,12 @@ def test_split(version, mode, tmp_path):
     assert rep["sampled_bytes"] > 0 and rep["free_samples"] > 0
 
 
-@pytest.mark.parametrize("version", list(INTERPRETERS))
+@pytest.mark.parametrize("version", INTERPRETER_IDS)
 def test_lifecycle(version, tmp_path):
     """Daemon threads allocating through shutdown (in Python, and in C without
     the GIL through exit()), fork, multiprocessing (fork and spawn), a
     subprocess and a ctypes dlopen, all preloaded."""
-    python = INTERPRETERS[version]
-    if not python.exists():
-        pytest.skip(f"{python} is not installed")
+    python = interpreter(version)
     report = tmp_path / "report"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SCALENE_BPF_", "PYTHON")) and k != "LD_PRELOAD"}

@@ -19,27 +19,9 @@
 
 #include "session/asyncprobe.h"
 #include "testlib.h"
+#include "testpython.h"
 
-static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
 static char tmpdir[] = "/tmp/asyncprobe-test-XXXXXX";
-
-static int pyenv_python(const char *version, char *out, size_t n)
-{
-	char cmd[256];
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "pyenv prefix %s 2>/dev/null", version);
-	p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)n, p)) {
-		if (p)
-			pclose(p);
-		return -ENOENT;
-	}
-	pclose(p);
-	out[strcspn(out, "\n")] = '\0';
-	strncat(out, "/bin/python3", n - strlen(out) - 1);
-	return access(out, X_OK) ? -ENOENT : 0;
-}
 
 /* Runs the probe to the end (polling, as the loader does). */
 static int run_probe(const char *path, uid_t uid, gid_t gid, const struct asyncprobe_opts *o,
@@ -363,21 +345,17 @@ static void test_live(void)
 	char py[512];
 	int tested = 0;
 
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (pyenv_python(versions[i], py, sizeof(py))) {
-			SKIP_PART("pyenv %s not found (pyenv install %s)", versions[i],
-				  versions[i]);
+	for (size_t i = 0; i < N_TEST_PYTHONS; i++) {
+		const struct test_python *tp = &test_pythons[i];
+
+		if (test_python_find(tp, py, sizeof(py))) {
+			SKIP_PART("%s not found (%s)", tp->name, tp->install);
 			continue;
 		}
-		check_interp(py, 9 + (int)i);
+		check_interp(py, tp->minor);
+		if (tp->is_static)
+			check_proc_exe(py);
 		tested++;
-	}
-	if (!access("/usr/bin/python3.11", X_OK)) {
-		check_interp("/usr/bin/python3.11", 11);
-		check_proc_exe("/usr/bin/python3.11");
-		tested++;
-	} else {
-		SKIP_PART("/usr/bin/python3.11 not found (apt-get install python3.11)");
 	}
 	if (!tested)
 		t_skip_current = 1;
@@ -386,15 +364,7 @@ static void test_live(void)
 /* Any Python 3 here, for the tests that need one. */
 static int some_python(char *py, size_t n)
 {
-	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (!pyenv_python(versions[i], py, n))
-			return 0;
-	}
-	if (!access("/usr/bin/python3.11", X_OK)) {
-		snprintf(py, n, "/usr/bin/python3.11");
-		return 0;
-	}
-	return -ENOENT;
+	return test_python_between(9, 99, py, n) < 0 ? -ENOENT : 0;
 }
 
 /* A Python whose _asyncio cannot be imported: the pure-Python asyncio is

@@ -30,11 +30,7 @@ static int run(const char *json, enum export_format fmt)
 	FILE *fo, *fe;
 	int ret;
 
-	free(out);
-	free(err);
-	out = err = NULL;
-	fo = open_memstream(&out, &outlen);
-	fe = open_memstream(&err, &errlen);
+	test_memstreams(&out, &outlen, &err, &errlen, &fo, &fe);
 	ret = export_write(doc, fmt, "/some/dir/p.json", fo, fe);
 	fclose(fo);
 	fclose(fe);

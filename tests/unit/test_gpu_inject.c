@@ -364,24 +364,11 @@ static void test_exit_flush(void)
 static const char *captured_init(int *ret)
 {
 	static char text[2048];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
+	struct test_stderr c;
 
-	if (!tmp || saved < 0) {
-		*ret = init();
-		return "(stderr not captured)";
-	}
-	fflush(stderr);
-	dup2(fileno(tmp), 2);
+	test_stderr_begin(&c);
 	*ret = init();
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(text, 1, sizeof(text) - 1, tmp);
-	text[n] = 0;
-	fclose(tmp);
+	test_stderr_end(&c, text, sizeof(text));
 	return text;
 }
 

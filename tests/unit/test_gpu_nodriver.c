@@ -131,25 +131,11 @@ static void test_never_loaded(void)
 static const char *capture_stderr(int (*fn)(void), int *ret)
 {
 	static char text[2048];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n = 0;
+	struct test_stderr c;
 
-	text[0] = 0;
-	if (!tmp || saved < 0) {
-		*ret = fn();
-		return "(stderr not captured)";
-	}
-	fflush(stderr);
-	dup2(fileno(tmp), 2);
+	test_stderr_begin(&c);
 	*ret = fn();
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(text, 1, sizeof(text) - 1, tmp);
-	text[n] = 0;
-	fclose(tmp);
+	test_stderr_end(&c, text, sizeof(text));
 	return text;
 }
 

@@ -58,23 +58,11 @@ static bool near(double a, double b)
 /* What hostmem__report writes to stderr. */
 static void report_text(struct hostmem *hm, uint64_t hits, double elapsed, char *out, size_t n)
 {
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t len = 0;
+	struct test_stderr c;
 
-	out[0] = '\0';
-	if (!tmp || saved < 0)
-		return;
-	fflush(stderr);
-	dup2(fileno(tmp), 2);
+	test_stderr_begin(&c);
 	hostmem__report(hm, hits, elapsed);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	len = fread(out, 1, n - 1, tmp);
-	out[len] = '\0';
-	fclose(tmp);
+	test_stderr_end(&c, out, n);
 }
 
 /* --------------------------------------------------------- no BPF */

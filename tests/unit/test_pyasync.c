@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "testpython.h"
 #include "base/log.h"
 #include "model/profile.h"
 #include "session/asyncprobe.h"
@@ -37,7 +38,6 @@
 
 #define MS 1000000ULL
 
-static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
 static char tmpdir[] = "/tmp/pyasync-test-XXXXXX";
 static char prog[PATH_MAX];
 
@@ -99,24 +99,6 @@ static int line_of(const char *marker)
 	for (s = script; at && s < at; s++)
 		line += *s == '\n';
 	return at ? line : -1;
-}
-
-static int pyenv_python(const char *version, char *out, size_t n)
-{
-	char cmd[256];
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "pyenv prefix %s 2>/dev/null", version);
-	p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)n, p)) {
-		if (p)
-			pclose(p);
-		return -ENOENT;
-	}
-	pclose(p);
-	out[strcspn(out, "\n")] = '\0';
-	strncat(out, "/bin/python3", n - strlen(out) - 1);
-	return access(out, X_OK) ? -ENOENT : 0;
 }
 
 /* ------------------------------------------------ the child program */
@@ -449,15 +431,15 @@ static void test_tasks_every_version(void)
 	int found = 0;
 	size_t i;
 
-	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (pyenv_python(versions[i], py, sizeof(py)))
+	for (i = 0; i < N_TEST_PYTHONS; i++) {
+		const struct test_python *tp = &test_pythons[i];
+
+		if (test_python_find(tp, py, sizeof(py))) {
+			SKIP_PART("%s not found (%s)", tp->name, tp->install);
 			continue;
+		}
 		found++;
 		check_tasks(py, "main");
-	}
-	if (!found && !access("/usr/bin/python3.11", X_OK)) {
-		found++;
-		check_tasks("/usr/bin/python3.11", "main");
 	}
 	if (!found)
 		SKIP_TEST("no Python 3.9-3.13 here");
@@ -466,17 +448,7 @@ static void test_tasks_every_version(void)
 /* Some Python to run the other programs with. */
 static int some_python(char *py, size_t n)
 {
-	size_t i;
-
-	for (i = sizeof(versions) / sizeof(versions[0]); i-- > 0;) {
-		if (!pyenv_python(versions[i], py, n))
-			return 0;
-	}
-	if (!access("/usr/bin/python3.11", X_OK)) {
-		snprintf(py, n, "/usr/bin/python3.11");
-		return 0;
-	}
-	return -ENOENT;
+	return test_python_between(9, 13, py, n) < 0 ? -ENOENT : 0;
 }
 
 /* The pure-Python Task (no _asyncio), in an event loop of another thread

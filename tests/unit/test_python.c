@@ -19,26 +19,8 @@
 #include "target/python.h"
 #include "symbolize/usyms.h"
 #include "testlib.h"
+#include "testpython.h"
 
-static const char *const versions[] = { "3.9.18", "3.10.13", "3.11.7", "3.12.1", "3.13.0" };
-
-static int pyenv_python(const char *version, char *out, size_t n)
-{
-	char cmd[256];
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "pyenv prefix %s 2>/dev/null", version);
-	p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)n, p)) {
-		if (p)
-			pclose(p);
-		return -ENOENT;
-	}
-	pclose(p);
-	out[strcspn(out, "\n")] = '\0';
-	strncat(out, "/bin/python3", n - strlen(out) - 1);
-	return access(out, X_OK) ? -ENOENT : 0;
-}
 
 static void test_minor_from_name(void)
 {
@@ -68,11 +50,11 @@ static void test_check_binary(void)
 
 	CHECK_EQ_INT(python__check_binary("/bin/sh", why, sizeof(why)), 0);
 	CHECK_EQ_INT(python__check_binary("/nonexistent/python3.12", why, sizeof(why)), 0);
-	if (!pyenv_python("3.12.1", py, sizeof(py)))
+	if (!test_pyenv_python("3.12.1", py, sizeof(py)))
 		CHECK_EQ_INT(python__check_binary(py, why, sizeof(why)), 0);
 	else
 		SKIP_PART("pyenv 3.12.1 not found (pyenv install 3.12.1)");
-	if (!pyenv_python("3.8.18", py, sizeof(py))) {
+	if (!test_pyenv_python("3.8.18", py, sizeof(py))) {
 		CHECK_EQ_INT(python__check_binary(py, why, sizeof(why)), -ENOTSUP);
 		CHECK(strstr(why, "3.8") != NULL);
 		CHECK(strstr(why, PY_SUPPORTED) != NULL);
@@ -124,9 +106,6 @@ static void check_cached(pid_t pid, const struct py_proc *want)
 	elf_cache__free(c);
 }
 
-/* Debian unstable's build, installed by tools/python-sid 3.14. */
-#define SID_PYTHON_3_14 "/opt/python3.14-sid/usr/bin/python3.14"
-
 static void check_live(const char *python, int minor, bool static_build, const char *version)
 {
 	struct py_proc pp;
@@ -170,26 +149,16 @@ static void test_detect_live(void)
 	size_t i;
 	int tested = 0;
 
-	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (pyenv_python(versions[i], py, sizeof(py))) {
-			SKIP_PART("pyenv %s not found (pyenv install %s)", versions[i],
-				  versions[i]);
+	for (i = 0; i < N_TEST_PYTHONS; i++) {
+		const struct test_python *tp = &test_pythons[i];
+
+		if (test_python_find(tp, py, sizeof(py))) {
+			SKIP_PART("%s not found (%s)", tp->name, tp->install);
 			continue;
 		}
-		check_live(py, 9 + (int)i, false, versions[i]);
+		/* pyenv's are named by their full version, micro included. */
+		check_live(py, tp->minor, tp->is_static, tp->pyenv);
 		tested++;
-	}
-	if (!access("/usr/bin/python3.11", X_OK)) {
-		check_live("/usr/bin/python3.11", 11, true, NULL);
-		tested++;
-	} else {
-		SKIP_PART("/usr/bin/python3.11 not found (apt-get install python3.11)");
-	}
-	if (!access(SID_PYTHON_3_14, X_OK)) {
-		check_live(SID_PYTHON_3_14, 14, true, NULL);
-		tested++;
-	} else {
-		SKIP_PART("%s not found (tools/python-sid 3.14)", SID_PYTHON_3_14);
 	}
 	if (!tested)
 		t_skip_current = 1;
@@ -256,21 +225,14 @@ static void test_detect_during_startup(void)
 	size_t i;
 	int tested = 0;
 
-	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (pyenv_python(versions[i], py, sizeof(py))) {
-			SKIP_PART("pyenv %s not found (pyenv install %s)", versions[i],
-				  versions[i]);
+	for (i = 0; i < N_TEST_PYTHONS; i++) {
+		const struct test_python *tp = &test_pythons[i];
+
+		if (test_python_find(tp, py, sizeof(py))) {
+			SKIP_PART("%s not found (%s)", tp->name, tp->install);
 			continue;
 		}
 		check_startup(py);
-		tested++;
-	}
-	if (!access("/usr/bin/python3.11", X_OK)) {
-		check_startup("/usr/bin/python3.11");
-		tested++;
-	}
-	if (!access(SID_PYTHON_3_14, X_OK)) {
-		check_startup(SID_PYTHON_3_14);
 		tested++;
 	}
 	if (!tested)

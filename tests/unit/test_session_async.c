@@ -28,6 +28,7 @@
 #include <linux/types.h>
 
 #include "testlib.h"
+#include "testpython.h"
 #include "abi.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -40,7 +41,6 @@
 /* Event loops are polled this often (session_int.h: ASYNC_POLL_NS). */
 #define POLL_NS (10 * MS)
 
-static const char *const versions[] = { "3.13.0", "3.12.1", "3.11.7", "3.10.13", "3.9.18" };
 static char tmpdir[] = "/tmp/session-async-test-XXXXXX";
 static char prog[PATH_MAX];
 
@@ -80,39 +80,11 @@ static int line_of(const char *marker)
 	return at ? line : -1;
 }
 
-static int pyenv_python(const char *version, char *out, size_t n)
-{
-	char cmd[256];
-	FILE *p;
-
-	snprintf(cmd, sizeof(cmd), "pyenv prefix %s 2>/dev/null", version);
-	p = popen(cmd, "r");
-	if (!p || !fgets(out, (int)n, p)) {
-		if (p)
-			pclose(p);
-		return -ENOENT;
-	}
-	pclose(p);
-	out[strcspn(out, "\n")] = '\0';
-	strncat(out, "/bin/python3", n - strlen(out) - 1);
-	return access(out, X_OK) ? -ENOENT : 0;
-}
-
 static char py[PATH_MAX];
 
 static int some_python(void)
 {
-	size_t i;
-
-	for (i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
-		if (!pyenv_python(versions[i], py, sizeof(py)))
-			return 0;
-	}
-	if (!access("/usr/bin/python3.11", X_OK)) {
-		snprintf(py, sizeof(py), "/usr/bin/python3.11");
-		return 0;
-	}
-	return -ENOENT;
+	return test_python_between(9, 13, py, sizeof(py)) < 0 ? -ENOENT : 0;
 }
 
 /* The program in mode ("main" or "plain"), once it said it is ready and

@@ -38,11 +38,7 @@ static int view_c(struct json_object *doc, double threshold, int all_lines, int 
 	FILE *fo, *fe;
 	int ret;
 
-	free(out);
-	free(err);
-	out = err = NULL;
-	fo = open_memstream(&out, &outlen);
-	fe = open_memstream(&err, &errlen);
+	test_memstreams(&out, &outlen, &err, &errlen, &fo, &fe);
 	{
 		struct view_opts vo = { threshold, all_lines != 0, width, color };
 

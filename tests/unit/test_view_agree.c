@@ -138,11 +138,7 @@ static struct json_object *profile(bool losses)
 
 static void streams(FILE **fo, FILE **fe)
 {
-	free(out);
-	free(err);
-	out = err = NULL;
-	*fo = open_memstream(&out, &outlen);
-	*fe = open_memstream(&err, &errlen);
+	test_memstreams(&out, &outlen, &err, &errlen, fo, fe);
 }
 
 static int cli(struct json_object *doc, double threshold, bool all)

@@ -24,11 +24,7 @@ static int page(struct json_object *doc)
 	FILE *fo, *fe;
 	int ret;
 
-	free(out);
-	free(err);
-	out = err = NULL;
-	fo = open_memstream(&out, &outlen);
-	fe = open_memstream(&err, &errlen);
+	test_memstreams(&out, &outlen, &err, &errlen, &fo, &fe);
 	ret = view_write_html(doc, "t.json", NULL, fo, fe);
 	fclose(fo);
 	fclose(fe);

@@ -9,7 +9,9 @@
 #define TESTLIB_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int t_checks_failed;
 static int t_tests_passed, t_tests_failed, t_tests_skipped;
@@ -78,6 +80,56 @@ static int t_skip_current __attribute__((unused));
 		t_skip_current = 1;                     \
 		return;                                 \
 	} while (0)
+
+/* What a function prints to a stream, in memory: each call frees the texts
+ * of the last and opens *fo and *fe anew; after fclose() of both, *out and
+ * *err hold what was written (NUL-terminated). */
+static inline void test_memstreams(char **out, size_t *outlen, char **err, size_t *errlen,
+				   FILE **fo, FILE **fe)
+{
+	free(*out);
+	free(*err);
+	*out = *err = NULL;
+	*fo = open_memstream(out, outlen);
+	*fe = open_memstream(err, errlen);
+}
+
+/* What is written to file descriptor 2 (stderr, and what C code under test
+ * writes there directly) between test_stderr_begin and test_stderr_end. */
+struct test_stderr {
+	FILE *tmp;
+	int saved;
+};
+
+static inline void test_stderr_begin(struct test_stderr *c)
+{
+	c->tmp = tmpfile();
+	c->saved = c->tmp ? dup(2) : -1;
+	fflush(stderr);
+	if (c->saved >= 0)
+		dup2(fileno(c->tmp), 2);
+}
+
+/* The text in out (n bytes at most, NUL-terminated; "(stderr not
+ * captured)" when it could not be). */
+static inline void test_stderr_end(struct test_stderr *c, char *out, size_t n)
+{
+	size_t len;
+
+	fflush(stderr);
+	if (c->saved < 0) {
+		snprintf(out, n, "(stderr not captured)");
+		if (c->tmp)
+			fclose(c->tmp);
+		return;
+	}
+	dup2(c->saved, 2);
+	close(c->saved);
+	rewind(c->tmp);
+	len = fread(out, 1, n - 1, c->tmp);
+	out[len] = '\0';
+	fclose(c->tmp);
+}
 
 /* Prints the summary line and returns the process exit status. */
 static inline int test_summary(const char *suite)
