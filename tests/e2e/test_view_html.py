@@ -45,6 +45,7 @@ PROBE = r"""(() => {
   const attrs = g => ({name: g.getAttribute('data-name'),
     file: g.getAttribute('data-file'), line: g.getAttribute('data-line'),
     depth: +g.getAttribute('data-depth'), w: +g.getAttribute('data-weight'),
+    x: +g.querySelector('rect').getAttribute('x'),
     width: +g.querySelector('rect').getAttribute('width')});
   const rows = (root, sel) => [...root.querySelectorAll(sel)].map(tr => {
     const cells = {};
@@ -406,15 +407,27 @@ def heaviest(stacks):
 
 def check_flame(frames_shown, stack, what):
     """Each frame of the stack has its element in the flame graph, at its
-    depth (the root, "all", is depth 0)."""
+    depth (the root, "all", is depth 0), drawn inside its caller's element
+    and at least as heavy as the stack: the same frame under another caller
+    is another element. Frames alike but for their address (Scalene's
+    unnamed native frames) are elements alike, so each depth keeps every
+    element that can be on the stack's path."""
+    def inside(g, parent):
+        # Rects are drawn half a pixel narrower than their span, at two
+        # decimals.
+        return parent["x"] - 0.01 <= g["x"] <= \
+            parent["x"] + parent["width"] + 0.51
+    parents = [g for g in frames_shown if g["depth"] == 0]
     for depth, fr in enumerate(stack[0], 1):
         want = (fr["display_name"], fr["filename_or_module"])
         at = [g for g in frames_shown
               if (g["name"], g["file"]) == want and g["depth"] == depth
-              and (fr.get("line") is None or g["line"] == str(fr["line"]))]
+              and (fr.get("line") is None or g["line"] == str(fr["line"]))
+              and any(inside(g, p) for p in parents)]
         assert at, f"{what}: no element for {want} at depth {depth}"
         # The page carries six significant digits.
-        assert at[0]["w"] >= stack[1] * (1 - 1e-5), (at[0], stack[1])
+        parents = [g for g in at if g["w"] >= stack[1] * (1 - 1e-5)]
+        assert parents, (what, want, depth, [g["w"] for g in at], stack[1])
 
 
 def check_header(profile, probe):

@@ -1034,13 +1034,16 @@ static void close_all_but_uprobes(struct loader *l)
  * them until this process has exited and then lets them go.  The kernel
  * removes a uprobe only when its last reference goes, waiting for RCU grace
  * periods for each one, one after the other (see attach_probes); the profile
- * is written by now, so nobody need wait for that.  Their programs stay disabled meanwhile (the caller detaches
- * them from this side), and the child has no terminal and no stdio.  Returns
- * whether the child took them.
+ * is written by now, so nobody need wait for that.  Their programs stay
+ * disabled meanwhile (the caller detaches them from this side), and the child
+ * has no terminal and no stdio.  This process goes on only once the child has
+ * let go of everything else (the perf events, the other links): whoever looks
+ * after it has exited finds nothing but the uprobes, held by a process named
+ * for what it does.  Returns whether the child took them.
  */
 static bool hand_off_uprobes(struct loader *l)
 {
-	int fds[2], devnull;
+	int fds[2], ready[2], devnull;
 	pid_t pid;
 	char c;
 
@@ -1049,10 +1052,17 @@ static bool hand_off_uprobes(struct loader *l)
 		return false;
 	if (pipe2(fds, O_CLOEXEC))
 		return false;
+	if (pipe2(ready, O_CLOEXEC)) {
+		close(fds[0]);
+		close(fds[1]);
+		return false;
+	}
 	pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
+		close(ready[0]);
+		close(ready[1]);
 		return false;
 	}
 	if (pid == 0) {
@@ -1066,12 +1076,19 @@ static bool hand_off_uprobes(struct loader *l)
 			dup2(devnull, 2);
 		}
 		close(fds[1]);
+		close(ready[0]);
+		close(ready[1]);
 		/* EOF when the parent has exited. */
 		while (read(fds[0], &c, 1) < 0 && errno == EINTR)
 			;
 		_exit(0);
 	}
-	/* The write end stays open until this process exits. */
+	/* EOF once the child is ready; the write end of fds stays open until
+	 * this process exits. */
+	close(ready[1]);
+	while (read(ready[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(ready[0]);
 	close(fds[0]);
 	return true;
 }
