@@ -39,7 +39,8 @@ PROTO_SRCS	:= $(wildcard user/view/proto/*.proto)
 PROTO_GEN	:= $(patsubst user/view/proto/%.proto,$(OUT)/proto/%.pb-c.c,$(PROTO_SRCS))
 PROTO_OBJS	:= $(PROTO_GEN:.c=.o)
 USER_OBJS	:= $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS)) $(PROTO_OBJS) \
-		   $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o
+		   $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o \
+		   $(OUT)/user/bpf_objects.o
 # The HTML view's page, style and script, embedded with .incbin.
 HTML_ASSETS	:= $(wildcard user/view/html/*.html user/view/html/*.css user/view/html/*.js)
 CORE_OBJS	:= $(filter-out $(OUT)/user/cli/main.o,$(USER_OBJS))
@@ -97,6 +98,30 @@ $(BPF_OBJS): $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c | $(OUT)/bpf
 $(SKELS): $(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# The same programs built for older kernels (profile.bpf.c, SBPF_LOOPS):
+# profile_loop with bpf_loop for the walker's loops (Linux 5.17-6.3, no
+# numeric iterators), profile_bounded with plain loops and without what came
+# after 5.10 (5.10-5.16).  The loader opens them through profile.skel.h, so
+# their maps, programs and variables must be the same: the skeletons may
+# differ only in the object's bytes, which are left out of the comparison.
+SKEL_LAYOUT	= sed -n '1,/^static inline const void \*profile_bpf__elf_bytes(size_t \*sz)$$/p'
+BPF_VARIANTS	:= $(OUT)/bpf/profile_loop.bpf.o $(OUT)/bpf/profile_bounded.bpf.o
+$(OUT)/bpf/profile_loop.bpf.o: VARIANT := SBPF_LOOPS_BPF_LOOP
+$(OUT)/bpf/profile_bounded.bpf.o: VARIANT := SBPF_LOOPS_BOUNDED
+$(BPF_VARIANTS): $(OUT)/bpf/%.bpf.o: bpf/profile.bpf.c $(OUT)/profile.skel.h | $(OUT)/bpf
+	$(CLANG) $(BPF_CFLAGS) -DSBPF_LOOPS=$(VARIANT) -MF $(@:.o=.d) -MT $@ -c $< \
+		-o $(@:.o=.tmp.o)
+	$(BPFTOOL) gen object $@ $(@:.o=.tmp.o)
+	$(BPFTOOL) gen skeleton $@ name profile_bpf | $(SKEL_LAYOUT) > $(@:.o=.layout)
+	$(SKEL_LAYOUT) $(OUT)/profile.skel.h > $(OUT)/bpf/profile.layout
+	@diff $(OUT)/bpf/profile.layout $(@:.o=.layout) >/dev/null || { \
+		echo "$@: its skeleton is not profile.skel.h's (maps, programs or variables differ):"; \
+		diff $(OUT)/bpf/profile.layout $(@:.o=.layout) | head; rm -f $@; exit 1; }
+
+$(OUT)/user/bpf_objects.o: user/collect/bpf_objects.S $(BPF_VARIANTS) | $(OUT)/user
+	$(CC) -DBPF_LOOP_OBJECT='"$(OUT)/bpf/profile_loop.bpf.o"' \
+		-DBPF_BOUNDED_OBJECT='"$(OUT)/bpf/profile_bounded.bpf.o"' -c $< -o $@
+
 $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libcore.a | $(OUT)/tests
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(OUT)/libcore.a $(LDLIBS)
 
@@ -119,7 +144,7 @@ FUZZ_SRCS	:= $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS	:= $(patsubst tests/fuzz/%.c,$(OUT)/fuzz/%,$(FUZZ_SRCS))
 # The project's C again with the sanitizers; the embedded files and the
 # generated protobuf code as they are.
-EMBED_OBJS	:= $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o
+EMBED_OBJS	:= $(OUT)/user/html_assets.o $(OUT)/user/asyncprobe_script.o $(OUT)/user/bpf_objects.o
 FUZZ_OBJS	:= $(patsubst $(OUT)/user/%.o,$(OUT)/fuzz/user/%.o,\
 		     $(filter-out $(EMBED_OBJS),$(CORE_OBJS))) $(EMBED_OBJS)
 
@@ -193,6 +218,14 @@ check: all unit-tests fuzz-build
 .PHONY: e2e
 e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
 	@tools/run-tests --e2e $(if $(K),"$(K)") $(OUT)
+
+# `make vmtest`: the kernel matrix (tools/vmtest): Debian's 5.10, 6.1 and
+# 6.12 kernels booted in QEMU over this machine's root file system, each
+# running a subset of the end-to-end tests with this build; root.
+# KERNEL=label for one, K=expr for another subset.
+.PHONY: vmtest
+vmtest: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
+	@tools/vmtest $(if $(KERNEL),--kernel $(KERNEL)) $(if $(K),-k "$(K)")
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and
 # viewers) and pytest, in a venv of their own.
@@ -321,6 +354,7 @@ help:
 	@echo "make test       run every test (root for the end-to-end part); installs what they need"
 	@echo "make check      unit, BPF walker and fuzz-corpus tests only (no root, under a minute); T=NAME for one"
 	@echo "make e2e        the end-to-end tests (root); K=expr selects them as pytest -k does"
+	@echo "make vmtest     the end-to-end subset on Linux 5.10, 6.1 and 6.12 in QEMU (root); KERNEL=, K="
 	@echo "make lint       check the C formatting (clang-format) and the stages' order (tools/layers)"
 	@echo "make clean      remove the build"
 	@echo "make demo       profile examples/demo.py and show the result"

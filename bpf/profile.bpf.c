@@ -4,12 +4,13 @@
  *
  * on_cpu_sample (perf_event, every CPU): one record per sample of a tracked
  *   thread with its mode (user/kernel), leaf user IP and Python stack.
- * on_switch (tp_btf/sched_switch): timestamps only.  A thread that blocks
- *   gets its start time noted; when it runs again the blocked time is added to
- *   a per-thread accumulator.  No stack walk here: switches can be far more
- *   frequent than samples.  A thread blocking in futex on a word of its
- *   process's GIL is waiting for the GIL: that block also goes to a second
- *   accumulator, and records carry its share (gil_ns).
+ * on_switch (tp_btf/sched_switch; on_switch_task_state before Linux 5.18):
+ *   timestamps only.  A thread that blocks gets its start time noted; when it
+ *   runs again the blocked time is added to a per-thread accumulator.  No
+ *   stack walk here: switches can be far more frequent than samples.  A
+ *   thread blocking in futex on a word of its process's GIL is waiting for
+ *   the GIL: that block also goes to a second accumulator, and records carry
+ *   its share (gil_ns).
  * Off-CPU records: each time a thread's accumulator crosses the sampling
  *   period, one record is emitted for the whole periods crossed (blocked time
  *   sampled like CPU time), so the cost follows the sampling rate, not the
@@ -38,20 +39,113 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
-/* Open-coded iterators (Linux 6.4+): the walker's loop is verified until
- * its states converge instead of once per iteration, which took ~0.13 s of
- * verifier time per program that walks. */
+/*
+ * The loops (pywalk.h: PYWALK_FOR), one object for each way the kernel may
+ * have of verifying them (the Makefile builds them, the loader picks the
+ * first the kernel can load; a loop unrolled by the verifier, once per
+ * iteration, took ~0.13 s of load time per program that walks):
+ *   SBPF_LOOPS_ITER      open-coded numeric iterators (kfuncs, Linux 6.4+):
+ *                        verified until the loop's states converge;
+ *   SBPF_LOOPS_BPF_LOOP  bpf_loop (5.17+): the step is a callback, verified
+ *                        once (a call per iteration at run time);
+ *   SBPF_LOOPS_BOUNDED   plain loops, unrolled by the verifier (5.3+), for
+ *                        kernels before 5.17; the walk's steps are one
+ *                        global function of numbers only (walk_step), so
+ *                        that each iteration verifies as a call.  That build
+ *                        is also the one for what came after 5.10 (see
+ *                        SBPF_OLD_KERNEL).
+ */
+#define SBPF_LOOPS_ITER 1
+#define SBPF_LOOPS_BPF_LOOP 2
+#define SBPF_LOOPS_BOUNDED 3
+#ifndef SBPF_LOOPS
+#define SBPF_LOOPS SBPF_LOOPS_ITER
+#endif
+#if SBPF_LOOPS == SBPF_LOOPS_ITER
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
-#define PYWALK_ITER struct bpf_iter_num
-#define PYWALK_LOOP_BEGIN(it, start, end) bpf_iter_num_new(&(it), (start), (end))
-#define PYWALK_LOOP_NEXT(it, i)                       \
-	({                                            \
-		int *___t = bpf_iter_num_next(&(it)); \
-		___t ? ((i) = *___t, 1) : 0;          \
-	})
-#define PYWALK_LOOP_END(it) bpf_iter_num_destroy(&(it))
+#define PYWALK_FOR(n, step, arg)                             \
+	do {                                                 \
+		struct bpf_iter_num ___it;                   \
+		int *___i;                                   \
+		bpf_iter_num_new(&___it, 0, (n));            \
+		while ((___i = bpf_iter_num_next(&___it))) { \
+			if (step(*___i, (arg)))              \
+				break;                       \
+		}                                            \
+		bpf_iter_num_destroy(&___it);                \
+	} while (0)
+#elif SBPF_LOOPS == SBPF_LOOPS_BPF_LOOP
+#define PYWALK_FOR(n, step, arg) bpf_loop((n), step##_cb, (arg), 0)
+#define PYWALK_CALLBACK(step)                     \
+	static long step##_cb(__u32 i, void *arg) \
+	{                                         \
+		return step(i, arg);              \
+	}
+#elif SBPF_LOOPS == SBPF_LOOPS_BOUNDED
+/* pywalk.h's plain loop for the small ones; the walk's own by walk_loop. */
+enum walk_kind {
+	WALK_pywalk_inner_step,
+	WALK_pywalk_caller_step,
+	WALK_pywalk_ring_step,
+};
+struct pywalk_walk;
+static __always_inline void walk_loop(__u32 n, enum walk_kind kind, struct pywalk_walk *w);
+#define PYWALK_WALK_FOR(n, step, w) walk_loop((n), WALK_##step, (w))
+/* Global functions take no pointers before Linux 5.12: pywalk_one is
+ * verified inside walk_step, once. */
+#define PYWALK_GLOBAL static __always_inline
+#else
+#error "SBPF_LOOPS: SBPF_LOOPS_ITER, SBPF_LOOPS_BPF_LOOP or SBPF_LOOPS_BOUNDED"
+#endif
+
+/*
+ * The build for kernels before Linux 5.17 also does without what came after
+ * 5.10: task storage (5.11; `threads` is a hash map by thread id, emptied at
+ * each thread's exit), the current task as a BTF pointer (5.11; its fields
+ * are read with probe reads, TASK_READ), bpf_task_pt_regs (5.15; the user
+ * registers are found at the top of the task's kernel stack, task_regs),
+ * hash maps made as they are used (6.1; preallocated here) and
+ * sched_switch's prev_state (5.18; on_switch_task_state, which the loader
+ * picks by the tracepoint's arguments in any build).
+ */
+#define SBPF_OLD_KERNEL (SBPF_LOOPS == SBPF_LOOPS_BOUNDED)
+#if SBPF_OLD_KERNEL
+/* perf_event programs take only preallocated hash maps before Linux 6.1. */
+#define HASH_FLAGS 0
+#define current_task() ((struct task_struct *)bpf_get_current_task())
+#define TASK_READ(...) BPF_CORE_READ(__VA_ARGS__)
+#else
+#define HASH_FLAGS BPF_F_NO_PREALLOC
+#define current_task() bpf_get_current_task_btf()
+/* A direct load through the BTF pointer: cheaper than a probe read on the
+ * hot paths.  (libbpf's own a->b->c builder, as BPF_CORE_READ uses it.) */
+#define TASK_READ(...) ___arrow(__VA_ARGS__)
+#endif
+
+/* The kernel stack's size (x86_64's THREAD_SIZE: 16 KiB, 32 with KASAN), set
+ * by the loader; used where bpf_task_pt_regs is missing. */
+const volatile __u64 thread_size = 16384;
+
+#if SBPF_OLD_KERNEL
+/* x86_64's task_pt_regs(): the user registers at the top of the task's
+ * kernel stack (no padding above them on x86_64).  NULL unless they are a
+ * user frame (a kernel thread; a stack size the loader got wrong). */
+static __always_inline struct pt_regs *task_regs(struct task_struct *task)
+{
+	struct pt_regs *regs =
+		(struct pt_regs *)((char *)BPF_CORE_READ(task, stack) + thread_size) - 1;
+
+	return (BPF_CORE_READ(regs, cs) & 3) == 3 ? regs : NULL;
+}
+#define REGS_READ(...) BPF_CORE_READ(__VA_ARGS__)
+#else
+#define task_regs(task) ((struct pt_regs *)bpf_task_pt_regs(task))
+/* Direct loads (a BTF pointer): cheaper than probe reads. */
+#define REGS_READ(...) ___arrow(__VA_ARGS__)
+#endif
+
 /* Task work (Linux 6.18+; under this name since 6.18.y): on_switch_work is
  * loaded only where the loader found it in the kernel's BTF. */
 extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct bpf_task_work *tw,
@@ -118,6 +212,40 @@ volatile __u32 agg_epoch = 0;
  * this stays the same (struct pywalk_owner). */
 volatile __u64 code_gen = 0;
 
+/* Where the walker keeps what it read (8 KB: off the BPF stack), one slot
+ * per kind of program that may interrupt another on a CPU: the perf_event
+ * program, the tracepoints, the probes (see fill_stack()).  `busy` catches
+ * what the slots cannot rule out (two probe programs on one CPU under a
+ * preemptible kernel): that walk is not made, and is counted.  The first of
+ * the maps: clang orders them as its code first names them, and the
+ * skeletons of the builds must agree (the Makefile compares them). */
+struct walk_slot {
+	struct pywalk_scratch s;
+	__u64 busy;
+#if SBPF_LOOPS == SBPF_LOOPS_BOUNDED
+	/* walk_step's: the walk's pointers are to here, and where it is
+	 * comes and goes by pos; index: this slot's key. */
+	__u32 index;
+	struct pywalk_pos pos;
+	struct py_walk_cfg cfg;
+	struct py_frame frames[MAX_FRAMES];
+#endif
+};
+
+enum {
+	WALK_SLOT_SAMPLE,
+	WALK_SLOT_TRACEPOINT,
+	WALK_SLOT_PROBE,
+	WALK_SLOTS
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WALK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct walk_slot);
+} walk_scratch SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096); /* set by the loader */
@@ -139,6 +267,34 @@ struct {
 
 /* Per-thread off-CPU state of tracked threads only: its presence is what
  * makes sched_switch cheap for everyone else. */
+#if SBPF_OLD_KERNEL
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* the thread id */
+	__type(value, struct tracked_thread);
+} threads SEC(".maps");
+
+/* The thread's state; a new one (zero) with create. */
+static __always_inline struct tracked_thread *thread_state(struct task_struct *task, bool create)
+{
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct tracked_thread zero = {}, *ts = bpf_map_lookup_elem(&threads, &tid);
+
+	if (ts || !create)
+		return ts;
+	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/* A thread's state goes with it (task storage goes by itself). */
+static __always_inline void thread_gone(struct task_struct *task)
+{
+	__u32 tid = task->pid;
+
+	bpf_map_delete_elem(&threads, &tid);
+}
+#else
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -146,10 +302,20 @@ struct {
 	__type(value, struct tracked_thread);
 } threads SEC(".maps");
 
+static __always_inline struct tracked_thread *thread_state(struct task_struct *task, bool create)
+{
+	return bpf_task_storage_get(&threads, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline void thread_gone(struct task_struct *task)
+{
+}
+#endif
+
 /* Counted samples (aggregate): see struct agg_key. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(map_flags, HASH_FLAGS);
 	__uint(max_entries, 16384); /* set by the loader */
 	__type(key, struct agg_key);
 	__type(value, struct agg_val);
@@ -159,7 +325,7 @@ struct {
  * when its own table of stacks is full, and they are sent again. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(map_flags, HASH_FLAGS);
 	__uint(max_entries, 32768); /* set by the loader */
 	__type(key, __u64);
 	__type(value, __u8);
@@ -209,34 +375,55 @@ static __always_inline struct proc_info *tracked_proc(struct task_struct *task, 
 		return NULL;
 	/* A recycled PID is not the process we were asked to follow.  (Direct
 	 * BTF loads: cheaper than helper calls on this hot path.) */
-	if (p->start_time && p->start_time != task->group_leader->start_boottime / tick_ns)
+	if (p->start_time &&
+	    p->start_time != TASK_READ(task, group_leader, start_boottime) / tick_ns)
 		return NULL;
 	return p;
 }
 
-/* Where the walker keeps what it read (8 KB: off the BPF stack), one slot
- * per kind of program that may interrupt another on a CPU: the perf_event
- * program, the tracepoints, the probes (see fill_stack()).  `busy` catches
- * what the slots cannot rule out (two probe programs on one CPU under a
- * preemptible kernel): that walk is not made, and is counted. */
-struct walk_slot {
-	struct pywalk_scratch s;
-	__u64 busy;
-};
+#if SBPF_LOOPS == SBPF_LOOPS_BOUNDED
+/*
+ * One step of the walk at index i in slot `slot` of walk_scratch, whose
+ * frames and configuration the walk reads and writes (fill_stack put them
+ * there).  A global function of numbers only, which is what global functions
+ * take before Linux 5.12: the verifier checks it once, and each iteration
+ * of the loop that calls it as a call.  Returns the step's answer, 1 to stop.
+ */
+__noinline int walk_step(__u32 slot, __u32 kind, __u32 i)
+{
+	struct walk_slot *ws = bpf_map_lookup_elem(&walk_scratch, &slot);
+	struct pywalk_walk w;
 
-enum {
-	WALK_SLOT_SAMPLE,
-	WALK_SLOT_TRACEPOINT,
-	WALK_SLOT_PROBE,
-	WALK_SLOTS
-};
+	if (!ws)
+		return 1;
+	w.c = &ws->cfg;
+	w.frames = ws->frames;
+	w.s = &ws->s;
+	w.pos = &ws->pos;
+	if (kind == WALK_pywalk_inner_step)
+		return pywalk_inner_step(i, &w);
+	if (kind == WALK_pywalk_caller_step)
+		return pywalk_caller_step(i, &w);
+	return pywalk_ring_step(i, &w);
+}
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, WALK_SLOTS);
-	__type(key, __u32);
-	__type(value, struct walk_slot);
-} walk_scratch SEC(".maps");
+_Static_assert(__builtin_offsetof(struct walk_slot, s) == 0, "walk_loop finds the slot by s");
+
+/* PYWALK_WALK_FOR: n steps at most of `kind`, on the walk whose scratch is
+ * a slot of walk_scratch. */
+static __always_inline void walk_loop(__u32 n, enum walk_kind kind, struct pywalk_walk *w)
+{
+	struct walk_slot *ws = (struct walk_slot *)w->s;
+	__u32 i;
+
+	__builtin_memcpy(&ws->pos, w->pos, sizeof(ws->pos));
+	for (i = 0; i < n; i++) {
+		if (walk_step(ws->index, kind, i))
+			break;
+	}
+	__builtin_memcpy(w->pos, &ws->pos, sizeof(ws->pos));
+}
+#endif
 
 /* Fills the record's stack. */
 static __always_inline void fill_stack(struct sample_event *ev, struct proc_info *p,
@@ -256,14 +443,32 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		stat_inc(STAT_WALK_BUSY);
 	} else {
 		struct pywalk_owner own = {
-			.proc = (__u64)task->tgid << 32 | p->gen,
+			.proc = (__u64)TASK_READ(task, tgid) << 32 | p->gen,
 			.start = p->start_time,
 			.code_gen = code_gen,
 		};
 
 		w->busy = 1;
-		status = pywalk_cached(&p->cfg, task->thread.fsbase, ts ? &ts->walk : &none, &own,
-				       ev->frames, &n, &elided, &w->s);
+#if SBPF_LOOPS == SBPF_LOOPS_BOUNDED
+		/* The walk's steps find everything in the slot (walk_step). */
+		w->index = slot;
+		bpf_probe_read_kernel(&w->cfg, sizeof(w->cfg), &p->cfg);
+		status = pywalk_cached(&w->cfg, TASK_READ(task, thread.fsbase),
+				       ts ? &ts->walk : &none, &own, w->frames, &n, &elided, &w->s);
+		if (n > MAX_FRAMES)
+			n = MAX_FRAMES;
+		/* verifier: as in finish_record. */
+		__u64 bytes = (__u64)n * sizeof(struct py_frame);
+
+		pywalk_barrier_var(bytes);
+		if (bytes > sizeof(ev->frames) ||
+		    bpf_probe_read_kernel(ev->frames, bytes, w->frames))
+			n = 0;
+#else
+		status =
+			pywalk_cached(&p->cfg, TASK_READ(task, thread.fsbase),
+				      ts ? &ts->walk : &none, &own, ev->frames, &n, &elided, &w->s);
+#endif
 		if (status == WALK_READ_FAILED)
 			stat_inc(STAT_WALK_READ_FAILED);
 		else if (status == WALK_TRUNCATED)
@@ -336,11 +541,10 @@ static __always_inline __u32 waits_for_gil(struct task_struct *task, struct trac
 
 	if (!ts->gil_hi)
 		return 0;
-	/* Direct loads (a BTF pointer): cheaper than probe reads. */
-	regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	if ((__s32)regs->orig_ax != nr_futex)
+	regs = task_regs(task);
+	if (!regs || (__s32)REGS_READ(regs, orig_ax) != nr_futex)
 		return 0;
-	uaddr = regs->di;
+	uaddr = REGS_READ(regs, di);
 	return uaddr >= ts->gil_lo && uaddr < ts->gil_hi;
 }
 
@@ -405,26 +609,41 @@ static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 los
 	return ev;
 }
 
+struct stack_hash {
+	const struct sample_event *ev;
+	__u64 h;
+};
+
+/* One frame into the hash. */
+static __always_inline long stack_hash_step(__u32 i, void *arg)
+{
+	struct stack_hash *sh = arg;
+	const struct py_frame *f = &sh->ev->frames[i & (MAX_FRAMES - 1)];
+	__u64 h = sh->h;
+
+	if (i >= sh->ev->nframes)
+		return 1;
+	h = (h ^ f->code) * 0xff51afd7ed558ccdULL;
+	h ^= h >> 31;
+	h = (h ^ ((__u64)(__u32)f->offset << 32 | f->tag)) * 0xc4ceb9fe1a85ec53ULL;
+	h ^= (h >> 29) ^ f->ident;
+	sh->h = h;
+	return 0;
+}
+PYWALK_CALLBACK(stack_hash_step)
+
 /* The id of the record's stack: a hash of its frames as kept (0: none). */
 static __always_inline __u64 stack_id(const struct sample_event *ev)
 {
-	__u64 h = 0x9e3779b97f4a7c15ULL ^ ev->nframes ^ ((__u64)ev->elided << 32);
-	struct bpf_iter_num it;
-	int *i;
+	struct stack_hash sh = {
+		.ev = ev,
+		.h = 0x9e3779b97f4a7c15ULL ^ ev->nframes ^ ((__u64)ev->elided << 32),
+	};
 
 	if (!ev->nframes)
 		return 0;
-	bpf_iter_num_new(&it, 0, ev->nframes < MAX_FRAMES ? ev->nframes : MAX_FRAMES);
-	while ((i = bpf_iter_num_next(&it))) {
-		const struct py_frame *f = &ev->frames[*i & (MAX_FRAMES - 1)];
-
-		h = (h ^ f->code) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 31;
-		h = (h ^ ((__u64)(__u32)f->offset << 32 | f->tag)) * 0xc4ceb9fe1a85ec53ULL;
-		h ^= (h >> 29) ^ f->ident;
-	}
-	bpf_iter_num_destroy(&it);
-	return h ?: 1;
+	PYWALK_FOR(MAX_FRAMES, stack_hash_step, &sh);
+	return sh.h ?: 1;
 }
 
 /* Sends the record's frames once under its stack id; false if they could
@@ -433,23 +652,25 @@ static __always_inline bool send_stack(const struct sample_event *ev, __u64 id,
 				       struct agg_stack_record *r)
 {
 	__u32 n = ev->nframes;
+	__u64 bytes = (__u64)n * sizeof(struct py_frame);
 	__u8 one = 1;
 
 	if (bpf_map_lookup_elem(&agg_stacks, &id))
 		return true;
-	if (n > MAX_FRAMES)
+	/* verifier: as in finish_record. */
+	pywalk_barrier_var(bytes);
+	if (bytes > sizeof(r->frames))
 		return false;
 	r->hdr.type = EV_STACK;
 	r->nframes = n;
 	r->id = id;
 	r->elided = ev->elided;
 	r->hdr.tgid = ev->hdr.tgid;
-	if (bpf_probe_read_kernel(r->frames, n * sizeof(struct py_frame), ev->frames))
+	if (bpf_probe_read_kernel(r->frames, bytes, ev->frames))
 		return false;
 	/* Marked sent only once it is in the ring buffer, ahead of any count
 	 * that names it. */
-	if (bpf_ringbuf_output(&events, r, STACK_HDR_SIZE + n * sizeof(struct py_frame),
-			       BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, r, STACK_HDR_SIZE + bytes, BPF_RB_NO_WAKEUP))
 		return false;
 	stat_inc(STAT_AGG_STACKS);
 	bpf_map_update_elem(&agg_stacks, &id, &one, BPF_ANY);
@@ -466,7 +687,7 @@ enum count_result {
 static __noinline int count_sample(struct sample_event *ev, const struct proc_info *p, __u32 slot)
 {
 	struct agg_scratch *sc = bpf_map_lookup_elem(&agg_scratch, &slot);
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct agg_key *k;
 	struct agg_val *v;
 
@@ -475,7 +696,8 @@ static __noinline int count_sample(struct sample_event *ev, const struct proc_in
 	/* A thread or its process exiting: the process's exit record may be
 	 * out already, and the loader drains its counts when it reads that.
 	 * A record comes after it, as without counting. */
-	if ((task->flags & PF_EXITING) || (task->signal->flags & SIGNAL_GROUP_EXIT))
+	if ((TASK_READ(task, flags) & PF_EXITING) ||
+	    (TASK_READ(task, signal, flags) & SIGNAL_GROUP_EXIT))
 		return NOT_COUNTED;
 	k = &sc->key;
 	__builtin_memset(k, 0, sizeof(*k));
@@ -534,12 +756,14 @@ static __always_inline void finish_record(struct sample_event *ev, const struct 
 	if (n > MAX_FRAMES)
 		n = MAX_FRAMES;
 	/* verifier: the compiler may fold the clamp into the size, whose
-	 * bound the verifier then loses; checked again, opaquely. */
-	pywalk_barrier_var(n);
-	if (n > MAX_FRAMES)
+	 * bound the verifier then loses; the size checked again, opaquely,
+	 * as it is passed. */
+	__u64 bytes = (__u64)n * sizeof(struct py_frame);
+
+	pywalk_barrier_var(bytes);
+	if (bytes > sizeof(ev->frames))
 		return;
-	if (bpf_ringbuf_output(&events, ev, SAMPLE_HDR_SIZE + n * sizeof(struct py_frame),
-			       BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&events, ev, SAMPLE_HDR_SIZE + bytes, BPF_RB_NO_WAKEUP))
 		stat_inc(STAT_RINGBUF_FULL);
 }
 
@@ -618,11 +842,31 @@ static __always_inline __u64 cpu_since_last(struct tracked_thread *ts, __u64 now
 	return run > last ? run - last : 1;
 }
 
+/*
+ * The interrupted registers in the perf_event context (bpf_user_pt_regs_t:
+ * x86_64's struct pt_regs, in the order of its user ABI), read by their
+ * fixed offsets: the kernel's own pt_regs changed cs's type (a u16 in a
+ * union since FRED, Linux 6.9; an unsigned long before), and a relocated
+ * 8-byte load of it is refused on the layout it was not compiled against.
+ * The context is read at full width only.
+ */
+enum ctx_reg {
+	CTX_REG_IP = 16,
+	CTX_REG_CS = 17,
+};
+_Static_assert(__builtin_offsetof(struct pt_regs, ip) == CTX_REG_IP * sizeof(__u64), "pt_regs.ip");
+_Static_assert(__builtin_offsetof(struct pt_regs, cs) == CTX_REG_CS * sizeof(__u64), "pt_regs.cs");
+
+static __always_inline __u64 ctx_reg(struct bpf_perf_event_data *ctx, enum ctx_reg r)
+{
+	return *(volatile __u64 *)((char *)ctx + r * sizeof(__u64));
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), t0;
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct tracked_thread *ts;
 	struct sample_event *ev;
 	struct proc_info *p;
@@ -638,22 +882,23 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	stat_inc(STAT_SAMPLES);
 	/* Marks the thread as tracked for sched_switch; also picks up blocked
 	 * time that ended without a syscall exit (page faults). */
-	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = thread_state(task, true);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
 	ev->cpu_ns = cpu_since_last(ts, t0);
-	/* verifier: context fields are read at their full width. */
-	if ((*(volatile __u64 *)&ctx->regs.cs & 3) == 3) {
+	if ((ctx_reg(ctx, CTX_REG_CS) & 3) == 3) {
 		ev->mode = MODE_USER;
-		ev->user_ip = *(volatile __u64 *)&ctx->regs.ip;
+		ev->user_ip = ctx_reg(ctx, CTX_REG_IP);
 	} else {
-		struct pt_regs *uregs = (struct pt_regs *)bpf_task_pt_regs(task);
+		struct pt_regs *uregs = task_regs(task);
 
 		ev->mode = MODE_KERNEL;
-		ev->user_ip = BPF_CORE_READ(uregs, ip);
 		/* The syscall the thread is in, if any: blocked time taken here
 		 * ended in it (a thread just woken from futex, say). */
-		ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
+		if (uregs) {
+			ev->user_ip = BPF_CORE_READ(uregs, ip);
+			ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
+		}
 		/* Inside one of our uprobe hits: the profiler's time.  Only a
 		 * thread that entered the kernel by an exception without an
 		 * error code (int3 among them; not a syscall, not a page
@@ -692,21 +937,22 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
  * clone and at the first sample): everyone else costs one lookup here.
  * Returns the switched-in thread's state if it is tracked.
  */
-static __always_inline struct tracked_thread *
-account_switch(struct task_struct *prev, struct task_struct *next, unsigned int prev_state)
+static __always_inline struct tracked_thread *account_switch(bool preempt, struct task_struct *prev,
+							     struct task_struct *next,
+							     unsigned int prev_state)
 {
 	struct tracked_thread *ts;
 	__u64 now = 0;
 
-	if (prev_state != TASK_RUNNING) {
-		ts = bpf_task_storage_get(&threads, prev, 0, 0);
+	if (!preempt && prev_state != TASK_RUNNING) {
+		ts = thread_state(prev, false);
 		if (ts) {
 			now = bpf_ktime_get_ns();
 			ts->blocked_since = now;
 			ts->blocked_on_gil = waits_for_gil(prev, ts);
 		}
 	}
-	ts = bpf_task_storage_get(&threads, next, 0, 0);
+	ts = thread_state(next, false);
 	if (!ts)
 		return NULL;
 	if (!now)
@@ -735,14 +981,14 @@ account_switch(struct task_struct *prev, struct task_struct *next, unsigned int 
  */
 static __always_inline void offcpu_record(struct pt_regs *regs)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	__u64 pid_tgid, t0;
 	struct tracked_thread *ts;
 	struct sample_event *ev;
 	struct proc_info *p;
 	__s32 nr;
 
-	ts = bpf_task_storage_get(&threads, task, 0, 0);
+	ts = thread_state(task, false);
 	if (!ts || ts->pending_ns < sample_period_ns)
 		return;
 	pid_tgid = bpf_get_current_pid_tgid();
@@ -779,7 +1025,32 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	account_switch(prev, next, prev_state);
+	account_switch(preempt, prev, next, prev_state);
+	return 0;
+}
+
+/* task_struct.state before Linux 5.14 (then __state). */
+struct task_struct___state {
+	long state;
+} __attribute__((preserve_access_index));
+
+/*
+ * The same before Linux 5.18, whose tracepoint does not pass prev_state (the
+ * loader loads this one where sched_switch has three arguments): the state
+ * is read from the task, as the tracepoint's own format did then.  A wakeup
+ * that races with the switch can make it read running, and that block is not
+ * counted (5.18 passes the state the switch decided on for that reason).
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch_task_state, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	unsigned int state;
+
+	if (bpf_core_field_exists(prev->__state))
+		state = BPF_CORE_READ(prev, __state);
+	else
+		state = BPF_CORE_READ((struct task_struct___state *)prev, state);
+	account_switch(preempt, prev, next, state);
 	return 0;
 }
 
@@ -820,7 +1091,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch_work, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	struct tracked_thread *ts = account_switch(prev, next, prev_state);
+	struct tracked_thread *ts = account_switch(preempt, prev, next, prev_state);
 	struct offcpu_work zero = {}, *w;
 	__u32 tid;
 	int err;
@@ -895,7 +1166,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	}
 	if (ptgid == ctgid) {
 		/* A new thread: track it from its first switch. */
-		if (!bpf_task_storage_get(&threads, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE))
+		if (!thread_state(child, true))
 			stat_inc(STAT_TASK_STORAGE_FAIL);
 		return 0;
 	}
@@ -934,7 +1205,7 @@ int BPF_PROG(on_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	p->gen++;
 	hits = p->alloc_hits;
 	p->alloc_hits = 0;
-	copy_gil(bpf_task_storage_get(&threads, task, 0, 0), p);
+	copy_gil(thread_state(task, false), p);
 	emit_proc_record(EV_EXEC, tgid, 0, 0, p->gen, 0, task, hits);
 	return 0;
 }
@@ -945,6 +1216,7 @@ int BPF_PROG(on_exit, struct task_struct *task)
 	__u32 tgid = task->tgid, code;
 	struct proc_info *p;
 
+	thread_gone(task);
 	/* Only the last thread of the group ends the process. */
 	if (task->pid != tgid)
 		return 0;
@@ -987,7 +1259,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 	ev->gen = p->gen;
 	stat_inc(STAT_MEM_EVENTS);
 	if (!ts) {
-		ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		ts = thread_state(task, true);
 		if (!ts)
 			stat_inc(STAT_TASK_STORAGE_FAIL);
 	}
@@ -999,7 +1271,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 
 static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 size, __u32 flags)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct proc_info *p = tracked_proc(task, bpf_get_current_pid_tgid() >> 32);
 
 	if (!p)
@@ -1040,7 +1312,7 @@ int BPF_KPROBE(on_memcpy, __u64 weight, __u64 size)
 static __always_inline int sampler_event(__u32 phase, __u64 state, __u32 abi)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct sampler_record *r;
 
 	if (!tracked_proc(task, pid_tgid >> 32))
@@ -1116,7 +1388,7 @@ static __noinline int send_call(struct gpu_scratch *sc)
 SEC("uprobe")
 int BPF_KPROBE(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32 class)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct proc_info *p = tracked_proc(task, pid_tgid >> 32);
 	struct tracked_thread *ts;
@@ -1145,7 +1417,7 @@ int BPF_KPROBE(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32
 	sc->ev.mode = MODE_GPU_API;
 	sc->ev.user_ip = 0;
 	sc->ev.flags = 0;
-	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = thread_state(task, true);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
 	fill_stack(&sc->ev, p, task, ts, WALK_SLOT_PROBE);
@@ -1156,7 +1428,7 @@ int BPF_KPROBE(on_gpu_api, __u64 correlation_id, __u32 cbid, __u32 domain, __u32
 static __always_inline struct gpu_record *gpu_reserve(__u32 phase, __u64 state)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct gpu_record *r;
 
 	if (!tracked_proc(task, pid_tgid >> 32))
@@ -1224,7 +1496,7 @@ int BPF_KPROBE(on_gpu_name, __u64 addr)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gpu_name_record *r;
 
-	if (!tracked_proc(bpf_get_current_task_btf(), pid_tgid >> 32))
+	if (!tracked_proc(current_task(), pid_tgid >> 32))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -1321,7 +1593,7 @@ static __always_inline void count_alloc(struct proc_info *p, struct task_struct 
 
 static __always_inline int alloc_probe(__u64 size, bool python)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = current_task();
 	struct proc_info *p = tracked_proc(task, bpf_get_current_pid_tgid() >> 32);
 	struct tracked_thread *ts;
 
@@ -1329,7 +1601,7 @@ static __always_inline int alloc_probe(__u64 size, bool python)
 		return 0;
 	stat_inc(STAT_UPROBE_HITS);
 	__sync_fetch_and_add(&p->alloc_hits, 1);
-	ts = bpf_task_storage_get(&threads, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	ts = thread_state(task, true);
 	if (!ts)
 		return 0;
 	/* Samples taken from here on are the probe's (on_cpu_sample). */

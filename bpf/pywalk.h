@@ -29,16 +29,32 @@
 
 #define PYOFF_UNSET 0xffff
 
-/* The walk's loop: BPF uses the kernel's numeric iterator (the includer
- * defines these); host C a plain counter over [from, to). */
-#ifndef PYWALK_ITER
-#define PYWALK_ITER             \
-	struct {                \
-		int next, stop; \
-	}
-#define PYWALK_LOOP_BEGIN(it, from, to) ((it).next = (from), (it).stop = (to))
-#define PYWALK_LOOP_NEXT(it, i) ((it).next < (it).stop ? ((i) = (it).next++, 1) : 0)
-#define PYWALK_LOOP_END(it) ((void)0)
+/*
+ * The walk's loops.  Each step is a function of the index, from 0, and the
+ * loop's state (arg), that returns 1 to stop; PYWALK_FOR(n, step, arg) runs
+ * it n times at most, with what the kernel verifies best, which the
+ * includer picks (profile.bpf.c: the numeric iterator, or bpf_loop, whose
+ * step is a callback, PYWALK_CALLBACK).  Here, for host C, a plain counted
+ * loop.
+ */
+#ifndef PYWALK_FOR
+#define PYWALK_FOR(n, step, arg)                     \
+	do {                                         \
+		__u32 ___i;                          \
+		for (___i = 0; ___i < (n); ___i++) { \
+			if (step(___i, (arg)))       \
+				break;               \
+		}                                    \
+	} while (0)
+#endif
+/* The walk's own three loops (pywalk_frames): PYWALK_FOR unless the
+ * includer drives them otherwise. */
+#ifndef PYWALK_WALK_FOR
+#define PYWALK_WALK_FOR(n, step, w) PYWALK_FOR(n, step, w)
+#endif
+/* What a step needs besides its definition to be the driver's callback. */
+#ifndef PYWALK_CALLBACK
+#define PYWALK_CALLBACK(step)
 #endif
 
 /* x86_64 user space ends below this; anything else is garbage. */
@@ -484,6 +500,97 @@ static __always_inline void pywalk_begin(const struct py_walk_cfg *c,
 	ow[2] = own ? own->code_gen : 0;
 }
 
+/* How far a walk has come: numbers only, so that a driver may keep it
+ * apart from the walk's pointers between steps (profile.bpf.c). */
+struct pywalk_pos {
+	__u64 f;    /* the next frame (or caller) to read */
+	__u32 n;    /* innermost frames read */
+	__u32 j;    /* callers' addresses taken into the ring */
+	__u32 m;    /* ring frames to read, then read whole */
+	int status; /* a step's WALK_* that stopped it */
+	struct pywalk_layout l;
+};
+
+/* The state pywalk_frames()'s loops share with their steps: where to read
+ * and write, and where the walk is. */
+struct pywalk_walk {
+	const struct py_walk_cfg *c;
+	struct py_frame *frames;
+	struct pywalk_scratch *s;
+	struct pywalk_pos *pos;
+};
+
+/* The innermost frames, read whole into [0, INNER_FRAMES). */
+static __always_inline long pywalk_inner_step(__u32 i, void *arg)
+{
+	struct pywalk_walk *w = arg;
+	int err;
+
+	if (!w->pos->f)
+		return 1;
+	w->pos->l.innermost = i == 0;
+	err = pywalk_one(w->c, &w->pos->l, w->pos->f, &w->frames[i & (MAX_FRAMES - 1)], w->s);
+	if (err == PYWALK_NOT_A_FRAME) {
+		w->s->not_a_frame = 1;
+		err = WALK_READ_FAILED;
+	}
+	if (err != WALK_OK) {
+		w->pos->status = err;
+		return 1;
+	}
+	w->pos->n = i + 1;
+	w->pos->f = w->s->prev;
+	return 0;
+}
+PYWALK_CALLBACK(pywalk_inner_step)
+
+/* Beyond them: the callers' addresses only, into the ring (the code field
+ * holds the frame's address until it is read). */
+static __always_inline long pywalk_caller_step(__u32 i, void *arg)
+{
+	struct pywalk_walk *w = arg;
+	int at;
+
+	if (!w->pos->f)
+		return 1;
+	w->frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))].code = w->pos->f;
+	w->pos->j = i + 1;
+	at = pywalk_user_ptr(w->pos->f) ? pywalk_fetch(w->s, w->pos->f, w->pos->l.rd) : -1;
+	if (at < 0) {
+		w->pos->status = WALK_READ_FAILED;
+		return 1;
+	}
+	w->pos->f = *(__u64 *)&w->s->mem[pywalk_masked(at + w->pos->l.f_prev, MEM_MASK)];
+	return 0;
+}
+PYWALK_CALLBACK(pywalk_caller_step)
+
+/* The frames left in the ring, read whole. */
+static __always_inline long pywalk_ring_step(__u32 i, void *arg)
+{
+	struct pywalk_walk *w = arg;
+	struct py_frame *slot = &w->frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))];
+	int err;
+
+	if (i >= w->pos->m)
+		return 1;
+	w->pos->l.innermost = 0;
+	err = pywalk_one(w->c, &w->pos->l, slot->code, slot, w->s);
+	if (err == PYWALK_NOT_A_FRAME) {
+		w->s->not_a_frame = 1;
+		err = WALK_READ_FAILED;
+	}
+	if (err != WALK_OK) {
+		/* Freed since its address was taken: the stack changed under
+		 * the walk; keep what was read whole. */
+		w->pos->m = i;
+		w->pos->status = err;
+		return 1;
+	}
+	return 0;
+}
+PYWALK_CALLBACK(pywalk_ring_step)
+
 /*
  * Walks the stack starting at `f`, innermost first, into frames[]; returns
  * the status and stores the count in *nframes.
@@ -498,99 +605,42 @@ static __always_inline void pywalk_begin(const struct py_walk_cfg *c,
  * whole at the end.  With frames elided, the ring is rotated: the innermost
  * of its frames sits at slot INNER_FRAMES + (*elided % OUTER_FRAMES).
  *
- * verifier: every frame goes to a slot derived from the loop counter, masked;
- * the loops are open-coded iterators, verified until their states converge.
+ * verifier: every frame goes to a slot derived from the loop counter, masked.
  */
 static __always_inline int pywalk_frames(const struct py_walk_cfg *c, __u64 f,
 					 struct py_frame *frames, __u32 *nframes, __u32 *elided,
 					 struct pywalk_scratch *s)
 {
-	struct pywalk_layout l;
-	int status = WALK_OK, err, at;
-	__u32 i = 0, n = 0, j = 0, m;
-	__u64 prev = 0;
-	PYWALK_ITER it;
+	struct pywalk_pos pos = { .f = f };
+	struct pywalk_walk w = { .c = c, .frames = frames, .s = s, .pos = &pos };
+	__u32 whole;
 
-	status = pywalk_layout(c, &l);
-	if (status != WALK_OK)
-		return status;
-
-	PYWALK_LOOP_BEGIN(it, 0, INNER_FRAMES);
-	while (PYWALK_LOOP_NEXT(it, i)) {
-		if (!f)
-			break;
-		l.innermost = i == 0;
-		err = pywalk_one(c, &l, f, &frames[i & (MAX_FRAMES - 1)], s);
-		prev = s->prev;
-		if (err == PYWALK_NOT_A_FRAME) {
-			s->not_a_frame = 1;
-			err = WALK_READ_FAILED;
-		}
-		if (err != WALK_OK) {
-			status = err;
-			break;
-		}
-		n = i + 1;
-		f = prev;
+	pos.status = pywalk_layout(c, &pos.l);
+	if (pos.status != WALK_OK)
+		return pos.status;
+	PYWALK_WALK_FOR(INNER_FRAMES, pywalk_inner_step, &w);
+	if (pos.status != WALK_OK || !pos.f) {
+		*nframes = pos.n;
+		return pos.status;
 	}
-	PYWALK_LOOP_END(it);
-	if (status != WALK_OK || !f) {
-		*nframes = n;
-		return status;
-	}
-
-	/* Beyond the innermost part: the callers' addresses only, into the
-	 * ring (the code field holds the frame's address until it is read). */
-	PYWALK_LOOP_BEGIN(it, 0, WALK_DEPTH_MAX - INNER_FRAMES);
-	while (PYWALK_LOOP_NEXT(it, i)) {
-		if (!f)
-			break;
-		frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))].code = f;
-		j = i + 1;
-		at = pywalk_user_ptr(f) ? pywalk_fetch(s, f, l.rd) : -1;
-		if (at < 0) {
-			status = WALK_READ_FAILED;
-			break;
-		}
-		f = *(__u64 *)&s->mem[pywalk_masked(at + l.f_prev, MEM_MASK)];
-	}
-	PYWALK_LOOP_END(it);
-	if (status == WALK_OK && f)
-		status = WALK_TRUNCATED;
+	PYWALK_WALK_FOR(WALK_DEPTH_MAX - INNER_FRAMES, pywalk_caller_step, &w);
+	if (pos.status == WALK_OK && pos.f)
+		pos.status = WALK_TRUNCATED;
 	/* A failed read keeps the frames before the one that failed. */
-	if (status == WALK_READ_FAILED)
-		j--;
-	m = j < OUTER_FRAMES ? j : OUTER_FRAMES;
-	PYWALK_LOOP_BEGIN(it, 0, OUTER_FRAMES);
-	while (PYWALK_LOOP_NEXT(it, i)) {
-		struct py_frame *slot = &frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))];
-
-		if (i >= m)
-			break;
-		l.innermost = 0;
-		err = pywalk_one(c, &l, slot->code, slot, s);
-		if (err == PYWALK_NOT_A_FRAME) {
-			s->not_a_frame = 1;
-			err = WALK_READ_FAILED;
-		}
-		if (err != WALK_OK) {
-			/* Freed since its address was taken: the stack changed
-			 * under the walk; keep what was read whole. */
-			m = i;
-			status = err;
-			break;
-		}
-	}
-	PYWALK_LOOP_END(it);
+	if (pos.status == WALK_READ_FAILED)
+		pos.j--;
+	whole = pos.j < OUTER_FRAMES ? pos.j : OUTER_FRAMES;
+	pos.m = whole;
+	PYWALK_WALK_FOR(OUTER_FRAMES, pywalk_ring_step, &w);
 	/* A frame that failed in the ring's middle would leave a hole:
 	 * keep only a ring read whole, else the innermost part alone. */
-	if (m < (j < OUTER_FRAMES ? j : OUTER_FRAMES)) {
+	if (pos.m < whole) {
 		*nframes = INNER_FRAMES;
 		return WALK_READ_FAILED;
 	}
-	*nframes = INNER_FRAMES + m;
-	*elided = j - m;
-	return status;
+	*nframes = INNER_FRAMES + pos.m;
+	*elided = pos.j - pos.m;
+	return pos.status;
 }
 
 /* True when ip lies in the interpreter's own code (the loader's ranges). */

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e_helpers import (BIN, bpf_snapshot, check_no_bpf_left, clean_env,
-                         invoke, markers, program)
+from e2e_helpers import (BIN, IN_KERNEL_MATRIX, bpf_snapshot, check_no_bpf_left,
+                         clean_env, invoke, markers, program)
 
 TMUX = shutil.which("tmux")
 needs_tmux = pytest.mark.skipif(TMUX is None,
@@ -477,7 +477,8 @@ def test_top_pid_once(any_python, tmp_path):
         m = re.search(r"top drew (\d+) frames, ([\d.]+) ms of CPU each",
                       res.stderr)
         assert m and int(m.group(1)) >= 2, res.stderr
-        assert float(m.group(2)) < 10, res.stderr
+        # (Under the kernel matrix's emulation, the cost is emulation's.)
+        assert IN_KERNEL_MATRIX or float(m.group(2)) < 10, res.stderr
         assert target.poll() is None, "the target did not survive"
     finally:
         stop.touch()

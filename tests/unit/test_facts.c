@@ -191,6 +191,15 @@ static struct facts *full_facts(void)
 	f->bpf.stats[STAT_OFFCPU_EVENTS] = 50;
 	f->bpf.stats[STAT_OFFCPU_NS] = 150000;
 	f->bpf.offcpu_hook = "task_work";
+	f->has_kernel = true;
+	f->kernel.release = "5.10.0-32-amd64";
+	f->kernel.build = "bounded";
+	f->kernel.sleep_state = "task";
+	f->kernel.offcpu_hook = "sys_exit";
+	f->kernel.uprobes = "perf_event";
+	f->kernel.nfallbacks = 2;
+	f->kernel.fallbacks[0] = (struct loader_fallback){ "a", "b", "c" };
+	f->kernel.fallbacks[1] = (struct loader_fallback){ "d", "e", "f" };
 	f->bpf.have_runtime = true;
 	f->bpf.run_ns = 900;
 	f->bpf.run_cnt = 3;
@@ -478,9 +487,9 @@ static void test_every_field(void)
 	CHECK(o != NULL);
 	CHECK_KEYS(o, "async", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
 		   "uncounted_blocked_s", "not_python_s", "probe_overhead_s", "gil_wait_s",
-		   "unattributed", "native_threads_credited_s", "bpf", "memory", "threads",
-		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline",
-		   "profile_decorator", "process");
+		   "unattributed", "native_threads_credited_s", "bpf", "kernel", "memory",
+		   "threads", "processes_retired", "threads_folded", "interpreters", "warnings",
+		   "timeline", "profile_decorator", "process");
 	check_async(get(o, "async"));
 	/* The rate as given, not 1e9 / period (997.0000269...), and the period
 	 * the timers use. */
@@ -492,14 +501,27 @@ static void test_every_field(void)
 	CHECK(dbl(o, "probe_overhead_s") == 0.003);
 	CHECK(dbl(o, "gil_wait_s") == 0.25);
 	x = get(o, "unattributed");
-	CHECK_KEYS(x, "threads_without_python_s", "unreadable_stacks_s",
-		   "outside_profiled_files_s", "outside_decorated_functions_s");
+	CHECK_KEYS(x, "threads_without_python_s", "unreadable_stacks_s", "outside_profiled_files_s",
+		   "outside_decorated_functions_s");
 	CHECK(dbl(x, "threads_without_python_s") == 1);
 	CHECK(dbl(x, "unreadable_stacks_s") == 2);
 	CHECK(dbl(x, "outside_profiled_files_s") == 3);
 	CHECK(dbl(x, "outside_decorated_functions_s") == 0.5);
 	CHECK(dbl(o, "native_threads_credited_s") == 0.75);
 	check_bpf(get(o, "bpf"), f->bpf.stats);
+	/* The kernel: what was found, and each fallback in its order. */
+	x = get(o, "kernel");
+	CHECK_KEYS(x, "release", "build", "sleep_state", "offcpu_hook", "uprobes", "fallbacks");
+	CHECK_EQ_STR(str(x, "release"), "5.10.0-32-amd64");
+	CHECK_EQ_STR(str(x, "build"), "bounded");
+	CHECK_EQ_STR(str(x, "sleep_state"), "task");
+	CHECK_EQ_STR(str(x, "offcpu_hook"), "sys_exit");
+	CHECK_EQ_STR(str(x, "uprobes"), "perf_event");
+	x = get(x, "fallbacks");
+	CHECK_EQ_INT(json_object_array_length(x), 2);
+	CHECK_KEYS(json_object_array_get_idx(x, 0), "missing", "instead", "cost");
+	CHECK_EQ_STR(str(json_object_array_get_idx(x, 0), "missing"), "a");
+	CHECK_EQ_STR(str(json_object_array_get_idx(x, 1), "cost"), "f");
 	check_memory(get(o, "memory"));
 	check_lists(o);
 	/* The timeline's thinning is the profile's. */

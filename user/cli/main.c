@@ -293,6 +293,11 @@ static int bpf_prog_runtime(void *ctx, uint64_t *run_ns, uint64_t *run_cnt)
 	return loader__prog_runtime(ctx, run_ns, run_cnt);
 }
 
+static void bpf_kernel_report(void *ctx, struct loader_kernel_report *out)
+{
+	loader__kernel_report(ctx, out);
+}
+
 /* The files profiled, as the options say; the program's folder from the
  * target (NULL: each process's own, --all). */
 static struct profile_filter report_files(const struct options *o, const struct target *t)
@@ -374,6 +379,7 @@ static int setup(struct run_state *rs)
 	bpf.probe_check = loader__probe_check(rs->loader);
 	bpf.probe_links = loader__probe_links();
 	bpf.offcpu_hook = loader__offcpu_hook(rs->loader);
+	bpf.kernel_report = bpf_kernel_report;
 	session__set_bpf(rs->session, &bpf);
 	if (rs->host)
 		host__set_session(rs->host, rs->session);

@@ -74,6 +74,7 @@ struct loader {
 	uint64_t *drawn_at, *samples_now;
 	bool probe_check; /* samples inside uprobe hits are told apart */
 	bool offcpu_work; /* off-CPU records by task work (on_switch_work) */
+	struct loader_kernel kernel;
 	loader_event_fn on_event;
 	void *ctx;
 	struct counts *counts; /* samples counted in BPF (aggregate) */
@@ -116,17 +117,219 @@ static const char *privilege_hint(int err)
 	return "";
 }
 
-/* The walker's loop needs the kernel's numeric iterators (Linux 6.4). */
-static const char *kernel_hint(void)
-{
-	struct utsname u;
-	int major = 0, minor = 0;
+/* The oldest kernel the BPF side is tested on (tools/vmtest); what it needs
+ * first is the ring buffer, Linux 5.8. */
+#define OLDEST_KERNEL "Linux 5.10"
 
-	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
-		return "";
-	if (major < 6 || (major == 6 && minor < 4))
-		return " (this kernel is older than Linux 6.4, which the frame walker needs)";
-	return "";
+/*
+ * Whether the kernel's sched_switch tracepoint passes prev_state (Linux 5.18
+ * added it as a fourth argument): its BTF typedef btf_trace_sched_switch is a
+ * pointer to a function of the tracepoint's data and then its arguments.
+ */
+static bool switch_passes_state(const struct btf *vmlinux)
+{
+	const struct btf_type *t;
+	int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+
+	if (id <= 0)
+		return false;
+	t = btf__type_by_id(vmlinux, id);
+	t = t && btf_is_typedef(t) ? btf__type_by_id(vmlinux, t->type) : NULL;
+	t = t && btf_is_ptr(t) ? btf__type_by_id(vmlinux, t->type) : NULL;
+	return t && btf_is_func_proto(t) && btf_vlen(t) >= 5;
+}
+
+/*
+ * The size of a task's kernel stack, where the user registers sit at the top
+ * (x86_64's THREAD_SIZE): 16 KiB, doubled by KASAN, which the kernel's
+ * configuration says where it is installed.  Used only where
+ * bpf_task_pt_regs is missing (before Linux 5.15); a wrong size reads no user
+ * frame there, and the BPF side checks for one.
+ */
+static uint64_t kernel_stack_size(const char *release)
+{
+	uint64_t size = 16384;
+	char path[128], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/boot/config-%s", release);
+	f = fopen(path, "re");
+	if (!f)
+		return size;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strcmp(line, "CONFIG_KASAN=y\n"))
+			size *= 2;
+	}
+	fclose(f);
+	return size;
+}
+
+/*
+ * What this kernel has that the BPF side chooses by, read from its BTF and
+ * its answers, never from its version: the walker's loops (the numeric
+ * iterator kfuncs, Linux 6.4; else the bpf_loop helper, 5.17; else plain
+ * loops, each another build of the same programs, profile.bpf.c), off-CPU records by task work (the
+ * kfunc, 6.18; else at every system call exit, or with
+ * SCALENE_BPF_SYSCALL_EXIT=1) and sched_switch's prev_state (5.18; else the
+ * state is read from the task, or with SCALENE_BPF_SWITCH=task).
+ * SCALENE_BPF_LOOPS=bpf_loop or bounded takes that build where a newer one
+ * would load.  (The variables are there to measure and test the older paths
+ * on a newer kernel.)  Parsing the kernel's BTF takes about 10 ms; the
+ * helper's probe loads a program of two instructions.  0, or -ENOTSUP after
+ * a message saying what is missing.
+ */
+static int probe_kernel(struct loader_kernel *k)
+{
+	const char *env = getenv("SCALENE_BPF_SYSCALL_EXIT"), *loops = getenv("SCALENE_BPF_LOOPS"),
+		   *sw = getenv("SCALENE_BPF_SWITCH");
+	struct utsname u;
+	struct btf *vmlinux;
+
+	memset(k, 0, sizeof(*k));
+	snprintf(k->release, sizeof(k->release), "%s", uname(&u) ? "unknown" : u.release);
+	vmlinux = btf__load_vmlinux_btf();
+	if (!vmlinux) {
+		pr_warn("this kernel (%s) has no BTF (/sys/kernel/btf/vmlinux: %s; a kernel "
+			"built with CONFIG_DEBUG_INFO_BTF=y has it): the BPF programs need it; the "
+			"oldest kernel supported is %s with BTF\n",
+			k->release, strerror(errno), OLDEST_KERNEL);
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) <= 0)
+		k->loops = LOADER_LOOPS_NONE;
+	else if (btf__find_by_name_kind(vmlinux, "bpf_iter_num_new", BTF_KIND_FUNC) > 0 &&
+		 !(loops && (!strcmp(loops, "bpf_loop") || !strcmp(loops, "bounded"))))
+		k->loops = LOADER_LOOPS_ITER;
+	else if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) > 0 &&
+		 !(loops && !strcmp(loops, "bounded")))
+		k->loops = LOADER_LOOPS_BPF_LOOP;
+	else
+		k->loops = LOADER_LOOPS_BOUNDED;
+	k->task_work = !(env && !strcmp(env, "1")) &&
+		       btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
+					      BTF_KIND_FUNC) > 0;
+	k->switch_state = !(sw && !strcmp(sw, "task")) && switch_passes_state(vmlinux);
+	k->stack_size = kernel_stack_size(k->release);
+	btf__free(vmlinux);
+	pr_debug("kernel %s: loops by %s, off-CPU records %s, sleep state %s\n", k->release,
+		 loader__loops_name(k->loops),
+		 k->task_work ? "by task work" : "at system call exit",
+		 k->switch_state ? "from sched_switch" : "from the task");
+	if (!k->loops) {
+		pr_warn("this kernel (%s) has no BPF ring buffer (Linux 5.8): the oldest kernel "
+			"supported is %s\n",
+			k->release, OLDEST_KERNEL);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+const char *loader__loops_name(enum loader_loops loops)
+{
+	switch (loops) {
+	case LOADER_LOOPS_ITER:
+		return "iterators";
+	case LOADER_LOOPS_BPF_LOOP:
+		return "bpf_loop";
+	case LOADER_LOOPS_BOUNDED:
+		return "bounded";
+	default:
+		return "none";
+	}
+}
+
+/* What each fallback stands for: the one place its words live. */
+static const struct loader_fallback fallback_bpf_loop = {
+	"the numeric iterator kfuncs (Linux 6.4)",
+	"the frame walker's loops run by bpf_loop (its build of the programs)",
+	"a helper call per frame walked",
+};
+static const struct loader_fallback fallback_bounded = {
+	"bpf_loop (Linux 5.17), task storage and the current task as a BTF pointer (5.11), "
+	"bpf_task_pt_regs (5.15)",
+	"the build for Linux 5.10-5.16: the walk's steps as calls of one global function, thread "
+	"state in a preallocated hash map by thread id, task fields by probe reads, the user "
+	"registers found at the top of the kernel stack",
+	"a function call per frame walked and a few probe reads per sample; 16384 threads "
+	"followed at most (those past it are counted as thread_state_unavailable)",
+};
+static const struct loader_fallback fallback_task_work = {
+	"BPF task work (Linux 6.18)",
+	"off-CPU records made at every system call exit (the sys_exit tracepoint)",
+	"about 150 ns per system call of every process on the host while a profile is taken",
+};
+static const struct loader_fallback fallback_switch_state = {
+	"sched_switch's prev_state argument (Linux 5.18)",
+	"the sleep state read from the task at the switch",
+	"none measurable: a block is missed only if its wakeup came between the switch's decision "
+	"and the read, when it is already over",
+};
+static const struct loader_fallback fallback_uprobe_multi = {
+	"uprobe_multi links (Linux 6.6)",
+	"a perf-event uprobe per probed function",
+	"attaching and detaching take longer, and without root they need CAP_SYS_ADMIN",
+};
+
+void loader__kernel_report(const struct loader *l, struct loader_kernel_report *out)
+{
+	const struct loader_kernel *k = &l->kernel;
+	int n = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->release = k->release;
+	out->build = loader__loops_name(k->loops);
+	out->sleep_state = k->switch_state ? "sched_switch" : "task";
+	out->offcpu_hook = loader__offcpu_hook(l);
+	out->uprobes = loader__probe_links();
+	if (k->loops == LOADER_LOOPS_BPF_LOOP)
+		out->fallbacks[n++] = fallback_bpf_loop;
+	if (k->loops == LOADER_LOOPS_BOUNDED)
+		out->fallbacks[n++] = fallback_bounded;
+	if (!l->offcpu_work)
+		out->fallbacks[n++] = fallback_task_work;
+	if (!k->switch_state)
+		out->fallbacks[n++] = fallback_switch_state;
+	if (out->uprobes && !strcmp(out->uprobes, "perf_event"))
+		out->fallbacks[n++] = fallback_uprobe_multi;
+	out->nfallbacks = n;
+}
+
+const struct loader_kernel *loader__kernel(const struct loader *l)
+{
+	return &l->kernel;
+}
+
+/* The BPF object for the kernel: the skeleton's own (iterators), or the
+ * same source built for older kernels, whose maps, programs and variables
+ * are the skeleton's (the Makefile checks it), embedded beside it. */
+extern const char profile_loop_object[], profile_loop_object_end[];
+extern const char profile_bounded_object[], profile_bounded_object_end[];
+
+static struct profile_bpf *open_object(enum loader_loops loops)
+{
+	struct profile_bpf *obj = calloc(1, sizeof(*obj));
+	int err;
+
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = profile_bpf__create_skeleton(obj);
+	if (!err && loops == LOADER_LOOPS_BPF_LOOP) {
+		obj->skeleton->data = (void *)profile_loop_object;
+		obj->skeleton->data_sz = profile_loop_object_end - profile_loop_object;
+	} else if (!err && loops == LOADER_LOOPS_BOUNDED) {
+		obj->skeleton->data = (void *)profile_bounded_object;
+		obj->skeleton->data_sz = profile_bounded_object_end - profile_bounded_object;
+	}
+	if (!err)
+		err = bpf_object__open_skeleton(obj->skeleton, NULL);
+	if (err) {
+		profile_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
 }
 
 static int attach_perf(struct loader *l)
@@ -226,32 +429,6 @@ static bool have_uprobe_multi(void)
 	close(prog_fd);
 	pr_debug("uprobe_multi links: %s\n", uprobe_multi_ok ? "yes" : "no (perf-event uprobes)");
 	return uprobe_multi_ok;
-}
-
-/*
- * Whether off-CPU records can be made by task work (Linux 6.18+): the kfunc
- * is in the kernel's BTF.  Otherwise, or with SCALENE_BPF_SYSCALL_EXIT=1, the
- * check runs at every system call exit of the host (on_sys_exit).  Parsing
- * the kernel's BTF takes about 10 ms.
- */
-static bool offcpu_work_available(void)
-{
-	const char *env = getenv("SCALENE_BPF_SYSCALL_EXIT");
-	struct btf *vmlinux;
-	bool found;
-
-	if (env && !strcmp(env, "1")) {
-		pr_debug("off-CPU records at system call exit (SCALENE_BPF_SYSCALL_EXIT=1)\n");
-		return false;
-	}
-	vmlinux = btf__load_vmlinux_btf();
-	if (!vmlinux)
-		return false;
-	found = btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
-				       BTF_KIND_FUNC) > 0;
-	btf__free(vmlinux);
-	pr_debug("off-CPU records %s\n", found ? "by task work" : "at system call exit");
-	return found;
 }
 
 const char *loader__probe_links(void)
@@ -731,7 +908,8 @@ static uint64_t symbol_end(const uint64_t *addrs, size_t n, uint64_t start)
 
 /* The kernel code of the uprobe machinery, found where it is not a symbol
  * of the kernel's own BTF (entry code, cold parts): the names are stable
- * across the kernels that have the frame walker's iterators (6.4+). */
+ * across the kernels supported (the int3 entry has had its name since
+ * Linux 5.8). */
 static const char *const probe_entry_sym = "asm_exc_int3";
 static const char *const probe_text_syms[] = {
 	"uprobe_notify_resume", "uprobe_notify_resume.cold",
@@ -833,12 +1011,6 @@ struct loader *loader__open(const struct loader_opts *opts)
 	int err;
 
 	libbpf_set_print(libbpf_print);
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		pr_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); "
-			"a kernel built with CONFIG_DEBUG_INFO_BTF=y is needed\n");
-		errno = ENOTSUP;
-		return NULL;
-	}
 	l = calloc(1, sizeof(*l));
 	if (!l) {
 		errno = ENOMEM;
@@ -847,7 +1019,10 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->period_ns = loader__period_ns(opts->rate_hz);
 	if (getrandom(l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
 		memcpy(l->rng, &(uint64_t){ mono_ns() ^ getpid() }, sizeof(l->rng));
-	l->skel = profile_bpf__open();
+	err = probe_kernel(&l->kernel);
+	if (err)
+		goto fail;
+	l->skel = open_object(l->kernel.loops);
 	if (!l->skel) {
 		err = -errno;
 		pr_warn("failed to open the BPF object: %s\n", strerror(-err));
@@ -865,10 +1040,14 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
 #endif
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
+	l->skel->rodata->thread_size = l->kernel.stack_size;
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
-	l->offcpu_work = offcpu_work_available();
-	bpf_program__set_autoload(l->skel->progs.on_switch, !l->offcpu_work);
+	l->offcpu_work = l->kernel.task_work;
+	bpf_program__set_autoload(l->skel->progs.on_switch,
+				  !l->offcpu_work && l->kernel.switch_state);
+	bpf_program__set_autoload(l->skel->progs.on_switch_task_state,
+				  !l->offcpu_work && !l->kernel.switch_state);
 	bpf_program__set_autoload(l->skel->progs.on_sys_exit, !l->offcpu_work);
 	bpf_program__set_autoload(l->skel->progs.on_switch_work, l->offcpu_work);
 	/* Memory and GPU programs are loaded only for the mode that uses them. */
@@ -911,8 +1090,9 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	err = profile_bpf__load(l->skel);
 	if (err) {
-		pr_warn("failed to load the BPF programs: %s%s%s\n", strerror(-err),
-			privilege_hint(-err), kernel_hint());
+		pr_warn("failed to load the BPF programs (kernel %s, loops by %s): %s%s\n",
+			l->kernel.release, loader__loops_name(l->kernel.loops), strerror(-err),
+			privilege_hint(-err));
 		goto fail;
 	}
 	err = profile_bpf__attach(l->skel);
@@ -1131,6 +1311,13 @@ int loader__seed_threads(struct loader *l, int tgid)
 
 		if (tid <= 0)
 			continue;
+		/* The 5.10-5.16 build's map is by thread id (profile.bpf.c). */
+		if (bpf_map__type(l->skel->maps.threads) == BPF_MAP_TYPE_HASH) {
+			__u32 key = tid;
+
+			seeded += !bpf_map_update_elem(map_fd, &key, &zero, BPF_NOEXIST);
+			continue;
+		}
 		/* PIDFD_THREAD (6.9+) names a thread; older kernels only take the
 		 * leader, and other threads get their state at their first sample. */
 		fd = syscall(SYS_pidfd_open, tid, tid == tgid ? 0 : PIDFD_THREAD);
@@ -1294,7 +1481,7 @@ int loader__stats(struct loader *l, uint64_t *out)
 	return 0;
 }
 
-const char *loader__offcpu_hook(struct loader *l)
+const char *loader__offcpu_hook(const struct loader *l)
 {
 	return l->offcpu_work ? "task_work" : "sys_exit";
 }

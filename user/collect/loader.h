@@ -23,6 +23,23 @@ typedef int (*loader_event_fn)(void *ctx, const void *data, size_t size);
  * around it (loader.c: rearm). */
 uint64_t loader__period_ns(unsigned int rate_hz);
 
+/* How the walker's loops are verified (profile.bpf.c: SBPF_LOOPS). */
+enum loader_loops {
+	LOADER_LOOPS_NONE = 0,
+	LOADER_LOOPS_ITER,     /* the numeric iterator kfuncs (Linux 6.4+) */
+	LOADER_LOOPS_BPF_LOOP, /* the bpf_loop helper (5.17+) */
+	LOADER_LOOPS_BOUNDED,  /* plain loops, and the build for 5.10-5.16 */
+};
+
+/* What the kernel has that the BPF side uses, as found at open. */
+struct loader_kernel {
+	char release[65];
+	enum loader_loops loops;
+	bool task_work;	     /* off-CPU records by task work (6.18+), else at syscall exit */
+	bool switch_state;   /* sched_switch passes prev_state (5.18+), else read from the task */
+	uint64_t stack_size; /* a task's kernel stack (THREAD_SIZE), for the 5.10-5.16 build */
+};
+
 struct loader_opts {
 	unsigned int rate_hz; /* samples per second per CPU */
 	bool follow_children;
@@ -89,7 +106,7 @@ bool loader__probe_check(struct loader *l);
 /* Where off-CPU records are made: "task_work" (a task work queued at the
  * switch-in, Linux 6.18+) or "sys_exit" (a check at every system call exit
  * of the host). */
-const char *loader__offcpu_hook(struct loader *l);
+const char *loader__offcpu_hook(const struct loader *l);
 
 enum alloc_prog {
 	ALLOC_MALLOC = 0, /* (size) */
@@ -131,6 +148,31 @@ int loader__probes_check(const char *path, bool gpu);
  * global lock of the kernel's), "perf_event" (older kernels, or
  * SCALENE_BPF_PERF_UPROBES=1), NULL before the first. */
 const char *loader__probe_links(void);
+/* What the kernel has that this run's BPF side uses (set by loader__open). */
+const struct loader_kernel *loader__kernel(const struct loader *l);
+/* "iterators", "bpf_loop", "bounded" ("none"). */
+const char *loader__loops_name(enum loader_loops loops);
+
+/* A feature the kernel lacks, what is done instead, and what that costs. */
+struct loader_fallback {
+	const char *missing, *instead, *cost;
+};
+
+#define LOADER_MAX_FALLBACKS 6
+
+/* The kernel as the profile reports it: what was found and each fallback
+ * taken so far (the uprobes' once some are placed). */
+struct loader_kernel_report {
+	const char *release;
+	const char *build;	 /* loader__loops_name() of the BPF build loaded */
+	const char *sleep_state; /* "sched_switch" (its argument, 5.18+) or "task" */
+	const char *offcpu_hook; /* loader__offcpu_hook() */
+	const char *uprobes;	 /* loader__probe_links(), NULL: none placed */
+	int nfallbacks;
+	struct loader_fallback fallbacks[LOADER_MAX_FALLBACKS];
+};
+
+void loader__kernel_report(const struct loader *l, struct loader_kernel_report *out);
 
 /* What attaching and detaching allocation probes took (wall clock). */
 struct loader_link_stats {

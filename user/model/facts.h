@@ -22,6 +22,7 @@
 
 #include "abi.h"
 #include "gpu/gpu.h"
+#include "collect/loader.h"
 #include "collect/nvml.h"
 #include "model/profile.h"
 
@@ -205,6 +206,8 @@ struct facts {
 	double unattributed_ns[UNATTR_MAX];
 	double native_threads_ns; /* credited to the main thread's line */
 	struct facts_bpf bpf;
+	bool has_kernel;
+	struct loader_kernel_report kernel;
 	bool has_memory;
 	struct facts_memory memory;
 	struct facts_thread *threads; /* malloc'ed */

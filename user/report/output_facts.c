@@ -396,6 +396,36 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 	return o;
 }
 
+/*
+ * The kernel, what the BPF side used of it, and each fallback taken for
+ * what it lacks (loader__kernel_report): build is how the walker's loops
+ * were verified ("iterators", Linux 6.4+; "bpf_loop", 5.17+; "bounded", the
+ * build for 5.10-5.16), sleep_state where the state a thread went to sleep
+ * in came from, uprobes the kind of probes placed (absent: none).
+ */
+static struct json_object *kernel_json(const struct loader_kernel_report *k)
+{
+	struct json_object *o = json_object_new_object(), *list = json_object_new_array();
+	int i;
+
+	add(o, "release", json_object_new_string(k->release));
+	add(o, "build", json_object_new_string(k->build));
+	add(o, "sleep_state", json_object_new_string(k->sleep_state));
+	add(o, "offcpu_hook", json_object_new_string(k->offcpu_hook));
+	if (k->uprobes)
+		add(o, "uprobes", json_object_new_string(k->uprobes));
+	for (i = 0; i < k->nfallbacks && i < LOADER_MAX_FALLBACKS; i++) {
+		struct json_object *fb = json_object_new_object();
+
+		add(fb, "missing", json_object_new_string(k->fallbacks[i].missing));
+		add(fb, "instead", json_object_new_string(k->fallbacks[i].instead));
+		add(fb, "cost", json_object_new_string(k->fallbacks[i].cost));
+		json_object_array_add(list, fb);
+	}
+	add(o, "fallbacks", list);
+	return o;
+}
+
 static struct json_object *memory_json(const struct facts_memory *m, const uint64_t *stats)
 {
 	struct json_object *o = json_object_new_object(), *exact, *est;
@@ -614,6 +644,8 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 	 * the line their process's main thread was at. */
 	add(o, "native_threads_credited_s", seconds(f->native_threads_ns));
 	add(o, "bpf", bpf_json(&f->bpf));
+	if (f->has_kernel)
+		add(o, "kernel", kernel_json(&f->kernel));
 	if (f->has_gpu)
 		add(o, "gpu", gpu_json(&f->gpu, f->bpf.stats));
 	if (f->has_memory)

@@ -685,6 +685,17 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
+/* How long the probe may take: PROBE_TIMEOUT_MS, or
+ * SCALENE_BPF_ASYNC_PROBE_MS where an interpreter starts slower than that
+ * (an emulated machine: tools/vmtest). */
+static int default_timeout_ms(void)
+{
+	const char *env = getenv("SCALENE_BPF_ASYNC_PROBE_MS");
+	long ms = env ? strtol(env, NULL, 10) : 0;
+
+	return ms > 0 && ms <= 600000 ? (int)ms : PROBE_TIMEOUT_MS;
+}
+
 struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gid_t gid,
 					  const struct asyncprobe_opts *opts, char *why,
 					  size_t whylen)
@@ -704,7 +715,7 @@ struct asyncprobe *asyncprobe__start_opts(const char *interp_path, uid_t uid, gi
 	}
 	p->pid = -1;
 	p->out_fd = p->err_fd = p->exec_fd = -1;
-	p->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : PROBE_TIMEOUT_MS;
+	p->timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : default_timeout_ms();
 	snprintf(p->path, sizeof(p->path), "%s", interp_path);
 	p->have_id = !interp_identify(interp_path, &p->id);
 	p->builtin = script == asyncprobe_script;

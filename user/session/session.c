@@ -1480,6 +1480,27 @@ static int threads_facts(const struct profile *p, struct facts *f)
 }
 
 /* The facts of profile p: the session's, or (tp) one process's. */
+/* Threads whose samples found no state in BPF have their blocked time left
+ * out: said when more than 1 % of the samples are theirs (where the table of
+ * threads is bounded, it may be full). */
+static int thread_state_warning(struct facts *f)
+{
+	uint64_t lost = f->bpf.stats[STAT_TASK_STORAGE_FAIL], n = f->bpf.stats[STAT_SAMPLES];
+	char msg[320];
+
+	if (!n || lost * 100 <= n)
+		return 0;
+	snprintf(msg, sizeof(msg),
+		 "%llu of %llu CPU samples found no thread state in BPF "
+		 "(scalene_bpf.bpf.thread_state_unavailable): those threads' blocked time is not "
+		 "counted%s",
+		 (unsigned long long)lost, (unsigned long long)n,
+		 f->has_kernel && !strcmp(f->kernel.build, "bounded")
+			 ? " (on this kernel, 16384 threads are followed at once at most)"
+			 : "");
+	return facts__warn(f, msg);
+}
+
 static int facts_of(struct session *s, const struct profile *p, const struct tproc *tp,
 		    struct facts *f)
 {
@@ -1519,6 +1540,10 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	b->records = s->records;
 	b->bad_records = s->bad_records;
 	b->offcpu_hook = s->bpf.offcpu_hook;
+	if (s->bpf.kernel_report) {
+		s->bpf.kernel_report(s->bpf.ctx, &f->kernel);
+		f->has_kernel = true;
+	}
 	b->frames_unreadable = s->frames_unreadable;
 	b->code_cache_evictions = pycode_cache__evictions(s->codes);
 	b->code_probes_placed = s->code_probes_placed;
@@ -1547,6 +1572,8 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	warn = profile__outside_warning(p);
 	err = warn ? facts__warn(f, warn) : 0;
 	free(warn);
+	if (!err)
+		err = thread_state_warning(f);
 	return err;
 }
 

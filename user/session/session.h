@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct facts;
+struct loader_kernel_report;
 struct profile;
 struct py_proc;
 struct py_walk_cfg;
@@ -124,6 +125,9 @@ struct session_bpf {
 	const char *probe_links;
 	/* Where off-CPU records are made (loader__offcpu_hook). */
 	const char *offcpu_hook;
+	/* The kernel as the profile reports it (loader__kernel_report), at
+	 * the end; NULL: not known. */
+	void (*kernel_report)(void *ctx, struct loader_kernel_report *out);
 	/* Samples counted in BPF (system-wide): hands the counts of the image
 	 * (tgid, gen), or those due (SESSION_COUNTS_DUE) or all of them
 	 * (SESSION_COUNTS_ALL), to session__handle as sample records.  NULL
