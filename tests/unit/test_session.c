@@ -926,6 +926,71 @@ static void test_unreadable_frames(void)
 	teardown(&f);
 }
 
+/* The kernel's report, as the loader gives it, and the warning when the
+ * samples of too many threads found no state in BPF. */
+static void fake_kernel_report(void *ctx, struct loader_kernel_report *out)
+{
+	(void)ctx;
+	memset(out, 0, sizeof(*out));
+	out->release = "5.10.0-32-amd64";
+	out->build = "bounded";
+	out->sleep_state = "task";
+	out->offcpu_hook = "sys_exit";
+	out->nfallbacks = 1;
+	out->fallbacks[0] =
+		(struct loader_fallback){ "bpf_loop (Linux 5.17)", "plain loops", "some" };
+}
+
+static int nwarnings(struct fixture *f, const char *containing)
+{
+	struct json_object *o = facts_json(f->s, 0, f->p), *w = at(o, "warnings");
+	int i, n = 0;
+
+	for (i = 0; w && i < (int)json_object_array_length(w); i++)
+		n += strstr(json_object_get_string(json_object_array_get_idx(w, i)), containing) !=
+		     NULL;
+	json_object_put(o);
+	return n;
+}
+
+static void test_kernel_and_thread_state(void)
+{
+	struct session_bpf b = {
+		.stats = fake_stats,
+		.prog_runtime = fake_prog_runtime,
+		.kernel_report = fake_kernel_report,
+	};
+	struct json_object *o, *k;
+	struct fixture f;
+
+	if (!setup(&f, false))
+		return;
+	/* Without the callback: no kernel object. */
+	o = facts_json(f.s, 0, f.p);
+	CHECK(o && !at(o, "kernel"));
+	json_object_put(o);
+	b.ctx = &f.bpf;
+	b.track = fake_track;
+	b.untrack = fake_untrack;
+	b.seed_threads = fake_seed_threads;
+	b.set_python = fake_set_python;
+	session__set_bpf(f.s, &b);
+	o = facts_json(f.s, 0, f.p);
+	k = at(o, "kernel");
+	CHECK(k != NULL);
+	CHECK(k && !strcmp(json_object_get_string(at(o, "kernel.build")), "bounded"));
+	CHECK(k && json_object_array_length(at(o, "kernel.fallbacks")) == 1);
+	json_object_put(o);
+	/* 1 % of the samples without state is not worth a word; more is. */
+	f.bpf.stats[STAT_SAMPLES] = 1000;
+	f.bpf.stats[STAT_TASK_STORAGE_FAIL] = 10;
+	CHECK_EQ_INT(nwarnings(&f, "found no thread state"), 0);
+	f.bpf.stats[STAT_TASK_STORAGE_FAIL] = 11;
+	CHECK_EQ_INT(nwarnings(&f, "found no thread state"), 1);
+	CHECK_EQ_INT(nwarnings(&f, "16384 threads"), 1);
+	teardown(&f);
+}
+
 /* A PID used again by a new process: its state is the new process's. */
 static void test_pid_reuse(void)
 {
@@ -1629,6 +1694,7 @@ int main(void)
 	RUN_TEST(test_exit);
 	RUN_TEST(test_unknown_process);
 	RUN_TEST(test_unreadable_frames);
+	RUN_TEST(test_kernel_and_thread_state);
 	RUN_TEST(test_pid_reuse);
 	RUN_TEST(test_counted_samples);
 	RUN_TEST(test_malformed);

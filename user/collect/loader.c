@@ -164,14 +164,29 @@ static uint64_t kernel_stack_size(const char *release)
 	return size;
 }
 
+/* The BPF build's name: "iterators", "bpf_loop", "bounded" ("none"). */
+static const char *loops_name(enum loader_loops loops)
+{
+	switch (loops) {
+	case LOADER_LOOPS_ITER:
+		return "iterators";
+	case LOADER_LOOPS_BPF_LOOP:
+		return "bpf_loop";
+	case LOADER_LOOPS_BOUNDED:
+		return "bounded";
+	default:
+		return "none";
+	}
+}
+
 /*
  * What this kernel has that the BPF side chooses by, read from its BTF and
  * its answers, never from its version: the walker's loops (the numeric
  * iterator kfuncs, Linux 6.4; else the bpf_loop helper, 5.17; else plain
- * loops, each another build of the same programs, profile.bpf.c), off-CPU records by task work (the
- * kfunc, 6.18; else at every system call exit, or with
- * SCALENE_BPF_SYSCALL_EXIT=1) and sched_switch's prev_state (5.18; else the
- * state is read from the task, or with SCALENE_BPF_SWITCH=task).
+ * loops, each another build of the same programs, profile.bpf.c), off-CPU
+ * records by task work (the kfunc, 6.18; else at every system call exit, or
+ * with SCALENE_BPF_SYSCALL_EXIT=1) and sched_switch's prev_state (5.18; else
+ * the state is read from the task, or with SCALENE_BPF_SWITCH=task).
  * SCALENE_BPF_LOOPS=bpf_loop or bounded takes that build where a newer one
  * would load.  (The variables are there to measure and test the older paths
  * on a newer kernel.)  Parsing the kernel's BTF takes about 10 ms; the
@@ -212,8 +227,7 @@ static int probe_kernel(struct loader_kernel *k)
 	k->stack_size = kernel_stack_size(k->release);
 	btf__free(vmlinux);
 	pr_debug("kernel %s: loops by %s, off-CPU records %s, sleep state %s\n", k->release,
-		 loader__loops_name(k->loops),
-		 k->task_work ? "by task work" : "at system call exit",
+		 loops_name(k->loops), k->task_work ? "by task work" : "at system call exit",
 		 k->switch_state ? "from sched_switch" : "from the task");
 	if (!k->loops) {
 		pr_warn("this kernel (%s) has no BPF ring buffer (Linux 5.8): the oldest kernel "
@@ -222,20 +236,6 @@ static int probe_kernel(struct loader_kernel *k)
 		return -ENOTSUP;
 	}
 	return 0;
-}
-
-const char *loader__loops_name(enum loader_loops loops)
-{
-	switch (loops) {
-	case LOADER_LOOPS_ITER:
-		return "iterators";
-	case LOADER_LOOPS_BPF_LOOP:
-		return "bpf_loop";
-	case LOADER_LOOPS_BOUNDED:
-		return "bounded";
-	default:
-		return "none";
-	}
 }
 
 /* What each fallback stands for: the one place its words live. */
@@ -277,7 +277,7 @@ void loader__kernel_report(const struct loader *l, struct loader_kernel_report *
 
 	memset(out, 0, sizeof(*out));
 	out->release = k->release;
-	out->build = loader__loops_name(k->loops);
+	out->build = loops_name(k->loops);
 	out->sleep_state = k->switch_state ? "sched_switch" : "task";
 	out->offcpu_hook = loader__offcpu_hook(l);
 	out->uprobes = loader__probe_links();
@@ -292,11 +292,6 @@ void loader__kernel_report(const struct loader *l, struct loader_kernel_report *
 	if (out->uprobes && !strcmp(out->uprobes, "perf_event"))
 		out->fallbacks[n++] = fallback_uprobe_multi;
 	out->nfallbacks = n;
-}
-
-const struct loader_kernel *loader__kernel(const struct loader *l)
-{
-	return &l->kernel;
 }
 
 /* The BPF object for the kernel: the skeleton's own (iterators), or the
@@ -1091,7 +1086,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 	err = profile_bpf__load(l->skel);
 	if (err) {
 		pr_warn("failed to load the BPF programs (kernel %s, loops by %s): %s%s\n",
-			l->kernel.release, loader__loops_name(l->kernel.loops), strerror(-err),
+			l->kernel.release, loops_name(l->kernel.loops), strerror(-err),
 			privilege_hint(-err));
 		goto fail;
 	}

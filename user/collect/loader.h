@@ -148,10 +148,6 @@ int loader__probes_check(const char *path, bool gpu);
  * global lock of the kernel's), "perf_event" (older kernels, or
  * SCALENE_BPF_PERF_UPROBES=1), NULL before the first. */
 const char *loader__probe_links(void);
-/* What the kernel has that this run's BPF side uses (set by loader__open). */
-const struct loader_kernel *loader__kernel(const struct loader *l);
-/* "iterators", "bpf_loop", "bounded" ("none"). */
-const char *loader__loops_name(enum loader_loops loops);
 
 /* A feature the kernel lacks, what is done instead, and what that costs. */
 struct loader_fallback {
@@ -164,7 +160,7 @@ struct loader_fallback {
  * taken so far (the uprobes' once some are placed). */
 struct loader_kernel_report {
 	const char *release;
-	const char *build;	 /* loader__loops_name() of the BPF build loaded */
+	const char *build;	 /* the BPF build loaded: "iterators", "bpf_loop", "bounded" */
 	const char *sleep_state; /* "sched_switch" (its argument, 5.18+) or "task" */
 	const char *offcpu_hook; /* loader__offcpu_hook() */
 	const char *uprobes;	 /* loader__probe_links(), NULL: none placed */
