@@ -224,7 +224,9 @@ static int probe_kernel(struct loader_kernel *k)
 		       btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
 					      BTF_KIND_FUNC) > 0;
 	k->switch_state = !(sw && !strcmp(sw, "task")) && switch_passes_state(vmlinux);
-	k->stack_size = kernel_stack_size(k->release);
+	/* Only the build for 5.10-5.16 finds the registers by it. */
+	if (k->loops == LOADER_LOOPS_BOUNDED)
+		k->stack_size = kernel_stack_size(k->release);
 	btf__free(vmlinux);
 	pr_debug("kernel %s: loops by %s, off-CPU records %s, sleep state %s\n", k->release,
 		 loops_name(k->loops), k->task_work ? "by task work" : "at system call exit",
@@ -1035,7 +1037,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
 #endif
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
-	l->skel->rodata->thread_size = l->kernel.stack_size;
+	if (l->kernel.stack_size)
+		l->skel->rodata->thread_size = l->kernel.stack_size;
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
 	l->offcpu_work = l->kernel.task_work;

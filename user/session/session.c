@@ -1479,7 +1479,6 @@ static int threads_facts(const struct profile *p, struct facts *f)
 	return 0;
 }
 
-/* The facts of profile p: the session's, or (tp) one process's. */
 /* Threads whose samples found no state in BPF have their blocked time left
  * out: said when more than 1 % of the samples are theirs (where the table of
  * threads is bounded, it may be full). */
@@ -1501,6 +1500,7 @@ static int thread_state_warning(struct facts *f)
 	return facts__warn(f, msg);
 }
 
+/* The facts of profile p: the session's, or (tp) one process's. */
 static int facts_of(struct session *s, const struct profile *p, const struct tproc *tp,
 		    struct facts *f)
 {
