@@ -75,6 +75,7 @@ struct pending_task {
 
 /* A task of the last snapshot, as credited. */
 struct saved_task {
+	uint64_t coro;
 	const char *name;
 	int loop;
 	int nframes;
@@ -90,10 +91,11 @@ struct rframe {
 	uint64_t prev;
 	uint64_t globals;
 	uint64_t local0;
-	uint64_t stack_top; /* 0 when not read or empty */
-	bool shim;	    /* an interpreter entry frame (3.12+) */
-	int8_t state;	    /* f_state (3.10) */
-	uint64_t top_addr;  /* where the top of its value stack is, 0 if empty */
+	bool shim;    /* an interpreter entry frame (3.12+) */
+	int8_t state; /* f_state (3.10) */
+	/* Where it keeps what it awaits, when suspended in an await
+	 * (yield_from_slot); 0: its stack is empty. */
+	uint64_t await_addr;
 };
 
 /* Chains followed at once, level by level: at each level one batched read
@@ -165,7 +167,11 @@ struct pyasync {
 	int saved_per_loop[MAX_LOOPS];
 	int saved_conc[MAX_LOOPS]; /* tasks suspended, as that snapshot counted */
 	uint64_t saved_snapshot;   /* its number */
-	struct hmap *codes;	   /* code address -> tag and flags, for one poll */
+	/* The coroutines of all its pending tasks, sorted; npending is -1 when
+	 * it read a sample or was cut short (it cannot tell who is new). */
+	uint64_t *pending;
+	int npending;
+	struct hmap *codes; /* code address -> tag and flags, for one poll */
 	struct pyasync_stats st;
 	char last_error[160];
 };
@@ -225,9 +231,11 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 	a->rtasks = malloc(MAX_TASKS * sizeof(*a->rtasks));
 	a->rerrs = malloc(MAX_TASKS * sizeof(*a->rerrs));
 	a->saved = malloc(MAX_TASKS * sizeof(*a->saved));
+	a->pending = malloc(MAX_TASKS * sizeof(*a->pending));
+	a->npending = -1;
 	a->codes = hmap__new(sizeof(uint64_t));
 	if (pyobj__init(&a->po, pp) || !a->names || !a->members || !a->tasks || !a->chains ||
-	    !a->saved || !a->codes) {
+	    !a->saved || !a->pending || !a->codes) {
 		pyasync__free(a);
 		return NULL;
 	}
@@ -251,6 +259,7 @@ void pyasync__free(struct pyasync *a)
 	free(a->rtasks);
 	free(a->rerrs);
 	free(a->saved);
+	free(a->pending);
 	free(a->lold);
 	free(a->lnext);
 	free(a->lnew);
@@ -296,13 +305,20 @@ static uint64_t untag(const struct pyasync *a, uint64_t ref)
 	return a->pp->minor >= PY_REF_TAG_MINOR ? ref & ~PY_REF_TAG_BITS : ref;
 }
 
+/* The slot of its value stack, counted from the top (1), where a frame
+ * suspended in an await keeps the object it awaits: 3.15 keeps a NULL above
+ * it (its _PyGen_yf peeks at stackpointer[-2]). */
+static int yield_from_slot(int minor)
+{
+	return minor >= 15 ? 2 : 1;
+}
+
 /* The frame at addr (a PyFrameObject up to 3.10, an _PyInterpreterFrame
- * since) from its bytes in buf (frame_size of them); with_top: also reads
- * the top of its value stack. */
-static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bool with_top,
-			struct rframe *f)
+ * since) from its bytes in buf (frame_size of them). */
+static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, struct rframe *f)
 {
 	const struct py_offsets *o = a->pp->off;
+	const uint64_t below = 8ULL * yield_from_slot(a->pp->minor);
 	uint64_t top_addr = 0, w;
 	int32_t i32;
 
@@ -319,11 +335,11 @@ static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bo
 			f->shim = true;
 		f->offset = (int)(int64_t)(w - f->code - o->code_code_adaptive);
 		if (o->frame_stackpointer != PYOFF_NONE) {
-			/* 3.14: a pointer past the top slot, inside the frame. */
+			/* 3.14+: a pointer past the top slot, inside the frame. */
 			memcpy(&w, buf + o->frame_stackpointer, 8);
-			if (w >= addr + o->frame_localsplus + 8 &&
+			if (w >= addr + o->frame_localsplus + below &&
 			    w <= addr + o->frame_localsplus + 8ULL * MAX_STACKTOP)
-				top_addr = w - 8;
+				top_addr = w - below;
 		} else {
 			memcpy(&i32, buf + o->frame_stacktop, 4);
 			if (i32 >= 1 && i32 < MAX_STACKTOP)
@@ -346,13 +362,10 @@ static void parse_frame(struct pyasync *a, uint64_t addr, const uint8_t *buf, bo
 	}
 	if (!f->code || !pyobj__ptr_ok(f->code))
 		f->shim = true;
-	f->top_addr = top_addr;
-	if (with_top && top_addr && pyobj__u64(&a->po, top_addr, &w) == 0 &&
-	    pyobj__ptr_ok(untag(a, w)))
-		f->stack_top = untag(a, w);
+	f->await_addr = top_addr;
 }
 
-static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rframe *f)
+static int read_frame(struct pyasync *a, uint64_t addr, struct rframe *f)
 {
 	const struct py_offsets *o = a->pp->off;
 	uint8_t buf[FRAME_READ_MAX];
@@ -364,7 +377,7 @@ static int read_frame(struct pyasync *a, uint64_t addr, bool with_top, struct rf
 	err = pyobj__read(&a->po, addr, buf, o->frame_size);
 	if (err)
 		return err;
-	parse_frame(a, addr, buf, with_top, f);
+	parse_frame(a, addr, buf, f);
 	return 0;
 }
 
@@ -520,7 +533,7 @@ static bool idle_loop_of(struct pyasync *a, uint64_t tstate, uint64_t *loop, uin
 	}
 	addr = top_frame(a, tstate);
 	for (depth = 0; addr && depth < IDLE_DEPTH + 2; depth++, addr = f.prev) {
-		if (read_frame(a, addr, false, &f))
+		if (read_frame(a, addr, &f))
 			return false;
 		if (f.shim)
 			continue;
@@ -724,8 +737,7 @@ static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 				w[i].obj = 0;
 				continue;
 			}
-			parse_frame(a, w[i].obj + o->gen_iframe, buf + o->gen_iframe, false,
-				    &w[i].f);
+			parse_frame(a, w[i].obj + o->gen_iframe, buf + o->gen_iframe, &w[i].f);
 			w[i].has_frame = true;
 		} else {
 			memcpy(&w[i].frame, buf + o->gen_frame, 8);
@@ -761,8 +773,7 @@ static int chain_level(struct pyasync *a, struct chain_walk *w, int nw)
 				w[i].obj = 0;
 				continue;
 			}
-			parse_frame(a, w[i].frame, a->fbufs + (size_t)i * FRAME_READ_MAX, false,
-				    &w[i].f);
+			parse_frame(a, w[i].frame, a->fbufs + (size_t)i * FRAME_READ_MAX, &w[i].f);
 			if (a->pp->minor == 9 && w[i].f.offset < 0)
 				w[i].suspended = false; /* not started */
 			if (a->pp->minor == 10) {
@@ -825,10 +836,10 @@ static int read_chains(struct pyasync *a, int ntasks)
 			}
 			w[i].n++;
 			w[i].obj = 0;
-			if (w[i].suspended && w[i].f.top_addr)
-				p[np++] = (struct mem_piece){ w[i].f.top_addr, &w[i].obj, 8 };
+			if (w[i].suspended && w[i].f.await_addr)
+				p[np++] = (struct mem_piece){ w[i].f.await_addr, &w[i].obj, 8 };
 		}
-		/* What each suspended frame awaits: the top of its stack. */
+		/* What each suspended frame awaits. */
 		if (np && (err = read_pieces(a, p, np)))
 			break;
 		for (i = 0; i < ntasks; i++) {
@@ -1201,12 +1212,129 @@ static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 	return err;
 }
 
-static bool credit_saved(struct pyasync *a, int l, double ns);
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t p = *(const uint64_t *)x, q = *(const uint64_t *)y;
+
+	return p < q ? -1 : p > q;
+}
+
+static bool has_u64(const uint64_t *v, int n, uint64_t x)
+{
+	return n > 0 && bsearch(&x, v, n, sizeof(*v), cmp_u64);
+}
+
+/* The idle time gathered since the last snapshot, to the tasks pending at
+ * this one, each where this snapshot finds it waiting.  (Giving half of it
+ * to the tasks as the last snapshot found them read a line of short waits
+ * about 1.3 points high, async_ratio.py on 3.11 and 3.12 against the
+ * program's clocks; all to this one, within 0.3.)
+ *
+ * While the loop is idle every pending task waits, so a task pending at
+ * both snapshots waited all that time, and one that is new since, or done
+ * since, about half of it: when both snapshots read the whole task set,
+ * the new ones weigh half a staying one, and the done ones take their
+ * half where the last snapshot found them.  Without that, the last
+ * snapshot of a gather whose 100 tasks end within 30 ms gave the time of
+ * their ending to the few tasks still pending (the gather's own task took
+ * 2.7 % of the await time instead of 1 %).  A snapshot of a sample of the
+ * set, or one cut short, cannot tell who is new: its tasks weigh alike. */
+static void credit_snapshot(struct pyasync *a, int ntasks, const int *per_loop, double scale,
+			    bool whole)
+{
+	const struct pending_task *tasks = a->tasks;
+	double w[MAX_TASKS], sum[MAX_LOOPS] = { 0 };
+	uint64_t cur[MAX_TASKS];
+	bool gone[MAX_TASKS];
+	bool known = whole && a->npending >= 0;
+	int i, l;
+
+	for (i = 0; i < ntasks; i++)
+		cur[i] = tasks[i].coro;
+	qsort(cur, ntasks, sizeof(*cur), cmp_u64);
+	for (i = 0; i < ntasks; i++) {
+		w[i] = !known || has_u64(a->pending, a->npending, tasks[i].coro) ? 1.0 : 0.5;
+		if (tasks[i].nframes)
+			sum[tasks[i].loop] += w[i];
+	}
+	for (i = 0; i < a->nsaved; i++) {
+		const struct saved_task *sv = &a->saved[i];
+
+		gone[i] = known && a->loops[sv->loop].idle && !has_u64(cur, ntasks, sv->coro);
+		if (gone[i])
+			sum[sv->loop] += 0.5;
+	}
+	/* The done ones first, under the last snapshot's number: a line it
+	 * credited counts that snapshot's concurrency once. */
+	for (i = 0; i < a->nsaved; i++) {
+		const struct saved_task *sv = &a->saved[i];
+		struct await_in in = {
+			.snapshot = a->saved_snapshot,
+			.task_name = sv->name,
+			.frames = sv->frames,
+			.nframes = sv->nframes,
+			.ns = a->loops[sv->loop].pending_ns * 0.5 /
+			      (sum[sv->loop] ? sum[sv->loop] : 1),
+			.concurrency = a->saved_conc[sv->loop],
+		};
+
+		if (!gone[i])
+			continue;
+		profile__add_await(a->profile, &in);
+		a->st.credited_ns += in.ns;
+	}
+	a->nsaved = 0;
+	a->saved_snapshot = a->st.snapshots;
+	memset(a->saved_per_loop, 0, sizeof(a->saved_per_loop));
+	for (l = 0; l < a->nloops; l++)
+		a->saved_conc[l] = (int)(per_loop[l] * scale + 0.5);
+	for (i = 0; i < ntasks; i++) {
+		const struct pending_task *pt = &tasks[i];
+		struct await_in in = {
+			.snapshot = a->st.snapshots,
+			.task_name = pt->name,
+			.frames = a->chains + (size_t)i * SAVED_FRAMES,
+			.nframes = pt->nframes,
+			.ns = a->loops[pt->loop].pending_ns * w[i] /
+			      (sum[pt->loop] ? sum[pt->loop] : 1),
+			/* Tasks suspended: those found, scaled up when only a
+			 * sample of the set was read. */
+			.concurrency = (int)(per_loop[pt->loop] * scale + 0.5),
+		};
+		struct saved_task *sv;
+
+		if (!pt->nframes)
+			continue;
+		profile__add_await(a->profile, &in);
+		sv = &a->saved[a->nsaved++];
+		sv->coro = pt->coro;
+		sv->name = in.task_name;
+		sv->loop = pt->loop;
+		sv->nframes = pt->nframes;
+		memcpy(sv->frames, in.frames, sv->nframes * sizeof(*sv->frames));
+		a->saved_per_loop[sv->loop]++;
+		a->st.tasks_read++;
+		a->st.credited_ns += in.ns;
+	}
+	a->npending = whole ? ntasks : -1;
+	memcpy(a->pending, cur, ntasks * sizeof(*cur));
+	for (l = 0; l < a->nloops; l++) {
+		int est = (int)(per_loop[l] * scale + 0.5);
+
+		if (est > a->st.max_tasks)
+			a->st.max_tasks = est;
+		if (!a->loops[l].idle)
+			continue;
+		if (!sum[l])
+			a->st.empty_ns += a->loops[l].pending_ns;
+		a->loops[l].pending_ns = 0;
+	}
+}
 
 static void snapshot(struct pyasync *a)
 {
 	struct pending_task *tasks = a->tasks;
-	int per_loop[MAX_LOOPS] = { 0 }, read_loop[MAX_LOOPS] = { 0 };
+	int per_loop[MAX_LOOPS] = { 0 };
 	double scale = 1;
 	size_t nmem = 0, nsamp, m, i;
 	int ntasks = 0, l, err = 0, s;
@@ -1299,68 +1427,19 @@ static void snapshot(struct pyasync *a)
 	if (read_chains(a, ntasks) == -E2BIG)
 		partial = true;
 	for (i = 0; i < (size_t)ntasks; i++) {
-		if (!tasks[i].nframes) {
-			if (tasks[i].why == CHAIN_UNSTARTED)
-				a->st.tasks_unstarted++;
-			else if (tasks[i].why == CHAIN_GONE)
-				a->st.tasks_resumed++;
-			else
-				a->st.tasks_unreadable++;
+		if (tasks[i].nframes)
 			continue;
-		}
-		read_loop[tasks[i].loop]++;
+		if (tasks[i].why == CHAIN_UNSTARTED)
+			a->st.tasks_unstarted++;
+		else if (tasks[i].why == CHAIN_GONE)
+			a->st.tasks_resumed++;
+		else
+			a->st.tasks_unreadable++;
 	}
 	a->st.snapshots++;
-	/* The idle time gathered since the last snapshot goes to the tasks as
-	 * this one finds them.  Giving half of it to the tasks as the last
-	 * snapshot found them read a line of short waits about 1.3 points
-	 * high (async_ratio.py, 3.11 and 3.12, against the program's clocks);
-	 * all to this one, within 0.3. */
-	a->nsaved = 0;
-	a->saved_snapshot = a->st.snapshots;
-	memset(a->saved_per_loop, 0, sizeof(a->saved_per_loop));
-	for (l = 0; l < a->nloops; l++)
-		a->saved_conc[l] = (int)(per_loop[l] * scale + 0.5);
 	if (partial)
 		a->st.partial++;
-	for (i = 0; i < (size_t)ntasks; i++) {
-		const struct pending_task *pt = &tasks[i];
-		struct loop_state *ls = &a->loops[pt->loop];
-		struct await_in in = {
-			.snapshot = a->st.snapshots,
-			.task_name = pt->name,
-			.frames = a->chains + i * SAVED_FRAMES,
-			.nframes = pt->nframes,
-			.ns = ls->pending_ns / (read_loop[pt->loop] ? read_loop[pt->loop] : 1),
-			/* Tasks suspended: those found, scaled up when only a
-			 * sample of the set was read. */
-			.concurrency = (int)(per_loop[pt->loop] * scale + 0.5),
-		};
-		struct saved_task *sv;
-
-		if (!pt->nframes)
-			continue;
-		profile__add_await(a->profile, &in);
-		sv = &a->saved[a->nsaved++];
-		sv->name = in.task_name;
-		sv->loop = pt->loop;
-		sv->nframes = pt->nframes;
-		memcpy(sv->frames, in.frames, sv->nframes * sizeof(*sv->frames));
-		a->saved_per_loop[sv->loop]++;
-		a->st.tasks_read++;
-		a->st.credited_ns += in.ns;
-	}
-	for (l = 0; l < a->nloops; l++) {
-		int est = (int)(per_loop[l] * scale + 0.5);
-
-		if (est > a->st.max_tasks)
-			a->st.max_tasks = est;
-		if (!a->loops[l].idle)
-			continue;
-		if (!read_loop[l])
-			a->st.empty_ns += a->loops[l].pending_ns;
-		a->loops[l].pending_ns = 0;
-	}
+	credit_snapshot(a, ntasks, per_loop, scale, !partial && nsamp == nmem);
 	a->po.budget = UINT64_MAX;
 }
 

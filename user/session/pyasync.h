@@ -66,9 +66,8 @@ struct pyasync_stats {
 	double after_last_ns;	   /* ... after the last snapshot: credited as it found the tasks */
 	double cost_ns;		   /* this reader's own time */
 	int loops;		   /* distinct event loops seen idle */
-	int max_tasks;
-	bool uvloop;
-	/* uvloop's loop runs here: not recognised (pyasync.c) */ /* the most tasks of one snapshot */
+	int max_tasks;		   /* the most tasks of one snapshot */
+	bool uvloop;		   /* uvloop's loop runs here: not recognised (pyasync.c) */
 };
 
 struct pyasync;
