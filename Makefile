@@ -188,8 +188,13 @@ NATIVE_POOL_SO	:= $(OUT)/tests/libnativepool.so
 $(NATIVE_POOL_SO): tests/e2e/programs/native_pool.c | $(OUT)/tests
 	$(TEST_LIB)
 
+# tests/unit/test_tlsslot.c: one thread-local, built with two TLS models.
+TLS_SOS		:= $(OUT)/tests/libtls_ie.so $(OUT)/tests/libtls_gd.so
+$(OUT)/tests/libtls_%.so: tests/unit/tls_lib.c | $(OUT)/tests
+	$(CC) -g -O2 -fPIC -shared $(WARNINGS) -ftls-model=$(if $(filter ie,$*),initial-exec,global-dynamic) -o $@ $<
+
 .PHONY: unit-tests
-unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO) $(CHURN_SO) $(NATIVE_POOL_SO)
+unit-tests: $(UNIT_BINS) $(BPFHOST_BINS) $(SLOW_START_SO) $(CHURN_SO) $(NATIVE_POOL_SO) $(TLS_SOS)
 
 # `make test`: unit tests (no root), host-compiled BPF walker tests, then the
 # end-to-end suite (root; skipped with a message otherwise).  The last line is

@@ -137,7 +137,8 @@ enum stat_id {
 /* Per-process walk configuration, written by the loader once it has found the
  * interpreter (user/target/python.c).  Offsets come from pyoffsets/. */
 struct py_walk_cfg {
-	__u64 tss_key_addr;   /* &_PyRuntime.autoTSSkey._key */
+	__u64 tss_key_addr;   /* &_PyRuntime.autoTSSkey._key (3.9-3.14), else 0 */
+	__s64 tls_off;	      /* 3.15+: the thread's state is at fsbase + tls_off */
 	__u16 minor;	      /* CPython 3.minor */
 	__u16 tsd_base;	      /* glibc: offsetof(struct pthread, specific_1stblock) */
 	__u16 tsd_stride;     /* sizeof(struct pthread_key_data) */

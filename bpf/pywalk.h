@@ -151,7 +151,8 @@ static __always_inline int pywalk_user_ptr(__u64 p)
 /*
  * Finds the PyThreadState of the thread whose TLS block starts at `fsbase`:
  * glibc's pthread_getspecific(key) for key < 32 is
- * self->specific_1stblock[key].data with self == fsbase.
+ * self->specific_1stblock[key].data with self == fsbase (3.9-3.14); 3.15
+ * keeps it in a thread-local variable, at tls_off from fsbase.
  */
 static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsbase, __u64 *tstate,
 					 __u64 *slot, struct pywalk_scratch *s)
@@ -159,11 +160,15 @@ static __always_inline int pywalk_tstate(const struct py_walk_cfg *c, __u64 fsba
 	__u32 key = 0;
 	__u64 ts = 0, at;
 
-	if (!c->tss_key_addr || PYWALK_READ_S(s, &key, sizeof(key), c->tss_key_addr))
-		return WALK_BAD_KEY;
-	if (key >= TSD_DIRECT_KEYS)
-		return WALK_BAD_KEY;
-	at = fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data;
+	if (c->tls_off) {
+		at = fsbase + (__u64)c->tls_off;
+	} else {
+		if (!c->tss_key_addr || PYWALK_READ_S(s, &key, sizeof(key), c->tss_key_addr))
+			return WALK_BAD_KEY;
+		if (key >= TSD_DIRECT_KEYS)
+			return WALK_BAD_KEY;
+		at = fsbase + c->tsd_base + (__u64)key * c->tsd_stride + c->tsd_data;
+	}
 	if (PYWALK_READ_S(s, &ts, sizeof(ts), at))
 		return WALK_NO_TSTATE;
 	if (!pywalk_user_ptr(ts))

@@ -16,6 +16,7 @@
 #include "cpython-3.12.h"
 #include "cpython-3.13.h"
 #include "cpython-3.14.h"
+#include "cpython-3.15.h"
 
 static const struct py_offsets *const py_offsets_table[] = {
 	&py_offsets_3_9,
@@ -24,6 +25,7 @@ static const struct py_offsets *const py_offsets_table[] = {
 	&py_offsets_3_12,
 	&py_offsets_3_13,
 	&py_offsets_3_14,
+	&py_offsets_3_15,
 	NULL,
 };
 

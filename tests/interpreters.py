@@ -20,6 +20,8 @@ INTERPRETERS = [
      "apt-get install python3.11 (Debian's build, statically linked)"),
     ("sid3.14-static", "/opt/python3.14-sid/usr/bin/python3.14",
      "tools/python-sid 3.14 (Debian unstable's build, statically linked)"),
+    ("sid3.15-static", "/opt/python3.15-sid/usr/bin/python3.15",
+     "tools/python-sid 3.15 (Debian unstable's build, statically linked)"),
 ]
 INTERPRETER_IDS = [i[0] for i in INTERPRETERS]
 

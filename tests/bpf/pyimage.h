@@ -2,8 +2,9 @@
 /*
  * Synthetic CPython threads for the walker tests, laid out with a generated
  * pyoffsets table: libpython's _PyRuntime holding autoTSSkey, a thread's
- * pthread TCB at fsbase with the TSD slot that points to its PyThreadState,
- * and a frame chain (python-unwinding notes, section 2).  Frames are pushed
+ * pthread TCB at fsbase with the TSD slot that points to its PyThreadState
+ * (3.15: no key, the thread-local below fsbase that points to it), and a
+ * frame chain (python-unwinding notes, section 2).  Frames are pushed
  * outermost first, as the interpreter pushes them, and each push records what
  * the walker should report for it.
  */
@@ -34,6 +35,10 @@
 #define REGION_SIZE 0x100000ULL
 
 #define TCB_SIZE 0x800	/* covers specific_1stblock[32] at 0x310 */
+#define TLS_SIZE 0x40	/* the executable's thread-locals, below fsbase */
+/* 3.15: the thread-local that holds the thread's state (Debian's 3.15.2 has
+ * it there), for tables without autoTSSkey. */
+#define PYIMG_TLS_OFF (-0x28)
 #define TSTATE_SIZE 512 /* covers every version's fields */
 #define CODE_BYTES 512	/* bytecode per fake code object */
 #define NONE_SIZE 16	/* PyObject header */
@@ -88,6 +93,8 @@ static inline uint64_t pyimg__top_slot(const struct pyimg *p)
 
 static inline uint64_t pyimg__tsd_slot(const struct pyimg *p, uint32_t key)
 {
+	if (!p->key_addr)
+		return p->fsbase + (uint64_t)(int64_t)PYIMG_TLS_OFF;
 	return p->fsbase + TSD_BASE + (uint64_t)key * TSD_STRIDE + TSD_DATA;
 }
 
@@ -109,6 +116,12 @@ static inline void pyimg__map(struct pyimg *p)
  * which is what the loader puts in tss_key_addr. */
 static inline void pyimg__runtime(struct pyimg *p, uint32_t key)
 {
+	if (p->o->runtime_autotss_key == PYOFF_NONE) {
+		/* 3.15: no key; the state is a thread-local. */
+		p->runtime = memimg__alloc(p->m, p->lib, 64, 64);
+		p->key_addr = 0;
+		return;
+	}
 	p->runtime = memimg__alloc(p->m, p->lib, p->o->runtime_autotss_key + 64, 64);
 	memimg__w32(p->m, p->runtime + p->o->runtime_autotss_key, 1);
 	p->key_addr = p->runtime + p->o->runtime_autotss_key + 4;
@@ -144,10 +157,11 @@ static inline void pyimg__tstate(struct pyimg *p, uint32_t key)
 	p->nwant = 0;
 }
 
-/* A thread: its TCB at fsbase, and a thread state. */
+/* A thread: its thread-locals below fsbase, its TCB at fsbase, and a thread
+ * state. */
 static inline void pyimg__thread(struct pyimg *p, uint32_t key)
 {
-	p->fsbase = memimg__alloc(p->m, p->stack, TCB_SIZE, 64);
+	p->fsbase = memimg__alloc(p->m, p->stack, TLS_SIZE + TCB_SIZE, 64) + TLS_SIZE;
 	pyimg__tstate(p, key);
 }
 
@@ -203,7 +217,7 @@ static inline void pyimg__cfg(const struct pyimg *p, struct py_walk_cfg *c)
 {
 	/* The loader's own code, so that the walker is tested with what the
 	 * profiler really gives it. */
-	python__walk_cfg(p->o, p->key_addr, c);
+	python__walk_cfg(p->o, p->key_addr, p->key_addr ? 0 : PYIMG_TLS_OFF, c);
 }
 
 /*

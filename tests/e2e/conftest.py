@@ -9,7 +9,7 @@ schema, the viewers' invariants, `scalene view --cli`) plus our own
 program or link of ours may be left in the kernel.
 
 Interpreters: pyenv's 3.9 to 3.13, Debian's statically linked
-/usr/bin/python3.11, and Debian unstable's 3.14, also static
+/usr/bin/python3.11, and Debian unstable's 3.14 and 3.15, also static
 (tools/python-sid).  A missing one makes its tests SKIP with a message that
 says how to install it.
 

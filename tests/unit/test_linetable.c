@@ -314,7 +314,8 @@ static void test_format_for_minor(void)
 	CHECK_EQ_INT(linetable_format_for_minor(11), LINETABLE_LOCATIONS);
 	CHECK_EQ_INT(linetable_format_for_minor(13), LINETABLE_LOCATIONS);
 	CHECK_EQ_INT(linetable_format_for_minor(14), LINETABLE_LOCATIONS);
-	CHECK_EQ_INT(linetable_format_for_minor(15), 0);
+	CHECK_EQ_INT(linetable_format_for_minor(15), LINETABLE_LOCATIONS);
+	CHECK_EQ_INT(linetable_format_for_minor(16), 0);
 	CHECK_EQ_INT(linetable_format_for_minor(-1), 0);
 	CHECK_EQ_INT(linetable_addr2line(0, NULL, 0, 5, 0), -1);
 	CHECK_EQ_INT(linetable_addr2line(99, (const uint8_t *)"\x02\x01", 2, 5, 0), -1);

@@ -12,7 +12,7 @@
 #include "cpython.h"
 
 #define FIRST_MINOR 9
-#define LAST_MINOR 14
+#define LAST_MINOR 15
 
 static const struct py_offsets *find(unsigned int minor)
 {
@@ -48,7 +48,7 @@ static void test_table_lists_every_minor_once(void)
 			CHECK_EQ_INT(o->minor, minor);
 	}
 	CHECK(find(8) == NULL);
-	CHECK(find(15) == NULL);
+	CHECK(find(16) == NULL);
 }
 
 static void test_version_hex_matches_minor(void)
@@ -76,7 +76,7 @@ struct presence {
 static const struct presence presence[] = {
 	ALWAYS(runtime_interpreters_head),
 	ALWAYS(runtime_main_thread),
-	ALWAYS(runtime_autotss_key),
+	HAS(runtime_autotss_key, 9, 14), /* 3.15: a thread-local (target/tlsslot.h) */
 	HAS(runtime_tstate_current, 9, 11),
 	ALWAYS(interp_threads_head),
 	ALWAYS(tstate_next),
@@ -256,9 +256,10 @@ static void test_spot_values(void)
 {
 	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
 	const struct py_offsets *o12 = find(12), *o13 = find(13), *o14 = find(14);
+	const struct py_offsets *o15 = find(15);
 
-	CHECK(o9 && o10 && o11 && o12 && o13 && o14);
-	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14)
+	CHECK(o9 && o10 && o11 && o12 && o13 && o14 && o15);
+	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14 || !o15)
 		return;
 
 	CHECK_EQ_INT(o9->frame_instr, 104);
@@ -289,6 +290,14 @@ static void test_spot_values(void)
 	CHECK_EQ_INT(o13->frame_instr, 56);
 	CHECK_EQ_INT(o13->code_code_adaptive, 200);
 
+	/* 3.15 numbers a generator's frame states from 0 (3.14: from -3). */
+	CHECK_EQ_INT(o14->state_created, -3);
+	CHECK_EQ_INT(o15->state_created, 0);
+	CHECK_EQ_INT(o15->state_suspended, 1);
+	CHECK_EQ_INT(o15->state_suspended_yf, 2);
+	CHECK_EQ_INT(o15->state_executing, 4);
+	CHECK_EQ_INT(o15->tstate_thread_id, 176);
+
 	/* 3.12 dropped wstr/wstr_length from PyASCIIObject. */
 	CHECK_EQ_INT(o9->unicode_ascii_size, 48);
 	CHECK_EQ_INT(o11->unicode_ascii_size, 48);
@@ -316,9 +325,10 @@ static void test_call_ops(void)
 {
 	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
 	const struct py_offsets *o12 = find(12), *o13 = find(13), *o14 = find(14);
+	const struct py_offsets *o15 = find(15);
 
-	CHECK(o9 && o10 && o11 && o12 && o13 && o14);
-	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14)
+	CHECK(o9 && o10 && o11 && o12 && o13 && o14 && o15);
+	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14 || !o15)
 		return;
 	/* CALL_FUNCTION, CALL_FUNCTION_KW, CALL_FUNCTION_EX, CALL_METHOD. */
 	CHECK_EQ_INT(count_ops(o9), 4);
@@ -351,6 +361,12 @@ static void test_call_ops(void)
 	CHECK_EQ_INT(count_ops(o14), 22);
 	CHECK(has_op(o14, 52) && has_op(o14, 55) && has_op(o14, 152));
 	CHECK(!has_op(o14, 153) && !has_op(o14, 161) && !has_op(o14, 151));
+	/* 3.15 (Debian's 3.15.2): CALL 50, CALL_KW 53, CALL_KW_NON_PY 155,
+	 * CALL_EX_NON_PY_GENERAL 151 in; CALL_EX_PY 152, CALL_KW_BOUND_METHOD
+	 * 154, CALL_KW_PY 156, CALL_PY_EXACT_ARGS 164 out. */
+	CHECK_EQ_INT(count_ops(o15), 23);
+	CHECK(has_op(o15, 50) && has_op(o15, 53) && has_op(o15, 155) && has_op(o15, 151));
+	CHECK(!has_op(o15, 152) && !has_op(o15, 154) && !has_op(o15, 156) && !has_op(o15, 164));
 }
 
 int main(void)

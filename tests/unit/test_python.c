@@ -130,7 +130,16 @@ static void check_live(const char *python, int minor, bool static_build, const c
 		CHECK(pp.off && pp.off->minor == minor);
 		CHECK(pp.runtime != 0);
 		CHECK(pp.main_thread != 0);
-		CHECK(pp.cfg.tss_key_addr == pp.runtime + pp.off->runtime_autotss_key + 4);
+		if (pp.off->runtime_autotss_key != PYOFF_NONE) {
+			CHECK(pp.cfg.tss_key_addr == pp.runtime + pp.off->runtime_autotss_key + 4);
+			CHECK_EQ_INT(pp.cfg.tls_off, 0);
+		} else {
+			/* 3.15: a thread-local in the static TLS block, below
+			 * the thread pointer; detect checked it holds the main
+			 * thread's state. */
+			CHECK_EQ_INT(pp.cfg.tss_key_addr, 0);
+			CHECK(pp.cfg.tls_off < 0 && pp.cfg.tls_off > -(1 << 20));
+		}
 		CHECK_EQ_INT(pp.cfg.minor, minor);
 		CHECK(pp.ntext >= 1);
 		CHECK_EQ_INT(pp.static_build, static_build);

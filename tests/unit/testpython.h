@@ -3,7 +3,7 @@
  * The interpreters the unit tests run programs with, the same as the
  * end-to-end suite's (tests/e2e/e2e_helpers.py, INTERPRETERS): pyenv's
  * builds with a shared libpython, Debian's static 3.11 and Debian
- * unstable's static 3.14 (tools/python-sid).  One that is not installed is
+ * unstable's static 3.14 and 3.15 (tools/python-sid).  One that is not installed is
  * skipped by the test, which says how to install it.
  */
 #ifndef TESTPYTHON_H
@@ -33,6 +33,8 @@ static const struct test_python test_pythons[] __attribute__((unused)) = {
 	{ "Debian's 3.11", NULL, "/usr/bin/python3.11", "apt-get install python3.11", 11, true },
 	{ "Debian unstable's 3.14", NULL, "/opt/python3.14-sid/usr/bin/python3.14",
 	  "tools/python-sid 3.14", 14, true },
+	{ "Debian unstable's 3.15", NULL, "/opt/python3.15-sid/usr/bin/python3.15",
+	  "tools/python-sid 3.15", 15, true },
 };
 
 #define N_TEST_PYTHONS (sizeof(test_pythons) / sizeof(test_pythons[0]))

@@ -48,8 +48,8 @@
 #error "the committed tables describe x86_64; build this tool on an x86_64 host"
 #endif
 
-#if PY_MAJOR_VERSION != 3 || PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x030f0000
-#error "pyoffsets knows the layouts of CPython 3.9 to 3.14; teach it the new version first"
+#if PY_MAJOR_VERSION != 3 || PY_VERSION_HEX < 0x03090000 || PY_VERSION_HEX >= 0x03100000
+#error "pyoffsets knows the layouts of CPython 3.9 to 3.15; teach it the new version first"
 #endif
 
 #ifndef PYOFF_CALL_OPS
@@ -76,7 +76,11 @@ static void fill_runtime(struct py_offsets *o)
 {
 	o->runtime_interpreters_head = OFF(_PyRuntimeState, interpreters.head);
 	o->runtime_main_thread = OFF(_PyRuntimeState, main_thread);
-#if PY_VERSION_HEX >= 0x030c0000
+#if PY_VERSION_HEX >= 0x030f0000
+	/* 3.15 keeps the thread's bound state in a thread-local
+	 * (_Py_tss_gilstate), found in the code that reads it (target/python.c). */
+	o->runtime_autotss_key = PYOFF_NONE;
+#elif PY_VERSION_HEX >= 0x030c0000
 	/* 3.12 moved the key out of gilstate and dropped tstate_current for a
 	 * thread-local (_Py_tss_tstate). */
 	o->runtime_autotss_key = OFF(_PyRuntimeState, autoTSSkey);

@@ -15,7 +15,7 @@
 #include "base/creds.h"
 
 /* What every Python of the run loads first (see pyhook.h).  Written for
- * CPython 3.9-3.14: co_lines() from 3.10, the line number table before. */
+ * CPython 3.9-3.15: co_lines() from 3.10, the line number table before. */
 static const char sitecustomize[] =
 	"# Loaded by scalene-bpf run: provides the @profile builtin (as Scalene does),\n"
 	"# then runs the sitecustomize this interpreter would otherwise have loaded.\n"

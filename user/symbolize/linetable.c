@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Line-table decoders for CPython 3.9 - 3.14.  No Debian library reads these
+ * Line-table decoders for CPython 3.9 - 3.15.  No Debian library reads these
  * formats, so they are written here from the format descriptions (CPython's
  * Objects/lnotab_notes.txt and Objects/locations.md) and checked against
  * PyCode_Addr2Line() itself by tests/unit/test_linetable.c.
@@ -21,8 +21,8 @@ enum linetable_format linetable_format_for_minor(int minor)
 		return LINETABLE_LNOTAB;
 	if (minor == 10)
 		return LINETABLE_310;
-	/* 3.11 introduced the location table; 3.14 kept it unchanged. */
-	if (minor >= 11 && minor <= 14)
+	/* 3.11 introduced the location table; 3.14 and 3.15 kept it unchanged. */
+	if (minor >= 11 && minor <= 15)
 		return LINETABLE_LOCATIONS;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include "base/memread.h"
 #include "base/procmaps.h"
 #include "target/python.h"
+#include "target/tlsslot.h"
 #include "sampler/sampler.h"
 
 /* glibc x86_64: struct pthread.specific_1stblock and struct pthread_key_data.
@@ -83,7 +84,7 @@ bool python__in_call_machinery(const struct py_proc *pp, uint64_t ip)
 
 /*
  * The eval loop, and the functions that push, make, clear and free Python
- * frames, in 3.9 to 3.14.  A call instruction runs them to enter or leave a
+ * frames, in 3.9 to 3.15.  A call instruction runs them to enter or leave a
  * Python function: the interpreter's own work, as when its bytecode runs
  * (without them a line calling a small Python function counts a third to a
  * half of its time as native on 3.9 and 3.10).  Names missing from a build
@@ -353,28 +354,46 @@ static int main_tstate_from_list(const struct py_proc *pp, uint64_t *tstate)
 	return -EAGAIN;
 }
 
-/* The TSD recipe (autoTSSkey's slot in the main thread's TLS block, as the
- * walker reads it) must give the main thread's own state, the one
- * _PyRuntime's thread list names: otherwise a layout assumption is wrong and
- * every stack would be garbage, so the process is refused with the reason. */
-static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
+/* Where the walker finds a thread's own state: autoTSSkey's slot in the
+ * thread's TSD block (3.9-3.14), or the thread-local _Py_tss_gilstate that
+ * 3.15's PyGILState_GetThisThreadState() reads (its offset from the thread
+ * pointer, from that function's code).  0 or -errno, with why. */
+static int tstate_slot(struct py_proc *pp, const struct elf_file *e, uint64_t bias, uint64_t *slot,
+		       char *why, size_t whylen)
 {
 	const struct py_offsets *o = pp->off;
 	uint64_t key_addr = pp->runtime + o->runtime_autotss_key;
 	uint32_t inited = 0, key = 0;
-	uint64_t via_tsd = 0, via_list = 0;
+	int64_t off = 0;
 	int err;
 
+	if (o->runtime_autotss_key == PYOFF_NONE) {
+		err = tls_slot_offset(e, bias, pp->pid, pp->main_thread,
+				      "PyGILState_GetThisThreadState", &off);
+		if (err == -ENOENT || err == -ENOTSUP) {
+			snprintf(why, whylen,
+				 "cannot find the thread-local that holds each thread's state: "
+				 "PyGILState_GetThisThreadState %s; not supported",
+				 err == -ENOENT ? "is not exported" : "has code of another shape");
+			return -ENOTSUP;
+		}
+		if (err) {
+			snprintf(why, whylen, "failed to read the thread-local's offset: %s",
+				 strerror(-err));
+			return err;
+		}
+		pp->cfg.tls_off = off;
+		*slot = pp->main_thread + (uint64_t)off;
+		return 0;
+	}
 	err = mem_read_u32(pp->pid, key_addr, &inited);
 	if (!err)
 		err = mem_read_u32(pp->pid, key_addr + 4, &key);
-	if (!err)
-		err = mem_read_u64(pp->pid, pp->runtime + o->runtime_main_thread, &pp->main_thread);
 	if (err) {
 		snprintf(why, whylen, "failed to read _PyRuntime: %s", strerror(-err));
 		return err;
 	}
-	if (!inited || !pp->main_thread) {
+	if (!inited) {
 		snprintf(why, whylen, "the Python runtime is not initialised yet");
 		return -EAGAIN;
 	}
@@ -384,6 +403,33 @@ static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 			 key);
 		return -ENOTSUP;
 	}
+	pp->cfg.tss_key_addr = key_addr + 4;
+	*slot = pp->main_thread + GLIBC_TSD_BASE + (uint64_t)key * GLIBC_TSD_STRIDE +
+		GLIBC_TSD_DATA;
+	return 0;
+}
+
+/* The recipe (tstate_slot) must give the main thread's own state, the one
+ * _PyRuntime's thread list names: otherwise a layout assumption is wrong and
+ * every stack would be garbage, so the process is refused with the reason. */
+static int check_tsd(struct py_proc *pp, const struct elf_file *e, uint64_t bias, char *why,
+		     size_t whylen)
+{
+	uint64_t slot = 0, via_tsd = 0, via_list = 0;
+	int err;
+
+	err = mem_read_u64(pp->pid, pp->runtime + pp->off->runtime_main_thread, &pp->main_thread);
+	if (err) {
+		snprintf(why, whylen, "failed to read _PyRuntime: %s", strerror(-err));
+		return err;
+	}
+	if (!pp->main_thread) {
+		snprintf(why, whylen, "the Python runtime is not initialised yet");
+		return -EAGAIN;
+	}
+	err = tstate_slot(pp, e, bias, &slot, why, whylen);
+	if (err)
+		return err;
 	err = main_tstate_from_list(pp, &via_list);
 	if (err == -EAGAIN) {
 		snprintf(why, whylen, "the main thread has no Python thread state yet");
@@ -393,10 +439,7 @@ static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 		snprintf(why, whylen, "failed to read the thread list: %s", strerror(-err));
 		return err;
 	}
-	err = mem_read_u64(pp->pid,
-			   pp->main_thread + GLIBC_TSD_BASE + (uint64_t)key * GLIBC_TSD_STRIDE +
-				   GLIBC_TSD_DATA,
-			   &via_tsd);
+	err = mem_read_u64(pp->pid, slot, &via_tsd);
 	if (err || via_tsd != via_list) {
 		/* During start-up the state is listed before it is bound to the
 		 * slot: the caller retries, and gives up after a while with this
@@ -406,7 +449,6 @@ static int check_tsd(struct py_proc *pp, char *why, size_t whylen)
 			 "(not glibc x86_64?); not supported");
 		return -EAGAIN;
 	}
-	pp->cfg.tss_key_addr = key_addr + 4;
 	return 0;
 }
 
@@ -500,10 +542,12 @@ static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg 
 	}
 }
 
-void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c)
+void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, int64_t tls_off,
+		      struct py_walk_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->tss_key_addr = tss_key_addr;
+	c->tls_off = tls_off;
 	c->minor = o->minor;
 	c->tsd_base = GLIBC_TSD_BASE;
 	c->tsd_stride = GLIBC_TSD_STRIDE;
@@ -736,7 +780,7 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 	if (!err)
 		err = check_code_type(pp, e, bias, why, whylen);
 	if (!err)
-		err = check_tsd(pp, why, whylen);
+		err = check_tsd(pp, e, bias, why, whylen);
 	if (!err) {
 		err = find_gil(pp);
 		if (err == -EAGAIN)
@@ -747,7 +791,7 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 	text_ranges(pp, m, path);
 	call_machinery_ranges(pp, e, bias);
 	find_code_dealloc(pp, m, e, bias, path);
-	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, &pp->cfg);
+	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, pp->cfg.tls_off, &pp->cfg);
 	memcpy(pp->cfg.text, pp->text, sizeof(pp->cfg.text));
 	pp->cfg.ntext = pp->ntext;
 	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,

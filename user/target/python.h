@@ -21,8 +21,8 @@ struct py_offsets;
 #define PY_MAX_TEXT PY_TEXT_RANGES
 #define PY_MAX_MACHINERY 24
 #define PY_MIN_MINOR 9
-#define PY_MAX_MINOR 14
-/* "3.9 to 3.14", from the two above. */
+#define PY_MAX_MINOR 15
+/* "3.9 to 3.15", from the two above. */
 #define PY_STR_(x) #x
 #define PY_STR(x) PY_STR_(x)
 #define PY_SUPPORTED "3." PY_STR(PY_MIN_MINOR) " to 3." PY_STR(PY_MAX_MINOR)
@@ -87,7 +87,8 @@ int python__check_binary(const char *path, char *why, size_t whylen);
 int python__thread_tid(const struct py_proc *pp, uint64_t tstate, int *tid);
 
 /* The walker's configuration for a layout table (glibc x86_64 TSD). */
-void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, struct py_walk_cfg *c);
+void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, int64_t tls_off,
+		      struct py_walk_cfg *c);
 
 /* True when ip lies in the interpreter's own code. */
 bool python__in_interpreter(const struct py_proc *pp, uint64_t ip);
