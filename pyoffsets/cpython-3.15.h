@@ -156,6 +156,7 @@ static const struct py_offsets py_offsets_3_15 = {
 	.long_size = 16,
 	.long_digits = 24,
 	.long_shift = 30,
+	.free_threaded = 0,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_15_H */

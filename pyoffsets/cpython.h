@@ -2,7 +2,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Every CPython minor version with a table.  Find a version's table by
- * walking py_offsets_table up to its NULL and matching ->minor.
+ * walking py_offsets_table up to its NULL and matching ->minor and
+ * ->free_threaded.
  */
 #ifndef PYOFFSETS_CPYTHON_H
 #define PYOFFSETS_CPYTHON_H
@@ -17,6 +18,7 @@
 #include "cpython-3.13.h"
 #include "cpython-3.14.h"
 #include "cpython-3.15.h"
+#include "cpython-3.13t.h"
 
 static const struct py_offsets *const py_offsets_table[] = {
 	&py_offsets_3_9,
@@ -26,6 +28,7 @@ static const struct py_offsets *const py_offsets_table[] = {
 	&py_offsets_3_13,
 	&py_offsets_3_14,
 	&py_offsets_3_15,
+	&py_offsets_3_13t,
 	NULL,
 };
 

@@ -2,7 +2,7 @@
 /*
  * The shape of one CPython minor version's layout: byte offsets of the fields
  * the profiler reads, on x86_64.  The values live in the generated
- * pyoffsets/cpython-3.N.h files (tools/pyoffsets, `make pyoffsets`); nothing
+ * pyoffsets/cpython-3.N.h files (3.Nt: the free-threaded build) (tools/pyoffsets, `make pyoffsets`); nothing
  * in the code hard-codes an offset.  A field a version does not have is
  * PYOFF_NONE.
  */
@@ -186,6 +186,9 @@ struct py_offsets {
 	uint16_t long_size;
 	uint16_t long_digits;
 	uint16_t long_shift; /* PyLong_SHIFT */
+	/* 1: the free-threaded build (--disable-gil, Py_GIL_DISABLED), whose
+	 * object header and thread state differ: a table of its own. */
+	uint16_t free_threaded;
 };
 
 #endif /* PYOFFSETS_H */

@@ -22,6 +22,8 @@ INTERPRETERS = [
      "tools/python-sid 3.14 (Debian unstable's build, statically linked)"),
     ("sid3.15-static", "/opt/python3.15-sid/usr/bin/python3.15",
      "tools/python-sid 3.15 (Debian unstable's build, statically linked)"),
+    ("ft3.13-static", "/opt/python3.13t/bin/python3.13t",
+     "tools/python-ft 3.13 (the free-threaded build, from Debian's source)"),
 ]
 INTERPRETER_IDS = [i[0] for i in INTERPRETERS]
 

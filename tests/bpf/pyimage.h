@@ -59,12 +59,13 @@ struct pyimg {
 	uint32_t nwant;
 };
 
+/* The default build's table of 3.minor. */
 static inline const struct py_offsets *pyimg__table(unsigned int minor)
 {
 	const struct py_offsets *const *t;
 
 	for (t = py_offsets_table; *t; t++)
-		if ((*t)->minor == minor)
+		if ((*t)->minor == minor && !(*t)->free_threaded)
 			return *t;
 	return NULL;
 }
@@ -179,16 +180,15 @@ static inline uint64_t pyimg__code(struct pyimg *p, uint32_t firstlineno)
 	return co;
 }
 
-static inline struct pyimg *pyimg__new_key(unsigned int minor, uint32_t key)
+/* An image laid out with table o (any build's). */
+static inline struct pyimg *pyimg__new_table(const struct py_offsets *o, uint32_t key)
 {
 	struct pyimg *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		memimg__die("out of memory", 0);
-	p->o = pyimg__table(minor);
-	if (!p->o)
-		memimg__die("no pyoffsets table for this minor", minor);
-	p->minor = minor;
+	p->o = o;
+	p->minor = o->minor;
 	p->m = memimg__new();
 	pyimg__map(p);
 	pyimg__runtime(p, key);
@@ -196,6 +196,15 @@ static inline struct pyimg *pyimg__new_key(unsigned int minor, uint32_t key)
 	p->none = memimg__alloc(p->m, p->lib, NONE_SIZE, 16);
 	p->trampoline = pyimg__code(p, 0);
 	return p;
+}
+
+static inline struct pyimg *pyimg__new_key(unsigned int minor, uint32_t key)
+{
+	const struct py_offsets *o = pyimg__table(minor);
+
+	if (!o)
+		memimg__die("no pyoffsets table for this minor", minor);
+	return pyimg__new_table(o, key);
 }
 
 /* The usual case: the key CPython gets in a fresh process is small. */

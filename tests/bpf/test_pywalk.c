@@ -146,9 +146,9 @@ static int32_t fresh_off(unsigned int minor)
 /* ---- per-version layouts ---------------------------------------------- */
 
 /* <module> -> main -> helper -> fresh callee -> leaf, pushed outermost first. */
-static void check_stack(unsigned int minor)
+static void check_stack_in(struct pyimg *p)
 {
-	struct pyimg *p = pyimg__new(minor);
+	const unsigned int minor = p->minor;
 	uint64_t mod = pyimg__code(p, 1), mainf = pyimg__code(p, 12);
 	uint64_t helper = pyimg__code(p, 40), callee = pyimg__code(p, 77);
 	uint64_t leaf = pyimg__code(p, 90);
@@ -170,6 +170,11 @@ static void check_stack(unsigned int minor)
 	CHECK_EQ_INT(out[4].offset, 24);
 	CHECK_EQ_INT(out[4].tag, 1);
 	pyimg__free(p);
+}
+
+static void check_stack(unsigned int minor)
+{
+	check_stack_in(pyimg__new(minor));
 }
 
 static void test_stack_3_9(void)
@@ -208,11 +213,17 @@ static void test_stack_3_14(void)
 static void test_every_table_walks(void)
 {
 	const struct py_offsets *const *t;
-	int n = 0;
+	int n = 0, ft = 0;
 
-	for (t = py_offsets_table; *t; t++, n++)
-		check_stack((*t)->minor);
+	for (t = py_offsets_table; *t; t++) {
+		check_stack_in(pyimg__new_table(*t, 1));
+		if ((*t)->free_threaded)
+			ft++;
+		else
+			n++;
+	}
 	CHECK_EQ_INT(n, LAST_MINOR - FIRST_MINOR + 1);
+	CHECK(ft >= 1); /* 3.13t: its own object header */
 }
 
 /* A one-frame thread whose frame is written by hand through the table. */

@@ -352,6 +352,37 @@ def test_interpreter_facts(sleep_run, request):
     assert it["version"] == version, f"{it['version']} for {version}"
 
 
+def test_parallel_threads(python, tmp_path, accuracy):
+    """Two threads with the same work, free to run at once: each line holds
+    its thread's CPU time, whether they ran side by side (a free-threaded
+    build, two CPUs: the lines add up to about twice the wall time) or in
+    turns (a GIL)."""
+    prog = program("threads_parallel.py")
+    side = tmp_path / "threads.json"
+    res = profile_run(python, prog, ["0.5", side], tmp=tmp_path, opts=EXCLUDE_SPIN)
+    m = markers(prog)
+    info = json.loads(side.read_text())
+    lines = {who: line_time(res.profile, prog, m[who]) for who in ("left", "right")}
+    ctx = (f"program {info}; lines " +
+           ", ".join(f"{w} {t.seconds:.3f} s" for w, t in lines.items()) +
+           f"; hot lines: {hot_lines(res.profile)}")
+    both = sum(t.seconds for t in lines.values())
+    real = info["left_cpu_s"] + info["right_cpu_s"]
+    accuracy("threads' CPU / wall (program)", 2.0 if res.profile["scalene_bpf"]
+             ["interpreters"][0].get("free_threaded") else 1.0,
+             round(real / info["wall_s"], 3), "")
+    tail, period = unseen_tail_s(res.profile), period_s(res.profile)
+    for who, t in lines.items():
+        whole = info[f"{who}_thread_cpu_s"]
+        check_share(t.seconds, info[f"{who}_cpu_s"], samples_behind(res.profile, whole),
+                    f"{who} line s vs thread_time", whole=whole,
+                    extra=(tail + 2 * period, 2 * period), accuracy=accuracy, ctx=ctx)
+    check_share(lines["left"].seconds / both, info["left_cpu_s"] / real,
+                samples_behind(res.profile, both),
+                "left share of the two lines vs threads' thread_time",
+                accuracy=accuracy, ctx=ctx)
+
+
 def test_two_threads_1_to_3(python, tmp_path, accuracy):
     prog = program("threads_ratio.py")
     side = tmp_path / "threads.json"

@@ -29,12 +29,14 @@ def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
     m = markers(prog)
     period_s = facts["sampling_period_ns"] / 1e9
     interps = facts["interpreters"]
-    assert interps and all(i["gil_wait_measured"] for i in interps), interps
-
     loop = line_time(res.profile, prog, m["loop"])
     ctx = (f"spent {spent}; loop line: sys {loop.system:.1f} %, blocked "
            f"{blocked_s(loop):.3f} s, GIL {gil_s(loop):.3f} s; facts "
            f"gil_wait_s {facts['gil_wait_s']:.3f}\n" + res.describe())
+    if interps and interps[0].get("free_threaded"):
+        check_no_gil(res, loop, interps, period_s, ctx)
+        return
+    assert interps and all(i["gil_wait_measured"] for i in interps), interps
     # Two threads spinning in Python: the main one holds the GIL about half
     # of its sampled time on the line and waits for it the other half.  A
     # quarter is the floor (time spent runnable, waiting for a CPU on a
@@ -63,6 +65,21 @@ def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
         accuracy(f"{name} line GIL wait s", 0.0, gil_s(t), "< 2 periods")
         assert blocked_s(t) >= 0.5 * want, msg
         assert gil_s(t) <= 2 * period_s, msg
+
+
+def check_no_gil(res, loop, interps, period_s, ctx):
+    """A free-threaded build: no GIL, so no GIL wait, and the two threads
+    spin side by side: the main thread's loop line runs, it is not blocked
+    (at most what a record carried over, two periods).  The terminal view
+    says there is no GIL."""
+    assert all(i["free_threaded"] and not i["gil_wait_measured"] and
+               "no GIL" in i["gil_wait_unmeasured"] for i in interps), interps
+    assert res.profile["scalene_bpf"]["gil_wait_s"] == 0, ctx
+    assert loop.extra.get("n_gil_wait_percent", 0) == 0, ctx
+    assert blocked_s(loop) <= 2 * period_s, ctx
+    rc, out, err = view(res.path)
+    assert rc == 0, err
+    assert "GIL: none (free-threaded" in out, out
 
 
 def test_gil_wait_in_the_views(any_python, tmp_path):

@@ -84,10 +84,24 @@ def parse_report(text):
     return out
 
 
+# A free-threaded build has mimalloc and no pymalloc: PYTHONMALLOC=malloc
+# (and pymalloc) is refused, and mimalloc is the other allocator it can be
+# told to set up in place of its default one.
+FREE_THREADED_ALLOCATOR = {"malloc": "mimalloc"}
+
+
+def free_threaded(python):
+    return subprocess.run([str(python), "-c", "import sys; print(sys._is_gil_enabled())"],
+                          capture_output=True, text=True, timeout=60).stdout.strip() == "False"
+
+
 def run(python, mode, tmp_path):
     if not LIB.exists():
         pytest.fail(f"{LIB} is missing: build it with `make sampler`")
     env_extra, opts, args, scale = MODES[mode]
+    if "PYTHONMALLOC" in env_extra and free_threaded(python):
+        env_extra = dict(env_extra, PYTHONMALLOC=FREE_THREADED_ALLOCATOR.get(
+            env_extra["PYTHONMALLOC"], env_extra["PYTHONMALLOC"]))
     report = tmp_path / "report"
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SCALENE_BPF_", "PYTHON")) and k != "LD_PRELOAD"}

@@ -266,6 +266,7 @@ static struct facts *full_facts(void)
 		.version = "3.11.7",
 		.path = "/usr/bin/python3.11",
 		.static_build = true,
+		.free_threaded = true,
 		.gil_wait_unmeasured = "no symbol _PyRuntime",
 	};
 	f->ninterpreters = 2;
@@ -456,16 +457,18 @@ static void check_lists(struct json_object *o)
 	CHECK_EQ_INT(num(o, "threads_folded"), 502);
 	CHECK_EQ_INT(json_object_array_length(get(o, "interpreters")), 2);
 	x = json_object_array_get_idx(get(o, "interpreters"), 0);
-	CHECK_KEYS(x, "pid", "version", "path", "static", "gil_wait_measured");
+	CHECK_KEYS(x, "pid", "version", "path", "static", "free_threaded", "gil_wait_measured");
 	CHECK_EQ_INT(num(x, "pid"), 41);
 	CHECK_EQ_STR(str(x, "version"), "3.12.4");
 	CHECK_EQ_STR(str(x, "path"), "/usr/bin/python3.12");
 	CHECK_EQ_INT(boolean(x, "static"), 0);
+	CHECK_EQ_INT(boolean(x, "free_threaded"), 0);
 	CHECK_EQ_INT(boolean(x, "gil_wait_measured"), 1);
 	x = json_object_array_get_idx(get(o, "interpreters"), 1);
-	CHECK_KEYS(x, "pid", "version", "path", "static", "gil_wait_measured",
+	CHECK_KEYS(x, "pid", "version", "path", "static", "free_threaded", "gil_wait_measured",
 		   "gil_wait_unmeasured");
 	CHECK_EQ_INT(boolean(x, "static"), 1);
+	CHECK_EQ_INT(boolean(x, "free_threaded"), 1);
 	CHECK_EQ_INT(boolean(x, "gil_wait_measured"), 0);
 	CHECK_EQ_STR(str(x, "gil_wait_unmeasured"), "no symbol _PyRuntime");
 	x = get(o, "warnings");

@@ -19,7 +19,18 @@ static const struct py_offsets *find(unsigned int minor)
 	const struct py_offsets *const *t;
 
 	for (t = py_offsets_table; *t; t++)
-		if ((*t)->minor == minor)
+		if ((*t)->minor == minor && !(*t)->free_threaded)
+			return *t;
+	return NULL;
+}
+
+/* The free-threaded build's table of 3.minor, or NULL. */
+static const struct py_offsets *find_ft(unsigned int minor)
+{
+	const struct py_offsets *const *t;
+
+	for (t = py_offsets_table; *t; t++)
+		if ((*t)->minor == minor && (*t)->free_threaded)
 			return *t;
 	return NULL;
 }
@@ -39,7 +50,10 @@ static void test_table_lists_every_minor_once(void)
 
 	while (py_offsets_table[n])
 		n++;
-	CHECK_EQ_INT(n, LAST_MINOR - FIRST_MINOR + 1);
+	/* A default build's table per minor, and the free-threaded 3.13t's. */
+	CHECK_EQ_INT(n, LAST_MINOR - FIRST_MINOR + 1 + 1);
+	CHECK(find_ft(13) != NULL);
+	CHECK(find_ft(12) == NULL);
 	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
 		const struct py_offsets *o = find(minor);
 
@@ -256,7 +270,7 @@ static void test_spot_values(void)
 {
 	const struct py_offsets *o9 = find(9), *o10 = find(10), *o11 = find(11);
 	const struct py_offsets *o12 = find(12), *o13 = find(13), *o14 = find(14);
-	const struct py_offsets *o15 = find(15);
+	const struct py_offsets *o15 = find(15), *o;
 
 	CHECK(o9 && o10 && o11 && o12 && o13 && o14 && o15);
 	if (!o9 || !o10 || !o11 || !o12 || !o13 || !o14 || !o15)
@@ -289,6 +303,23 @@ static void test_spot_values(void)
 	CHECK_EQ_INT(o13->interp_threads_head, 7344);
 	CHECK_EQ_INT(o13->frame_instr, 56);
 	CHECK_EQ_INT(o13->code_code_adaptive, 200);
+
+	/* The free-threaded 3.13t: a PyObject header of 32 bytes (ob_tid,
+	 * flags, mutex, gc bits, local and shared counts before ob_type), so
+	 * every object field 16 further on; the thread state and frames as
+	 * the default build's. */
+	o = find_ft(13);
+	CHECK(o != NULL);
+	if (o) {
+		CHECK_EQ_INT(o->object_type, 24);
+		CHECK_EQ_INT(o->code_firstlineno, o13->code_firstlineno + 16);
+		CHECK_EQ_INT(o->code_code_adaptive, o13->code_code_adaptive + 16);
+		CHECK_EQ_INT(o->tstate_current_frame, o13->tstate_current_frame);
+		CHECK_EQ_INT(o->frame_instr, o13->frame_instr);
+		CHECK_EQ_INT(o->runtime_autotss_key, o13->runtime_autotss_key);
+		CHECK_EQ_INT(o->free_threaded, 1);
+		CHECK_EQ_INT(o13->free_threaded, 0);
+	}
 
 	/* 3.15 numbers a generator's frame states from 0 (3.14: from -3). */
 	CHECK_EQ_INT(o14->state_created, -3);

@@ -35,6 +35,8 @@ static const struct test_python test_pythons[] __attribute__((unused)) = {
 	  "tools/python-sid 3.14", 14, true },
 	{ "Debian unstable's 3.15", NULL, "/opt/python3.15-sid/usr/bin/python3.15",
 	  "tools/python-sid 3.15", 15, true },
+	{ "free-threaded 3.13t", NULL, "/opt/python3.13t/bin/python3.13t", "tools/python-ft 3.13",
+	  13, true },
 };
 
 #define N_TEST_PYTHONS (sizeof(test_pythons) / sizeof(test_pythons[0]))

@@ -554,6 +554,7 @@ static const struct field fields[] = {
 	DEC(long_size),
 	DEC(long_digits),
 	DEC(long_shift),
+	DEC(free_threaded),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -624,6 +625,15 @@ static void print_field(const struct py_offsets *o, const struct field *f)
 		printf("\t.%s = %u,\n", f->name, v16);
 }
 
+/* The free-threaded build's table is 3.Nt's. */
+#ifdef Py_GIL_DISABLED
+#define BUILD_SUFFIX "t"
+#define BUILD_GUARD "T"
+#else
+#define BUILD_SUFFIX ""
+#define BUILD_GUARD ""
+#endif
+
 static void print_header(const struct py_offsets *o, const char *headers)
 {
 	size_t i;
@@ -631,8 +641,8 @@ static void print_header(const struct py_offsets *o, const char *headers)
 	printf("/* DO NOT EDIT - regenerate with make pyoffsets */\n");
 	printf("/* SPDX-License-Identifier: BSD-2-Clause */\n");
 	printf("/*\n");
-	printf(" * CPython %s (PY_VERSION_HEX 0x%08x), x86_64\n", PY_VERSION,
-	       (unsigned int)PY_VERSION_HEX);
+	printf(" * CPython %s%s (PY_VERSION_HEX 0x%08x), x86_64%s\n", PY_VERSION, BUILD_SUFFIX,
+	       (unsigned int)PY_VERSION_HEX, o->free_threaded ? ", free-threaded" : "");
 	printf(" * headers: %s\n", headers);
 	printf(" * generator: tools/pyoffsets/pyoffsets.c\n");
 	printf(" *\n");
@@ -640,14 +650,15 @@ static void print_header(const struct py_offsets *o, const char *headers)
 	for (i = 0; i < N_CALL_OPS; i++)
 		printf(" *   %s = %ld\n", call_ops[i].name, call_ops[i].value);
 	printf(" */\n");
-	printf("#ifndef PYOFFSETS_CPYTHON_3_%d_H\n", PY_MINOR_VERSION);
-	printf("#define PYOFFSETS_CPYTHON_3_%d_H\n\n", PY_MINOR_VERSION);
+	printf("#ifndef PYOFFSETS_CPYTHON_3_%d%s_H\n", PY_MINOR_VERSION, BUILD_GUARD);
+	printf("#define PYOFFSETS_CPYTHON_3_%d%s_H\n\n", PY_MINOR_VERSION, BUILD_GUARD);
 	printf("#include \"pyoffsets.h\"\n\n");
-	printf("static const struct py_offsets py_offsets_3_%d = {\n", PY_MINOR_VERSION);
+	printf("static const struct py_offsets py_offsets_3_%d%s = {\n", PY_MINOR_VERSION,
+	       BUILD_SUFFIX);
 	for (i = 0; i < N_FIELDS; i++)
 		print_field(o, &fields[i]);
 	printf("};\n\n");
-	printf("#endif /* PYOFFSETS_CPYTHON_3_%d_H */\n", PY_MINOR_VERSION);
+	printf("#endif /* PYOFFSETS_CPYTHON_3_%d%s_H */\n", PY_MINOR_VERSION, BUILD_GUARD);
 }
 
 int main(int argc, char **argv)
@@ -666,6 +677,11 @@ int main(int argc, char **argv)
 	memset(&o, 0xff, sizeof(o));
 	o.version_hex = PY_VERSION_HEX;
 	o.minor = PY_MINOR_VERSION;
+#ifdef Py_GIL_DISABLED
+	o.free_threaded = 1;
+#else
+	o.free_threaded = 0;
+#endif
 	fill_runtime(&o);
 	fill_thread_state(&o);
 	fill_frame(&o);

@@ -40,6 +40,7 @@ struct facts_interpreter {
 	char version[32];
 	char path[PATH_MAX]; /* the binary holding the interpreter */
 	bool static_build;
+	bool free_threaded; /* a --disable-gil build: no GIL */
 	bool gil_wait_measured;
 	char gil_wait_unmeasured[160]; /* why not, when not */
 };

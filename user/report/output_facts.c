@@ -499,6 +499,7 @@ static struct json_object *interpreter_json(const struct facts_interpreter *in)
 	add(o, "version", json_object_new_string(in->version));
 	add(o, "path", json_object_new_string(in->path));
 	add(o, "static", json_object_new_boolean(in->static_build));
+	add(o, "free_threaded", json_object_new_boolean(in->free_threaded));
 	/* Whether its GIL wait is measured, and if not why. */
 	add(o, "gil_wait_measured", json_object_new_boolean(in->gil_wait_measured));
 	if (!in->gil_wait_measured)

@@ -49,12 +49,14 @@ void python__version_string(uint32_t hex, char *buf, size_t n)
 	snprintf(buf, n, "%u.%u.%u", hex >> 24, (hex >> 16) & 0xff, (hex >> 8) & 0xff);
 }
 
-static const struct py_offsets *offsets_for(int minor)
+/* The table of 3.minor's default build, or of its free-threaded one. */
+static const struct py_offsets *offsets_for(int minor, bool free_threaded)
 {
 	int i;
 
 	for (i = 0; py_offsets_table[i]; i++) {
-		if (py_offsets_table[i]->minor == minor)
+		if (py_offsets_table[i]->minor == minor &&
+		    py_offsets_table[i]->free_threaded == free_threaded)
 			return py_offsets_table[i];
 	}
 	return NULL;
@@ -255,13 +257,27 @@ static int read_version(struct py_proc *pp, const struct elf_file *e, uint64_t b
 	return 0;
 }
 
-/* 3.13+: the runtime begins with _Py_DebugOffsets; the table must agree with
- * what the interpreter says about itself. */
-static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
+/* The minors whose free-threaded build has a table, as "3.13, 3.14". */
+static void ft_minors(char *buf, size_t n)
+{
+	size_t len = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; py_offsets_table[i] && len < n; i++) {
+		if (py_offsets_table[i]->free_threaded)
+			len += snprintf(buf + len, n - len, "%s3.%d", len ? ", " : "",
+					py_offsets_table[i]->minor);
+	}
+	if (!buf[0])
+		snprintf(buf, n, "none");
+}
+
+/* The offsets _Py_DebugOffsets (in buf) publishes must be the table's. */
+static int check_debug_fields(const struct py_proc *pp, const uint8_t *buf, size_t n, char *why,
+			      size_t whylen)
 {
 	const struct py_offsets *o = pp->off;
-	static const char cookie[8] = "xdebugpy";
-	uint8_t buf[2048];
 	struct {
 		uint16_t dbg, table;
 		const char *name;
@@ -285,6 +301,34 @@ static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
 	};
 	uint64_t v;
 	size_t i;
+
+	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
+		if (checks[i].dbg == PYOFF_NONE || checks[i].dbg + 8u > n)
+			continue;
+		memcpy(&v, buf + checks[i].dbg, sizeof(v));
+		if (v != checks[i].table) {
+			snprintf(why, whylen,
+				 "layout mismatch: the interpreter%s puts %s at %llu, the table at "
+				 "%u; regenerate pyoffsets for this build",
+				 o->free_threaded ? " (free-threaded)" : "", checks[i].name,
+				 (unsigned long long)v, checks[i].table);
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
+/* 3.13+: the runtime begins with _Py_DebugOffsets; the table must agree with
+ * what the interpreter says about itself, starting with its build: the
+ * free-threaded one has a table of its own (_Py_DebugOffsets is laid out
+ * alike in both). */
+static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
+{
+	static const char cookie[8] = "xdebugpy";
+	const struct py_offsets *o = pp->off;
+	uint8_t buf[2048];
+	char list[64];
+	uint64_t v;
 	int err;
 
 	if (o->dbg_version == PYOFF_NONE)
@@ -299,24 +343,20 @@ static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
 		return -EPROTO;
 	}
 	memcpy(&v, buf + o->dbg_free_threaded, sizeof(v));
-	if (v) {
-		snprintf(why, whylen, "free-threaded CPython builds are not supported yet");
-		return -ENOTSUP;
-	}
-	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		if (checks[i].dbg == PYOFF_NONE || checks[i].dbg + 8u > sizeof(buf))
-			continue;
-		memcpy(&v, buf + checks[i].dbg, sizeof(v));
-		if (v != checks[i].table) {
+	if ((v != 0) != (o->free_threaded != 0)) {
+		o = offsets_for(pp->minor, v != 0);
+		if (!o) {
+			ft_minors(list, sizeof(list));
 			snprintf(why, whylen,
-				 "layout mismatch: the interpreter puts %s at %llu, the table at "
-				 "%u; "
-				 "regenerate pyoffsets for this build",
-				 checks[i].name, (unsigned long long)v, checks[i].table);
-			return -EPROTO;
+				 "the free-threaded build of Python 3.%d is not supported "
+				 "(free-threaded "
+				 "builds supported: %s)",
+				 pp->minor, list);
+			return -ENOTSUP;
 		}
+		pp->off = o;
 	}
-	return 0;
+	return check_debug_fields(pp, buf, sizeof(buf), why, whylen);
 }
 
 /* Finds the thread state whose thread_id is the main thread, walking
@@ -467,6 +507,13 @@ static int find_gil(struct py_proc *pp)
 	int err;
 
 	pp->gil_lo = pp->gil_hi = 0;
+	if (o->free_threaded) {
+		/* Its threads run Python side by side.  (The GIL can be turned
+		 * back on, PYTHON_GIL=1 or an extension that asks for it: its
+		 * wait is not measured then either.) */
+		snprintf(pp->gil_why, sizeof(pp->gil_why), "the free-threaded build has no GIL");
+		return 0;
+	}
 	if (o->gil_locks == PYOFF_NONE || o->gil_size == PYOFF_NONE ||
 	    o->gil_locked == PYOFF_NONE) {
 		snprintf(pp->gil_why, sizeof(pp->gil_why),
@@ -623,7 +670,8 @@ int python__check_binary(const char *path, char *why, size_t whylen)
 		minor = python__minor_from_name(lib);
 	elf_file__free(e);
 	free(real);
-	if (minor >= 0 && (minor < PY_MIN_MINOR || minor > PY_MAX_MINOR || !offsets_for(minor))) {
+	if (minor >= 0 &&
+	    (minor < PY_MIN_MINOR || minor > PY_MAX_MINOR || !offsets_for(minor, false))) {
 		snprintf(why, whylen, "%s is Python 3.%d, which is not supported (supported: %s)",
 			 path, minor, PY_SUPPORTED);
 		return -ENOTSUP;
@@ -769,7 +817,7 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 	if (err)
 		goto cleanup;
 	python__version_string(pp->version_hex, ver, sizeof(ver));
-	pp->off = offsets_for(pp->minor);
+	pp->off = offsets_for(pp->minor, false);
 	if (!pp->off || pp->minor < PY_MIN_MINOR || pp->minor > PY_MAX_MINOR) {
 		snprintf(why, whylen, "Python 3.%d is not supported (supported: %s)", pp->minor,
 			 PY_SUPPORTED);

@@ -769,7 +769,12 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	if (c->sel.memory)
 		row_printf(c, &r, ", %.0f allocation samples", vj_num(doc, "alloc_samples"));
 	row_emit(c, &r);
-	if (c->sel.gil) {
+	if (vj_free_threaded(doc)) {
+		row_printf(c, &r,
+			   "GIL: none (free-threaded CPython: its threads run Python in "
+			   "parallel)");
+		row_emit(c, &r);
+	} else if (c->sel.gil) {
 		struct json_object *facts = vj_object(doc, "scalene_bpf");
 		double gil = vj_num(facts, "gil_wait_s"), total = vj_num(facts, "total_sampled_s");
 

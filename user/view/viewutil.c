@@ -486,6 +486,22 @@ void vj_select_init(struct vj_select *sel, struct json_object *doc, double thres
 	sel->await = profile_awaits(doc);
 }
 
+bool vj_free_threaded(struct json_object *doc)
+{
+	struct json_object *in = vj_array(vj_object(doc, "scalene_bpf"), "interpreters");
+	size_t i, n = in ? json_object_array_length(in) : 0;
+
+	for (i = 0; i < n; i++) {
+		struct json_object *f = NULL;
+
+		if (!json_object_object_get_ex(json_object_array_get_idx(in, i), "free_threaded",
+					       &f) ||
+		    !json_object_get_boolean(f))
+			return false;
+	}
+	return n > 0;
+}
+
 double vj_gil_wait(struct json_object *row)
 {
 	double gil = vj_num(row, "n_gil_wait_percent"), sys = vj_num(row, "n_sys_percent");

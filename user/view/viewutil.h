@@ -116,6 +116,9 @@ double vj_line_time(struct json_object *row);
  * GIL (n_gil_wait_percent), never more than its system time; 0 in profiles
  * without it (Scalene's). */
 double vj_gil_wait(struct json_object *row);
+/* Every interpreter of the profile is a free-threaded build: there is no
+ * GIL, and no GIL wait to show. */
+bool vj_free_threaded(struct json_object *doc);
 /* A line's (or function's) share of all await time (n_async_await_percent),
  * 0..100; 0 in profiles without await data. */
 double vj_await(struct json_object *row);
