@@ -836,6 +836,18 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 	}
 	if (err)
 		goto cleanup;
+	/* The code ranges as mapped now that the interpreter runs: the maps
+	 * read above can be older than the libraries loaded with it (a static
+	 * build's runtime is found at exec, before the dynamic loader maps
+	 * the allocation sampler, whose time is the interpreter's). */
+	path = pp->path; /* not into the maps freed here */
+	procmaps__free(m);
+	m = procmaps__load(pid);
+	if (!m) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		snprintf(why, whylen, "failed to read /proc/%d/maps: %s", pid, strerror(-err));
+		goto cleanup;
+	}
 	text_ranges(pp, m, path);
 	call_machinery_ranges(pp, e, bias);
 	find_code_dealloc(pp, m, e, bias, path);
