@@ -12,6 +12,7 @@ the Python domains were wrapped.
 The library: $SCALENE_BPF_SAMPLER_SO, else build/sampler/ (make sampler).
 Interpreters that are not installed are skipped, by name.
 """
+import functools
 import json
 import os
 import pathlib
@@ -90,6 +91,7 @@ def parse_report(text):
 FREE_THREADED_ALLOCATOR = {"malloc": "mimalloc"}
 
 
+@functools.lru_cache(maxsize=None)
 def free_threaded(python):
     return subprocess.run([str(python), "-c", "import sys; print(sys._is_gil_enabled())"],
                           capture_output=True, text=True, timeout=60).stdout.strip() == "False"
