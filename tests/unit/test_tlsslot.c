@@ -26,6 +26,20 @@ __attribute__((noinline)) void *own_get(void)
 	return own_var;
 }
 
+/* The first n bytes of code, for every n below `whole`: not recognised. */
+static void check_cut(const uint8_t *code, size_t whole)
+{
+	size_t n;
+
+	for (n = 0; n < whole; n++) {
+		uint8_t *cut = malloc(n ? n : 1);
+
+		memcpy(cut, code, n);
+		CHECK_EQ_INT(tls_decode(cut, n, 0).kind, TLS_CODE_UNKNOWN);
+		free(cut);
+	}
+}
+
 static void test_shapes(void)
 {
 	/* Debian's 3.15 PyGILState_GetThisThreadState. */
@@ -43,7 +57,6 @@ static void test_shapes(void)
 	/* A function that calls another first. */
 	static const uint8_t other[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0xe8, 0, 0, 0, 0, 0xc3 };
 	struct tls_access a;
-	size_t n;
 
 	a = tls_decode(le, sizeof(le), 0x42fa7d);
 	CHECK_EQ_INT(a.kind, TLS_CODE_LOCAL_EXEC);
@@ -60,27 +73,9 @@ static void test_shapes(void)
 	CHECK_EQ_INT(tls_decode(other, sizeof(other), 0).kind, TLS_CODE_UNKNOWN);
 	/* Cut anywhere short of the whole access: not recognised, and
 	 * nothing read past the end (ASan). */
-	for (n = 0; n < 13; n++) {
-		uint8_t *cut = malloc(n ? n : 1);
-
-		memcpy(cut, le, n);
-		CHECK_EQ_INT(tls_decode(cut, n, 0).kind, TLS_CODE_UNKNOWN);
-		free(cut);
-	}
-	for (n = 0; n < 15; n++) {
-		uint8_t *cut = malloc(n ? n : 1);
-
-		memcpy(cut, ie, n);
-		CHECK_EQ_INT(tls_decode(cut, n, 0).kind, TLS_CODE_UNKNOWN);
-		free(cut);
-	}
-	for (n = 0; n < 20; n++) {
-		uint8_t *cut = malloc(n ? n : 1);
-
-		memcpy(cut, gd, n);
-		CHECK_EQ_INT(tls_decode(cut, n, 0).kind, TLS_CODE_UNKNOWN);
-		free(cut);
-	}
+	check_cut(le, 13);
+	check_cut(ie, 15);
+	check_cut(gd, 20);
 }
 
 /* The offset found for func in the ELF file at path (loaded at bias), and
