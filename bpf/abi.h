@@ -131,6 +131,7 @@ enum stat_id {
 	STAT_OFFCPU_WORK_FAILED, /* off-CPU task work that could not be queued */
 	STAT_OFFCPU_NS,		 /* time spent making off-CPU records, ns */
 	STAT_CODE_FREED,	 /* code objects freed (the probe on their deallocator) */
+	STAT_STOLEN_NS,		 /* time the CPUs were not the threads' while they ran, ns */
 	STAT_MAX,
 };
 
@@ -224,10 +225,15 @@ struct tracked_thread {
 	 * its first switch-in on).  A sample stands for the time the thread
 	 * ran since its previous one: samples the timer missed (fires that
 	 * fell while the CPU was idle between the thread's short runs) are not
-	 * lost. */
+	 * lost.  The clock since the switch-in includes time that the
+	 * thread's run time does not (stolen by the hypervisor, spent in
+	 * interrupts: see rq_lost_ns): in_stolen_ns, that time seen since,
+	 * from in_lost_ns, the CPU's count of it when last read. */
 	__u64 in_run_ns;
 	__u64 in_ktime;
 	__u64 last_run_ns;
+	__u64 in_lost_ns;
+	__u64 in_stolen_ns;
 };
 
 /* One Python frame.  code == 0 marks an interpreter shim frame (3.12+ entry

@@ -826,20 +826,59 @@ static __always_inline bool after_int3(__u64 user_ip)
 	return user_ip && !bpf_probe_read_user(&op, 1, (const void *)(user_ip - 1)) && op == 0xcc;
 }
 
+/*
+ * The time the run queue of `task`'s CPU has left out of its tasks' run time
+ * so far (task: current there): rq->clock less rq->clock_task, the time the
+ * hypervisor took the CPU away (steal time, with paravirt steal accounting)
+ * and the time spent in interrupts (with IRQ time accounting), as of the
+ * queue's last clock update (a switch, a tick).  A task's run time
+ * (se.sum_exec_runtime: what time.thread_time() reads) advances by
+ * clock_task only; the clock a sample reads advances by both.  The queue is
+ * reached through the task's CFS queue (group scheduling, which every
+ * distribution's kernel has: the per-CPU run queues themselves are not in
+ * the symbols of a kernel without KALLSYMS_ALL); 0 without it, and then the
+ * samples also count the time lost while the thread ran.
+ */
+static __always_inline __u64 rq_lost_ns(struct task_struct *task)
+{
+	struct rq *rq;
+
+	if (!bpf_core_field_exists(task->se.cfs_rq))
+		return 0;
+	rq = TASK_READ(task, se.cfs_rq, rq);
+	if (!rq)
+		return 0;
+	return TASK_READ(rq, clock) - TASK_READ(rq, clock_task);
+}
+
 /* The on-CPU time a sample of the current thread stands for: its run time
  * since its previous sample, known exactly once it has been switched in
- * under tracking (run time then, plus the clock since: it has run on this
- * CPU ever since); until then one period. */
-static __always_inline __u64 cpu_since_last(struct tracked_thread *ts, __u64 now)
+ * under tracking (run time then, plus the clock since less the time the CPU
+ * was not the thread's: it has been current on this CPU ever since); until
+ * then one period.  The time lost since the queue's last clock update is not
+ * seen yet (up to a tick): it is taken back from the samples after, which
+ * then stand for less, down to nothing (1 ns) until it is repaid, so that
+ * the samples of a thread add up to its run time. */
+static __always_inline __u64 cpu_since_last(struct task_struct *task, struct tracked_thread *ts,
+					    __u64 now)
 {
-	__u64 run, last;
+	__u64 run, last, lost, ran;
 
 	if (!ts || !ts->in_ktime || now < ts->in_ktime)
 		return sample_period_ns;
-	run = ts->in_run_ns + (now - ts->in_ktime);
+	lost = rq_lost_ns(task);
+	if (lost > ts->in_lost_ns) {
+		stat_add(STAT_STOLEN_NS, lost - ts->in_lost_ns);
+		ts->in_stolen_ns += lost - ts->in_lost_ns;
+		ts->in_lost_ns = lost;
+	}
+	ran = now - ts->in_ktime;
+	run = ts->in_run_ns + (ran > ts->in_stolen_ns ? ran - ts->in_stolen_ns : 0);
 	last = ts->last_run_ns;
+	if (run <= last)
+		return 1;
 	ts->last_run_ns = run;
-	return run > last ? run - last : 1;
+	return run - last;
 }
 
 /*
@@ -885,7 +924,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ts = thread_state(task, true);
 	if (!ts)
 		stat_inc(STAT_TASK_STORAGE_FAIL);
-	ev->cpu_ns = cpu_since_last(ts, t0);
+	ev->cpu_ns = cpu_since_last(task, ts, t0);
 	if ((ctx_reg(ctx, CTX_REG_CS) & 3) == 3) {
 		ev->mode = MODE_USER;
 		ev->user_ip = ctx_reg(ctx, CTX_REG_IP);
@@ -958,6 +997,9 @@ static __always_inline struct tracked_thread *account_switch(bool preempt, struc
 	if (!now)
 		now = bpf_ktime_get_ns();
 	ts->in_run_ns = next->se.sum_exec_runtime;
+	/* The switch has just brought the queue's clock up to date. */
+	ts->in_lost_ns = rq_lost_ns(next);
+	ts->in_stolen_ns = 0;
 	/* The first switch-in under tracking: samples count from here. */
 	if (!ts->in_ktime)
 		ts->last_run_ns = ts->in_run_ns;

@@ -352,20 +352,13 @@ def test_interpreter_facts(sleep_run, request):
     assert it["version"] == version, f"{it['version']} for {version}"
 
 
-# The free-threaded builds among the interpreters (tests/interpreters.py).
-FREE_THREADED_IDS = [i for i in INTERPRETER_IDS if i.startswith("ft")]
-
-
-@pytest.mark.parametrize("ident", FREE_THREADED_IDS)
-def test_parallel_threads(ident, tmp_path, accuracy):
-    """Two threads with the same work, side by side on a free-threaded
-    build (two CPUs: the lines add up to about twice the wall time): each
-    line holds its thread's CPU time.  Not run with a GIL: there the two
-    threads hand it over every 5 ms, and the profile was seen to credit a
-    thread up to 4 ms more than its own clock over 0.63 s (Debian's 3.11;
-    the same excess as test_two_threads_1_to_3 once showed on 3.15), which
-    is open: GIL threads are covered by test_two_threads_1_to_3."""
-    python = find_interpreter(ident)
+def test_parallel_threads(python, tmp_path, accuracy):
+    """Two threads with the same work: side by side on a free-threaded build
+    (two CPUs: the lines add up to about twice the wall time), handing the
+    GIL over every 5 ms on the others.  Each line holds its thread's CPU
+    time, as the thread's own clock has it: without the time the hypervisor
+    took its CPU away (steal, which was seen to put 10 % on both lines of
+    test_two_threads_1_to_3 on a loaded host before it was left out)."""
     prog = program("threads_parallel.py")
     side = tmp_path / "threads.json"
     res = profile_run(python, prog, ["0.5", side], tmp=tmp_path, opts=EXCLUDE_SPIN)
@@ -377,8 +370,10 @@ def test_parallel_threads(ident, tmp_path, accuracy):
            f"; hot lines: {hot_lines(res.profile)}")
     both = sum(t.seconds for t in lines.values())
     real = info["left_cpu_s"] + info["right_cpu_s"]
-    assert res.profile["scalene_bpf"]["interpreters"][0]["free_threaded"], ctx
-    accuracy("threads' CPU / wall (program)", 2.0, round(real / info["wall_s"], 3), "")
+    free_threaded = res.profile["scalene_bpf"]["interpreters"][0]["free_threaded"]
+    assert free_threaded == info["free_threaded"], ctx
+    accuracy("threads' CPU / wall (program)", 2.0 if free_threaded else 1.0,
+             round(real / info["wall_s"], 3), "")
     tail, period = unseen_tail_s(res.profile), period_s(res.profile)
     for who, t in lines.items():
         whole = info[f"{who}_thread_cpu_s"]

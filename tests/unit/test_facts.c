@@ -185,6 +185,7 @@ static struct facts *full_facts(void)
 	f->bpf.stats[STAT_WALK_READS] = 3300;
 	f->bpf.stats[STAT_PROBE_SAMPLES] = 3;
 	f->bpf.stats[STAT_PROBE_NS] = 3000000;
+	f->bpf.stats[STAT_STOLEN_NS] = 7000000;
 	f->bpf.stats[STAT_IDLE_NS] = 5000000000ULL;
 	f->bpf.stats[STAT_MEM_EVENTS] = 8;
 	f->bpf.stats[STAT_MEM_NS] = 100;
@@ -489,10 +490,10 @@ static void test_every_field(void)
 	o = output_facts_json(f, p);
 	CHECK(o != NULL);
 	CHECK_KEYS(o, "async", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
-		   "uncounted_blocked_s", "not_python_s", "probe_overhead_s", "gil_wait_s",
-		   "unattributed", "native_threads_credited_s", "bpf", "kernel", "memory",
-		   "threads", "processes_retired", "threads_folded", "interpreters", "warnings",
-		   "timeline", "profile_decorator", "process");
+		   "uncounted_blocked_s", "not_python_s", "probe_overhead_s", "stolen_s",
+		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "kernel",
+		   "memory", "threads", "processes_retired", "threads_folded", "interpreters",
+		   "warnings", "timeline", "profile_decorator", "process");
 	check_async(get(o, "async"));
 	/* The rate as given, not 1e9 / period (997.0000269...), and the period
 	 * the timers use. */
@@ -502,6 +503,7 @@ static void test_every_field(void)
 	CHECK(dbl(o, "uncounted_blocked_s") == 5);
 	CHECK(dbl(o, "not_python_s") == 0.5);
 	CHECK(dbl(o, "probe_overhead_s") == 0.003);
+	CHECK(dbl(o, "stolen_s") == 0.007);
 	CHECK(dbl(o, "gil_wait_s") == 0.25);
 	x = get(o, "unattributed");
 	CHECK_KEYS(x, "threads_without_python_s", "unreadable_stacks_s", "outside_profiled_files_s",

@@ -19,7 +19,7 @@
  * sched_switch).  The record is kept, walked without the frame cache; the
  * state is made at the thread's next record.
  */
-static const char *const stat_names[STAT_MAX] = {
+static const char *const stat_names[] = {
 	/* Every counter has a name: the array is sized by the enum. */
 	[STAT_SAMPLES] = "samples",
 	[STAT_OFFCPU_EVENTS] = "offcpu_records",
@@ -54,6 +54,7 @@ static const char *const stat_names[STAT_MAX] = {
 	[STAT_OFFCPU_WORK_FAILED] = "offcpu_work_failed",
 	[STAT_OFFCPU_NS] = "offcpu_ns_total",
 	[STAT_CODE_FREED] = "code_objects_freed",
+	[STAT_STOLEN_NS] = "stolen_ns",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
 
@@ -633,6 +634,12 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 	 * of its lines and of total_sampled_s. */
 	if (f->probe_check)
 		add(o, "probe_overhead_s", seconds((double)f->bpf.stats[STAT_PROBE_NS]));
+	/* While the program's threads ran, the time their CPUs were taken
+	 * away by the hypervisor (steal) or spent in interrupts, where the
+	 * kernel leaves both out of a thread's run time: left out of the
+	 * lines' CPU time, as from time.thread_time(). */
+	if (f->bpf.have_stats)
+		add(o, "stolen_s", seconds((double)f->bpf.stats[STAT_STOLEN_NS]));
 	/* Of total_sampled_s, the blocked time spent waiting for the GIL (it
 	 * is in the lines' n_sys_percent; n_gil_wait_percent names it). */
 	add(o, "gil_wait_s", seconds(f->gil_wait_ns));

@@ -8,11 +8,13 @@ time.  Either way each line's time is its own thread's CPU time, which each
 thread measures around its line (time.thread_time).
 
 argv[1]: about how many CPU seconds each thread works.  Writes to argv[2]
-(JSON) each thread's CPU time on its line and in all, and the wall time from
-the threads' start to their end.
+(JSON) each thread's CPU time on its line and in all, the wall time from
+the threads' start to their end, and whether the interpreter is a
+free-threaded build.
 """
 import json
 import sys
+import sysconfig
 import threading
 import time
 
@@ -42,5 +44,6 @@ for t in threads:
 for t in threads:
     t.join()  # LINE: join
 info["wall_s"] = time.monotonic() - start
+info["free_threaded"] = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 with open(sys.argv[2], "w") as f:
     json.dump(info, f)
