@@ -81,7 +81,8 @@ struct py_offsets {
 	uint32_t unicode_ascii_mask;
 
 	/* _Py_DebugOffsets (3.13+): where, inside the struct at _PyRuntime+0, each
-	 * cross-checked value lives; NONE before 3.13. */
+	 * value the interpreter publishes about its own layout lives (python.c
+	 * takes those from the process); NONE before 3.13. */
 	uint16_t dbg_version;
 	uint16_t dbg_free_threaded;
 	uint16_t dbg_runtime_interpreters_head;
@@ -99,6 +100,20 @@ struct py_offsets {
 	uint16_t dbg_code_linetable;
 	uint16_t dbg_code_firstlineno;
 	uint16_t dbg_code_code_adaptive;
+	uint16_t dbg_tstate_interp;
+	uint16_t dbg_tstate_native_thread_id;
+	uint16_t dbg_tstate_datastack_chunk;
+	uint16_t dbg_interp_ceval_gil;
+	uint16_t dbg_frame_size;
+	uint16_t dbg_frame_localsplus;
+	uint16_t dbg_code_argcount;
+	uint16_t dbg_object_type;
+	uint16_t dbg_type_name;
+	uint16_t dbg_bytes_size;
+	uint16_t dbg_bytes_sval;
+	uint16_t dbg_unicode_state;
+	uint16_t dbg_unicode_length;
+	uint16_t dbg_unicode_ascii_size;
 
 	/* Opcodes of the CALL family (bit n of word n / 64 set for opcode n):
 	 * every opcode the headers name (INSTRUMENTED_)?(PRE)?CALL*, with its

@@ -269,6 +269,7 @@ static struct facts *full_facts(void)
 		.static_build = true,
 		.free_threaded = true,
 		.gil_wait_unmeasured = "no symbol _PyRuntime",
+		.layout_from_interpreter = "frame.previous at 8 (table 16)",
 	};
 	f->ninterpreters = 2;
 	CHECK_EQ_INT(facts__warn(f, "first warning"), 0);
@@ -467,11 +468,12 @@ static void check_lists(struct json_object *o)
 	CHECK_EQ_INT(boolean(x, "gil_wait_measured"), 1);
 	x = json_object_array_get_idx(get(o, "interpreters"), 1);
 	CHECK_KEYS(x, "pid", "version", "path", "static", "free_threaded", "gil_wait_measured",
-		   "gil_wait_unmeasured");
+		   "gil_wait_unmeasured", "layout_from_interpreter");
 	CHECK_EQ_INT(boolean(x, "static"), 1);
 	CHECK_EQ_INT(boolean(x, "free_threaded"), 1);
 	CHECK_EQ_INT(boolean(x, "gil_wait_measured"), 0);
 	CHECK_EQ_STR(str(x, "gil_wait_unmeasured"), "no symbol _PyRuntime");
+	CHECK_EQ_STR(str(x, "layout_from_interpreter"), "frame.previous at 8 (table 16)");
 	x = get(o, "warnings");
 	CHECK_EQ_INT(json_object_array_length(x), 2);
 	CHECK_EQ_STR(json_object_get_string(json_object_array_get_idx(x, 0)), "first warning");

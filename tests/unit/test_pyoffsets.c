@@ -84,7 +84,10 @@ struct presence {
 	unsigned int first, last;
 };
 
-#define HAS(f, first, last) { #f, offsetof(struct py_offsets, f), first, last }
+#define HAS(f, first, last)                                     \
+	{                                                       \
+#f, offsetof(struct py_offsets, f), first, last \
+	}
 #define ALWAYS(f) HAS(f, FIRST_MINOR, LAST_MINOR)
 
 static const struct presence presence[] = {
@@ -143,6 +146,20 @@ static const struct presence presence[] = {
 	HAS(dbg_code_linetable, 13, LAST_MINOR),
 	HAS(dbg_code_firstlineno, 13, LAST_MINOR),
 	HAS(dbg_code_code_adaptive, 13, LAST_MINOR),
+	HAS(dbg_tstate_interp, 13, LAST_MINOR),
+	HAS(dbg_tstate_native_thread_id, 13, LAST_MINOR),
+	HAS(dbg_tstate_datastack_chunk, 13, LAST_MINOR),
+	HAS(dbg_interp_ceval_gil, 13, LAST_MINOR),
+	HAS(dbg_frame_size, 13, LAST_MINOR),
+	HAS(dbg_frame_localsplus, 13, LAST_MINOR),
+	HAS(dbg_code_argcount, 13, LAST_MINOR),
+	HAS(dbg_object_type, 13, LAST_MINOR),
+	HAS(dbg_type_name, 13, LAST_MINOR),
+	HAS(dbg_bytes_size, 13, LAST_MINOR),
+	HAS(dbg_bytes_sval, 13, LAST_MINOR),
+	HAS(dbg_unicode_state, 13, LAST_MINOR),
+	HAS(dbg_unicode_length, 13, LAST_MINOR),
+	HAS(dbg_unicode_ascii_size, 13, LAST_MINOR),
 	/* GIL wait */
 	HAS(runtime_ceval_gil, 9, 11),
 	HAS(runtime_interp_main, 12, LAST_MINOR),
@@ -260,8 +277,12 @@ static void test_debug_offsets_layout(void)
 		if (strncmp(presence[i].name, "dbg_", 4))
 			continue;
 		CHECK_EQ_INT(v % 8, 0);
-		/* sizeof(_Py_DebugOffsets) is 584 in 3.13.0. */
+		/* sizeof(_Py_DebugOffsets) is 584 in 3.13.0; the cookie, the
+		 * version and the build come first. */
 		CHECK(v < 584);
+		if (strcmp(presence[i].name, "dbg_version") &&
+		    strcmp(presence[i].name, "dbg_free_threaded"))
+			CHECK(v >= 24);
 	}
 }
 
@@ -372,11 +393,13 @@ static void test_call_ops(void)
 	CHECK_EQ_INT(count_ops(o11), 20);
 	CHECK(!has_op(o11, 23) && !has_op(o11, 24) && !has_op(o11, 143));
 	CHECK(has_op(o11, 166) && has_op(o11, 171) && has_op(o11, 142));
-	CHECK(has_op(o11, 67) && has_op(o11, 80)); /* PRECALL_BUILTIN_FAST_WITH_KEYWORDS, ..._METHOD_DESCRIPTOR_FAST */
+	CHECK(has_op(o11, 67) &&
+	      has_op(o11, 80)); /* PRECALL_BUILTIN_FAST_WITH_KEYWORDS, ..._METHOD_DESCRIPTOR_FAST */
 	CHECK(!has_op(o11, 122) && !has_op(o11, 0)); /* BINARY_OP, CACHE */
 	/* 3.12: INSTRUMENTED_CALL (241) in, CALL_INTRINSIC_1/2 (173, 174) out. */
 	CHECK_EQ_INT(count_ops(o12), 18);
-	CHECK(!has_op(o12, 23) && !has_op(o12, 28)); /* CALL_PY_EXACT_ARGS, CALL_BOUND_METHOD_EXACT_ARGS */
+	CHECK(!has_op(o12, 23) &&
+	      !has_op(o12, 28)); /* CALL_PY_EXACT_ARGS, CALL_BOUND_METHOD_EXACT_ARGS */
 	CHECK(has_op(o12, 171) && has_op(o12, 241) && has_op(o12, 244) && has_op(o12, 34));
 	CHECK(!has_op(o12, 173) && !has_op(o12, 174) && !has_op(o12, 122));
 	/* 3.13: CALL 53, CALL_KW 57, CALL_BUILTIN_FAST 166, INSTRUMENTED_CALL_KW 245. */
@@ -385,8 +408,8 @@ static void test_call_ops(void)
 	CHECK(!has_op(o13, 55) && !has_op(o13, 56) && !has_op(o13, 45)); /* intrinsics, BINARY_OP */
 	/* CALL_ALLOC_AND_ENTER_INIT 162, CALL_BOUND_METHOD_* 163-164, CALL_PY_* 177-178 out;
 	 * CALL_NON_PY_GENERAL 176 in. */
-	CHECK(!has_op(o13, 162) && !has_op(o13, 163) && !has_op(o13, 164) &&
-	      !has_op(o13, 177) && !has_op(o13, 178) && has_op(o13, 176));
+	CHECK(!has_op(o13, 162) && !has_op(o13, 163) && !has_op(o13, 164) && !has_op(o13, 177) &&
+	      !has_op(o13, 178) && has_op(o13, 176));
 	/* 3.14 (Debian's 3.14.10): CALL 52, CALL_KW 55, CALL_KW_NON_PY 152 in;
 	 * CALL_KW_PY 153, CALL_PY_EXACT_ARGS 161, CALL_KW_BOUND_METHOD 151 out. */
 	CHECK_EQ_INT(count_ops(o14), 22);

@@ -16,11 +16,11 @@
 
 #include "cpython.h"
 #include "base/elfcache.h"
+#include "base/memread.h"
 #include "target/python.h"
 #include "symbolize/usyms.h"
 #include "testlib.h"
 #include "testpython.h"
-
 
 static void test_minor_from_name(void)
 {
@@ -65,8 +65,7 @@ static void test_check_binary(void)
 
 /* Starts `python -c 'import time; time.sleep(30)'` and waits until it is
  * recognised (or 10 s pass). */
-static int detect_child(const char *python, struct py_proc *pp, pid_t *pid, char *why,
-			size_t n)
+static int detect_child(const char *python, struct py_proc *pp, pid_t *pid, char *why, size_t n)
 {
 	struct timespec ts = { 0, 20 * 1000000 };
 	int i, err = -EAGAIN;
@@ -104,6 +103,67 @@ static void check_cached(pid_t pid, const struct py_proc *want)
 		CHECK_EQ_INT(pp.ntext, want->ntext);
 	}
 	elf_cache__free(c);
+}
+
+/*
+ * 3.13+: the live interpreter's _Py_DebugOffsets agree with its table; and
+ * against a table with fields moved (as a patch release might move them),
+ * the interpreter's own values are taken, each move named, and the table
+ * made is the live one's, kept once.  Values that cannot be a layout are
+ * refused.
+ */
+static void check_adopted_layout(const struct py_proc *pp)
+{
+	const struct py_offsets *out, *again;
+	struct py_offsets moved;
+	uint8_t buf[2048], bad[2048];
+	char note[256], why[256];
+	uint64_t v;
+
+	CHECK_EQ_STR(pp->layout_note, "");
+	if (pp->off->dbg_version == PYOFF_NONE)
+		return;
+	CHECK_EQ_INT(mem_read(pp->pid, pp->runtime, buf, sizeof(buf)), 0);
+	CHECK_EQ_INT(python__adopt_debug_offsets(pp->off, buf, sizeof(buf), &out, note,
+						 sizeof(note), why, sizeof(why)),
+		     0);
+	CHECK(out == pp->off);
+	CHECK_EQ_STR(note, "");
+
+	moved = *pp->off;
+	moved.frame_previous += 8;
+	moved.tstate_next += 16;
+	moved.object_type += 8;
+	CHECK_EQ_INT(python__adopt_debug_offsets(&moved, buf, sizeof(buf), &out, note, sizeof(note),
+						 why, sizeof(why)),
+		     0);
+	CHECK(out != pp->off && out != &moved);
+	CHECK(!memcmp(out, pp->off, sizeof(*out)));
+	CHECK(strstr(note, "frame.previous at ") != NULL);
+	CHECK(strstr(note, "tstate.next at ") != NULL);
+	CHECK(strstr(note, "object.ob_type at ") != NULL);
+	CHECK(strstr(note, "code.") == NULL);
+	CHECK_EQ_INT(python__adopt_debug_offsets(&moved, buf, sizeof(buf), &again, note,
+						 sizeof(note), why, sizeof(why)),
+		     0);
+	CHECK(again == out);
+
+	/* A field beyond what an offset can be; a frame too small for its
+	 * fields. */
+	memcpy(bad, buf, sizeof(bad));
+	v = 1ull << 40;
+	memcpy(bad + pp->off->dbg_code_filename, &v, sizeof(v));
+	CHECK_EQ_INT(python__adopt_debug_offsets(pp->off, bad, sizeof(bad), &out, note,
+						 sizeof(note), why, sizeof(why)),
+		     -EPROTO);
+	CHECK(strstr(why, "code.co_filename") != NULL);
+	memcpy(bad, buf, sizeof(bad));
+	v = 8;
+	memcpy(bad + pp->off->dbg_frame_size, &v, sizeof(v));
+	CHECK_EQ_INT(python__adopt_debug_offsets(pp->off, bad, sizeof(bad), &out, note,
+						 sizeof(note), why, sizeof(why)),
+		     -EPROTO);
+	CHECK(strstr(why, "sizeof(frame) at 8") != NULL);
 }
 
 static void check_live(const char *python, int minor, bool static_build, const char *version)
@@ -147,6 +207,7 @@ static void check_live(const char *python, int minor, bool static_build, const c
 		CHECK_EQ_INT(pp.cfg.f_owner != PYOFF_NONE, minor >= 12);
 		CHECK_EQ_INT(pp.cfg.cframe_current != PYOFF_NONE, minor == 11 || minor == 12);
 		check_cached(pid, &pp);
+		check_adopted_layout(&pp);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);

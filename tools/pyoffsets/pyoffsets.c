@@ -240,6 +240,20 @@ static void fill_debug_offsets(struct py_offsets *o)
 	o->dbg_code_linetable = OFF(_Py_DebugOffsets, code_object.linetable);
 	o->dbg_code_firstlineno = OFF(_Py_DebugOffsets, code_object.firstlineno);
 	o->dbg_code_code_adaptive = OFF(_Py_DebugOffsets, code_object.co_code_adaptive);
+	o->dbg_tstate_interp = OFF(_Py_DebugOffsets, thread_state.interp);
+	o->dbg_tstate_native_thread_id = OFF(_Py_DebugOffsets, thread_state.native_thread_id);
+	o->dbg_tstate_datastack_chunk = OFF(_Py_DebugOffsets, thread_state.datastack_chunk);
+	o->dbg_interp_ceval_gil = OFF(_Py_DebugOffsets, interpreter_state.ceval_gil);
+	o->dbg_frame_size = OFF(_Py_DebugOffsets, interpreter_frame.size);
+	o->dbg_frame_localsplus = OFF(_Py_DebugOffsets, interpreter_frame.localsplus);
+	o->dbg_code_argcount = OFF(_Py_DebugOffsets, code_object.argcount);
+	o->dbg_object_type = OFF(_Py_DebugOffsets, pyobject.ob_type);
+	o->dbg_type_name = OFF(_Py_DebugOffsets, type_object.tp_name);
+	o->dbg_bytes_size = OFF(_Py_DebugOffsets, bytes_object.ob_size);
+	o->dbg_bytes_sval = OFF(_Py_DebugOffsets, bytes_object.ob_sval);
+	o->dbg_unicode_state = OFF(_Py_DebugOffsets, unicode_object.state);
+	o->dbg_unicode_length = OFF(_Py_DebugOffsets, unicode_object.length);
+	o->dbg_unicode_ascii_size = OFF(_Py_DebugOffsets, unicode_object.asciiobject_size);
 #else
 	(void)o;
 #endif
@@ -496,6 +510,20 @@ static const struct field fields[] = {
 	DEC(dbg_code_linetable),
 	DEC(dbg_code_firstlineno),
 	DEC(dbg_code_code_adaptive),
+	DEC(dbg_tstate_interp),
+	DEC(dbg_tstate_native_thread_id),
+	DEC(dbg_tstate_datastack_chunk),
+	DEC(dbg_interp_ceval_gil),
+	DEC(dbg_frame_size),
+	DEC(dbg_frame_localsplus),
+	DEC(dbg_code_argcount),
+	DEC(dbg_object_type),
+	DEC(dbg_type_name),
+	DEC(dbg_bytes_size),
+	DEC(dbg_bytes_sval),
+	DEC(dbg_unicode_state),
+	DEC(dbg_unicode_length),
+	DEC(dbg_unicode_ascii_size),
 	HEX(call_ops),
 	/* GIL wait */
 	DEC(runtime_ceval_gil),

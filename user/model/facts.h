@@ -43,6 +43,9 @@ struct facts_interpreter {
 	bool free_threaded; /* a --disable-gil build: no GIL */
 	bool gil_wait_measured;
 	char gil_wait_unmeasured[160]; /* why not, when not */
+	/* Fields its _Py_DebugOffsets placed elsewhere than the table, taken
+	 * from it ("" when they agree: python.h, layout_note). */
+	char layout_from_interpreter[256];
 };
 
 struct facts_thread {

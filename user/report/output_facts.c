@@ -505,6 +505,9 @@ static struct json_object *interpreter_json(const struct facts_interpreter *in)
 	add(o, "gil_wait_measured", json_object_new_boolean(in->gil_wait_measured));
 	if (!in->gil_wait_measured)
 		add(o, "gil_wait_unmeasured", json_object_new_string(in->gil_wait_unmeasured));
+	if (in->layout_from_interpreter[0])
+		add(o, "layout_from_interpreter",
+		    json_object_new_string(in->layout_from_interpreter));
 	return o;
 }
 

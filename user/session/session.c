@@ -157,6 +157,8 @@ static void interpreter_facts(const struct tproc *tp, struct facts_interpreter *
 	/* Whether its GIL wait is measured, and if not why. */
 	in->gil_wait_measured = tp->pp.gil_hi != 0;
 	snprintf(in->gil_wait_unmeasured, sizeof(in->gil_wait_unmeasured), "%s", tp->pp.gil_why);
+	snprintf(in->layout_from_interpreter, sizeof(in->layout_from_interpreter), "%s",
+		 tp->pp.layout_note);
 }
 
 static void note_interpreter(struct session *s, const struct tproc *tp)
@@ -1501,6 +1503,30 @@ static int thread_state_warning(struct facts *f)
 	return facts__warn(f, msg);
 }
 
+/* An interpreter laid out otherwise than its table (a patch release that
+ * moved fields): read by what it publishes of itself, which the reader is
+ * told, with what that does not cover. */
+static int layout_warnings(struct facts *f)
+{
+	char msg[640];
+	int i, err = 0;
+
+	for (i = 0; i < f->ninterpreters && !err; i++) {
+		const struct facts_interpreter *in = &f->interpreters[i];
+
+		if (!in->layout_from_interpreter[0])
+			continue;
+		snprintf(msg, sizeof(msg),
+			 "Python %s (%s) lays out %s: not where the layout table this profiler "
+			 "was built with has them; those were taken from its _Py_DebugOffsets, and "
+			 "the fields it does not publish are the table's (please report it with "
+			 "`python -VV`)",
+			 in->version, in->path, in->layout_from_interpreter);
+		err = facts__warn(f, msg);
+	}
+	return err;
+}
+
 /* The facts of profile p: the session's, or (tp) one process's. */
 static int facts_of(struct session *s, const struct profile *p, const struct tproc *tp,
 		    struct facts *f)
@@ -1575,6 +1601,8 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	free(warn);
 	if (!err)
 		err = thread_state_warning(f);
+	if (!err)
+		err = layout_warnings(f);
 	return err;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,55 +275,138 @@ static void ft_minors(char *buf, size_t n)
 		snprintf(buf, n, "none");
 }
 
-/* The offsets _Py_DebugOffsets (in buf) publishes must be the table's. */
-static int check_debug_fields(const struct py_proc *pp, const uint8_t *buf, size_t n, char *why,
-			      size_t whylen)
-{
-	const struct py_offsets *o = pp->off;
-	struct {
-		uint16_t dbg, table;
-		const char *name;
-	} checks[] = {
-		{ o->dbg_runtime_interpreters_head, o->runtime_interpreters_head,
-		  "runtime.interpreters_head" },
-		{ o->dbg_interp_threads_head, o->interp_threads_head, "interp.threads_head" },
-		{ o->dbg_tstate_current_frame, o->tstate_current_frame, "tstate.current_frame" },
-		{ o->dbg_tstate_thread_id, o->tstate_thread_id, "tstate.thread_id" },
-		{ o->dbg_tstate_next, o->tstate_next, "tstate.next" },
-		{ o->dbg_frame_previous, o->frame_previous, "frame.previous" },
-		{ o->dbg_frame_executable, o->frame_code, "frame.executable" },
-		{ o->dbg_frame_instr_ptr, o->frame_instr, "frame.instr_ptr" },
-		{ o->dbg_frame_owner, o->frame_owner, "frame.owner" },
-		{ o->dbg_code_filename, o->code_filename, "code.co_filename" },
-		{ o->dbg_code_name, o->code_name, "code.co_name" },
-		{ o->dbg_code_qualname, o->code_qualname, "code.co_qualname" },
-		{ o->dbg_code_linetable, o->code_linetable, "code.co_linetable" },
-		{ o->dbg_code_firstlineno, o->code_firstlineno, "code.co_firstlineno" },
-		{ o->dbg_code_code_adaptive, o->code_code_adaptive, "code.co_code_adaptive" },
-	};
-	uint64_t v;
-	size_t i;
+/* What _Py_DebugOffsets publishes of the layout, each against the table's
+ * field (both as offsets into struct py_offsets), by CPython's name. */
+#define PUBLISHED(dbg, field, name)                                                        \
+	{                                                                                  \
+		offsetof(struct py_offsets, dbg), offsetof(struct py_offsets, field), name \
+	}
+static const struct published_field {
+	uint16_t dbg, field;
+	const char *name;
+} published_fields[] = {
+	PUBLISHED(dbg_runtime_interpreters_head, runtime_interpreters_head,
+		  "runtime.interpreters_head"),
+	PUBLISHED(dbg_interp_threads_head, interp_threads_head, "interp.threads_head"),
+	PUBLISHED(dbg_interp_ceval_gil, interp_ceval_gil, "interp.ceval.gil"),
+	PUBLISHED(dbg_tstate_current_frame, tstate_current_frame, "tstate.current_frame"),
+	PUBLISHED(dbg_tstate_thread_id, tstate_thread_id, "tstate.thread_id"),
+	PUBLISHED(dbg_tstate_native_thread_id, tstate_native_thread_id, "tstate.native_thread_id"),
+	PUBLISHED(dbg_tstate_next, tstate_next, "tstate.next"),
+	PUBLISHED(dbg_tstate_interp, tstate_interp, "tstate.interp"),
+	PUBLISHED(dbg_tstate_datastack_chunk, tstate_datastack_chunk, "tstate.datastack_chunk"),
+	PUBLISHED(dbg_frame_size, frame_size, "sizeof(frame)"),
+	PUBLISHED(dbg_frame_previous, frame_previous, "frame.previous"),
+	PUBLISHED(dbg_frame_executable, frame_code, "frame.executable"),
+	PUBLISHED(dbg_frame_instr_ptr, frame_instr, "frame.instr_ptr"),
+	PUBLISHED(dbg_frame_localsplus, frame_localsplus, "frame.localsplus"),
+	PUBLISHED(dbg_frame_owner, frame_owner, "frame.owner"),
+	PUBLISHED(dbg_code_filename, code_filename, "code.co_filename"),
+	PUBLISHED(dbg_code_name, code_name, "code.co_name"),
+	PUBLISHED(dbg_code_qualname, code_qualname, "code.co_qualname"),
+	PUBLISHED(dbg_code_linetable, code_linetable, "code.co_linetable"),
+	PUBLISHED(dbg_code_firstlineno, code_firstlineno, "code.co_firstlineno"),
+	PUBLISHED(dbg_code_argcount, code_argcount, "code.co_argcount"),
+	PUBLISHED(dbg_code_code_adaptive, code_code_adaptive, "code.co_code_adaptive"),
+	PUBLISHED(dbg_object_type, object_type, "object.ob_type"),
+	PUBLISHED(dbg_type_name, type_name, "type.tp_name"),
+	PUBLISHED(dbg_bytes_size, varobject_size, "bytes.ob_size"),
+	PUBLISHED(dbg_bytes_sval, bytes_sval, "bytes.ob_sval"),
+	PUBLISHED(dbg_unicode_state, unicode_state, "unicode.state"),
+	PUBLISHED(dbg_unicode_length, unicode_length, "unicode.length"),
+	PUBLISHED(dbg_unicode_ascii_size, unicode_ascii_size, "sizeof(PyASCIIObject)"),
+};
+#undef PUBLISHED
 
-	for (i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
-		if (checks[i].dbg == PYOFF_NONE || checks[i].dbg + 8u > n)
+static uint16_t *table_u16(struct py_offsets *o, uint16_t at)
+{
+	return (uint16_t *)((char *)o + at);
+}
+
+/* The tables made from a process's own layout: kept for the profiler's life
+ * (a py_proc is copied by value, with its table pointer), one per distinct
+ * layout. */
+static struct py_offsets adopted_tables[8];
+static int nadopted;
+static pthread_mutex_t adopted_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct py_offsets *adopted_table(const struct py_offsets *o)
+{
+	const struct py_offsets *r = NULL;
+	int i;
+
+	pthread_mutex_lock(&adopted_lock);
+	for (i = 0; i < nadopted && !r; i++) {
+		if (!memcmp(&adopted_tables[i], o, sizeof(*o)))
+			r = &adopted_tables[i];
+	}
+	if (!r && nadopted < (int)(sizeof(adopted_tables) / sizeof(adopted_tables[0]))) {
+		adopted_tables[nadopted] = *o;
+		r = &adopted_tables[nadopted++];
+	}
+	pthread_mutex_unlock(&adopted_lock);
+	return r;
+}
+
+int python__adopt_debug_offsets(const struct py_offsets *table, const uint8_t *buf, size_t n,
+				const struct py_offsets **out, char *note, size_t notelen,
+				char *why, size_t whylen)
+{
+	struct py_offsets mine = *table;
+	size_t i, len = 0;
+	uint64_t v;
+
+	*out = table;
+	note[0] = '\0';
+	for (i = 0; i < sizeof(published_fields) / sizeof(published_fields[0]); i++) {
+		const struct published_field *f = &published_fields[i];
+		uint16_t at = *table_u16(&mine, f->dbg), *field = table_u16(&mine, f->field);
+
+		if (at == PYOFF_NONE || at + 8u > n)
 			continue;
-		memcpy(&v, buf + checks[i].dbg, sizeof(v));
-		if (v != checks[i].table) {
+		memcpy(&v, buf + at, sizeof(v));
+		if (v == *field)
+			continue;
+		if (v >= PYOFF_NONE) {
 			snprintf(why, whylen,
-				 "layout mismatch: the interpreter%s puts %s at %llu, the table at "
-				 "%u; regenerate pyoffsets for this build",
-				 o->free_threaded ? " (free-threaded)" : "", checks[i].name,
-				 (unsigned long long)v, checks[i].table);
+				 "the interpreter's _Py_DebugOffsets puts %s at %llu, which no "
+				 "layout has: not a CPython this profiler can read",
+				 f->name, (unsigned long long)v);
 			return -EPROTO;
 		}
+		if (len < notelen)
+			len += snprintf(note + len, notelen - len, "%s%s at %llu (table %u)",
+					len ? ", " : "", f->name, (unsigned long long)v,
+					*field == PYOFF_NONE ? 0 : *field);
+		*field = (uint16_t)v;
+	}
+	if (!note[0])
+		return 0;
+	/* The frame is read in one piece of its size. */
+	if (mine.frame_previous + 8u > mine.frame_size || mine.frame_code + 8u > mine.frame_size ||
+	    mine.frame_instr + 8u > mine.frame_size) {
+		snprintf(why, whylen, "the interpreter's frame fields lie outside its frame (%s)",
+			 note);
+		return -EPROTO;
+	}
+	*out = adopted_table(&mine);
+	if (!*out) {
+		snprintf(why, whylen,
+			 "too many interpreter layouts that differ from the tables (%s): "
+			 "regenerate pyoffsets for this build",
+			 note);
+		return -EPROTO;
 	}
 	return 0;
 }
 
-/* 3.13+: the runtime begins with _Py_DebugOffsets; the table must agree with
- * what the interpreter says about itself, starting with its build: the
- * free-threaded one has a table of its own (_Py_DebugOffsets is laid out
- * alike in both). */
+/* 3.13+: the runtime begins with _Py_DebugOffsets, what the interpreter says
+ * about itself, starting with its build: the free-threaded one has a table
+ * of its own (_Py_DebugOffsets is laid out alike in both).  What it publishes
+ * of its layout is taken from it where it differs from the table (a patch
+ * release that moved a field), and said (layout_note); the rest is the
+ * table's, and the checks that follow (the code object's size against its
+ * type, the thread-state key, the GIL) still hold it to the process. */
 static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
 {
 	static const char cookie[8] = "xdebugpy";
@@ -356,7 +441,13 @@ static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
 		}
 		pp->off = o;
 	}
-	return check_debug_fields(pp, buf, sizeof(buf), why, whylen);
+	err = python__adopt_debug_offsets(pp->off, buf, sizeof(buf), &pp->off, pp->layout_note,
+					  sizeof(pp->layout_note), why, whylen);
+	if (!err && pp->layout_note[0])
+		pr_warn("pid %d: Python %s lays out %s, not as the table has it: taken from the "
+			"interpreter\n",
+			pp->pid, pp->path, pp->layout_note);
+	return err;
 }
 
 /* Finds the thread state whose thread_id is the main thread, walking

@@ -46,6 +46,10 @@ struct py_proc {
 	 * the reason in gil_why when GIL wait cannot be measured. */
 	uint64_t gil_lo, gil_hi;
 	char gil_why[160];
+	/* Where the interpreter's own _Py_DebugOffsets moved fields from
+	 * where the table has them (taken from it: off is then a table made
+	 * for it); "" when they agree. */
+	char layout_note[256];
 	char path[PATH_MAX]; /* binary holding the interpreter, as mapped */
 	/* PyCode_Type's deallocator: its offset in that file, and the file's
 	 * identity (0: not found, and walks read each code object anew; see
@@ -66,6 +70,18 @@ struct py_proc {
  *   other     -errno of a failed read
  */
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen);
+
+/*
+ * 3.13+: the layout `table` with what the interpreter's _Py_DebugOffsets (its
+ * first n bytes in buf) publishes of it in place of the table's values where
+ * they differ, into *out (table itself when they agree; otherwise a table
+ * kept for the profiler's life), and each difference named in note ("" when
+ * none).  0, or -EPROTO with why when the published values cannot be a
+ * layout.
+ */
+int python__adopt_debug_offsets(const struct py_offsets *table, const uint8_t *buf, size_t n,
+				const struct py_offsets **out, char *note, size_t notelen,
+				char *why, size_t whylen);
 struct elf_cache;
 /* The same, keeping the interpreter's ELF file in `cache` (usyms.h) for the
  * next process of that build: a host starts many. */
