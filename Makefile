@@ -11,7 +11,9 @@ ARCH		:= $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 PYTHON_TEST	?= $(shell pyenv prefix 3.11.7 2>/dev/null || echo /usr)/bin/python3
 
 WARNINGS	:= -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -D_GNU_SOURCE
+# The version: VERSION's one line, for --version, the profiles and the wheel.
+VERSION		:= $(shell cat VERSION)
+CPPFLAGS	+= -I$(OUT) -Iuser -Ibpf -Ipyoffsets -D_GNU_SOURCE -DSCALENE_BPF_VERSION='"$(VERSION)"'
 CFLAGS		?= -g -O2
 CFLAGS		+= $(WARNINGS) -MMD -MP
 LDLIBS		+= -lbpf -lelf -lz -ljson-c -lprotobuf-c -lm -ldl
@@ -74,6 +76,9 @@ $(OUT)/libcore.a: $(CORE_OBJS)
 $(OUT)/user/%.o: user/%.c | $(SKELS)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# What prints the version is built again when it changes.
+$(OUT)/user/cli/main.o $(OUT)/user/report/output_facts.o $(OUT)/tests/test_facts: VERSION
 
 $(OUT)/user/html_assets.o: user/view/html/assets.S $(HTML_ASSETS) | $(OUT)/user
 	$(CC) -c $< -o $@

@@ -11,6 +11,14 @@
 
 #define SCALENE_BPF_PROBE_PREFIX "scalene_bpf_probe_"
 
+/* Never cloned: GCC's attribute; clang makes no clones of a function that
+ * is not inlined (the wheel's libraries are built with clang, through zig). */
+#if defined(__clang__)
+#define SCALENE_BPF_NOCLONE
+#else
+#define SCALENE_BPF_NOCLONE noclone,
+#endif
+
 /*
  * The instruction at a probe's entry, where the uprobe goes, decides what a
  * hit costs.  An instruction the kernel cannot emulate (the `ret` an empty C
@@ -35,7 +43,8 @@
  *		SCALENE_BPF_PROBE_BODY;
  *	}
  */
-#define SCALENE_BPF_PROBE_FN __attribute__((visibility("default"), noinline, noclone, used, naked))
+#define SCALENE_BPF_PROBE_FN \
+	__attribute__((visibility("default"), noinline, SCALENE_BPF_NOCLONE used, naked))
 #if defined(__x86_64__)
 #define SCALENE_BPF_PROBE_ENTRY_BYTES 0x90 /* nop */
 #elif defined(__aarch64__)

@@ -491,7 +491,7 @@ static void test_every_field(void)
 		goto out;
 	o = output_facts_json(f, p);
 	CHECK(o != NULL);
-	CHECK_KEYS(o, "async", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
+	CHECK_KEYS(o, "profiler_version", "async", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
 		   "uncounted_blocked_s", "not_python_s", "probe_overhead_s", "stolen_s",
 		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "kernel",
 		   "memory", "threads", "processes_retired", "threads_folded", "interpreters",
@@ -499,6 +499,7 @@ static void test_every_field(void)
 	check_async(get(o, "async"));
 	/* The rate as given, not 1e9 / period (997.0000269...), and the period
 	 * the timers use. */
+	CHECK_EQ_STR(str(o, "profiler_version"), SCALENE_BPF_VERSION);
 	CHECK(num(o, "sampling_rate_hz") == 997);
 	CHECK(num(o, "sampling_period_ns") == 1003009);
 	CHECK(dbl(o, "total_sampled_s") == 4);
@@ -571,7 +572,7 @@ static void test_least(void)
 	f->rate_hz = 997;
 	f->period_ns = 1003009;
 	o = output_facts_json(f, p);
-	CHECK_KEYS(o, "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
+	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
 		   "uncounted_blocked_s", "not_python_s", "gil_wait_s", "unattributed",
 		   "native_threads_credited_s", "bpf", "threads", "processes_retired",
 		   "threads_folded", "interpreters", "warnings", "timeline");
@@ -663,7 +664,7 @@ static void test_uprobes(void)
 	u->elapsed_s = 2;
 	u->ns_per_hit = 1000;
 	o = output_facts_json(f, p);
-	CHECK_KEYS(o, "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
+	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
 		   "uncounted_blocked_s", "not_python_s", "gil_wait_s", "unattributed",
 		   "native_threads_credited_s", "bpf", "threads", "processes_retired",
 		   "threads_folded", "interpreters", "warnings", "timeline", "memory");

@@ -43,7 +43,6 @@
 #include "view/top.h"
 #include "cli/view_cmd.h"
 
-#define VERSION "0.1.0"
 #define MAX_PROCS 8192
 #define RINGBUF_BYTES (16 << 20)
 /* --all: samples are counted in BPF (COUNTS_MAX entries per epoch); the
@@ -1094,7 +1093,7 @@ int main(int argc, char **argv)
 		options_usage(stdout);
 		return 0;
 	case CMD_VERSION:
-		printf("scalene-bpf %s\n", VERSION);
+		printf("scalene-bpf %s\n", SCALENE_BPF_VERSION);
 		return 0;
 	case CMD_VIEW:
 		return view_main(&o);

@@ -623,6 +623,8 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 
 	if (!o)
 		return NULL;
+	/* The profiler that wrote the profile (VERSION). */
+	add(o, "profiler_version", json_object_new_string(SCALENE_BPF_VERSION));
 	if (f->has_async)
 		add(o, "async", async_json(&f->async));
 	add(o, "sampling_rate_hz", json_object_new_int64(f->rate_hz));

@@ -163,9 +163,14 @@ static void *fallback_memmove_chk(void *dst, const void *src, size_t n, size_t d
 #define V_ALIGNED_ALLOC NULL
 #endif
 
-static void *self_malloc(size_t size) __attribute__((alias("malloc"), copy(malloc)));
-static void *self_memcpy(void *dst, const void *src, size_t n)
-	__attribute__((alias("memcpy"), copy(memcpy)));
+/* GCC copies the target's attributes onto the alias (clang has no copy). */
+#if defined(__clang__)
+#define SELF_ALIAS(f) __attribute__((alias(#f)))
+#else
+#define SELF_ALIAS(f) __attribute__((alias(#f), copy(f)))
+#endif
+static void *self_malloc(size_t size) SELF_ALIAS(malloc);
+static void *self_memcpy(void *dst, const void *src, size_t n) SELF_ALIAS(memcpy);
 
 /* 0: unversioned lookups (dlsym), 1: versioned (dlvsym). */
 static void *lookup(void *handle, const char *name, const char *version, int versioned)

@@ -189,7 +189,7 @@ static void live_add(int64_t delta)
 {
 	uint64_t live = __atomic_add_fetch(&sbs_state.live_sampled_bytes, (uint64_t)delta,
 					   __ATOMIC_RELAXED);
-	uint64_t peak = __atomic_load_n(&sbs_state.peak_sampled_bytes, __ATOMIC_RELAXED);
+	__u64 peak = __atomic_load_n(&sbs_state.peak_sampled_bytes, __ATOMIC_RELAXED);
 
 	while (delta > 0 && live > peak &&
 	       !__atomic_compare_exchange_n(&sbs_state.peak_sampled_bytes, &peak, live, 1,

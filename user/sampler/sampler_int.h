@@ -21,7 +21,7 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define SBS_EXPORT __attribute__((visibility("default")))
-#define SBS_COLD __attribute__((noinline, noclone, cold))
+#define SBS_COLD __attribute__((noinline, SCALENE_BPF_NOCLONE cold))
 
 /*
  * Per-thread state, initial-exec TLS: the hooks reach it with one %fs-relative

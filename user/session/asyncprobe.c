@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/close_range.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -639,12 +641,14 @@ static void child_fail(int fd, int stage, int err)
 }
 
 /* Every descriptor but 0-2 closes on exec (the loader's BPF objects, the
- * profiled program's files: nothing of them reaches the probe). */
+ * profiled program's files: nothing of them reaches the probe).  By the
+ * system call: glibc has close_range() only from 2.34, and the kernel only
+ * from 5.11 (then each descriptor in turn). */
 static void cloexec_all(void)
 {
 	long max;
 
-	if (!close_range(3, ~0U, CLOSE_RANGE_CLOEXEC))
+	if (!syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC))
 		return;
 	max = sysconf(_SC_OPEN_MAX);
 	if (max < 0 || max > 65536)
