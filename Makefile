@@ -353,6 +353,15 @@ install: scalene-bpf $(SAMPLER_SO) gpu
 	if [ -f $(OUT)/gpu/libscalene-bpf-gpu.so ]; then install -D -m 0644 \
 		$(OUT)/gpu/libscalene-bpf-gpu.so $(DESTDIR)$(PREFIX)/lib/scalene-bpf/libscalene-bpf-gpu.so; fi
 
+# `make wheel`: build/wheel/dist/scalene_bpf-V-py3-none-manylinux_2_28_x86_64.whl,
+# the program and its libraries for any x86_64 Linux with glibc 2.28 or
+# later (tools/wheel/build: zig's compiler from PyPI, the libraries from
+# Debian's sources, linked in); `make dist`: the same files as a tarball.
+.PHONY: wheel dist
+wheel dist: $(BPF_OBJS) $(BPF_VARIANTS)
+	tools/wheel/build $@
+	@$(give-back)
+
 .PHONY: clean
 clean:
 	rm -rf $(OUT) scalene-bpf
@@ -363,6 +372,7 @@ help:
 	@echo "make deps       install the Debian build dependencies"
 	@echo "make test       run every test (root for the end-to-end part); installs what they need"
 	@echo "make check      unit, BPF walker and fuzz-corpus tests only (no root, under a minute); T=NAME for one"
+	@echo "make wheel      the pip wheel for x86_64 Linux, glibc 2.28+ (build/wheel/dist); make dist: a tarball"
 	@echo "make e2e        the end-to-end tests (root); K=expr selects them as pytest -k does"
 	@echo "make vmtest     the end-to-end subset on Linux 5.10, 6.1 and 6.12 in QEMU (root); KERNEL=, K="
 	@echo "make lint       check the C formatting (clang-format) and the stages' order (tools/layers)"

@@ -207,7 +207,8 @@ def _as_user_with_caps(user, caps, argv, cwd, env=None):
 
 
 def test_capabilities_without_root(user_python, user_dir):
-    """CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE are enough for CPU profiling
+    """Without root or CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE the run says to
+    use sudo, and how.  Those three are enough for CPU profiling
     without root (the profile is the user's), and for memory profiling where
     the kernel has uprobe_multi links (6.6+, as here); perf-event uprobes,
     the older kind (forced with SCALENE_BPF_PERF_UPROBES=1), need
@@ -231,6 +232,15 @@ def test_capabilities_without_root(user_python, user_dir):
     exe = os.path.join(bindir, "scalene-bpf")
     out = os.path.join(d, "profile.json")
     caps = ["bpf", "perfmon", "sys_ptrace"]
+
+    # Without them: the command that works, this executable by its full path
+    # under sudo, before anything is loaded, and the ones missing.
+    p = _as_user_with_caps(user, caps[:1], [exe, "run", "-o", out, "--python",
+                                            python, prog], d)
+    assert p.returncode == 1, p.stderr
+    assert f"sudo {exe} run -o {out} --python {python} {prog}\n" in p.stderr, p.stderr
+    assert "CAP_PERFMON, CAP_SYS_PTRACE" in p.stderr and "CAP_BPF" not in p.stderr, p.stderr
+    assert not os.path.exists(out)
 
     p = _as_user_with_caps(user, caps, [exe, "run", "--cpu-only", "-o", out,
                                         "--python", python, prog], d)

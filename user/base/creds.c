@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/creds.h"
@@ -84,4 +86,31 @@ void creds_fs_self(const struct fs_creds *saved)
 {
 	setfsuid(saved->uid);
 	setfsgid(saved->gid);
+}
+
+int creds_missing_caps(char *buf, size_t n)
+{
+	static const struct {
+		int cap;
+		const char *name;
+	} need[] = { { CAP_BPF, "CAP_BPF" },
+		     { CAP_PERFMON, "CAP_PERFMON" },
+		     { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" } };
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	size_t i, len = 0;
+	int missing = 0;
+
+	buf[0] = '\0';
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		memset(d, 0, sizeof(d));
+	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (d[need[i].cap / 32].effective & (1u << (need[i].cap % 32)))
+			continue;
+		missing++;
+		if (len < n)
+			len += snprintf(buf + len, n - len, "%s%s", len ? ", " : "", need[i].name);
+	}
+	return missing;
 }

@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/clock.h"
+#include "base/creds.h"
 #include "model/facts.h"
 #include "session/host.h"
 #include "collect/loader.h"
@@ -1075,6 +1076,56 @@ static int cmd_top(struct options *o, bool outfile_given)
 	return ret;
 }
 
+/* Writes arg for a shell: as it is when it needs no quoting, else quoted. */
+static void shell_word(FILE *f, const char *arg)
+{
+	const char *c;
+
+	if (*arg && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+				"@%_+=:,./-") == strlen(arg)) {
+		fputs(arg, f);
+		return;
+	}
+	fputc('\'', f);
+	for (c = arg; *c; c++) {
+		if (*c == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*c, f);
+	}
+	fputc('\'', f);
+}
+
+/*
+ * Profiling loads BPF programs: without root (or the capabilities it takes),
+ * says so before anything else fails, with the command that works, this
+ * executable by its full path (sudo's PATH has no virtualenv's bin/).
+ * 0 when the process has what it needs.
+ */
+static int need_privileges(int argc, char **argv)
+{
+	char missing[96], exe[PATH_MAX];
+	ssize_t n;
+	int i;
+
+	if (!creds_missing_caps(missing, sizeof(missing)))
+		return 0;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	pr_warn("profiling loads BPF programs, which needs root: run it with sudo, as\n");
+	fputs("  sudo ", stderr);
+	shell_word(stderr, n > 0 ? exe : argv[0]);
+	for (i = 1; i < argc; i++) {
+		fputc(' ', stderr);
+		shell_word(stderr, argv[i]);
+	}
+	fprintf(stderr,
+		"\n(the program then runs as you, and the profile is yours), or run it with "
+		"%s\n",
+		missing);
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -1100,6 +1151,10 @@ int main(int argc, char **argv)
 	case CMD_RUN:
 	case CMD_ATTACH:
 	case CMD_ALL:
+		if (need_privileges(argc, argv)) {
+			ret = 1;
+			break;
+		}
 		if (o.top) {
 			ret = cmd_top(&o, outfile_given);
 			break;

@@ -191,7 +191,7 @@ static const char *loops_name(enum loader_loops loops)
  * would load.  (The variables are there to measure and test the older paths
  * on a newer kernel.)  Parsing the kernel's BTF takes about 10 ms; the
  * helper's probe loads a program of two instructions.  0, or -ENOTSUP after
- * a message saying what is missing.
+ * a message saying what is missing (-errno when no map can be made).
  */
 static int probe_kernel(struct loader_kernel *k)
 {
@@ -199,6 +199,7 @@ static int probe_kernel(struct loader_kernel *k)
 		   *sw = getenv("SCALENE_BPF_SWITCH");
 	struct utsname u;
 	struct btf *vmlinux;
+	int err;
 
 	memset(k, 0, sizeof(*k));
 	snprintf(k->release, sizeof(k->release), "%s", uname(&u) ? "unknown" : u.release);
@@ -210,7 +211,15 @@ static int probe_kernel(struct loader_kernel *k)
 			k->release, strerror(errno), OLDEST_KERNEL);
 		return -ENOTSUP;
 	}
-	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) <= 0)
+	err = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL);
+	if (err < 0) {
+		/* Not an answer about the kernel: the map could not be made. */
+		pr_warn("cannot make a BPF map to learn what this kernel (%s) has: %s%s\n",
+			k->release, strerror(-err), privilege_hint(-err));
+		btf__free(vmlinux);
+		return err;
+	}
+	if (!err)
 		k->loops = LOADER_LOOPS_NONE;
 	else if (btf__find_by_name_kind(vmlinux, "bpf_iter_num_new", BTF_KIND_FUNC) > 0 &&
 		 !(loops && (!strcmp(loops, "bpf_loop") || !strcmp(loops, "bounded"))))
