@@ -358,7 +358,7 @@ install: scalene-bpf $(SAMPLER_SO) gpu
 # later (tools/wheel/build: zig's compiler from PyPI, the libraries from
 # Debian's sources, linked in); `make dist`: the same files as a tarball.
 .PHONY: wheel dist
-wheel dist: $(BPF_OBJS) $(BPF_VARIANTS)
+wheel dist:
 	tools/wheel/build $@
 	@$(give-back)
 
