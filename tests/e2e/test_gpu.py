@@ -57,6 +57,8 @@ def test_gpu_work_per_line(tmp_path):
     assert gpu["processes_collecting"] == 1, ctx
     (proc,) = gpu["processes"]
     assert proc["status"] == "exited" and proc["final"], ctx
+    # The program loaded the (fake) CUPTI before CUDA started: that one.
+    assert proc["cupti_found"] == "loaded by the program", ctx
     assert proc["calls"] == truth["calls"] and proc["records"] == 7, ctx
     # Every call seen with its line, every record joined to its call.
     assert gpu["calls"] == truth["calls"], ctx

@@ -768,6 +768,24 @@ def test_attach_memory_not_measured(tmp_path):
             "not counted in the lines' percentages") in flat, out
 
 
+def test_steal_named_from_one_percent(tmp_path):
+    """The time the host took the CPUs away while the program ran (steal,
+    scalene_bpf.stolen_s, left out of the lines) is named in the footer from
+    1 % of the time sampled."""
+    doc = json.loads((REPO / "tests" / "fuzz" / "corpus" / "view" /
+                      "ours-demo.json").read_text())
+    doc["scalene_bpf"]["total_sampled_s"] = 4.0
+    doc["scalene_bpf"]["stolen_s"] = 0.039
+    rc, out, _ = view(write(tmp_path, "low.json", json.dumps(doc)), COLUMNS="120")
+    assert rc == 0 and "steal" not in out, out
+    doc["scalene_bpf"]["stolen_s"] = 0.4
+    rc, out, _ = view(write(tmp_path, "steal.json", json.dumps(doc)), COLUMNS="120")
+    flat = " ".join(out.split())
+    assert rc == 0
+    assert ("steal: the host took the CPUs away for 0.40 s while the program's threads ran "
+            "(10.0% of the time sampled)") in flat, out
+
+
 def test_time_on_no_line_named(tmp_path):
     """The lines' percentages are shares of all the sampled time; the part on
     no line (threads with no Python frame, files not profiled) is named in

@@ -9,8 +9,11 @@ with /sys) on known-truth programs: the CPU split and the memory per line,
 by the same checks as the host suite.  Also auditwheel's verdict on the
 wheel, `python -m scalene_bpf`, and the message an unprivileged user gets.
 
-The root is made once in build/wheel/root (about two minutes) and kept; the
-virtualenv in it is made anew for each run of this file.
+The root is made once in /srv/scalene-bpf-wheel-root (about a minute) and
+kept, outside the tree: under sudo the suite hands the tree back to the
+user, and a root file system with the host's /dev mounted in it must never
+be among what is handed over.  The virtualenv in it is made anew for each
+run of this file.
 """
 
 import json
@@ -27,7 +30,7 @@ from test_accuracy import check_split
 from test_memory import line_churn, line_row
 
 WHEEL_DIR = BUILD / "wheel"
-ROOT = WHEEL_DIR / "root"
+ROOT = Path(os.environ.get("SCALENE_BPF_WHEEL_ROOT", "/srv/scalene-bpf-wheel-root"))
 VENV = "/opt/sbpf"  # inside the root
 MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
 VERSION = (REPO / "VERSION").read_text().strip()
@@ -168,3 +171,30 @@ def test_wheel_entry_points(wheel_root):
                        timeout=60, env=clean_env(), stdin=subprocess.DEVNULL)
     assert p.returncode == 1, p.stderr
     assert f"sudo {VENV}/bin/scalene-bpf run -- python3 -c pass" in p.stderr, p.stderr
+
+
+def test_wheel_gpu_library_in_fresh_root(wheel_root, tmp_path):
+    """The wheel's GPU library, on the fake CUDA program of the host suite
+    (tests/e2e/programs/gpu_fake_cuda.py, which plays the driver and loads
+    the fake CUPTI first): `run` finds the library in the virtualenv's
+    lib/scalene-bpf/, the library finds the program's CUPTI by itself (it
+    links none), and every call and record reaches its line."""
+    root = wheel_root[0]
+    lib = root / VENV.lstrip("/") / "lib" / "scalene-bpf" / "libscalene-bpf-gpu.so"
+    fake = BUILD / "tests" / "fakecupti" / "libcupti.so.13"
+    if not fake.is_file():
+        pytest.skip("no CUDA toolkit with CUPTI at build time: no fake CUPTI to test with")
+    assert lib.is_file(), "the CUDA toolkit is here, but the wheel has no GPU library"
+    inside = in_root(root, tmp_path, ["gpu_fake_cuda.py"])
+    shutil.copy(fake, inside / "libcupti.so.13")
+    shutil.copy(fake, tmp_path / "libcupti.so.13")
+    prof = profile_in_root(root, tmp_path, inside, [],
+                           ["python3", tmp_path / "gpu_fake_cuda.py", tmp_path / "libcupti.so.13",
+                            tmp_path / "truth.json"])
+    truth = json.loads((inside / "truth.json").read_text())
+    gpu = prof["scalene_bpf"]["gpu"]
+    assert gpu["library"] == f"{VENV}/lib/scalene-bpf/libscalene-bpf-gpu.so", gpu
+    (proc,) = gpu["processes"]
+    assert proc["status"] == "exited" and proc["cupti_found"] == "loaded by the program", gpu
+    assert gpu["calls"] == truth["calls"] and gpu["records"] == 7, gpu
+    assert gpu["records_unmatched"] == 0 and gpu["calls_outside_profiled_files"] == 0, gpu

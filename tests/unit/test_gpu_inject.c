@@ -155,6 +155,8 @@ static void active_setup(void)
 	CHECK_EQ_INT(st->failed_call, GPU_FAIL_NONE);
 	CHECK_EQ_INT(st->pid, getpid());
 	CHECK_EQ_INT(st->cupti_version, CUPTI_API_VERSION);
+	/* The fake this program links is the libcupti already loaded. */
+	CHECK_EQ_INT(st->cupti_from, GPU_CUPTI_LOADED);
 	CHECK_EQ_INT(st->built_version, CUPTI_API_VERSION);
 	CHECK_EQ_INT(st->flush_ms, 20);
 	CHECK(f.subscribed);

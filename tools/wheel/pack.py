@@ -32,6 +32,7 @@ ALLOWED_NEEDED = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "li
                   "ld-linux-x86-64.so.2"}
 PLATFORM = "manylinux_2_28_x86_64"
 SAMPLER = "libscalene-bpf-sampler.so"
+GPU_LIB = "libscalene-bpf-gpu.so"
 
 INIT_PY = '''"""scalene-bpf: a Python profiler on eBPF that writes Scalene's JSON.
 
@@ -128,6 +129,11 @@ def files(top, out):
         check_elf(p)
     yield "bin/scalene-bpf", exe.read_bytes(), 0o755
     yield f"lib/scalene-bpf/{SAMPLER}", sampler.read_bytes(), 0o644
+    # Built where the CUDA toolkit's headers are (tools/wheel/build says).
+    gpu = out / "gpu" / GPU_LIB
+    if gpu.is_file():
+        check_elf(gpu)
+        yield f"lib/scalene-bpf/{GPU_LIB}", gpu.read_bytes(), 0o644
 
 
 def licenses(top):

@@ -160,6 +160,18 @@ enum gpu_status {
 	GPU_S_OTHER_SUBSCRIBER = 2, /* another CUPTI client (Nsight, torch.profiler) */
 	GPU_S_CUPTI_ERROR = 3,	    /* a CUPTI call failed: cupti_error, failed_call */
 	GPU_S_EXITED = 4,	    /* the final flush at exit has run */
+	GPU_S_NO_CUPTI = 5,	    /* no CUPTI found that opens (cuptiload.h) */
+};
+
+/* scalene_bpf_gpu_state.cupti_from: where the CUPTI in use was found
+ * (cuptiload.h, in its order). */
+enum gpu_cupti_from {
+	GPU_CUPTI_UNKNOWN = 0,
+	GPU_CUPTI_LOADED = 1,	  /* already loaded by the program */
+	GPU_CUPTI_BY_RUNTIME = 2, /* next to the CUDA runtime the program loaded */
+	GPU_CUPTI_BY_NAME = 3,	  /* the dynamic linker's search */
+	GPU_CUPTI_TOOLKIT = 4,	  /* $CUDA_HOME or /usr/local/cuda */
+	GPU_CUPTI_BUILD_DIR = 5,  /* where the library was built */
 };
 
 /* Where a failure happened: scalene_bpf_gpu_state.failed_call. */
@@ -227,7 +239,9 @@ struct scalene_bpf_gpu_state {
 	__u32 pad;
 	__u64 calls_probed; /* gpu_api probes fired (api_calls: every traced call) */
 
-	__u64 reserved[6];
+	__u32 cupti_from; /* enum gpu_cupti_from */
+	__u32 pad2;
+	__u64 reserved[5];
 };
 
 #ifndef __bpf__

@@ -30,14 +30,15 @@ GPU_CPPFLAGS	:= -D_GNU_SOURCE -Iuser/gpu -Iuser -isystem $(CUDA_HOME)/include \
 # a sanitizer runtime cannot follow.  Only InitializeInjection,
 # scalene_bpf_gpu_flush and the state block are exported.  -z nodelete: the
 # flush thread and the exit handler run code of the library, which must stay
-# mapped even if something dlcloses it.  The rpath finds
-# libcupti where it was found here; a program that already loaded a
-# libcupti.so.13 (PyTorch's wheels ship one) gets that one.
+# mapped even if something dlcloses it.  No libcupti is linked: the library
+# opens the one that goes with the program's CUDA (cuptiload.h), and, as
+# the last place to look, where this build found one
+# (GPU_CUPTI_BUILD_DIR; the wheel's build sets it empty).
+GPU_CUPTI_BUILD_DIR ?= $(GPU_CUPTI_LIB)
 GPU_CFLAGS	:= -g -O2 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -MMD -MP
-GPU_LDFLAGS	:= -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,--no-undefined \
-		   -L$(GPU_CUPTI_LIB) -Wl,-rpath,$(GPU_CUPTI_LIB)
-GPU_OBJS	:= $(OUT)/gpu/inject.o $(OUT)/gpu/gpurec.o
-GPU_TESTS	:= $(OUT)/tests/test_gpurec $(OUT)/tests/test_gpu_nodriver \
+GPU_LDFLAGS	:= -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,--no-undefined
+GPU_OBJS	:= $(OUT)/gpu/inject.o $(OUT)/gpu/gpurec.o $(OUT)/gpu/cuptiload.o
+GPU_TESTS	:= $(OUT)/tests/test_gpurec $(OUT)/tests/test_gpu_nodriver $(OUT)/tests/test_cuptiload \
 		   $(OUT)/tests/test_gpu_inject
 
 .PHONY: gpu
@@ -46,7 +47,7 @@ unit-tests: $(GPU_TESTS)
 
 # What was found, so that the tests are rebuilt when it changes (a stub that
 # reports a skip here, the real test there).
-GPU_CONFIG	:= $(CUDA_HOME):$(GPU_HEADERS):$(GPU_BUILD):$(GPU_CUDART)
+GPU_CONFIG	:= $(CUDA_HOME):$(GPU_HEADERS):$(GPU_BUILD):$(GPU_CUDART):$(GPU_CUPTI_BUILD_DIR)
 $(OUT)/gpu/config: FORCE | $(OUT)/gpu
 	@echo '$(GPU_CONFIG)' | cmp -s - $@ || echo '$(GPU_CONFIG)' > $@
 .PHONY: FORCE
@@ -56,10 +57,12 @@ ifeq ($(GPU_BUILD),yes)
 gpu: $(GPU_SO)
 
 $(GPU_SO): $(GPU_OBJS) $(OUT)/gpu/config user/gpu/gpu.mk
-	$(CC) $(GPU_LDFLAGS) -o $@ $(GPU_OBJS) -lcupti
+	$(CC) $(GPU_LDFLAGS) -o $@ $(GPU_OBJS) -ldl
 
 $(OUT)/gpu/%.o: user/gpu/%.c $(OUT)/gpu/config | $(OUT)/gpu
 	$(CC) $(GPU_CPPFLAGS) $(GPU_CFLAGS) -c $< -o $@
+
+$(OUT)/gpu/cuptiload.o: GPU_CPPFLAGS += $(if $(GPU_CUPTI_BUILD_DIR),-DSBG_CUPTI_BUILD_DIR='"$(GPU_CUPTI_BUILD_DIR)"')
 
 # Its probes, as the sampler's (tests/unit/test_probes.c).
 $(OUT)/tests/test_probes: $(GPU_SO)
@@ -85,9 +88,36 @@ $(OUT)/tests/test_gpu_inject: tests/unit/test_gpu_inject.c tests/gpu/fake_cupti.
 	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP -pthread \
 		-DGPU_SO_PATH='"$(abspath $(GPU_SO))"' -o $@ $< $(GPU_FAKE_DIR)/libcupti.so.13 \
 		-Wl,-rpath,$(abspath $(GPU_FAKE_DIR)) -ldl
+
+# Where the library finds CUPTI (user/gpu/cuptiload.c), against the fake
+# CUPTI and a fake CUDA runtime laid out as the toolkit and the nvidia-*
+# pip packages lay them out (tests/unit/test_cuptiload.c says how).
+GPU_LAYOUT	:= $(OUT)/tests/cuptiload
+$(GPU_LAYOUT)/.made: tests/gpu/fake_cudart.c $(GPU_FAKE_DIR)/libcupti.so.13
+	rm -rf $(GPU_LAYOUT) && mkdir -p $(GPU_LAYOUT)/pip12/nvidia/cuda_runtime/lib \
+		$(GPU_LAYOUT)/pip12/nvidia/cuda_cupti/lib $(GPU_LAYOUT)/pip13/nvidia/cu13/lib \
+		$(GPU_LAYOUT)/toolkit/lib64 $(GPU_LAYOUT)/toolkit/extras/CUPTI/lib64
+	for v in 12 13; do $(CC) -g -O2 -fPIC -shared $(WARNINGS) -Wl,-soname,libcudart.so.$$v \
+		-o $(GPU_LAYOUT)/libcudart.so.$$v $<; done
+	cp $(GPU_LAYOUT)/libcudart.so.12 $(GPU_LAYOUT)/pip12/nvidia/cuda_runtime/lib/
+	cp $(GPU_FAKE_DIR)/libcupti.so.13 $(GPU_LAYOUT)/pip12/nvidia/cuda_cupti/lib/libcupti.so.12
+	cp $(GPU_LAYOUT)/libcudart.so.13 $(GPU_FAKE_DIR)/libcupti.so.13 $(GPU_LAYOUT)/pip13/nvidia/cu13/lib/
+	cp $(GPU_LAYOUT)/libcudart.so.13 $(GPU_LAYOUT)/toolkit/lib64/
+	cp $(GPU_FAKE_DIR)/libcupti.so.13 $(GPU_LAYOUT)/toolkit/extras/CUPTI/lib64/
+	ln -sf libcupti.so.13 $(GPU_LAYOUT)/toolkit/extras/CUPTI/lib64/libcupti.so
+	touch $@
+
+$(OUT)/tests/test_cuptiload: tests/unit/test_cuptiload.c user/gpu/cuptiload.c user/gpu/cuptiload.h \
+		user/gpu/gpu.h $(GPU_LAYOUT)/.made $(OUT)/gpu/config | $(OUT)/tests
+	$(CC) $(GPU_CPPFLAGS) -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
+		-DLAYOUT_DIR='"$(abspath $(GPU_LAYOUT))"' -o $@ $(filter %.c,$^) -ldl
 else
 gpu:
 	@echo "GPU library skipped: $(GPU_MISSING) (set CUDA_HOME to build libscalene-bpf-gpu.so)"
+
+$(OUT)/tests/test_cuptiload: tests/unit/test_cuptiload.c $(OUT)/gpu/config | $(OUT)/tests
+	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
+		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
 
 $(OUT)/tests/test_gpu_nodriver: tests/unit/test_gpu_nodriver.c $(OUT)/gpu/config | $(OUT)/tests
 	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \

@@ -38,6 +38,7 @@
 #include <cupti.h>
 
 #include "gpu.h"
+#include "cuptiload.h"
 #include "probes.h"
 #include "gpurec.h"
 
@@ -58,6 +59,8 @@ SBG_EXPORT _Alignas(64) struct scalene_bpf_gpu_state scalene_bpf_gpu_state = {
 };
 #define state scalene_bpf_gpu_state
 
+/* CUPTI's functions, from the libcupti cupti_load() found. */
+static struct cupti_api cupti;
 static CUpti_SubscriberHandle subscriber;
 static pid_t init_pid;
 
@@ -308,7 +311,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	struct gpurec_counts c = { 0 };
 	size_t dropped = 0;
 
-	gpurec_walk(buffer, valid, cuptiActivityGetNextRecord, emit_batch, NULL, &c);
+	gpurec_walk(buffer, valid, cupti.ActivityGetNextRecord, emit_batch, NULL, &c);
 	state_add(&state.records, c.records);
 	state_add(&state.batches, c.batches);
 	state_add(&state.incomplete, c.incomplete);
@@ -316,7 +319,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	state_add(&state.other_kinds, c.other_kinds);
 	state_min(&state.first_ns, c.first_ns);
 	state_max(&state.last_ns, c.last_ns);
-	if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
+	if (cupti.ActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS)
 		state_add(&state.lost, dropped);
 	state_add(&state.buffers_completed, 1);
 	if (!buffer)
@@ -361,7 +364,7 @@ static void *flush_main(void *arg)
 		if (flush_stop)
 			break;
 		pthread_mutex_unlock(&flush_lock);
-		cuptiActivityFlushAll(0);
+		cupti.ActivityFlushAll(0);
 		pthread_mutex_lock(&flush_lock);
 	}
 	pthread_mutex_unlock(&flush_lock);
@@ -414,7 +417,7 @@ static void at_exit(void)
 	if (getpid() != init_pid)
 		return;
 	flush_join();
-	cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	state.status = GPU_S_EXITED;
 	scalene_bpf_probe_gpu_exit(&state);
 }
@@ -423,7 +426,7 @@ static void say_off(const char *what, CUptiResult res)
 {
 	const char *msg = NULL;
 
-	if (cuptiGetResultString(res, &msg) != CUPTI_SUCCESS || !msg)
+	if (cupti.GetResultString(res, &msg) != CUPTI_SUCCESS || !msg)
 		msg = "unknown error";
 	fprintf(stderr, "scalene-bpf: no GPU profile for process %d: %s failed: %s (%d)\n",
 		(int)getpid(), what, msg, (int)res);
@@ -486,7 +489,7 @@ static void enable_api_callbacks(void)
 	}
 	for (i = 0; i < gpu_api_count; i++) {
 		a = &gpu_api_table[i];
-		if (cuptiEnableCallback(1, subscriber, a->domain, a->cbid) == CUPTI_SUCCESS)
+		if (cupti.EnableCallback(1, subscriber, a->domain, a->cbid) == CUPTI_SUCCESS)
 			state.api_callbacks++;
 		else
 			state.api_failed++;
@@ -499,7 +502,7 @@ static CUptiResult enable_activity(void)
 	unsigned int i;
 
 	for (i = 0; i < gpurec_nr_kinds; i++) {
-		res = cuptiActivityEnable(gpurec_kinds[i].kind);
+		res = cupti.ActivityEnable(gpurec_kinds[i].kind);
 		if (res == CUPTI_SUCCESS)
 			state.kinds |= gpurec_kinds[i].bit;
 		else
@@ -530,20 +533,23 @@ static void set_activity_attributes(void)
 
 	/* Our buffers come zeroed (fresh or MADV_DONTNEED): CUPTI need not
 	 * clear them on the application thread. */
-	cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &sz, &zeroed);
-	if (cuptiActivityRegisterTimestampCallback(monotonic_ns) == CUPTI_SUCCESS)
+	cupti.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &sz, &zeroed);
+	if (cupti.ActivityRegisterTimestampCallback(monotonic_ns) == CUPTI_SUCCESS)
 		state.clock = GPU_CLOCK_MONOTONIC;
 }
 
 /*
  * Called by the driver inside cuInit(), once per process, on the thread
- * that initialises CUDA.  Never fails the program: every error leaves CUDA
+ * that initialises CUDA.  CUPTI is opened first (cuptiload.h: the one that
+ * goes with the program's CUDA).  Never fails the program: every error leaves CUDA
  * as it would be without us.  The return value is not documented; NVIDIA's
  * samples return 1.
  */
 SBG_EXPORT int InitializeInjection(void)
 {
 	static int entered;
+	enum gpu_cupti_from from = GPU_CUPTI_UNKNOWN;
+	char path[4096], why[1024];
 	CUptiResult res;
 	uint32_t version = 0;
 
@@ -551,11 +557,18 @@ SBG_EXPORT int InitializeInjection(void)
 		return 1;
 	init_pid = getpid();
 	state.pid = (__u32)init_pid;
-	if (cuptiGetVersion(&version) == CUPTI_SUCCESS)
+	if (cupti_load(&cupti, &from, path, sizeof(path), why, sizeof(why))) {
+		state.status = GPU_S_NO_CUPTI;
+		fprintf(stderr, "scalene-bpf: no GPU profile for process %d: %s\n", (int)getpid(),
+			why);
+		goto out;
+	}
+	state.cupti_from = from;
+	if (cupti.GetVersion(&version) == CUPTI_SUCCESS)
 		state.cupti_version = version;
 	read_env();
 
-	res = cuptiSubscribe(&subscriber, on_api, NULL);
+	res = cupti.Subscribe(&subscriber, on_api, NULL);
 	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		state.status = GPU_S_OTHER_SUBSCRIBER;
 		state.failed_call = GPU_FAIL_SUBSCRIBE;
@@ -572,16 +585,16 @@ SBG_EXPORT int InitializeInjection(void)
 	}
 	set_activity_attributes();
 	pool_fill();
-	res = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+	res = cupti.ActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (res != CUPTI_SUCCESS) {
 		fail(GPU_FAIL_CALLBACKS, "cuptiActivityRegisterCallbacks", res);
-		cuptiUnsubscribe(subscriber);
+		cupti.Unsubscribe(subscriber);
 		goto out;
 	}
 	res = enable_activity();
 	if (res != CUPTI_SUCCESS) {
 		fail(GPU_FAIL_ACTIVITY, "cuptiActivityEnable", res);
-		cuptiUnsubscribe(subscriber);
+		cupti.Unsubscribe(subscriber);
 		goto out;
 	}
 	/* Without launch callbacks the device times are still collected; they
@@ -608,5 +621,5 @@ SBG_EXPORT int scalene_bpf_gpu_flush(void)
 {
 	if (state.status != GPU_S_ACTIVE || getpid() != init_pid)
 		return -ENODEV;
-	return cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -EIO;
+	return cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -EIO;
 }

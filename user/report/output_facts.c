@@ -196,8 +196,29 @@ static const char *gpu_status_name(uint32_t st)
 		return "a CUPTI call failed";
 	case GPU_S_EXITED:
 		return "exited";
+	case GPU_S_NO_CUPTI:
+		return "no CUPTI found (the program's stderr names where it looked)";
 	default:
 		return "unknown";
+	}
+}
+
+/* Where the library found the CUPTI it used (cuptiload.h). */
+static const char *gpu_cupti_from_name(__u32 from)
+{
+	switch (from) {
+	case GPU_CUPTI_LOADED:
+		return "loaded by the program";
+	case GPU_CUPTI_BY_RUNTIME:
+		return "next to the program's CUDA runtime";
+	case GPU_CUPTI_BY_NAME:
+		return "the dynamic linker's search";
+	case GPU_CUPTI_TOOLKIT:
+		return "the CUDA toolkit's folder";
+	case GPU_CUPTI_BUILD_DIR:
+		return "where scalene-bpf was built";
+	default:
+		return NULL;
 	}
 }
 
@@ -218,6 +239,8 @@ static struct json_object *gpu_proc_json(const struct facts_gpu_proc *g)
 		add(o, "cupti_error", json_object_new_int((int)st->cupti_error));
 	}
 	add(o, "cupti_version", json_object_new_int((int)st->cupti_version));
+	if (gpu_cupti_from_name(st->cupti_from))
+		add(o, "cupti_found", json_object_new_string(gpu_cupti_from_name(st->cupti_from)));
 	add(o, "clock",
 	    json_object_new_string(st->clock == GPU_CLOCK_MONOTONIC ? "monotonic" : "realtime"));
 	add(o, "api_callbacks", json_object_new_int((int)st->api_callbacks));

@@ -875,7 +875,7 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 {
 	struct json_object *facts = vj_object(doc, "scalene_bpf");
 	struct json_object *warnings = vj_array(facts, "warnings");
-	double overhead = vj_probe_overhead_s(doc);
+	double overhead = vj_probe_overhead_s(doc), stolen, total;
 	char text[512];
 	bool title = false;
 	struct row r;
@@ -894,6 +894,19 @@ static void print_footer(struct ctx *c, struct json_object *doc)
 				 "profiler overhead: %.2f s of CPU time in the profiler's probes, "
 				 "not counted in the lines' percentages",
 				 overhead);
+		row_emit(c, &r);
+		print_wrapped(c, &r, text);
+	}
+	stolen = vj_stolen_s(doc);
+	total = vj_num(facts, "total_sampled_s");
+	/* Said when it is 1 % of the time or more: a busy host. */
+	if (stolen > 0 && total > 0 && stolen >= 0.01 * total) {
+		snprintf(
+			text, sizeof(text),
+			"steal: the host took the CPUs away for %.2f s while the program's threads "
+			"ran (%.1f%% of the time sampled); left out of the lines' time, as the "
+			"threads' own CPU clocks leave it out",
+			stolen, 100.0 * stolen / total);
 		row_emit(c, &r);
 		print_wrapped(c, &r, text);
 	}

@@ -94,6 +94,15 @@ double vj_probe_overhead_s(struct json_object *doc)
 	return vj_num_of(v);
 }
 
+double vj_stolen_s(struct json_object *doc)
+{
+	struct json_object *facts = vj_object(doc, "scalene_bpf"), *v;
+
+	if (!facts || !json_object_object_get_ex(facts, "stolen_s", &v))
+		return -1;
+	return vj_num_of(v);
+}
+
 struct vj_off_lines {
 	double no_python_s;   /* threads with no Python frame */
 	double outside_s;     /* stacks with no frame in a profiled file */

@@ -69,6 +69,9 @@ bool vj_footprint_measured(struct json_object *doc);
 /* CPU time of the profiler's own probes, sampled in the program's threads and
  * kept out of the lines (scalene_bpf.probe_overhead_s); < 0: not measured. */
 double vj_probe_overhead_s(struct json_object *doc);
+/* scalene_bpf.stolen_s: the time the program's CPUs were taken away while
+ * its threads ran (steal), left out of the lines; -1 when absent. */
+double vj_stolen_s(struct json_object *doc);
 
 /* The views' note on the sampled time that is on no line
  * (scalene_bpf.unattributed, part of the total_sampled_s the percentages are
