@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,7 +180,9 @@ static int draw(struct api_tls *t)
 	if (state.call_sample <= 1)
 		return 1;
 	if (!x)
-		x = ((uint64_t)gettid() << 32) ^ (uint64_t)(uintptr_t)t ^ 0x9e3779b97f4a7c15ULL;
+		/* The thread id by its system call: gettid() is glibc 2.30's. */
+		x = ((uint64_t)syscall(SYS_gettid) << 32) ^ (uint64_t)(uintptr_t)t ^
+		    0x9e3779b97f4a7c15ULL;
 	x ^= x << 13;
 	x ^= x >> 7;
 	x ^= x << 17;
