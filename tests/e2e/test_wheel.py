@@ -198,3 +198,28 @@ def test_wheel_gpu_library_in_fresh_root(wheel_root, tmp_path):
     assert proc["status"] == "exited" and proc["cupti_found"] == "loaded by the program", gpu
     assert gpu["calls"] == truth["calls"] and gpu["records"] == 7, gpu
     assert gpu["records_unmatched"] == 0 and gpu["calls_outside_profiled_files"] == 0, gpu
+
+
+def test_dist_tarball_in_fresh_root(wheel_root, tmp_path):
+    """`make dist`'s tarball, unpacked anywhere in the same root: its
+    bin/scalene-bpf finds its sampler in ../lib/scalene-bpf and profiles the
+    memory of mem_lines.py's Python line within the same 5 %."""
+    root = wheel_root[0]
+    run([REPO / "tools" / "wheel" / "build", "dist"], timeout=1800, cwd=REPO)
+    tarball = WHEEL_DIR / "dist" / f"scalene-bpf-{VERSION}-linux-x86_64.tar.gz"
+    where = root / "opt" / "sbpf-dist"
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    run(["tar", "-xzf", tarball, "-C", where, "--strip-components=1"], timeout=60)
+    exe = "/opt/sbpf-dist/bin/scalene-bpf"
+    p = run(["chroot", root, exe, "--version"], timeout=60)
+    assert p.stdout.strip() == f"scalene-bpf {VERSION}", p.stdout
+    inside = in_root(root, tmp_path, ["mem_lines.py"])
+    out = tmp_path / "profile.json"
+    n = 150
+    run(["chroot", root, exe, "run", "-o", out, "--allocation-sampling-window", "512k", "--",
+         "python3", tmp_path / "mem_lines.py", str(n)], timeout=300)
+    shutil.copy(inside / "profile.json", out)
+    prof = check_compat(out)
+    got = line_churn(prof, str(tmp_path / "mem_lines.py"), "py_big")
+    assert abs(got - n * 4) <= 0.05 * n * 4, f"py_big: {got:.1f} MB, expected {n * 4}"
