@@ -242,6 +242,14 @@ def test_capabilities_without_root(user_python, user_dir):
     assert "CAP_PERFMON, CAP_SYS_PTRACE" in p.stderr and "CAP_BPF" not in p.stderr, p.stderr
     assert not os.path.exists(out)
 
+    # CAP_SYS_ADMIN grants what CAP_BPF and CAP_PERFMON do (the kernel
+    # takes either): not refused, and the profile is made.
+    p = _as_user_with_caps(user, ["sys_admin", "sys_ptrace"],
+                           [exe, "run", "--cpu-only", "-o", out, "--python", python, prog], d)
+    assert p.returncode == 0, p.stderr
+    assert file_entry(check_compat(out), prog)["percent_cpu_time"] > 50
+    os.unlink(out)
+
     p = _as_user_with_caps(user, caps, [exe, "run", "--cpu-only", "-o", out,
                                         "--python", python, prog], d)
     assert p.returncode == 0, p.stderr

@@ -90,27 +90,31 @@ void creds_fs_self(const struct fs_creds *saved)
 
 int creds_missing_caps(char *buf, size_t n)
 {
+	/* CAP_SYS_ADMIN grants what CAP_BPF and CAP_PERFMON grant (the
+	 * kernel's bpf_capable() and perfmon_capable() take either). */
 	static const struct {
-		int cap;
+		int cap, or_cap;
 		const char *name;
-	} need[] = { { CAP_BPF, "CAP_BPF" },
-		     { CAP_PERFMON, "CAP_PERFMON" },
-		     { CAP_SYS_PTRACE, "CAP_SYS_PTRACE" } };
+	} need[] = { { CAP_BPF, CAP_SYS_ADMIN, "CAP_BPF" },
+		     { CAP_PERFMON, CAP_SYS_ADMIN, "CAP_PERFMON" },
+		     { CAP_SYS_PTRACE, -1, "CAP_SYS_PTRACE" } };
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
 	size_t i, len = 0;
 	int missing = 0;
 
+#define HAS(c) ((c) >= 0 && (d[(c) / 32].effective & (1u << ((c) % 32))))
 	buf[0] = '\0';
 	memset(d, 0, sizeof(d));
 	if (syscall(SYS_capget, &h, d))
 		memset(d, 0, sizeof(d));
 	for (i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		if (d[need[i].cap / 32].effective & (1u << (need[i].cap % 32)))
+		if (HAS(need[i].cap) || HAS(need[i].or_cap))
 			continue;
 		missing++;
 		if (len < n)
 			len += snprintf(buf + len, n - len, "%s%s", len ? ", " : "", need[i].name);
 	}
+#undef HAS
 	return missing;
 }

@@ -40,9 +40,10 @@ struct fs_creds {
 void creds_fs_user(const struct user_creds *c, struct fs_creds *saved);
 void creds_fs_self(const struct fs_creds *saved);
 
-/* The capabilities profiling needs (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE)
- * that this process lacks in its effective set, named in buf ("CAP_BPF,
- * CAP_PERFMON"); returns how many (0: it has them all). */
+/* The capabilities profiling needs (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE;
+ * CAP_SYS_ADMIN stands for the first two) that this process lacks in its
+ * effective set, named in buf ("CAP_BPF, CAP_PERFMON"); returns how many
+ * (0: it has them all). */
 int creds_missing_caps(char *buf, size_t n);
 
 #endif /* CREDS_H */

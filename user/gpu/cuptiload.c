@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,25 +21,17 @@ static const char *const toolkit_dirs[] = { "extras/CUPTI/lib64", "lib64", "lib"
 #define NEWEST_MAJOR 13
 #define OLDEST_MAJOR 11
 
+/* The places tried, for the message when none opens. */
 struct search {
-	char *why;
-	size_t whylen, used;
-	int tried;
+	char *list;
+	size_t size, used;
 };
 
-static void tried(struct search *s, const char *fmt, ...)
+static void tried(struct search *s, const char *place)
 {
-	va_list ap;
-
-	if (s->used < s->whylen) {
-		s->used +=
-			snprintf(s->why + s->used, s->whylen - s->used, "%s", s->tried ? ", " : "");
-		va_start(ap, fmt);
-		if (s->used < s->whylen)
-			s->used += vsnprintf(s->why + s->used, s->whylen - s->used, fmt, ap);
-		va_end(ap);
-	}
-	s->tried++;
+	if (s->used < s->size)
+		s->used += snprintf(s->list + s->used, s->size - s->used, "%s%s",
+				    s->used ? ", " : "", place);
 }
 
 /* The first loaded object whose file name starts with `prefix`
@@ -104,7 +95,7 @@ static void *try_open(struct search *s, const char *path, int flags)
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | flags);
 
 	if (!h)
-		tried(s, "%s", path);
+		tried(s, path);
 	return h;
 }
 
@@ -116,7 +107,7 @@ static void *try_dir(struct search *s, const char *dir, const char *name, char *
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
 	if (!realpath(p, real)) {
-		tried(s, "%s", p);
+		tried(s, p);
 		return NULL;
 	}
 	snprintf(path, pathlen, "%s", real);
@@ -161,14 +152,15 @@ static int fill(void *h, struct cupti_api *api, const char *path, char *why, siz
 int cupti_load(struct cupti_api *api, enum gpu_cupti_from *from, char *path, size_t pathlen,
 	       char *why, size_t whylen)
 {
-	struct search s = { why, whylen, 0, 0 };
+	char tried_list[4096];
+	struct search s = { tried_list, sizeof(tried_list), 0 };
 	char rt[PATH_MAX], dir[PATH_MAX], name[64];
 	const char *home = getenv("CUDA_HOME");
 	void *h = NULL;
 	int major = 0, m, lo, hi;
 	size_t i;
 
-	why[0] = path[0] = '\0';
+	why[0] = path[0] = tried_list[0] = '\0';
 	memset(api, 0, sizeof(*api));
 	/* 1. Loaded already: the same handle. */
 	if (loaded("libcupti.so", path, pathlen) && (h = try_open(&s, path, RTLD_NOLOAD)))
@@ -229,14 +221,8 @@ int cupti_load(struct cupti_api *api, enum gpu_cupti_from *from, char *path, siz
 		*from = GPU_CUPTI_BUILD_DIR;
 #endif
 	if (!h) {
-		if (s.used < s.whylen) {
-			char list[4096];
-
-			snprintf(list, sizeof(list), "%s", why);
-			snprintf(why, whylen, "no CUPTI found (tried %s)", list);
-		}
+		snprintf(why, whylen, "no CUPTI found (tried %s)", tried_list);
 		return -ENOENT;
 	}
-	why[0] = '\0';
 	return fill(h, api, path, why, whylen);
 }

@@ -374,10 +374,14 @@ int python__adopt_debug_offsets(const struct py_offsets *table, const uint8_t *b
 				 f->name, (unsigned long long)v);
 			return -EPROTO;
 		}
-		if (len < notelen)
-			len += snprintf(note + len, notelen - len, "%s%s at %llu (table %u)",
-					len ? ", " : "", f->name, (unsigned long long)v,
-					*field == PYOFF_NONE ? 0 : *field);
+		if (len < notelen) {
+			char was[16] = "none";
+
+			if (*field != PYOFF_NONE)
+				snprintf(was, sizeof(was), "%u", *field);
+			len += snprintf(note + len, notelen - len, "%s%s at %llu (table %s)",
+					len ? ", " : "", f->name, (unsigned long long)v, was);
+		}
 		*field = (uint16_t)v;
 	}
 	if (!note[0])
