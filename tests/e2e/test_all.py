@@ -255,6 +255,51 @@ def test_other_namespaces(any_python, tmp_path):
     assert _hot_share(prof) >= 80, hot_lines(prof)
 
 
+def test_fork_then_exec(any_python, tmp_path):
+    """A fork child that runs its parent's program a while, then execs
+    another: two entries under its PID, the first under its parent's names
+    and program however late it was looked at (under load /proc already
+    showed the exec'd program: both entries were named as it)."""
+    link = named_interpreter(any_python, tmp_path, "sbpf-all-f")
+    script = tmp_path / "forker.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "print('ready', flush=True)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    end = time.monotonic() + 0.5\n"
+        "    acc = 0\n"
+        "    while time.monotonic() < end:\n"
+        "        for i in range(20_000): acc ^= i  # the fork\n"
+        f"    os.execv(sys.executable, [sys.executable, {TARGET!r}, '0.5'])\n"
+        "open(sys.argv[1], 'w').write(str(pid))\n"
+        "os.waitpid(pid, 0)\n")
+    pid_file = tmp_path / "pid"
+    out_dir = tmp_path / "out"
+    parent = {}
+
+    def during(proc):
+        time.sleep(0.5)
+        p = start_ready([link, script, pid_file], tmp_path)
+        parent["out"] = p.communicate(timeout=30)
+        parent["rc"] = p.returncode
+
+    res = invoke(["--all", "--comm", "sbpf-all-f", "--duration", "4",
+                  "-o", out_dir], cwd=tmp_path, timeout=60, during=during)
+    assert res.rc == 0, res.describe()
+    assert parent["rc"] == 0, parent
+    child = int(pid_file.read_text())
+    images = sorted(_entries(_index(out_dir), child),
+                    key=lambda e: e["started_s"] + (e["ended"] == "exit"))
+    assert [e["ended"] for e in images] == ["exec", "exit"], images
+    fork, new = images
+    assert fork["cmdline"] == [str(link), str(script), str(pid_file)], fork
+    assert fork["comm"] == "sbpf-all-f", fork
+    assert new["cmdline"][1:] == [TARGET, "0.5"], new
+    assert check_compat(out_dir / fork["profile"])["program"] == str(script)
+    assert check_compat(out_dir / new["profile"])["program"] == TARGET
+
+
 def test_fork_storm(any_python, tmp_path):
     """1000 short-lived forks of a followed Python process: each is in the
     index (a profile, or "no samples" for one too short to be sampled), the

@@ -330,11 +330,14 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 	/* A fork child's parent is the one its fork record names. */
 	if (ppid)
 		e->ppid = ppid;
-	if (gone && parent) {
-		/* A fork child gone before it was looked at: its parent's
-		 * names were its own. */
-		e->uid = parent->uid;
-		e->ns_pid = -1;
+	if (parent) {
+		/* A fork child runs its parent's image, under its parent's
+		 * names: /proc, read now, may already show the program it
+		 * exec'd since (its new image gets an entry of its own). */
+		if (gone) {
+			e->uid = parent->uid;
+			e->ns_pid = -1;
+		}
 		snprintf(e->comm, sizeof(e->comm), "%s", parent->comm);
 		e->cmdline = cmdline_get(parent->cmdline);
 	} else {
@@ -374,12 +377,15 @@ static struct profile *host_python(void *ctx, const struct session_proc *sp)
 	/* The program and its folder, as --pid finds them: the folder's files
 	 * are the ones reported by default. */
 	parent = sp->ppid ? hmap__get(h->live, &sp->ppid) : NULL;
-	if (target_from_pid(pid, &e->target)) {
-		/* Gone already: a fork child runs its parent's program; else
-		 * nothing says which files are the program's. */
-		target_free(&e->target);
-		if (!parent || target_copy(&e->target, &parent->target))
+	if (parent) {
+		/* A fork child runs its parent's program (/proc may show the
+		 * one it exec'd since), known or not. */
+		if (target_copy(&e->target, &parent->target) || !e->target.program_dir)
 			filter.profile_all = true;
+	} else if (target_from_pid(pid, &e->target)) {
+		/* Gone already: nothing says which files are the program's. */
+		target_free(&e->target);
+		filter.profile_all = true;
 	}
 	filter.program_dir = e->target.program_dir;
 	filter.program_dir_given = e->target.program_dir_given;
