@@ -115,6 +115,16 @@ def check_async_on(profile, prog):
         assert file == prog or "/asyncio/" in file, (
             f"a task said to run {w['task_coroutine']}: {where}")
     assert facts["tasks_read"] >= facts["snapshots"], facts
+    # 3.14+: _asyncio's published offsets were found and taken, and the
+    # probe and the tables agree with them.
+    for lay in facts["layouts"]:
+        if lay.get("found") is False or "unavailable" in lay:
+            continue
+        if tuple(map(int, lay["python"].split(".")[:2])) >= (3, 14):
+            assert lay.get("published_offsets"), facts["layouts"]
+            assert "published_disagreements" not in lay, facts["layouts"]
+        else:
+            assert "published_offsets" not in lay, facts["layouts"]
     # A task that ends while it is read may be lost; a few, not a share.
     assert facts["tasks_unreadable"] <= 2 + 0.01 * facts["tasks_read"], facts
     # Each loop is idle at most the whole run; loops in several threads

@@ -180,21 +180,7 @@ static int layout_of(const struct child *c, struct pyasync_layout *pl)
 		fprintf(stderr, "  probe: %s\n", why);
 		return err;
 	}
-	memset(pl, 0, sizeof(*pl));
-	pl->c_task = l.c_task && l.fut_loop != PYOFF_NONE && l.fut_state != PYOFF_NONE &&
-		     l.task_coro != PYOFF_NONE && l.task_name != PYOFF_NONE && l.task_size > 0;
-	pl->task_size = l.task_size;
-	pl->fut_loop = l.fut_loop;
-	pl->fut_state = l.fut_state;
-	pl->task_coro = l.task_coro;
-	pl->task_name = l.task_name;
-	pl->task_fut_waiter = l.task_fut_waiter;
-	pl->state_pending = l.state_pending;
-	pl->asend_gen = l.asend_gen;
-	pl->task_node = l.task_node;
-	pl->keys = (struct pyobj_dictkeys){ l.dk_known,	     l.dk_size,	      l.dk_nentries,
-					    l.dk_indices,    l.dk_entry_size, l.dk_entry_key,
-					    l.dk_entry_value };
+	pyasync__layout_from(pl, &l, c->pp.off, NULL, why, sizeof(why));
 	return 0;
 }
 

@@ -64,6 +64,12 @@ struct facts_async_layout {
 	bool c_task; /* found: asyncio.Task is the C _asyncio.Task */
 	char task_type[64];
 	char unavailable[256]; /* not found: why */
+	/* 3.14+: the file whose published offsets (_AsyncioDebug) were taken,
+	 * or why none were; the fields where the probe or the tables had
+	 * other values ("" when none). */
+	char published[512];
+	char published_unavailable[256];
+	char disagreements[256];
 };
 
 /* Await attribution: how the await fields were measured, what it cost. */

@@ -90,6 +90,13 @@ static struct json_object *layout_json(const struct facts_async_layout *l)
 	if (l->found) {
 		add(o, "c_task", json_object_new_boolean(l->c_task));
 		add(o, "task_type", json_object_new_string(l->task_type));
+		if (l->published[0])
+			add(o, "published_offsets", json_object_new_string(l->published));
+		else if (l->published_unavailable[0])
+			add(o, "published_offsets_unavailable",
+			    json_object_new_string(l->published_unavailable));
+		if (l->disagreements[0])
+			add(o, "published_disagreements", json_object_new_string(l->disagreements));
 	} else {
 		add(o, "unavailable", json_object_new_string(l->unavailable));
 	}

@@ -16,10 +16,12 @@
 #include "base/clock.h"
 #include "base/hmap.h"
 #include "base/memread.h"
+#include "session/asyncprobe.h"
 #include "session/pyasync.h"
 #include "symbolize/pycode.h"
 #include "pyoffsets.h"
 #include "model/profile.h"
+#include "target/asyncdebug.h"
 #include "target/python.h"
 
 #define MAX_THREADS 256		   /* thread states looked at per poll */
@@ -274,6 +276,55 @@ void pyasync__set_layout(struct pyasync *a, const struct pyasync_layout *l)
 	a->lay = *l;
 	a->po.keys = l->keys;
 	a->have_layout = true;
+}
+
+/* One published offset over the probe's or the table's: a value the other
+ * had (not PYOFF_NONE) and that differs is named in disagree. */
+static void take_published(uint16_t *field, uint64_t published, const char *name, const char *other,
+			   char *disagree, size_t n)
+{
+	size_t len = strlen(disagree);
+	uint16_t v = published < PYOFF_NONE ? (uint16_t)published : PYOFF_NONE;
+
+	if (*field != PYOFF_NONE && *field != v && len + 1 < n)
+		snprintf(disagree + len, n - len, "%s%s %llu, %s %u", len ? "; " : "", name,
+			 (unsigned long long)published, other, *field);
+	*field = v;
+}
+
+void pyasync__layout_from(struct pyasync_layout *pl, const struct async_layout *l,
+			  const struct py_offsets *off, const struct asyncio_debug *d,
+			  char *disagree, size_t n)
+{
+	memset(pl, 0, sizeof(*pl));
+	disagree[0] = '\0';
+	pl->task_size = l->task_size;
+	pl->fut_loop = l->fut_loop;
+	pl->fut_state = l->fut_state;
+	pl->task_coro = l->task_coro;
+	pl->task_name = l->task_name;
+	pl->task_fut_waiter = l->task_fut_waiter;
+	pl->state_pending = l->state_pending;
+	pl->asend_gen = l->asend_gen;
+	pl->task_node = l->task_node;
+	pl->tstate_tasks = off->tstate_asyncio_tasks;
+	pl->interp_tasks = off->interp_asyncio_tasks;
+	pl->keys = (struct pyobj_dictkeys){ l->dk_known,      l->dk_size,	l->dk_nentries,
+					    l->dk_indices,    l->dk_entry_size, l->dk_entry_key,
+					    l->dk_entry_value };
+	if (d) {
+		take_published(&pl->task_size, d->task_size, "Task size", "probe", disagree, n);
+		take_published(&pl->task_coro, d->task_coro, "task_coro", "probe", disagree, n);
+		take_published(&pl->task_name, d->task_name, "task_name", "probe", disagree, n);
+		take_published(&pl->task_node, d->task_node, "task_node", "probe", disagree, n);
+		take_published(&pl->tstate_tasks, d->tstate_tasks_head,
+			       "thread state asyncio_tasks_head", "table", disagree, n);
+		take_published(&pl->interp_tasks, d->interp_tasks_head,
+			       "interpreter asyncio_tasks_head", "table", disagree, n);
+	}
+	pl->c_task = l->c_task && pl->fut_loop != PYOFF_NONE && pl->fut_state != PYOFF_NONE &&
+		     pl->task_coro != PYOFF_NONE && pl->task_name != PYOFF_NONE &&
+		     pl->task_size != PYOFF_NONE && pl->task_size > 0;
 }
 
 bool pyasync__has_layout(const struct pyasync *a)
@@ -1171,7 +1222,7 @@ static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 	int l, err = 0;
 
 	for (l = 0; l < a->nloops; l++) {
-		uint64_t h = a->loops[l].tstate + o->tstate_asyncio_tasks;
+		uint64_t h = a->loops[l].tstate + a->lay.tstate_tasks;
 
 		if (!a->loops[l].tstate)
 			continue;
@@ -1183,7 +1234,7 @@ static int c_task_lists(struct pyasync *a, size_t *nmem, bool *partial)
 			pyobj__u64(&a->po, a->loops[l].tstate + o->tstate_interp, &interp);
 	}
 	if (pyobj__ptr_ok(interp))
-		heads[nheads++] = interp + o->interp_asyncio_tasks;
+		heads[nheads++] = interp + a->lay.interp_tasks;
 	/* The batch (at most a range per node of the last walk) and the
 	 * walk's own reads (at most MAX_LIST_NODES, and each head). */
 	a->po.budget += a->nlold + MAX_LIST_NODES + 2 * (MAX_LOOPS + 1);
@@ -1372,8 +1423,8 @@ static void snapshot(struct pyasync *a)
 			return;
 		}
 	}
-	if (a->lay.c_task && a->lay.task_node != PYOFF_NONE &&
-	    a->pp->off->tstate_asyncio_tasks != PYOFF_NONE) {
+	if (a->lay.c_task && a->lay.task_node != PYOFF_NONE && a->lay.tstate_tasks != PYOFF_NONE &&
+	    a->lay.interp_tasks != PYOFF_NONE) {
 		err = c_task_lists(a, &nmem, &partial);
 		if (err) {
 			/* The process gone, or no memory (a list changing

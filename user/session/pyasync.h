@@ -37,6 +37,9 @@ struct pyasync_layout {
 	int32_t state_pending;
 	uint16_t asend_gen; /* async_generator_asend -> its generator, or PYOFF_NONE */
 	uint16_t task_node; /* 3.14+: the C task's node in its thread's list, or PYOFF_NONE */
+	/* 3.14+: the heads of the lists of C tasks in a thread state and the
+	 * interpreter state, or PYOFF_NONE */
+	uint16_t tstate_tasks, interp_tasks;
 	struct pyobj_dictkeys keys;
 };
 
@@ -76,6 +79,18 @@ struct pyasync *pyasync__new(const struct py_proc *pp, struct profile *profile,
 			     pyasync_resolve_fn resolve, void *ctx);
 void pyasync__free(struct pyasync *a);
 void pyasync__set_layout(struct pyasync *a, const struct pyasync_layout *l);
+
+struct async_layout;
+struct asyncio_debug;
+struct py_offsets;
+/* The reader's layout from what the probe measured (probe), the tables
+ * (off) and, 3.14+, what _asyncio publishes (published, or NULL): the
+ * published offsets stand where they name a field.  Where the probe or the
+ * tables had another value, disagree says so ("task_coro 128, probe 120",
+ * "" when none). */
+void pyasync__layout_from(struct pyasync_layout *pl, const struct async_layout *probe,
+			  const struct py_offsets *off, const struct asyncio_debug *published,
+			  char *disagree, size_t n);
 bool pyasync__has_layout(const struct pyasync *a);
 /* When the loops were last looked at (pyasync__poll's now_ns), 0 before. */
 uint64_t pyasync__last_poll_ns(const struct pyasync *a);

@@ -17,6 +17,7 @@
 #include "model/profile.h"
 #include "session/pyasync.h"
 #include "symbolize/pycode.h"
+#include "target/asyncdebug.h"
 #include "target/python.h"
 #include "session/session_int.h"
 
@@ -147,6 +148,7 @@ static void async_layout_note(struct session *s, struct tproc *tp, const struct 
 
 	if (s->nasync_layouts >= FACTS_MAX_LAYOUTS)
 		return;
+	tp->async_note = s->nasync_layouts;
 	o = &s->async_layouts[s->nasync_layouts++];
 	memset(o, 0, sizeof(*o));
 	o->pid = tp->pid;
@@ -157,6 +159,46 @@ static void async_layout_note(struct session *s, struct tproc *tp, const struct 
 		snprintf(o->task_type, sizeof(o->task_type), "%s", l->task_type);
 	} else {
 		snprintf(o->unavailable, sizeof(o->unavailable), "%s", why);
+	}
+}
+
+/* 3.14+: the offsets _asyncio publishes stand over the probe's and the
+ * tables' (asyncdebug.h): the reader's layout is made again with them.  Not
+ * found is final once an event loop runs (last: the module is imported by
+ * then); before that, looked for again at the first loop seen. */
+static void async_published(struct session *s, struct tproc *tp, bool last)
+{
+	struct facts_async_layout *note =
+		tp->async_note >= 0 ? &s->async_layouts[tp->async_note] : NULL;
+	struct pyasync_layout pl;
+	struct asyncio_debug d;
+	char why[256], disagree[256];
+	int err;
+
+	if (!tp->async_published_pending)
+		return;
+	err = asyncdebug__find(&tp->pp, &d, why, sizeof(why));
+	if (err == -ENOENT && !last)
+		return;
+	tp->async_published_pending = false;
+	if (err) {
+		if (err != -ENOENT)
+			pr_warn("process %d: _asyncio's published offsets not taken: %s\n", tp->pid,
+				why);
+		if (note)
+			snprintf(note->published_unavailable, sizeof(note->published_unavailable),
+				 "%s", why);
+		return;
+	}
+	pyasync__layout_from(&pl, &tp->async_probed, tp->pp.off, &d, disagree, sizeof(disagree));
+	pyasync__set_layout(tp->aw, &pl);
+	if (disagree[0])
+		pr_warn("process %d: _asyncio publishes other offsets than were measured (%s): "
+			"its own are taken\n",
+			tp->pid, disagree);
+	if (note) {
+		snprintf(note->published, sizeof(note->published), "%s", d.file);
+		snprintf(note->disagreements, sizeof(note->disagreements), "%s", disagree);
 	}
 }
 
@@ -196,28 +238,15 @@ static void async_probe(struct session *s, struct tproc *tp, bool cached_only)
 		goto failed;
 have:
 	tp->probe_done = true;
-	memset(&pl, 0, sizeof(pl));
-	pl.c_task = l.c_task && l.fut_loop != PYOFF_NONE && l.fut_state != PYOFF_NONE &&
-		    l.task_coro != PYOFF_NONE && l.task_name != PYOFF_NONE;
-	pl.task_size = l.task_size;
-	pl.c_task = pl.c_task && l.task_size > 0;
-	pl.fut_loop = l.fut_loop;
-	pl.fut_state = l.fut_state;
-	pl.task_coro = l.task_coro;
-	pl.task_name = l.task_name;
-	pl.task_fut_waiter = l.task_fut_waiter;
-	pl.state_pending = l.state_pending;
-	pl.asend_gen = l.asend_gen;
-	pl.task_node = l.task_node;
-	pl.keys.known = l.dk_known;
-	pl.keys.size = l.dk_size;
-	pl.keys.nentries = l.dk_nentries;
-	pl.keys.indices = l.dk_indices;
-	pl.keys.entry_size = l.dk_entry_size;
-	pl.keys.entry_key = l.dk_entry_key;
-	pl.keys.entry_value = l.dk_entry_value;
-	pyasync__set_layout(tp->aw, &pl);
+	tp->async_probed = l;
+	tp->async_note = -1;
 	async_layout_note(s, tp, &l, NULL);
+	/* 3.14+: what _asyncio publishes, looked for now (built into the
+	 * interpreter) or, in a module not imported yet, once a loop runs. */
+	pyasync__layout_from(&pl, &l, tp->pp.off, NULL, why, sizeof(why));
+	pyasync__set_layout(tp->aw, &pl);
+	tp->async_published_pending = tp->pp.minor >= 14;
+	async_published(s, tp, !cached_only);
 	return;
 failed:
 	tp->probe_done = true;
@@ -334,6 +363,8 @@ void sasync_tick(struct session *s, struct tproc *tp, uint64_t now)
 	}
 	if (r == 1 && !pyasync__has_layout(tp->aw) && !tp->probe_done)
 		async_probe(s, tp, false);
+	else if (r == 1)
+		async_published(s, tp, true);
 }
 
 /* System-wide: a CPU or off-CPU sample of the process, taken at `ts`.  One

@@ -16,6 +16,7 @@
 #include "abi.h"
 #include "model/facts.h"
 #include "gpu/gpu.h"
+#include "session/asyncprobe.h"
 #include "session/pyasync.h"
 #include "target/python.h"
 #include "sampler/sampler.h"
@@ -62,6 +63,12 @@ struct tproc {
 	struct pyasync *aw;
 	struct asyncprobe *probe;
 	bool probe_done;
+	/* The probe's layout, and (3.14+) whether _asyncio's published
+	 * offsets are still to be looked for; its entry in async_layouts
+	 * (-1: none). */
+	struct async_layout async_probed;
+	bool async_published_pending;
+	int async_note;
 	bool uvloop_told;
 	uint64_t next_async_ns;
 	/* System-wide (host_poll): the gap between looks at the event loops;
