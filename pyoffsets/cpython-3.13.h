@@ -119,6 +119,7 @@ static const struct py_offsets py_offsets_3_13 = {
 	.gil_locked = 16,
 	.gil_locks = 32,
 	.gil_size = 208,
+	.gil_enabled = PYOFF_NONE,
 	.frame_globals = 24,
 	.frame_localsplus = 72,
 	.frame_stacktop = 64,

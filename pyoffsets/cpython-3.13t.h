@@ -119,6 +119,7 @@ static const struct py_offsets py_offsets_3_13t = {
 	.gil_locked = 24,
 	.gil_locks = 40,
 	.gil_size = 216,
+	.gil_enabled = 0,
 	.frame_globals = 24,
 	.frame_localsplus = 72,
 	.frame_stacktop = 64,

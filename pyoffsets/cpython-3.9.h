@@ -102,6 +102,7 @@ static const struct py_offsets py_offsets_3_9 = {
 	.gil_locked = 16,
 	.gil_locks = 32,
 	.gil_size = 208,
+	.gil_enabled = PYOFF_NONE,
 	.frame_globals = 48,
 	.frame_localsplus = 360,
 	.frame_stacktop = 72,

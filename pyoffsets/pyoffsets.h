@@ -130,6 +130,10 @@ struct py_offsets {
 	uint16_t gil_locked;	      /* _gil_runtime_state.locked (int: -1 before creation) */
 	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
 	uint16_t gil_size;	      /* sizeof(struct _gil_runtime_state) */
+	/* _gil_runtime_state.enabled (int) of a free-threaded build: 0 while
+	 * its GIL is off (PYTHON_GIL=1, or an extension that needs it, turns it
+	 * on); NONE in a build that always has its GIL. */
+	uint16_t gil_enabled;
 
 	/* Reading an event loop's tasks from outside (async attribution). */
 	uint16_t frame_globals;	   /* f_globals */

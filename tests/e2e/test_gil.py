@@ -5,7 +5,8 @@ n_sys_percent) and in total (scalene_bpf.gil_wait_s)."""
 
 import json
 
-from e2e_helpers import line_time, markers, profile_run, program
+from e2e_helpers import (clean_env, find_interpreter, line_time, markers, profile_run,
+                         program)
 from test_view_cli import row_of, view
 from test_view_html import file_block, js_fixed, page_of, render_ok
 
@@ -21,9 +22,27 @@ def blocked_s(t):
 
 
 def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
+    check_gil_contend(python, tmp_path, accuracy)
+
+
+def test_free_threaded_with_its_gil_on(tmp_path, accuracy):
+    """The free-threaded build with PYTHON_GIL=1: its GIL is back, and its
+    wait is what it is in the other builds; the profile says it was on."""
+    res = check_gil_contend(find_interpreter("ft3.13-static"), tmp_path, accuracy,
+                            env=dict(clean_env(), PYTHON_GIL="1"))
+    interps = res.profile["scalene_bpf"]["interpreters"]
+    assert all(i["free_threaded"] and i["gil_enabled"] is True for i in interps), interps
+    rc, out, err = view(res.path)
+    assert rc == 0, err
+    assert "GIL wait:" in out and "its GIL turned on" in out, out
+
+
+def check_gil_contend(python, tmp_path, accuracy, env=None):
+    """gil_contend.py: the main thread's loop line waits for the GIL about
+    half its time (a free-threaded build with its GIL off: not at all)."""
     prog = program("gil_contend.py")
     side = tmp_path / "spent.json"
-    res = profile_run(python, prog, [str(SECONDS), side], tmp=tmp_path)
+    res = profile_run(python, prog, [str(SECONDS), side], tmp=tmp_path, env=env)
     spent = json.loads(side.read_text())
     facts = res.profile["scalene_bpf"]
     m = markers(prog)
@@ -33,9 +52,9 @@ def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
     ctx = (f"spent {spent}; loop line: sys {loop.system:.1f} %, blocked "
            f"{blocked_s(loop):.3f} s, GIL {gil_s(loop):.3f} s; facts "
            f"gil_wait_s {facts['gil_wait_s']:.3f}\n" + res.describe())
-    if interps and interps[0].get("free_threaded"):
+    if interps and interps[0].get("free_threaded") and not interps[0].get("gil_enabled"):
         check_no_gil(res, loop, interps, period_s, ctx)
-        return
+        return res
     assert interps and all(i["gil_wait_measured"] for i in interps), interps
     # Two threads spinning in Python: the main one holds the GIL about half
     # of its sampled time on the line and waits for it the other half.  A
@@ -65,15 +84,15 @@ def test_gil_wait_named_on_the_waiting_line(python, tmp_path, accuracy):
         accuracy(f"{name} line GIL wait s", 0.0, gil_s(t), "< 2 periods")
         assert blocked_s(t) >= 0.5 * want, msg
         assert gil_s(t) <= 2 * period_s, msg
+    return res
 
 
 def check_no_gil(res, loop, interps, period_s, ctx):
-    """A free-threaded build: no GIL, so no GIL wait, and the two threads
+    """A free-threaded build with its GIL off: no GIL wait, and the two threads
     spin side by side: the main thread's loop line runs, it is not blocked
     (at most what a record carried over, two periods).  The terminal view
     says there is no GIL."""
-    assert all(i["free_threaded"] and not i["gil_wait_measured"] and
-               "no GIL" in i["gil_wait_unmeasured"] for i in interps), interps
+    assert all(i["free_threaded"] and i["gil_enabled"] is False for i in interps), interps
     assert res.profile["scalene_bpf"]["gil_wait_s"] == 0, ctx
     assert loop.extra.get("n_gil_wait_percent", 0) == 0, ctx
     assert blocked_s(loop) <= 2 * period_s, ctx

@@ -154,10 +154,12 @@ static struct facts *full_facts(void)
 	a->reads = 114;
 	a->read_calls = 115;
 	a->layouts[0] = (struct facts_async_layout){ .pid = 41,
-						     .python = "3.12.4",
+						     .python = "3.14.2",
 						     .found = true,
 						     .c_task = true,
-						     .task_type = "_asyncio.Task" };
+						     .task_type = "_asyncio.Task",
+						     .published = "/usr/lib/_asyncio.so",
+						     .disagreements = "task_coro 128, probe 120" };
 	a->layouts[1] = (struct facts_async_layout){ .pid = 42,
 						     .python = "3.9.18",
 						     .unavailable = "probe timed out" };
@@ -268,6 +270,7 @@ static struct facts *full_facts(void)
 		.path = "/usr/bin/python3.11",
 		.static_build = true,
 		.free_threaded = true,
+		.gil_enabled = 1,
 		.gil_wait_unmeasured = "no symbol _PyRuntime",
 		.layout_from_interpreter = "frame.previous at 8 (table 16)",
 	};
@@ -341,9 +344,12 @@ static void check_async(struct json_object *a)
 	CHECK(strstr(str(a, "not_covered"), "uvloop") != NULL);
 	CHECK_EQ_INT(json_object_array_length(get(a, "layouts")), 2);
 	l = json_object_array_get_idx(get(a, "layouts"), 0);
-	CHECK_KEYS(l, "pid", "python", "c_task", "task_type");
+	CHECK_KEYS(l, "pid", "python", "c_task", "task_type", "published_offsets",
+		   "published_disagreements");
 	CHECK_EQ_INT(num(l, "pid"), 41);
-	CHECK_EQ_STR(str(l, "python"), "3.12.4");
+	CHECK_EQ_STR(str(l, "python"), "3.14.2");
+	CHECK_EQ_STR(str(l, "published_offsets"), "/usr/lib/_asyncio.so");
+	CHECK_EQ_STR(str(l, "published_disagreements"), "task_coro 128, probe 120");
 	CHECK_EQ_INT(boolean(l, "c_task"), 1);
 	CHECK_EQ_STR(str(l, "task_type"), "_asyncio.Task");
 	l = json_object_array_get_idx(get(a, "layouts"), 1);
@@ -467,10 +473,11 @@ static void check_lists(struct json_object *o)
 	CHECK_EQ_INT(boolean(x, "free_threaded"), 0);
 	CHECK_EQ_INT(boolean(x, "gil_wait_measured"), 1);
 	x = json_object_array_get_idx(get(o, "interpreters"), 1);
-	CHECK_KEYS(x, "pid", "version", "path", "static", "free_threaded", "gil_wait_measured",
-		   "gil_wait_unmeasured", "layout_from_interpreter");
+	CHECK_KEYS(x, "pid", "version", "path", "static", "free_threaded", "gil_enabled",
+		   "gil_wait_measured", "gil_wait_unmeasured", "layout_from_interpreter");
 	CHECK_EQ_INT(boolean(x, "static"), 1);
 	CHECK_EQ_INT(boolean(x, "free_threaded"), 1);
+	CHECK_EQ_INT(boolean(x, "gil_enabled"), 1);
 	CHECK_EQ_INT(boolean(x, "gil_wait_measured"), 0);
 	CHECK_EQ_STR(str(x, "gil_wait_unmeasured"), "no symbol _PyRuntime");
 	CHECK_EQ_STR(str(x, "layout_from_interpreter"), "frame.previous at 8 (table 16)");

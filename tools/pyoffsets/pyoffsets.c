@@ -302,6 +302,9 @@ static void fill_gil(struct py_offsets *o)
 	o->gil_locked = OFF(struct _gil_runtime_state, locked);
 	o->gil_locks = OFF(struct _gil_runtime_state, cond);
 	o->gil_size = SIZE(struct _gil_runtime_state);
+#ifdef Py_GIL_DISABLED
+	o->gil_enabled = OFF(struct _gil_runtime_state, enabled);
+#endif
 }
 
 /* Frames of suspended coroutines, and how they say they are suspended. */
@@ -532,6 +535,7 @@ static const struct field fields[] = {
 	DEC(gil_locked),
 	DEC(gil_locks),
 	DEC(gil_size),
+	DEC(gil_enabled),
 	/* async */
 	DEC(frame_globals),
 	DEC(frame_localsplus),

@@ -40,7 +40,8 @@ struct facts_interpreter {
 	char version[32];
 	char path[PATH_MAX]; /* the binary holding the interpreter */
 	bool static_build;
-	bool free_threaded; /* a --disable-gil build: no GIL */
+	bool free_threaded; /* a --disable-gil build */
+	int gil_enabled;    /* free-threaded: its GIL on (1) or off (0) when recognised; -1 */
 	bool gil_wait_measured;
 	char gil_wait_unmeasured[160]; /* why not, when not */
 	/* Fields its _Py_DebugOffsets placed elsewhere than the table, taken

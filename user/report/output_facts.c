@@ -531,6 +531,10 @@ static struct json_object *interpreter_json(const struct facts_interpreter *in)
 	add(o, "path", json_object_new_string(in->path));
 	add(o, "static", json_object_new_boolean(in->static_build));
 	add(o, "free_threaded", json_object_new_boolean(in->free_threaded));
+	/* Whether that build's GIL was on when the process was recognised
+	 * (its wait is measured all the same). */
+	if (in->free_threaded && in->gil_enabled >= 0)
+		add(o, "gil_enabled", json_object_new_boolean(in->gil_enabled));
 	/* Whether its GIL wait is measured, and if not why. */
 	add(o, "gil_wait_measured", json_object_new_boolean(in->gil_wait_measured));
 	if (!in->gil_wait_measured)

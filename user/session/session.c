@@ -154,6 +154,7 @@ static void interpreter_facts(const struct tproc *tp, struct facts_interpreter *
 	snprintf(in->path, sizeof(in->path), "%s", tp->pp.path);
 	in->static_build = tp->pp.static_build;
 	in->free_threaded = tp->pp.off && tp->pp.off->free_threaded;
+	in->gil_enabled = tp->pp.gil_enabled;
 	/* Whether its GIL wait is measured, and if not why. */
 	in->gil_wait_measured = tp->pp.gil_hi != 0;
 	snprintf(in->gil_wait_unmeasured, sizeof(in->gil_wait_unmeasured), "%s", tp->pp.gil_why);

@@ -602,11 +602,15 @@ static int find_gil(struct py_proc *pp)
 	int err;
 
 	pp->gil_lo = pp->gil_hi = 0;
-	if (o->free_threaded) {
-		/* Its threads run Python side by side.  (The GIL can be turned
-		 * back on, PYTHON_GIL=1 or an extension that asks for it: its
-		 * wait is not measured then either.) */
-		snprintf(pp->gil_why, sizeof(pp->gil_why), "the free-threaded build has no GIL");
+	pp->gil_enabled = -1;
+	/* A free-threaded build runs its threads' Python side by side, but
+	 * keeps a GIL that can be turned on (PYTHON_GIL=1, an extension that
+	 * needs it): its wait is measured as in other builds, and is 0 while
+	 * it is off. */
+	if (o->free_threaded && o->gil_enabled == PYOFF_NONE) {
+		snprintf(pp->gil_why, sizeof(pp->gil_why),
+			 "the free-threaded table of 3.%d does not say where its GIL is turned on",
+			 pp->minor);
 		return 0;
 	}
 	if (o->gil_locks == PYOFF_NONE || o->gil_size == PYOFF_NONE ||
@@ -646,6 +650,24 @@ static int find_gil(struct py_proc *pp)
 			 "the GIL at 0x%llx does not look like one (locked = %d)",
 			 (unsigned long long)gil, (int)locked);
 		return 0;
+	}
+	if (o->free_threaded) {
+		int32_t enabled = 0;
+
+		err = mem_read(pp->pid, gil + o->gil_enabled, &enabled, sizeof(enabled));
+		if (err) {
+			snprintf(pp->gil_why, sizeof(pp->gil_why), "failed to read the GIL: %s",
+				 strerror(-err));
+			return 0;
+		}
+		/* 0, a count of transient requests, or INT_MAX for good. */
+		if (enabled < 0) {
+			snprintf(pp->gil_why, sizeof(pp->gil_why),
+				 "the GIL at 0x%llx does not look like one (enabled = %d)",
+				 (unsigned long long)gil, (int)enabled);
+			return 0;
+		}
+		pp->gil_enabled = enabled != 0;
 	}
 	pp->gil_lo = gil + o->gil_locks;
 	pp->gil_hi = gil + o->gil_size;

@@ -46,6 +46,10 @@ struct py_proc {
 	 * the reason in gil_why when GIL wait cannot be measured. */
 	uint64_t gil_lo, gil_hi;
 	char gil_why[160];
+	/* A free-threaded build: whether its GIL was on when it was
+	 * recognised (PYTHON_GIL=1, or an extension that needed it, turns it
+	 * on): 1 or 0; -1 in other builds, or when it could not be read. */
+	int gil_enabled;
 	/* Where the interpreter's own _Py_DebugOffsets moved fields from
 	 * where the table has them (taken from it: off is then a table made
 	 * for it); "" when they agree. */

@@ -769,12 +769,12 @@ static void print_header(struct ctx *c, struct json_object *doc)
 	if (c->sel.memory)
 		row_printf(c, &r, ", %.0f allocation samples", vj_num(doc, "alloc_samples"));
 	row_emit(c, &r);
-	if (vj_free_threaded(doc)) {
+	if (vj_no_gil(doc)) {
 		row_printf(c, &r,
 			   "GIL: none (free-threaded CPython: its threads run Python in "
 			   "parallel)");
 		row_emit(c, &r);
-	} else if (c->sel.gil) {
+	} else if (c->sel.gil || vj_free_threaded(doc)) {
 		struct json_object *facts = vj_object(doc, "scalene_bpf");
 		double gil = vj_num(facts, "gil_wait_s"), total = vj_num(facts, "total_sampled_s");
 
@@ -782,6 +782,8 @@ static void print_header(struct ctx *c, struct json_object *doc)
 		row_printf(c, &r, "GIL wait: %.2f s", gil);
 		if (total > 0)
 			row_printf(c, &r, " (%.1f%% of the time, in system)", 100 * gil / total);
+		if (vj_free_threaded(doc))
+			row_printf(c, &r, ", a free-threaded CPython with its GIL turned on");
 		row_emit(c, &r);
 	}
 	if (vj_async_not_covered(doc)) {

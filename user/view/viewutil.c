@@ -511,6 +511,19 @@ bool vj_free_threaded(struct json_object *doc)
 	return n > 0;
 }
 
+bool vj_no_gil(struct json_object *doc)
+{
+	struct json_object *in = vj_array(vj_object(doc, "scalene_bpf"), "interpreters");
+	size_t i, n = in ? json_object_array_length(in) : 0;
+
+	if (!vj_free_threaded(doc) || vj_num(vj_object(doc, "scalene_bpf"), "gil_wait_s") > 0)
+		return false;
+	for (i = 0; i < n; i++)
+		if (vj_flag(json_object_array_get_idx(in, i), "gil_enabled"))
+			return false;
+	return true;
+}
+
 double vj_gil_wait(struct json_object *row)
 {
 	double gil = vj_num(row, "n_gil_wait_percent"), sys = vj_num(row, "n_sys_percent");

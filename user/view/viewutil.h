@@ -122,6 +122,9 @@ double vj_gil_wait(struct json_object *row);
 /* Every interpreter of the profile is a free-threaded build: there is no
  * GIL, and no GIL wait to show. */
 bool vj_free_threaded(struct json_object *doc);
+/* Free-threaded, its GIL off when recognised and no wait for it measured
+ * (PYTHON_GIL=1, or an extension that needs it, turns it on). */
+bool vj_no_gil(struct json_object *doc);
 /* A line's (or function's) share of all await time (n_async_await_percent),
  * 0..100; 0 in profiles without await data. */
 double vj_await(struct json_object *row);
