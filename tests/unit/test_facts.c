@@ -139,6 +139,8 @@ static struct facts *full_facts(void)
 	a->idle_polls = 102;
 	a->idle_unchecked_polls = 103;
 	a->snapshots = 104;
+	a->loop_snapshots = 98;
+	a->snapshots_effective = 61.26;
 	a->partial_snapshots = 105;
 	a->sampled_snapshots = 106;
 	a->task_sample = 256;
@@ -300,11 +302,11 @@ static void check_async(struct json_object *a)
 	CHECK_KEYS(a, "method", "await_s", "await_outside_profiled_files_s",
 		   "await_outside_profiled_files", "idle_loop_s", "idle_loop_without_tasks_s",
 		   "idle_after_last_snapshot_s", "idle_before_layout_s", "loops", "polls",
-		   "idle_polls", "idle_unchecked_polls", "snapshots", "partial_snapshots",
-		   "sampled_snapshots", "task_sample", "task_set_unreadable", "tasks_read",
-		   "tasks_unreadable", "tasks_unstarted", "tasks_resumed", "max_tasks",
-		   "await_stacks_dropped", "reader_s", "poll_interval_max_ms", "reads",
-		   "read_calls", "layouts", "not_covered");
+		   "idle_polls", "idle_unchecked_polls", "snapshots", "loop_snapshots",
+		   "snapshots_effective", "partial_snapshots", "sampled_snapshots", "task_sample",
+		   "task_set_unreadable", "tasks_read", "tasks_unreadable", "tasks_unstarted",
+		   "tasks_resumed", "max_tasks", "await_stacks_dropped", "reader_s",
+		   "poll_interval_max_ms", "reads", "read_calls", "layouts", "not_covered");
 	CHECK(strstr(str(a, "method"), "task-set snapshots") != NULL);
 	CHECK(dbl(a, "await_s") == 1.5);
 	CHECK(dbl(a, "await_outside_profiled_files_s") == 0.25);
@@ -327,6 +329,8 @@ static void check_async(struct json_object *a)
 	CHECK_EQ_INT(num(a, "idle_polls"), 102);
 	CHECK_EQ_INT(num(a, "idle_unchecked_polls"), 103);
 	CHECK_EQ_INT(num(a, "snapshots"), 104);
+	CHECK(dbl(a, "snapshots_effective") == 61.3);
+	CHECK_EQ_INT(num(a, "loop_snapshots"), 98);
 	CHECK_EQ_INT(num(a, "partial_snapshots"), 105);
 	CHECK_EQ_INT(num(a, "sampled_snapshots"), 106);
 	CHECK_EQ_INT(num(a, "task_sample"), 256);
@@ -498,11 +502,11 @@ static void test_every_field(void)
 		goto out;
 	o = output_facts_json(f, p);
 	CHECK(o != NULL);
-	CHECK_KEYS(o, "profiler_version", "async", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
-		   "uncounted_blocked_s", "not_python_s", "probe_overhead_s", "stolen_s",
-		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "kernel",
-		   "memory", "threads", "processes_retired", "threads_folded", "interpreters",
-		   "warnings", "timeline", "profile_decorator", "process");
+	CHECK_KEYS(o, "profiler_version", "async", "sampling_rate_hz", "sampling_period_ns",
+		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "probe_overhead_s",
+		   "stolen_s", "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf",
+		   "kernel", "memory", "threads", "processes_retired", "threads_folded",
+		   "interpreters", "warnings", "timeline", "profile_decorator", "process");
 	check_async(get(o, "async"));
 	/* The rate as given, not 1e9 / period (997.0000269...), and the period
 	 * the timers use. */
@@ -579,10 +583,10 @@ static void test_least(void)
 	f->rate_hz = 997;
 	f->period_ns = 1003009;
 	o = output_facts_json(f, p);
-	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
-		   "uncounted_blocked_s", "not_python_s", "gil_wait_s", "unattributed",
-		   "native_threads_credited_s", "bpf", "threads", "processes_retired",
-		   "threads_folded", "interpreters", "warnings", "timeline");
+	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns",
+		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "gil_wait_s",
+		   "unattributed", "native_threads_credited_s", "bpf", "threads",
+		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline");
 	/* Counters that could not be read are left out, not written as 0;
 	 * rates without their counts too. */
 	b = get(o, "bpf");
@@ -671,10 +675,11 @@ static void test_uprobes(void)
 	u->elapsed_s = 2;
 	u->ns_per_hit = 1000;
 	o = output_facts_json(f, p);
-	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns", "total_sampled_s",
-		   "uncounted_blocked_s", "not_python_s", "gil_wait_s", "unattributed",
-		   "native_threads_credited_s", "bpf", "threads", "processes_retired",
-		   "threads_folded", "interpreters", "warnings", "timeline", "memory");
+	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns",
+		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "gil_wait_s",
+		   "unattributed", "native_threads_credited_s", "bpf", "threads",
+		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline",
+		   "memory");
 	m = get(o, "memory");
 	CHECK_KEYS(m, "mode", "probes", "hits", "hits_per_s", "ns_per_hit_measured",
 		   "estimated_cost_cpu_percent", "not_measured");

@@ -85,6 +85,11 @@ struct facts_async {
 	int loops;
 	uint64_t polls, idle_polls, idle_unchecked_polls;
 	uint64_t snapshots, partial_snapshots, sampled_snapshots;
+	/* Each snapshot hands each idle loop's tasks the idle time since the
+	 * one before (loop_snapshots times), and those differ: how many equally
+	 * weighted ones the shares are worth. */
+	uint64_t loop_snapshots;
+	double snapshots_effective;
 	int task_sample; /* members read per snapshot at most */
 	uint64_t task_set_unreadable, tasks_read, tasks_unreadable, tasks_unstarted;
 	uint64_t tasks_resumed;

@@ -166,6 +166,9 @@ static struct json_object *async_json(const struct facts_async *a)
 	add(o, "idle_polls", json_object_new_int64((int64_t)a->idle_polls));
 	add(o, "idle_unchecked_polls", json_object_new_int64((int64_t)a->idle_unchecked_polls));
 	add(o, "snapshots", json_object_new_int64((int64_t)a->snapshots));
+	add(o, "loop_snapshots", json_object_new_int64((int64_t)a->loop_snapshots));
+	add(o, "snapshots_effective",
+	    json_object_new_double((double)(int64_t)(a->snapshots_effective * 10 + 0.5) / 10));
 	add(o, "partial_snapshots", json_object_new_int64((int64_t)a->partial_snapshots));
 	add(o, "sampled_snapshots", json_object_new_int64((int64_t)a->sampled_snapshots));
 	add(o, "task_sample", json_object_new_int(a->task_sample));

@@ -1376,8 +1376,13 @@ static void credit_snapshot(struct pyasync *a, int ntasks, const int *per_loop, 
 			a->st.max_tasks = est;
 		if (!a->loops[l].idle)
 			continue;
-		if (!sum[l])
+		if (!sum[l]) {
 			a->st.empty_ns += a->loops[l].pending_ns;
+		} else {
+			a->st.loop_snapshots++;
+			a->st.weight_ns += a->loops[l].pending_ns;
+			a->st.weight_sq_ns2 += a->loops[l].pending_ns * a->loops[l].pending_ns;
+		}
 		a->loops[l].pending_ns = 0;
 	}
 }

@@ -68,9 +68,15 @@ struct pyasync_stats {
 	double before_layout_ns;   /* ... before the probe gave the layout: not credited */
 	double after_last_ns;	   /* ... after the last snapshot: credited as it found the tasks */
 	double cost_ns;		   /* this reader's own time */
-	int loops;		   /* distinct event loops seen idle */
-	int max_tasks;		   /* the most tasks of one snapshot */
-	bool uvloop;		   /* uvloop's loop runs here: not recognised (pyasync.c) */
+	/* The idle time each snapshot handed out to one loop's tasks: how many
+	 * times (loop_snapshots), summed and squared: (sum)^2 / (sum of
+	 * squares) is how many equally weighted ones the await shares are
+	 * worth. */
+	uint64_t loop_snapshots;
+	double weight_ns, weight_sq_ns2;
+	int loops;     /* distinct event loops seen idle */
+	int max_tasks; /* the most tasks of one snapshot */
+	bool uvloop;   /* uvloop's loop runs here: not recognised (pyasync.c) */
 };
 
 struct pyasync;

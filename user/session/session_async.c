@@ -28,6 +28,9 @@ static void async_add(struct pyasync_stats *t, const struct pyasync_stats *a)
 	t->idle_polls += a->idle_polls;
 	t->state_unknown += a->state_unknown;
 	t->snapshots += a->snapshots;
+	t->loop_snapshots += a->loop_snapshots;
+	t->weight_ns += a->weight_ns;
+	t->weight_sq_ns2 += a->weight_sq_ns2;
 	t->tasks_read += a->tasks_read;
 	t->tasks_unreadable += a->tasks_unreadable;
 	t->tasks_unstarted += a->tasks_unstarted;
@@ -61,6 +64,7 @@ void sasync_stop(struct tproc *tp)
 		tp->aw = NULL;
 	}
 	tp->probe_done = false;
+	tp->async_published_pending = false;
 }
 
 void session__flush_async(struct session *s)
@@ -423,6 +427,9 @@ void sasync_facts(struct session *s, const struct tproc *one, struct facts_async
 	o->idle_polls = t.idle_polls;
 	o->idle_unchecked_polls = t.state_unknown;
 	o->snapshots = t.snapshots;
+	o->loop_snapshots = t.loop_snapshots;
+	o->snapshots_effective =
+		t.weight_sq_ns2 > 0 ? t.weight_ns * t.weight_ns / t.weight_sq_ns2 : 0;
 	o->partial_snapshots = t.partial;
 	o->sampled_snapshots = t.sampled;
 	o->task_sample = pyasync__task_sample();
