@@ -166,11 +166,7 @@ struct py_walk_cfg {
 	__u16 ts_stack_chunk; /* datastack_chunk (3.11+), else 0xffff */
 	__u16 ts_stack_top;   /* datastack_top (3.11+) */
 	__u16 chunk_data;     /* _PyStackChunk.data (3.11+) */
-	/* _PyStackChunk.previous and .top (3.11+), else 0xffff: a deep stack
-	 * goes on in the chunks before the current one. */
-	__u16 chunk_prev;
-	__u16 chunk_top;
-	__u16 cframe_prev; /* _PyCFrame.previous (3.11/3.12), else 0xffff */
+	__u16 cframe_prev;    /* _PyCFrame.previous (3.11/3.12), else 0xffff */
 	/* Code objects' first lines and identities are kept from one walk to
 	 * the next (struct pywalk_owner): the loader has a probe on the
 	 * interpreter's code-object deallocator, which empties what is kept. */

@@ -109,16 +109,10 @@ struct pywalk_scratch {
 	__u8 code[CODE_BUF] __attribute__((aligned(8)));
 	__u8 ts[TS_BUF] __attribute__((aligned(8))); /* the thread state's span */
 	__u64 win_lo, win_hi;
-	/* The data stack's used part in one chunk, [stack_lo, stack_hi):
-	 * frames in there are read with the window.  Empty when not known
-	 * (<= 3.10, a read that failed).  chunk: that chunk (0: not known);
-	 * older_*: the one before it, once read (older_read), whose used part
-	 * becomes [stack_lo, stack_hi) when a frame lies there; hops: chunks
-	 * gone back so far; chunk_prev: the chunk's `previous`, when a window read
-	 * brought it along (prev_known). */
-	__u64 stack_lo, stack_hi, chunk;
-	__u64 older_chunk, older_lo, older_hi, chunk_prev;
-	__u8 older_read, hops, prev_known;
+	/* The data stack's used part in its current chunk, [stack_lo,
+	 * stack_hi): frames in there are read with the window.  Empty when
+	 * not known (<= 3.10, a read that failed). */
+	__u64 stack_lo, stack_hi;
 	/* Code objects read, by address: by this walk, or by earlier walks
 	 * of the process that the set's memo_owner names (see struct
 	 * pywalk_owner); memo_set: the set of this walk. */
@@ -148,12 +142,6 @@ struct pywalk_scratch {
 #define PYWALK_READ_S(s, dst, size, addr) ((s)->reads++, PYWALK_READ((dst), (size), (addr)))
 
 #define MEM_MASK (2 * WIN_BUF - 1)
-
-/* Data stack chunks a walk goes back through (CPython's are 16 KiB and
- * up: about a hundred frames each), and the most words it believes one
- * holds. */
-#define PYWALK_MAX_CHUNKS 16
-#define PYWALK_CHUNK_WORDS_MAX (1ULL << 24)
 
 static __always_inline int pywalk_user_ptr(__u64 p)
 {
@@ -216,68 +204,19 @@ static __always_inline int pywalk_object_ptr(__u64 p)
  * yet: the WIN_BUF bytes that end with the frame, so that its callers (below
  * it) come with it.
  */
-static __always_inline void pywalk_older_chunk(const struct py_walk_cfg *c,
-					       struct pywalk_scratch *s, __u64 f, __u64 end)
-{
-	__u64 prev = 0, top = 0;
-
-	if (!s->chunk || c->chunk_prev == PYOFF_UNSET || c->chunk_top == PYOFF_UNSET)
-		return;
-	if (!s->older_read) {
-		s->older_read = 1;
-		s->older_lo = s->older_hi = 0;
-		if (s->prev_known)
-			prev = s->chunk_prev;
-		else if (s->hops >= PYWALK_MAX_CHUNKS ||
-			 PYWALK_READ_S(s, &prev, sizeof(prev), s->chunk + c->chunk_prev))
-			return;
-		if (s->hops >= PYWALK_MAX_CHUNKS || !pywalk_user_ptr(prev) ||
-		    PYWALK_READ_S(s, &top, sizeof(top), prev + c->chunk_top) || !top ||
-		    top > PYWALK_CHUNK_WORDS_MAX)
-			return;
-		s->older_chunk = prev;
-		s->older_lo = prev + c->chunk_data;
-		s->older_hi = s->older_lo + top * 8;
-	}
-	if (f >= s->older_lo && end <= s->older_hi) {
-		s->chunk = s->older_chunk;
-		s->stack_lo = s->older_lo;
-		s->stack_hi = s->older_hi;
-		s->older_read = 0;
-		s->prev_known = 0;
-		s->hops++;
-	}
-}
-
-static __always_inline int pywalk_fetch(const struct py_walk_cfg *c, struct pywalk_scratch *s,
-					__u64 f, __u32 rd)
+static __always_inline int pywalk_fetch(struct pywalk_scratch *s, __u64 f, __u32 rd)
 {
 	__u64 end = f + rd, lo;
 	__u32 len;
 
 	if (f >= s->win_lo && end <= s->win_hi)
 		return (f - s->win_lo) & (WIN_BUF - 1);
-	/* Below the chunk's used part: a deep stack's older frames may lie
-	 * in the chunk before (a frame off the data stack, a generator's,
-	 * lies in neither, and is read on its own). */
-	if (!(f >= s->stack_lo && end <= s->stack_hi))
-		pywalk_older_chunk(c, s, f, end);
 	if (f >= s->stack_lo && end <= s->stack_hi) {
 		lo = end - s->stack_lo > WIN_BUF ? (end - WIN_BUF + 7) & ~7ULL : s->stack_lo;
-		/* All of the chunk's used part fits: its header, just below,
-		 * comes along and says whether an older chunk holds more. */
-		if (lo == s->stack_lo && s->chunk && end - s->chunk <= WIN_BUF &&
-		    c->chunk_prev != PYOFF_UNSET && c->chunk_prev + 8 <= c->chunk_data)
-			lo = s->chunk;
 		len = pywalk_masked(end - lo - 1, WIN_BUF - 1) + 1;
 		if (!PYWALK_READ_S(s, s->mem, len, lo)) {
 			s->win_lo = lo;
 			s->win_hi = lo + len;
-			if (lo == s->chunk && c->chunk_prev != PYOFF_UNSET) {
-				s->chunk_prev =
-					*(__u64 *)&s->mem[pywalk_masked(c->chunk_prev, MEM_MASK)];
-				s->prev_known = 1;
-			}
 			return (f - lo) & (WIN_BUF - 1);
 		}
 		/* Not the data stack we took it for: one frame at a time. */
@@ -310,7 +249,7 @@ static __always_inline __u64 pywalk_entering(const struct py_walk_cfg *c, __u64 
 
 	if (c->cframe_prev == PYOFF_UNSET || !f)
 		return f;
-	at = pywalk_object_ptr(f) ? pywalk_fetch(c, s, f, rd) : -1;
+	at = pywalk_object_ptr(f) ? pywalk_fetch(s, f, rd) : -1;
 	if (at >= 0 &&
 	    pywalk_object_ptr(*(__u64 *)&s->mem[pywalk_masked(at + c->f_code, MEM_MASK)]))
 		return f;
@@ -357,7 +296,6 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
 		if (pywalk_user_ptr(chunk) && pywalk_user_ptr(top) && top > chunk + c->chunk_data) {
 			s->stack_lo = chunk + c->chunk_data;
 			s->stack_hi = top;
-			s->chunk = chunk;
 		}
 	}
 	/* With the data stack known, the window serves the check. */
@@ -442,7 +380,7 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 
 	if (!pywalk_user_ptr(f))
 		return WALK_READ_FAILED;
-	at = pywalk_fetch(c, s, f, rd);
+	at = pywalk_fetch(s, f, rd);
 	if (at < 0)
 		return WALK_READ_FAILED;
 	code = *(__u64 *)&s->mem[pywalk_masked(at + l->f_code, MEM_MASK)];
@@ -553,8 +491,7 @@ static __always_inline void pywalk_begin(const struct py_walk_cfg *c,
 	s->reads = 0;
 	s->entering = s->not_a_frame = 0;
 	s->win_lo = s->win_hi = 0;
-	s->stack_lo = s->stack_hi = s->chunk = 0;
-	s->older_read = s->hops = s->prev_known = 0;
+	s->stack_lo = s->stack_hi = 0;
 	s->memo_set = own ? pywalk_memo_set(own) : 0;
 	__u64 *ow = s->memo_owner[s->memo_set & (MEMO_SETS - 1)];
 
@@ -623,7 +560,7 @@ static __always_inline long pywalk_caller_step(__u32 i, void *arg)
 		return 1;
 	w->frames[INNER_FRAMES + (i & (OUTER_FRAMES - 1))].code = w->pos->f;
 	w->pos->j = i + 1;
-	at = pywalk_user_ptr(w->pos->f) ? pywalk_fetch(w->c, w->s, w->pos->f, w->pos->l.rd) : -1;
+	at = pywalk_user_ptr(w->pos->f) ? pywalk_fetch(w->s, w->pos->f, w->pos->l.rd) : -1;
 	if (at < 0) {
 		w->pos->status = WALK_READ_FAILED;
 		return 1;

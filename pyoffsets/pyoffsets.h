@@ -37,10 +37,6 @@ struct py_offsets {
 	uint16_t tstate_datastack_chunk;  /* datastack_chunk (3.11+), else NONE */
 	uint16_t tstate_datastack_top;	  /* datastack_top (3.11+), else NONE */
 	uint16_t stackchunk_data;	  /* _PyStackChunk.data (3.11+), else NONE */
-	/* _PyStackChunk.previous (the chunk before it) and .top (its used
-	 * words, saved when the next chunk was pushed) (3.11+), else NONE */
-	uint16_t stackchunk_previous;
-	uint16_t stackchunk_top;
 
 	/* _PyCFrame (3.11, 3.12) */
 	uint16_t cframe_current_frame;

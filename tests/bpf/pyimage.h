@@ -34,8 +34,8 @@
 #define KERNEL_ADDR 0xffff888100000000ULL
 #define REGION_SIZE 0x100000ULL
 
-#define TCB_SIZE 0x800 /* covers specific_1stblock[32] at 0x310 */
-#define TLS_SIZE 0x40  /* the executable's thread-locals, below fsbase */
+#define TCB_SIZE 0x800	/* covers specific_1stblock[32] at 0x310 */
+#define TLS_SIZE 0x40	/* the executable's thread-locals, below fsbase */
 /* 3.15: the thread-local that holds the thread's state (Debian's 3.15.2 has
  * it there), for tables without autoTSSkey. */
 #define PYIMG_TLS_OFF (-0x28)
@@ -281,23 +281,6 @@ static inline uint64_t pyimg__push_full(struct pyimg *p, int ri, uint64_t code, 
 	memimg__read(p->m, &tag, sizeof(tag), code + p->o->code_firstlineno);
 	pyimg__expect(p, code, off, tag);
 	return f;
-}
-
-/* 3.11+: the data stack goes on in a new chunk, as CPython's push_chunk
- * does when one is full: the old chunk keeps its used words in `top`, the
- * new one links back to it in `previous`. */
-static inline void pyimg__new_chunk(struct pyimg *p)
-{
-	const struct py_offsets *o = p->o;
-	uint64_t top = pyimg__u64(p, p->tstate + o->tstate_datastack_top);
-	uint64_t chunk = memimg__alloc(p->m, p->frames, o->stackchunk_data, 16);
-
-	memimg__w64(p->m, p->chunk + o->stackchunk_top,
-		    (top - (p->chunk + o->stackchunk_data)) / 8);
-	memimg__w64(p->m, chunk + o->stackchunk_previous, p->chunk);
-	p->chunk = chunk;
-	memimg__w64(p->m, p->tstate + o->tstate_datastack_chunk, chunk);
-	memimg__w64(p->m, p->tstate + o->tstate_datastack_top, chunk + o->stackchunk_data);
 }
 
 /* An ordinary frame owned by the thread (owner 0); on 3.11+ it is pushed on

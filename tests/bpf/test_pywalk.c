@@ -593,60 +593,6 @@ static void test_window_deep(void)
 	}
 }
 
-/* A stack that goes on through older chunks of the data stack: their
- * frames are read with the window too (each chunk's bounds from its
- * header), not one read a frame; the frames are the same either way.  A
- * chunk whose used part fits a window brings its header along: a stack
- * in one chunk takes no read for it. */
-static void test_window_older_chunks(void)
-{
-	static struct py_frame first[MAX_FRAMES];
-	unsigned int minor;
-
-	for (minor = 11; minor <= LAST_MINOR; minor++) {
-		struct pyimg *p = pyimg__new(minor);
-		unsigned long with, without;
-		struct py_walk_cfg c;
-
-		push_many(p, 150);
-		pyimg__new_chunk(p);
-		push_many(p, 150);
-		pyimg__new_chunk(p);
-		push_many(p, 20);
-		pyimg__cfg(p, &c);
-		with = p->m->r[p->frames].reads;
-		CHECK_EQ_INT(walk(p, &c), WALK_OK);
-		with = p->m->r[p->frames].reads - with;
-		CHECK_EQ_INT(nout, MAX_FRAMES);
-		CHECK_EQ_INT(nelided, 320 - MAX_FRAMES);
-		memcpy(first, out, sizeof(first));
-		c.chunk_prev = PYOFF_UNSET;
-		without = p->m->r[p->frames].reads;
-		CHECK_EQ_INT(walk(p, &c), WALK_OK);
-		without = p->m->r[p->frames].reads - without;
-		CHECK(!memcmp(first, out, sizeof(first)));
-		CHECK_EQ_INT(nelided, 320 - MAX_FRAMES);
-		/* Reads of the data stack: about 300 frames one by one
-		 * without; with, a window per 4 KiB and two per older chunk. */
-		fprintf(stderr,
-			"  3.%u: %lu reads of the data stack through three chunks, %lu without\n",
-			minor, with, without);
-		CHECK(with * 10 < without);
-		pyimg__free(p);
-
-		/* One chunk, a shallow stack: no read beyond its window's. */
-		p = pyimg__new(minor);
-		push_many(p, 3);
-		if (minor >= 12)
-			pyimg__push_shim(p, 3);
-		pyimg__push(p, pyimg__code(p, 7), 4);
-		CHECK_EQ_INT(walk_default(p), WALK_OK);
-		check_frames(p, minor >= 12 ? 5 : 4);
-		CHECK_EQ_INT(p->m->r[p->frames].reads, 1);
-		pyimg__free(p);
-	}
-}
-
 /* Data stack bounds that do not hold the frames or cannot be read: the
  * frames are read one by one and reported exactly. */
 static void test_window_bad_bounds(void)
@@ -1749,7 +1695,6 @@ int main(void)
 	RUN_TEST(test_frame_at_end_of_mapping);
 	RUN_TEST(test_window_one_read);
 	RUN_TEST(test_window_deep);
-	RUN_TEST(test_window_older_chunks);
 	RUN_TEST(test_window_bad_bounds);
 	RUN_TEST(test_window_not_reused);
 	RUN_TEST(test_code_memo);

@@ -108,8 +108,6 @@ static void fill_thread_state(struct py_offsets *o)
 	o->tstate_datastack_chunk = OFF(PyThreadState, datastack_chunk);
 	o->tstate_datastack_top = OFF(PyThreadState, datastack_top);
 	o->stackchunk_data = OFF(_PyStackChunk, data);
-	o->stackchunk_previous = OFF(_PyStackChunk, previous);
-	o->stackchunk_top = OFF(_PyStackChunk, top);
 #endif
 
 	/*
@@ -468,8 +466,6 @@ static const struct field fields[] = {
 	DEC(tstate_datastack_chunk),
 	DEC(tstate_datastack_top),
 	DEC(stackchunk_data),
-	DEC(stackchunk_previous),
-	DEC(stackchunk_top),
 	DEC(cframe_current_frame),
 	DEC(cframe_previous),
 	DEC(frame_code),

@@ -694,8 +694,6 @@ static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg 
 	c->ts_stack_chunk = PYOFF_NONE;
 	c->ts_stack_top = PYOFF_NONE;
 	c->chunk_data = PYOFF_NONE;
-	c->chunk_prev = PYOFF_NONE;
-	c->chunk_top = PYOFF_NONE;
 	if (lo >= hi || hi - lo > TS_BUF)
 		return;
 	c->ts_lo = lo;
@@ -705,8 +703,6 @@ static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg 
 		c->ts_stack_chunk = o->tstate_datastack_chunk;
 		c->ts_stack_top = o->tstate_datastack_top;
 		c->chunk_data = o->stackchunk_data;
-		c->chunk_prev = o->stackchunk_previous;
-		c->chunk_top = o->stackchunk_top;
 	}
 }
 
