@@ -178,6 +178,33 @@ def test_filters(any_python, tmp_path):
             _stop(p, s)
 
 
+def _one_program_under_all(tmp_path, argv, comm):
+    """Runs argv (it says "ready" first) half a second into a 4 s `--all
+    --comm comm`; both must succeed.  The output folder and the program's
+    PID."""
+    out_dir = tmp_path / "out"
+    ran = {}
+
+    def during(proc):
+        time.sleep(0.5)
+        p = start_ready(argv, tmp_path)
+        ran["pid"] = p.pid
+        ran["out"] = p.communicate(timeout=30)
+        ran["rc"] = p.returncode
+
+    res = invoke(["--all", "--comm", comm, "--duration", "4", "-o", out_dir],
+                 cwd=tmp_path, timeout=60, during=during)
+    assert res.rc == 0, res.describe()
+    assert ran["rc"] == 0, ran
+    return out_dir, ran["pid"]
+
+
+def _images(out_dir, pid):
+    """The index's entries of pid, in the order its images ran."""
+    return sorted(_entries(_index(out_dir), pid),
+                  key=lambda e: e["started_s"] + (e["ended"] == "exit"))
+
+
 def test_exec_python_into_python(any_python, tmp_path):
     """A Python process that execs another Python program: one profile per
     image under the same PID, the first ended by the exec."""
@@ -191,22 +218,8 @@ def test_exec_python_into_python(any_python, tmp_path):
         "while time.monotonic() < end:\n"
         "    for i in range(20_000): acc ^= i  # first image\n"
         f"os.execv(sys.executable, [sys.executable, {TARGET!r}, '1.0'])\n")
-    out_dir = tmp_path / "out"
-    child = {}
-
-    def during(proc):
-        time.sleep(0.5)
-        p = start_ready([link, script], tmp_path)
-        child["pid"] = p.pid
-        child["out"] = p.communicate(timeout=30)
-        child["rc"] = p.returncode
-
-    res = invoke(["--all", "--comm", "sbpf-all-x", "--duration", "4",
-                  "-o", out_dir], cwd=tmp_path, timeout=60, during=during)
-    assert res.rc == 0, res.describe()
-    assert child["rc"] == 0, child
-    images = sorted(_entries(_index(out_dir), child["pid"]),
-                    key=lambda e: e["started_s"] + (e["ended"] == "exit"))
+    out_dir, pid = _one_program_under_all(tmp_path, [link, script], "sbpf-all-x")
+    images = _images(out_dir, pid)
     assert [e["ended"] for e in images] == ["exec", "exit"], images
     first = check_compat(out_dir / images[0]["profile"])
     second = check_compat(out_dir / images[1]["profile"])
@@ -275,22 +288,8 @@ def test_fork_then_exec(any_python, tmp_path):
         "open(sys.argv[1], 'w').write(str(pid))\n"
         "os.waitpid(pid, 0)\n")
     pid_file = tmp_path / "pid"
-    out_dir = tmp_path / "out"
-    parent = {}
-
-    def during(proc):
-        time.sleep(0.5)
-        p = start_ready([link, script, pid_file], tmp_path)
-        parent["out"] = p.communicate(timeout=30)
-        parent["rc"] = p.returncode
-
-    res = invoke(["--all", "--comm", "sbpf-all-f", "--duration", "4",
-                  "-o", out_dir], cwd=tmp_path, timeout=60, during=during)
-    assert res.rc == 0, res.describe()
-    assert parent["rc"] == 0, parent
-    child = int(pid_file.read_text())
-    images = sorted(_entries(_index(out_dir), child),
-                    key=lambda e: e["started_s"] + (e["ended"] == "exit"))
+    out_dir, _ = _one_program_under_all(tmp_path, [link, script, pid_file], "sbpf-all-f")
+    images = _images(out_dir, int(pid_file.read_text()))
     assert [e["ended"] for e in images] == ["exec", "exit"], images
     fork, new = images
     assert fork["cmdline"] == [str(link), str(script), str(pid_file)], fork
