@@ -226,8 +226,13 @@ def check_cpu_line(prof, cpu, truth, accuracy, ctx):
 # --------------------------------------------------------------------------
 
 def test_two_await_lines_1_to_3(python, tmp_path, accuracy):
+    """Under the kernel matrix's emulation a snapshot costs ~50 times
+    what it does here, and the reader keeps its time to 1/COST_RATIO of
+    the time between snapshots (pyasync.c): a 2 s run had 6-17 of them
+    (snapshots_effective 1.6-4.9), so the program runs 6 s there."""
     prog = program("async_ratio.py")
     res, truth, rows = run_async(python, "async_ratio.py", tmp_path,
+                                 seconds="6" if IN_KERNEL_MATRIX else "2",
                                  gui=python == default_interpreter())
     check_ratio(res.profile, prog, truth, rows, accuracy)
 
@@ -255,12 +260,15 @@ def check_ratio(prof, prog, truth, rows, accuracy):
     for m in three:
         check_share(accuracy, f"{m} share of all await time (clocks), %",
                     got[m], real[m], ctx, n)
-    # Six workers and the main task are suspended together.
+    # Six workers and the main task are suspended together: at a line
+    # that a snapshot found a task at (with few snapshots, one may find
+    # none at the short line, as likely as the shares' ranges allow).
     for m in pair:
-        mean = rows[m].get("n_async_concurrency_mean", 0)
-        accuracy(f"{m} concurrency mean", round(truth["concurrency_mean"], 2),
-                 mean, "10%")
-        assert abs(mean / truth["concurrency_mean"] - 1) <= 0.10, (m, ctx)
+        if rows[m].get("n_async_await_percent"):
+            mean = rows[m].get("n_async_concurrency_mean", 0)
+            accuracy(f"{m} concurrency mean", round(truth["concurrency_mean"], 2),
+                     mean, "10%")
+            assert abs(mean / truth["concurrency_mean"] - 1) <= 0.10, (m, ctx)
         assert rows[m].get("n_async_concurrency_peak", 0) <= \
             truth["concurrency_peak"], (m, ctx)
         # A worker waits at this line for this part of its suspended
@@ -284,10 +292,14 @@ def check_ratio(prof, prog, truth, rows, accuracy):
     assert IN_KERNEL_MATRIX or \
         abs((facts["await_s"] + before) / truth["loop_idle_s"] - 1) <= 0.15, ctx
     # Waiting is not CPU time: the await lines have (almost) no Python or
-    # native time of their own.
+    # native time of their own.  What they have is the call that starts
+    # the wait (asyncio.sleep's body and the timer it sets are in files
+    # not profiled, so theirs is the line's): under 2 % of the time here;
+    # under the kernel matrix's emulation, where the interpreter's C runs
+    # slower against the rest, 2.3 % of a 6 s run's.
     for m in pair:
         t = line_time(prof, prog, markers(prog)[m])
-        assert t.python + t.native <= 2.0, (m, ctx)
+        assert t.python + t.native <= (4.0 if IN_KERNEL_MATRIX else 2.0), (m, ctx)
     return facts
 
 
@@ -476,9 +488,10 @@ def test_two_loops_in_two_threads(python, tmp_path, accuracy):
         got = sum(rows[m].get("n_async_await_percent", 0) for m in ms)
         want = 100.0 * idle[k] / sum(idle.values())
         # Each snapshot credits its loop's idle time since the one before:
-        # the loops' shares are over the snapshots of both.
+        # the loops' shares are over the snapshots of both, as many
+        # equally weighted ones as they are worth (looks()).
         check_share(accuracy, f"loop {k} lines' share (its idle time), %",
-                    got, want, ctx, facts["snapshots"])
+                    got, want, ctx, facts["snapshots_effective"])
         # Within a loop, its lines by its tasks' clocks.
         got = shares({m: rows[m].get("n_async_await_percent", 0) for m in ms})
         real = shares({m: truth[k]["await_s"][m] for m in ms})
