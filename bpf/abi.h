@@ -113,6 +113,7 @@ enum stat_id {
 	STAT_MEM_NS,		 /* time spent on them, ns */
 	STAT_MEM_LOST,		 /* allocation sampler records lost: ring buffer full */
 	STAT_UPROBE_HITS,	 /* allocation uprobe hits (attach mode) */
+	STAT_UPROBE_OUTSIDE,	 /* their samples outside the duty cycle's window */
 	STAT_IDLE_NS,		 /* parked threads' waiting, not counted (no --idle), ns */
 	STAT_OP_READ_FAILED,	 /* the innermost frame's current opcode was unreadable */
 	STAT_PROBE_SAMPLES,	 /* samples inside the uprobe machinery: not the program's */

@@ -737,3 +737,19 @@ def start_ready(argv, tmp_path):
         raise AssertionError(f"{argv} did not start: {line!r} "
                              f"{proc.stderr.read()}")
     return proc
+
+
+def read_rounds(path):
+    """A program's (time.time(), rounds) lines, as it appends them
+    (programs/attach_steady.py)."""
+    return [tuple(map(float, line.split()))
+            for line in Path(path).read_text().split("\n") if line]
+
+
+def rounds_at(rows, t):
+    """The program's rounds at time t, between its read_rounds() lines."""
+    for (a, x), (b, y) in zip(rows, rows[1:]):
+        if a <= t <= b:
+            return x + (y - x) * (t - a) / (b - a)
+    raise AssertionError(f"no rounds at {t}: the program's lines run "
+                         f"{rows[0][0]}..{rows[-1][0]}")

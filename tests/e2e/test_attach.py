@@ -123,7 +123,8 @@ def test_attach_target_exits_during_setup(any_python, tmp_path):
 
 
 def test_attach_memory_probe_cost_apart(python, tmp_path, accuracy):
-    """--pid --memory: every allocation traps into a uprobe.  The CPU time of
+    """--pid --memory, the probes in place all the time (--memory-budget
+    100): every allocation traps into a uprobe.  The CPU time of
     those traps is the profiler's: it is counted apart (probe_overhead_s) and
     kept out of the lines, so the allocating line's system share stays near
     what it is without --memory."""
@@ -139,7 +140,8 @@ def test_attach_memory_probe_cost_apart(python, tmp_path, accuracy):
         assert target.stdout.readline().strip() == "ready"
         res_plain = invoke(["--pid", target.pid, "--duration", "2", "-o", plain],
                            cwd=tmp_path, timeout=60)
-        res_probed = invoke(["--pid", target.pid, "--memory", "--duration", "2",
+        res_probed = invoke(["--pid", target.pid, "--memory", "--memory-budget", "100",
+                             "--duration", "2",
                              "-o", probed], cwd=tmp_path, timeout=60)
         assert target.poll() is None, "the target ended during the attach"
     finally:

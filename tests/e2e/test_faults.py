@@ -16,7 +16,8 @@ import time
 import pytest
 
 from e2e_helpers import (BIN, check_compat, clean_env, finish, hot_lines,
-                         invoke, line_time, markers, profile_run, program)
+                         invoke, line_time, markers, profile_run, program, read_rounds,
+                         rounds_at)
 
 
 def _bpf(profile):
@@ -250,6 +251,48 @@ def test_attach_profiler_signalled(any_python, sig, tmp_path):
     hot = line_time(res.profile, program("attach_target.py"),
                     markers(program("attach_target.py"))["hot"])
     assert hot.percent >= 80, hot_lines(res.profile)
+
+
+def test_attach_memory_profiler_killed(any_python, tmp_path):
+    """--pid --memory, its probes going in and out every second, and the
+    profiler killed in the middle (SIGKILL: no clean-up of its own): the
+    kernel takes the probes out with its descriptors (invoke checks that no
+    BPF object of ours is left), and the target runs on, at its own pace
+    (a probe left in place would trap every allocation: a fifth of it or
+    less), to a correct end."""
+    prog = program("attach_steady.py")
+    stop, side = tmp_path / "stop", tmp_path / "rounds.txt"
+    target = subprocess.Popen([any_python, prog, str(stop), str(side)], cwd=str(tmp_path),
+                              env=clean_env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = tmp_path / "profile.json"
+    killed = []
+
+    def kill(proc):
+        time.sleep(3.0)
+        proc.kill()
+        killed.append(time.time())
+
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        time.sleep(1.0)
+        attached = time.time()
+        invoke(["--pid", target.pid, "--memory", "--duration", "20", "-o", out],
+               cwd=tmp_path, timeout=30, during=kill)
+        assert target.poll() is None, "the target ended with the profiler"
+        time.sleep(2.0)
+    finally:
+        stop.touch()
+    rest, err = target.communicate(timeout=30)
+    assert target.returncode == 0 and rest.startswith("done "), (target.returncode, rest, err)
+    assert not out.exists(), "a profile from a killed profiler"
+    rows = read_rounds(side)
+
+    def pace(t0, t1):
+        return (rounds_at(rows, t1) - rounds_at(rows, t0)) / (t1 - t0)
+
+    before, after = pace(attached - 0.8, attached), pace(killed[0] + 0.5, killed[0] + 1.5)
+    assert after >= 0.5 * before, f"rounds a second: {before:.0f} before, {after:.0f} after"
 
 
 def test_two_instances_on_one_target(any_python, tmp_path):

@@ -26,6 +26,7 @@ scalene_bpf.allocation_churn.
 """
 
 import json
+import math
 import re
 import subprocess
 
@@ -33,7 +34,7 @@ import pytest
 
 from e2e_helpers import (BIN, BUILD, STRAY_MB, clean_env, compat, debian_build, file_entry,
                          finish, invoke, kernel_has_uprobe_multi, markers, profile_run, program,
-                         sampled_mb_range)
+                         read_rounds, rounds_at, sampled_mb_range)
 
 MB = 1.0  # profiles count MB as MiB, as Scalene does
 WINDOW_MB = 1.0  # Scalene's allocation sampling window (`scalene run`'s default)
@@ -321,19 +322,21 @@ def test_sampler_not_loaded_is_reported(any_python, tmp_path):
     assert "allocation sampler was not loaded" in res.stderr, res.stderr
 
 
-def attach_memory(python, tmp_path, env=None):
-    """`--pid N --memory --duration 2` of programs/attach_alloc.py, which is
-    then told to stop; the finished Result."""
-    prog = program("attach_alloc.py")
+def attach_memory(python, tmp_path, env=None, name="attach_alloc.py", args=(),
+                  opts=("--memory-budget", "100"), seconds="2"):
+    """`--pid N --memory OPTS --duration SECONDS` of programs/NAME (given a
+    stop file and ARGS), which is then told to stop; the finished Result.
+    By default the probes are in place all the time (no duty cycle: that
+    has a test of its own, test_attach_memory_within_budget)."""
     stop = tmp_path / "stop"
-    target = subprocess.Popen([python, prog, str(stop)], cwd=str(tmp_path),
-                              env=clean_env(), stdin=subprocess.DEVNULL,
+    target = subprocess.Popen([python, program(name), str(stop), *map(str, args)],
+                              cwd=str(tmp_path), env=clean_env(), stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     out = tmp_path / "profile.json"
     try:
         assert target.stdout.readline().strip() == "ready"
-        res = invoke(["--pid", target.pid, "--memory", "--duration", "2", "-o", out],
+        res = invoke(["--pid", target.pid, "--memory", *opts, "--duration", seconds, "-o", out],
                      cwd=tmp_path, timeout=60, env=env)
         assert target.poll() is None, "the target ended during the attach"
     finally:
@@ -353,6 +356,7 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     ctx = f"{describe(p, prog)}; probes {facts}"
     assert p["memory"] is True
     assert facts["mode"] == "uprobes" and facts["hits"] > 0, ctx
+    assert "duty_cycle" not in facts, ctx
     assert facts["probe_links"] == ("uprobe_multi" if kernel_has_uprobe_multi()
                                      else "perf_event"), ctx
     assert facts["ns_per_hit_measured"] > 0, ctx
@@ -380,6 +384,71 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
     churn = p["scalene_bpf"]["allocation_churn"]
     assert churn["scalene_fields"] == "gross: frees not seen", churn
     assert within(line_churn(p, prog, "big"), big["n_malloc_mb"], 0.001), ctx
+
+
+def test_attach_memory_within_budget(python, tmp_path, accuracy):
+    """--pid --memory's duty cycle (the default, --memory-budget 5): a
+    program that does nothing but allocate, two bytes objects a round as
+    fast as it can, would spend most of its time in the traps; the probes
+    are placed for a window of each second, at a cost near 5 % of its CPU
+    time, and the windows' samples stand for all the time.  The lines'
+    shares are what the program makes; the totals against its own count of
+    rounds are low (the traps slow the code between them too: measured at
+    0.24-0.53 of it), and the profile says so."""
+    prog = program("attach_steady.py")
+    side = tmp_path / "rounds.txt"
+    res = attach_memory(python, tmp_path, name="attach_steady.py", args=(side,),
+                        opts=("--allocation-sampling-window", "128k"), seconds="5")
+    p = res.profile
+    facts = p["scalene_bpf"]["memory"]
+    duty = facts["duty_cycle"]
+    ctx = f"{describe(p, prog)}; probes {facts}"
+    assert "memory probes were in place" in res.stderr, res.stderr
+    # One window a second, shorter than its second: the program allocates
+    # too fast for more.
+    assert duty["windows"] >= 4 and duty["cycle_s"] == 1.0, ctx
+    assert duty["open_fraction"] < 0.5 and duty["window_part_max"] < 1.0, ctx
+    assert duty["windows_not_all_placed"] == 0 and duty["samples_dropped"] == 0, ctx
+    # The cost: each window is sized from the hit rate of the one before,
+    # the first at a guess (5 % of its second); up to twice the budget.
+    cost = duty["cost_percent_of_program_cpu"]
+    accuracy("attach --memory duty cycle: cost % of program CPU", 5.0, round(cost, 2),
+             "<= 10")
+    assert 0 < cost <= 2 * duty["budget_percent_of_program_cpu"], ctx
+    # The samples behind each line: blocks far below the 128 KiB window
+    # each weigh about one window, times their window's weight (its
+    # second over its time, times the slowdown).
+    window_mb = 128 / 1024
+    weight = duty["slowdown"] / duty["open_fraction"]
+    big, small = line_row(p, prog, "big"), line_row(p, prog, "small")
+    n_big, n_small = (row["n_malloc_mb"] / window_mb / weight for row in (big, small))
+    assert n_small >= 50, ctx
+    # Shares: 3033 and 1033 bytes a round (the binomial noise of both
+    # counts, four standard errors).
+    ratio = big["n_malloc_mb"] / small["n_malloc_mb"]
+    noise = 4 * math.sqrt(1 / n_big + 1 / n_small)
+    accuracy("attach --memory duty cycle: big:small", round(3033 / 1033, 3), round(ratio, 3),
+             f"+-{noise:.0%}")
+    assert abs(ratio / (3033 / 1033) - 1) <= noise, f"ratio {ratio:.3f}; {ctx}"
+    # Totals against the program's rounds over the profile's time.
+    t0 = p["start_time_absolute"]
+    t1 = t0 + p["elapsed_time_sec"]
+    rows = read_rounds(side)
+    rounds = rounds_at(rows, t1) - rounds_at(rows, t0)
+    truth = rounds * 1033 / (1 << 20)
+    got = small["n_malloc_mb"] / truth
+    err = 4 * math.sqrt(1 / n_small + (duty["slowdown_relative_error"] or 0) ** 2)
+    accuracy("attach --memory duty cycle: small line MB / program's", 1.0, round(got, 3),
+             f"0..{1 + err:.2f}, said to be low")
+    assert 0 < got <= 1 + err, f"estimate / truth {got:.3f}; {ctx}"
+    # The traps take most of its CPU time in a window: said.
+    assert duty["window_trap_share"] > 0.25, ctx
+    assert "allocation totals are low" in res.stderr, res.stderr
+    view = subprocess.run([str(BIN), "view", "--cli", str(res.path)], capture_output=True, text=True,
+                          timeout=60, env=clean_env(), stdin=subprocess.DEVNULL).stdout
+    flat = " ".join(view.split())
+    assert "estimated from the allocation probes' windows" in flat, view[-3000:]
+    assert "the totals are low" in flat, view[-3000:]
 
 
 def test_attach_memory_by_perf_event_uprobes(any_python, tmp_path):

@@ -294,10 +294,11 @@ static void check_placement(const struct memprobe_site *s, const char *path)
 
 static void test_attach_process(void)
 {
+	static struct memprobe_placed placed;
 	struct memprobe_report rep;
 	struct py_proc pp;
 	char libc[PATH_MAX];
-	uint64_t hits = 0;
+	uint64_t hits = 0, before;
 	int i, n, probed = 0;
 	pid_t pid;
 
@@ -310,7 +311,7 @@ static void test_attach_process(void)
 	if (pid <= 0)
 		return;
 	CHECK_EQ_INT(memprobe__libc_path(pid, libc, sizeof(libc)), 0);
-	n = memprobe__attach(loader, pid, &pp, &rep);
+	n = memprobe__attach(loader, pid, &pp, &rep, &placed);
 	CHECK_EQ_INT(rep.nsites, MEMPROBE_LIBC_FNS + MEMPROBE_PY_FNS);
 	for (i = 0; i < rep.nsites; i++) {
 		const struct memprobe_site *s = &rep.sites[i];
@@ -337,6 +338,31 @@ static void test_attach_process(void)
 			hits = 0;
 	}
 	CHECK(hits > 0);
+	/* Where they went is kept, one place a probe: taken out, they fire no
+	 * more (once the kernel has removed them); put back, they fire again. */
+	CHECK_EQ_INT(placed.n, probed);
+	memprobe__take_out(loader, &placed);
+	for (i = 0; i < placed.n; i++)
+		CHECK(placed.p[i].link == NULL);
+	for (i = 0; i < 1000; i++) {
+		struct loader_link_stats st;
+
+		loader__link_stats(loader, &st);
+		if (!st.pending)
+			break;
+		usleep(10000);
+	}
+	loader__alloc_hits(loader, pid, &before);
+	usleep(200000);
+	loader__alloc_hits(loader, pid, &hits);
+	CHECK(hits == before);
+	CHECK_EQ_INT(memprobe__put_back(loader, pid, &placed), probed);
+	for (i = 0; i < 200 && hits == before; i++) {
+		usleep(5000);
+		if (loader__alloc_hits(loader, pid, &hits))
+			hits = before;
+	}
+	CHECK(hits > before);
 	usleep(100000);
 	CHECK(waitpid(pid, NULL, WNOHANG) == 0);
 	loader__untrack(loader, pid);

@@ -650,6 +650,26 @@ static void test_memory_options(void)
 	CHECK_EQ_INT(parse(&o, "run", "--cpu-only", "--memory-leak-detector", "p.py", NULL), 0);
 	CHECK(o.cpu_only && !o.no_leaks);
 	options_free(&o);
+	/* --memory-budget: a percentage of the program's CPU time, for
+	 * --pid --memory only; unset means the default. */
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", NULL), 0);
+	CHECK(o.memory_budget == 0);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", "--memory-budget", "2.5", NULL), 0);
+	CHECK(o.memory_budget > 0.0249 && o.memory_budget < 0.0251);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", "--memory-budget", "100", NULL), 0);
+	CHECK(o.memory_budget == 1.0);
+	options_free(&o);
+	CHECK_REJECTED(parse(&o, "--pid", "7", "--memory", "--memory-budget", "0", NULL));
+	CHECK_MSG("not a valid value");
+	CHECK_REJECTED(parse(&o, "--pid", "7", "--memory", "--memory-budget", "150", NULL));
+	CHECK_REJECTED(parse(&o, "--pid", "7", "--memory-budget", "5", NULL));
+	CHECK_MSG("--memory-budget is for --pid N --memory");
+	CHECK_REJECTED(parse(&o, "run", "--memory-budget", "5", "p.py", NULL));
+	CHECK_MSG("--memory-budget is for --pid N --memory");
+	CHECK_REJECTED(parse(&o, "--all", "--memory", "--memory-budget", "5", NULL));
+	CHECK_MSG("--memory-budget is for --pid N --memory");
 }
 
 /* --all and its filters: repeatable or comma-separated; the filters and

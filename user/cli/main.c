@@ -27,6 +27,7 @@
 #include "model/facts.h"
 #include "session/host.h"
 #include "collect/loader.h"
+#include "session/memduty.h"
 #include "session/memprobe.h"
 #include "session/hostmem.h"
 #include "base/log.h"
@@ -107,10 +108,12 @@ struct run_state {
 	struct pyhook hook;  /* run: the @profile builtin */
 	bool hook_ready;
 	struct memprobe_report probes;
-	struct host *host;  /* --all */
-	struct hostmem *hm; /* --all --memory (the host's) */
-	bool quit;	    /* top: q was typed */
-	char what[512];	    /* top: what is profiled */
+	struct memprobe_placed placed; /* attach: where they are */
+	struct memduty *duty;	       /* attach: their duty cycle */
+	struct host *host;	       /* --all */
+	struct hostmem *hm;	       /* --all --memory (the host's) */
+	bool quit;		       /* top: q was typed */
+	char what[512];		       /* top: what is profiled */
 };
 
 /* scalene_bpf.gpu on attach: NVML's readings, or why there are none. */
@@ -124,6 +127,35 @@ static void nvml_facts(struct run_state *rs, struct facts *f)
 	profile__gpu_totals(rs->profile, &g->totals);
 	if (rs->nvml)
 		nvml__facts(rs->nvml, &g->nv);
+}
+
+/* The end of --pid --memory's duty cycle, said. */
+static void duty_said(const struct facts_duty *d)
+{
+	fprintf(stderr,
+		"scalene-bpf: memory probes were in place %.1f%% of the time (%llu windows of "
+		"%.0f%%-%.0f%% of each %.0f s), to keep within %.0f%% of the program's CPU "
+		"time; their %llu hits cost it about %.3f s of CPU, %.1f%% of its %.2f s "
+		"(at %.2f us a hit, %s); its allocations are estimated from those windows",
+		100 * d->open_part, (unsigned long long)d->windows, 100 * d->part_min,
+		100 * d->part_max, d->cycle_s, 100 * d->budget, (unsigned long long)d->hits,
+		d->cost_s, d->program_cpu_s > 0 ? 100 * d->cost_s / d->program_cpu_s : 0,
+		d->program_cpu_s, d->hit_ns / 1e3, d->hit_measured ? "measured here" : "assumed");
+	if (d->slowdown != 1.0)
+		fprintf(stderr, ", weighed up %.2fx for the work the traps took from it there",
+			d->slowdown);
+	if (d->slowdown_rel_error >= 0)
+		fprintf(stderr, " (+-%.0f%%)", 100 * d->slowdown_rel_error);
+	fprintf(stderr, "\n");
+	if (d->window_trap_share > MEMDUTY_TRAP_SHARE_WARN)
+		fprintf(stderr,
+			"scalene-bpf: in the windows the traps took %.0f%% of the program's CPU "
+			"time, and the code between them ran slower too: its allocation totals are "
+			"low (code that did nothing but allocate was measured at a quarter to a "
+			"half "
+			"of its own count); the lines' shares of them hold.  --memory-budget 100 "
+			"counts every allocation, at the traps' full cost\n",
+			100 * d->window_trap_share);
 }
 
 static int write_profile(struct run_state *rs, bool final)
@@ -183,7 +215,13 @@ static int write_profile(struct run_state *rs, bool final)
 		facts->has_uprobes = true;
 		memprobe__facts(&rs->probes, stats[STAT_UPROBE_HITS], m.elapsed_sec,
 				&facts->uprobes);
-		if (final && rs->probes.hit_cost_ns >= 0 && m.elapsed_sec > 0) {
+		if (rs->duty) {
+			facts->uprobes.has_duty = true;
+			memduty__facts(rs->duty, mono_ns(), &facts->uprobes.duty);
+		}
+		if (final && rs->duty)
+			duty_said(&facts->uprobes.duty);
+		else if (final && rs->probes.hit_cost_ns >= 0 && m.elapsed_sec > 0) {
 			double rate = stats[STAT_UPROBE_HITS] / m.elapsed_sec;
 
 			fprintf(stderr,
@@ -397,6 +435,8 @@ static void teardown(struct run_state *rs)
 	rs->hook_ready = false;
 	nvml__free(rs->nvml);
 	rs->nvml = NULL;
+	memduty__free(rs->duty);
+	rs->duty = NULL;
 	loader__free(rs->loader);
 	session__free(rs->session);
 	host__free(rs->host);
@@ -465,8 +505,14 @@ static void loop_step(struct run_state *rs, double *next)
 	/* Decorations first: the samples read next may be of them. */
 	if (rs->hook_ready)
 		pyhook__poll(&rs->hook, rs->profile);
-	loader__poll(rs->loader, session__poll_ms(rs->session, (uint64_t)(mono_s() * 1e9)));
-	session__tick(rs->session, (uint64_t)(mono_s() * 1e9));
+	int ms = session__poll_ms(rs->session, mono_ns());
+
+	if (rs->duty)
+		ms = memduty__due_ms(rs->duty, mono_ns(), ms);
+	loader__poll(rs->loader, ms);
+	session__tick(rs->session, mono_ns());
+	if (rs->duty)
+		memduty__tick(rs->duty, mono_ns());
 	if (interval_due(rs, next)) {
 		if (rs->host)
 			host__snapshot(rs->host, mono_s() - rs->start_mono);
@@ -743,7 +789,8 @@ out:
 /* --memory on attach: probes on the allocators, and what they cost. */
 static int attach_memory(struct run_state *rs, int pid, const struct py_proc *pp)
 {
-	int i, n = memprobe__attach(rs->loader, pid, pp, &rs->probes);
+	double budget = rs->opts->memory_budget ?: MEMORY_BUDGET_DEFAULT;
+	int i, n = memprobe__attach(rs->loader, pid, pp, &rs->probes, &rs->placed);
 
 	for (i = 0; i < rs->probes.nsites; i++) {
 		const struct memprobe_site *s = &rs->probes.sites[i];
@@ -759,7 +806,25 @@ static int attach_memory(struct run_state *rs, int pid, const struct py_proc *pp
 			pid);
 		return n;
 	}
-	if (rs->probes.hit_cost_ns >= 0)
+	if (budget < 1) {
+		rs->duty = memduty__new(rs->loader, rs->session, pid, &rs->placed, budget,
+					rs->probes.hit_cost_ns, mono_ns());
+		if (!rs->duty)
+			return -ENOMEM;
+		pr_warn("memory: each allocation of process %d traps to the kernel while the "
+			"probes are in place (%.2f us a hit%s), so they are placed for a window of "
+			"each second that keeps their cost within %.0f%% of its CPU time "
+			"(--memory-budget), and its allocations are estimated from the windows; "
+			"frees are not followed, so there is no footprint, peak or leak report "
+			"(scalene-bpf run gives them)\n",
+			pid,
+			(rs->probes.hit_cost_ns >= 0 ? rs->probes.hit_cost_ns
+						     : MEMDUTY_HIT_NS_UNMEASURED) /
+				1e3,
+			rs->probes.hit_cost_ns >= 0 ? " on this machine"
+						    : ", assumed: not measurable here",
+			100 * budget);
+	} else if (rs->probes.hit_cost_ns >= 0)
 		pr_warn("memory: every allocation of process %d now traps to the kernel, about "
 			"%.2f us each on this machine; frees are not followed, so there is no "
 			"footprint, peak or leak report (scalene-bpf run gives them)\n",
@@ -904,6 +969,8 @@ static int cmd_attach(const struct options *o)
 		if (target_gone(o->pid, pidfd))
 			break;
 	}
+	if (rs.duty)
+		memduty__end(rs.duty, mono_ns());
 	loader__drain(rs.loader);
 	attach_gpu_poll(&rs, o->pid, true);
 	if (!got_signal && !rs.quit && strcmp(state, "--duration reached"))

@@ -29,6 +29,7 @@ enum {
 	OPT_VERSION,
 	OPT_MEMORY,
 	OPT_SAMPLING_WINDOW,
+	OPT_MEMORY_BUDGET,
 	OPT_COPY_WINDOW,
 	OPT_LEAKS,
 	OPT_NO_LEAKS,
@@ -51,6 +52,7 @@ static const struct option long_opts[] = {
 	{ "cpu-only", no_argument, NULL, OPT_CPU_ONLY },
 	{ "memory", no_argument, NULL, OPT_MEMORY },
 	{ "allocation-sampling-window", required_argument, NULL, OPT_SAMPLING_WINDOW },
+	{ "memory-budget", required_argument, NULL, OPT_MEMORY_BUDGET },
 	{ "copy-sampling-window", required_argument, NULL, OPT_COPY_WINDOW },
 	{ "memory-leak-detector", no_argument, NULL, OPT_LEAKS },
 	{ "no-memory-leak-detector", no_argument, NULL, OPT_NO_LEAKS },
@@ -151,6 +153,11 @@ void options_usage(FILE *f)
 	      "                                 interpreter file, or with filters per followed\n"
 	      "                                 process (those left out never trap), and libc\n"
 	      "                                 for at most 64 followed processes at a time\n"
+	      "      --memory-budget PCT        --pid --memory: the most of the program's CPU\n"
+	      "                                 time the probes may cost [5]: they are placed\n"
+	      "                                 for a window of each second, as long as that\n"
+	      "                                 allows, and what they see is scaled up to the\n"
+	      "                                 second; 100: placed all the time\n"
 	      "      --allocation-sampling-window BYTES\n"
 	      "                                 mean bytes between allocation samples [1m]\n"
 	      "      --copy-sampling-window BYTES  the same for memcpy volume [2m]\n"
@@ -349,6 +356,11 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 	case OPT_SAMPLING_WINDOW:
 		if (parse_bytes(arg, &o->sampling_window) || !o->sampling_window)
 			goto bad_number;
+		return 0;
+	case OPT_MEMORY_BUDGET:
+		if (parse_double(arg, &d, 0.1, 100))
+			goto bad_number;
+		o->memory_budget = d / 100;
 		return 0;
 	case OPT_COPY_WINDOW:
 		if (parse_bytes(arg, &o->copy_window) || !o->copy_window)
@@ -786,6 +798,12 @@ int options_parse(int argc, char **argv, struct options *o, FILE *err)
 static int parse_target(int argc, char **argv, struct options *o, const char *last_optarg,
 			FILE *err)
 {
+	if (o->memory_budget && (!o->pid || o->all || !o->memory)) {
+		fprintf(err, "scalene-bpf: --memory-budget is for --pid N --memory (run's "
+			     "sampler costs what it costs; --all places its probes all the "
+			     "time)\n");
+		return -EINVAL;
+	}
 	if (o->all)
 		return check_all(o, argc, argv, err);
 	if (o->npids > 1 || o->ncomms || o->nuids || o->nexclude_pids || o->max_profiles) {

@@ -18,6 +18,10 @@ enum command {
 
 #define MAX_FILTERS 64
 
+/* --pid --memory: the part of the program's CPU time its allocation
+ * probes may take (user/session/memduty.h). */
+#define MEMORY_BUDGET_DEFAULT 0.05
+
 struct options {
 	enum command cmd;
 	const char *outfile;
@@ -40,7 +44,9 @@ struct options {
 	double duration;  /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
-	bool memory;			    /* attach: memory profiling (uprobes) asked for */
+	bool memory;	      /* attach: memory profiling (uprobes) asked for */
+	double memory_budget; /* --pid --memory: the probes' most cost, a fraction of the
+				 program's CPU time (0: MEMORY_BUDGET_DEFAULT; 1: no bound) */
 	unsigned long long sampling_window; /* mean bytes between allocation samples; 0: default */
 	unsigned long long copy_window;	    /* same for copies */
 	bool no_leaks;			    /* no leak report */

@@ -682,18 +682,24 @@ int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_
 
 /*
  * Letting go of a uprobe link waits for the kernel to remove the probe (on
- * the kernels measured, tens of milliseconds to 0.1 s a link, one after the
- * other).  During a run that would stall the ring buffer's reader, so the
- * links go to a thread of their own that destroys them one by one; at the
- * end those still queued are handed off with the rest (loader__free_detached).
+ * the kernels measured, tens of milliseconds to 0.1 s a link, most of it
+ * waiting for a grace period after the breakpoints are gone).  During a run
+ * that would stall the ring buffer's reader, so the links go to threads of
+ * their own, DETACH_THREADS of them, so that links let go together (a duty
+ * cycle's) lose their breakpoints together rather than one grace period
+ * after another; at the end those still queued are handed off with the rest
+ * (loader__free_detached).
  */
+#define DETACH_THREADS 8
+
 struct detacher {
-	pthread_t thread;
+	pthread_t threads[DETACH_THREADS];
+	int nthreads;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct probe_link **queue;
 	int n, cap;
-	bool busy; /* destroying one, taken off the queue */
+	int busy; /* links being destroyed, taken off the queue */
 	bool stop;
 	struct loader_link_stats *stats;
 };
@@ -712,13 +718,13 @@ static void *detach_thread(void *arg)
 		if (d->stop)
 			break;
 		link = d->queue[--d->n];
-		d->busy = true;
+		d->busy++;
 		pthread_mutex_unlock(&d->lock);
 		t0 = clock_ns(CLOCK_MONOTONIC);
 		probe_link_free(link);
 		t0 = clock_ns(CLOCK_MONOTONIC) - t0;
 		pthread_mutex_lock(&d->lock);
-		d->busy = false;
+		d->busy--;
 		d->stats->detached++;
 		d->stats->detach_ns += t0;
 		if (t0 > d->stats->detach_max_ns)
@@ -737,15 +743,18 @@ static struct detacher *detacher_new(struct loader *l)
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	d->stats = &l->link_stats;
-	if (pthread_create(&d->thread, NULL, detach_thread, d)) {
+	while (d->nthreads < DETACH_THREADS &&
+	       !pthread_create(&d->threads[d->nthreads], NULL, detach_thread, d))
+		d->nthreads++;
+	if (!d->nthreads) {
 		free(d);
 		return NULL;
 	}
 	return d;
 }
 
-/* Stops the thread (after the link it is destroying, if any); the links
- * still queued are destroyed here, at once when another process holds
+/* Stops the threads (after the links they are destroying, if any); the
+ * links still queued are destroyed here, at once when another process holds
  * them (the hand-off). */
 static void detacher_free(struct detacher *d)
 {
@@ -755,15 +764,29 @@ static void detacher_free(struct detacher *d)
 		return;
 	pthread_mutex_lock(&d->lock);
 	d->stop = true;
-	pthread_cond_signal(&d->cond);
+	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);
-	pthread_join(d->thread, NULL);
+	for (i = 0; i < d->nthreads; i++)
+		pthread_join(d->threads[i], NULL);
 	for (i = 0; i < d->n; i++)
 		probe_link_free(d->queue[i]);
 	free(d->queue);
 	pthread_mutex_destroy(&d->lock);
 	pthread_cond_destroy(&d->cond);
 	free(d);
+}
+
+void loader__mem_window(struct loader *l, uint64_t lo_ns, uint64_t hi_ns, double scale)
+{
+	volatile struct profile_bpf__bss *b = l->skel->bss;
+
+	/* Closed while it changes: a sample in between counts in neither. */
+	b->mem_window_lo = UINT64_MAX;
+	__sync_synchronize();
+	b->mem_window_scale = scale > 0 ? (uint32_t)(scale * 65536 + 0.5) : 0;
+	b->mem_window_hi = hi_ns;
+	__sync_synchronize();
+	b->mem_window_lo = lo_ns;
 }
 
 int loader__detach_alloc_probe(struct loader *l, struct probe_link *link)
@@ -1512,11 +1535,12 @@ int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt)
 	return 0;
 }
 
-uint64_t proc_start_ticks(int pid)
+/* Field `field` (1-based, as proc(5) numbers them) of /proc/PID/stat as
+ * an unsigned number, for fields after the command name; 0 on failure. */
+static unsigned long long proc_stat_field(int pid, int field)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long ticks = 0;
-	long hz = sysconf(_SC_CLK_TCK);
+	unsigned long long v = 0;
 	FILE *f;
 	size_t n;
 	int i;
@@ -1532,9 +1556,44 @@ uint64_t proc_start_ticks(int pid)
 	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
-	for (i = 2; i < 22 && p; i++)
+	for (i = 2; i < field && p; i++)
 		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &ticks) != 1 || hz <= 0)
+	if (!p || sscanf(p + 1, "%llu", &v) != 1)
 		return 0;
-	return ticks;
+	return v;
+}
+
+uint64_t proc_start_ticks(int pid)
+{
+	return proc_stat_field(pid, 22);
+}
+
+uint64_t proc_cpu_ns(int pid)
+{
+	char path[64];
+	struct dirent *de;
+	uint64_t sum = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((de = readdir(dir))) {
+		unsigned long long ns;
+		char file[300];
+		FILE *f;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(file, sizeof(file), "/proc/%d/task/%s/schedstat", pid, de->d_name);
+		f = fopen(file, "re");
+		if (!f)
+			continue;
+		if (fscanf(f, "%llu", &ns) == 1)
+			sum += ns;
+		fclose(f);
+	}
+	closedir(dir);
+	return sum;
 }

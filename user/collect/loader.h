@@ -134,6 +134,11 @@ int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_
  * (not ours), -ENOMEM (kept until the end). */
 int loader__detach_alloc_probe(struct loader *l, struct probe_link *link);
 
+/* Attach mode's duty cycle: allocation samples count only from lo_ns to
+ * hi_ns (CLOCK_MONOTONIC), each weighing scale times its own; scale 0: no
+ * duty cycle, every sample counts as it is (the default). */
+void loader__mem_window(struct loader *l, uint64_t lo_ns, uint64_t hi_ns, double scale);
+
 /* Whether the probe function at file offset off of e (a library of ours)
  * begins with the instruction probes.h gives it, the one the kernel handles
  * without stepping it out of line: 0, -EINVAL (another, or off is past the
@@ -185,5 +190,9 @@ double loader__uprobe_cost_ns(struct loader *l);
 /* Start time of a process in clock ticks since boot (/proc/PID/stat field
  * 22), the unit the BPF side compares to tell a recycled PID; 0 on failure. */
 uint64_t proc_start_ticks(int pid);
+/* CPU time of a process's live threads, user and system, ns (each one's
+ * /proc/PID/task/TID/schedstat); 0 on failure.  A thread that ends takes
+ * its time out of the sum. */
+uint64_t proc_cpu_ns(int pid);
 
 #endif /* LOADER_H */

@@ -151,6 +151,31 @@ struct facts_probe_site {
 	char not_probed[160];
 };
 
+/* --pid --memory's probes placed for a window of each cycle, to keep
+ * their cost within a budget (user/session/memduty.h). */
+struct facts_duty {
+	double budget; /* the most of the program's CPU time they may cost */
+	double cycle_s;
+	uint64_t windows;
+	double open_s;		      /* the windows' time, all together */
+	double open_part;	      /* of the profile's */
+	double part_min, part_max;    /* a window's part of its cycle */
+	double hit_ns;		      /* a hit's cost, taken for the budget */
+	bool hit_measured;	      /* measured here (else assumed) */
+	uint64_t hits;		      /* the probes', in and out of windows */
+	double cost_s;		      /* hits x hit_ns */
+	double program_cpu_s;	      /* the program's CPU time less that */
+	double slowdown;	      /* the program's pace out of windows over in them */
+	double slowdown_rel_error;    /* its relative standard error; < 0: none */
+	uint64_t partial_windows;     /* windows shorter than their cycle, behind it */
+	double own_expected, own_had; /* its own CPU samples (memduty.c: slowdown) */
+	uint64_t held_dropped;	      /* samples dropped while held to be weighed */
+	double hits_estimated;	      /* allocation calls in all the time */
+	double window_trap_share;     /* of the program's CPU time in the windows, the traps' */
+	double place_s;		      /* the loader's time placing the probes */
+	int place_failed;	      /* windows some probe could not be placed in */
+};
+
 struct facts_uprobes {
 	struct facts_probe_site probes[FACTS_MAX_PROBES];
 	int nprobes;
@@ -163,6 +188,8 @@ struct facts_uprobes {
 	 * count was lost (a PID used again before its exit was read). */
 	bool host;
 	bool hits_known;
+	bool has_duty; /* --pid: placed for a duty cycle */
+	struct facts_duty duty;
 };
 
 /* The @profile builtin (run). */

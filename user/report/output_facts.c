@@ -36,6 +36,7 @@ static const char *const stat_names[] = {
 	[STAT_MEM_NS] = "memory_ns_total",
 	[STAT_MEM_LOST] = "memory_lost_ringbuf_full",
 	[STAT_UPROBE_HITS] = "allocation_uprobe_hits",
+	[STAT_UPROBE_OUTSIDE] = "allocation_samples_outside_window",
 	[STAT_IDLE_NS] = "idle_wait_ns",
 	[STAT_OP_READ_FAILED] = "opcode_read_failed",
 	[STAT_PROBE_SAMPLES] = "probe_samples",
@@ -571,6 +572,55 @@ static struct json_object *decorator_json(const struct facts_decorator *d)
 	return o;
 }
 
+/* --pid --memory's duty cycle (memduty.h). */
+static struct json_object *duty_json(const struct facts_duty *d)
+{
+	struct json_object *o = json_object_new_object();
+
+	add(o, "budget_percent_of_program_cpu", json_object_new_double(100 * d->budget));
+	add(o, "cycle_s", json_object_new_double(d->cycle_s));
+	add(o, "windows", json_object_new_int64((int64_t)d->windows));
+	add(o, "open_s", json_object_new_double(d->open_s));
+	add(o, "open_fraction", json_object_new_double(d->open_part));
+	add(o, "window_part_min", json_object_new_double(d->part_min));
+	add(o, "window_part_max", json_object_new_double(d->part_max));
+	add(o, "ns_per_hit", json_object_new_double(d->hit_ns));
+	add(o, "ns_per_hit_from",
+	    json_object_new_string(d->hit_measured ? "measured here" : "assumed"));
+	add(o, "hits", json_object_new_int64((int64_t)d->hits));
+	add(o, "cost_s", json_object_new_double(d->cost_s));
+	add(o, "program_cpu_s", json_object_new_double(d->program_cpu_s));
+	add(o, "cost_percent_of_program_cpu",
+	    d->program_cpu_s > 0 ? json_object_new_double(100 * d->cost_s / d->program_cpu_s)
+				 : NULL);
+	add(o, "partial_windows", json_object_new_int64((int64_t)d->partial_windows));
+	add(o, "slowdown", json_object_new_double(d->slowdown));
+	add(o, "slowdown_relative_error",
+	    d->slowdown_rel_error >= 0 ? json_object_new_double(d->slowdown_rel_error) : NULL);
+	add(o, "own_cpu_samples_expected", json_object_new_double(d->own_expected));
+	add(o, "own_cpu_samples_in_windows", json_object_new_double(d->own_had));
+	add(o, "samples_dropped", json_object_new_int64((int64_t)d->held_dropped));
+	add(o, "allocation_calls_estimated", json_object_new_double(d->hits_estimated));
+	add(o, "window_trap_share", json_object_new_double(d->window_trap_share));
+	add(o, "placing_s", json_object_new_double(d->place_s));
+	add(o, "windows_not_all_placed", json_object_new_int(d->place_failed));
+	add(o, "estimate",
+	    json_object_new_string(
+		    "the probes are in place for one window of each cycle, at a random place in "
+		    "it, and a line's allocation is estimated for all the time from the "
+		    "windows': a sample weighs its cycle's time over its window's, times the "
+		    "slowdown: the traps take window_trap_share of the program's CPU time in a "
+		    "window, so it gets less done there, and slowdown is the own CPU samples "
+		    "(those not in a trap) the windows shorter than their cycle would have had "
+		    "at their cycles' pace over those they had (a ratio estimate, pooled over "
+		    "the windows; allocation per unit of the program's own CPU time is taken to "
+		    "be the same in and out of them, which code that the traps make slower "
+		    "besides breaks: the estimate is then low; code that did nothing but "
+		    "allocate, window_trap_share 0.6-0.9, was measured at 0.24-0.53 of its own "
+		    "count).  A line's share of the allocations does not depend on it"));
+	return o;
+}
+
 static struct json_object *uprobes_json(const struct facts_uprobes *u)
 {
 	struct json_object *o = json_object_new_object(), *sites = json_object_new_array();
@@ -614,6 +664,8 @@ static struct json_object *uprobes_json(const struct facts_uprobes *u)
 						   u->elapsed_s));
 	}
 measured:
+	if (u->has_duty)
+		add(o, "duty_cycle", duty_json(&u->duty));
 	add(o, "not_measured",
 	    json_object_new_string(
 		    "frees, footprint, peaks, leaks and net growth (they need `run`, "

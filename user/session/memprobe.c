@@ -47,10 +47,11 @@ static const struct target_fn python_fns[] = {
 static void probe_module(struct loader *l, int pid, int attach_pid, const struct procmaps *m,
 			 const char *path, const struct target_fn *fns, int nfns,
 			 struct memprobe_report *rep, struct probe_link **links,
-			 const struct memprobe_report *known)
+			 const struct memprobe_report *known, struct memprobe_placed *placed)
 {
 	char file[PATH_MAX + 32];
 	struct elf_file *e;
+	struct memprobe_place *pl;
 	uint64_t bias = 0, value;
 	int i, err, named;
 
@@ -113,16 +114,50 @@ static void probe_module(struct loader *l, int pid, int attach_pid, const struct
 		if (s->offset < 0)
 			continue;
 		s->file_offset += s->offset;
+		pl = placed && placed->n < MEMPROBE_MAX ? &placed->p[placed->n] : NULL;
 		err = loader__attach_alloc_probe(l, fns[i].prog, attach_pid, file, s->file_offset,
-						 links ? &links[rep->nsites - 1] : NULL);
+						 links ? &links[rep->nsites - 1]
+						 : pl  ? &pl->link
+						       : NULL);
 		if (err) {
 			snprintf(s->why, sizeof(s->why), "attach failed: %s", strerror(-err));
 			s->offset = -1;
 			continue;
 		}
 		rep->attached++;
+		if (pl) {
+			pl->prog = fns[i].prog;
+			snprintf(pl->file, sizeof(pl->file), "%s", file);
+			pl->file_offset = s->file_offset;
+			placed->n++;
+		}
 	}
 	elf_file__free(e);
+}
+
+void memprobe__take_out(struct loader *l, struct memprobe_placed *pl)
+{
+	int i;
+
+	for (i = 0; i < pl->n; i++) {
+		if (pl->p[i].link && !loader__detach_alloc_probe(l, pl->p[i].link))
+			pl->p[i].link = NULL;
+	}
+}
+
+int memprobe__put_back(struct loader *l, int pid, struct memprobe_placed *pl)
+{
+	int i, in = 0;
+
+	for (i = 0; i < pl->n; i++) {
+		struct memprobe_place *p = &pl->p[i];
+
+		if (!p->link)
+			loader__attach_alloc_probe(l, p->prog, pid, p->file, p->file_offset,
+						   &p->link);
+		in += p->link != NULL;
+	}
+	return in;
 }
 
 static const char *find_libc(const struct procmaps *m)
@@ -140,19 +175,23 @@ static const char *find_libc(const struct procmaps *m)
 }
 
 int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
-		     struct memprobe_report *rep)
+		     struct memprobe_report *rep, struct memprobe_placed *placed)
 {
 	const char *libc;
 	struct procmaps *m;
 
 	memset(rep, 0, sizeof(*rep));
+	if (placed)
+		placed->n = 0;
 	m = procmaps__load(pid);
 	if (!m)
 		return -errno;
 	libc = find_libc(m);
 	if (libc)
-		probe_module(l, pid, pid, m, libc, libc_fns, ARRAY_SIZE(libc_fns), rep, NULL, NULL);
-	probe_module(l, pid, pid, m, pp->path, python_fns, ARRAY_SIZE(python_fns), rep, NULL, NULL);
+		probe_module(l, pid, pid, m, libc, libc_fns, ARRAY_SIZE(libc_fns), rep, NULL, NULL,
+			     placed);
+	probe_module(l, pid, pid, m, pp->path, python_fns, ARRAY_SIZE(python_fns), rep, NULL, NULL,
+		     placed);
 	procmaps__free(m);
 	rep->hit_cost_ns = rep->attached ? loader__uprobe_cost_ns(l) : -1;
 	return rep->attached;
@@ -175,7 +214,7 @@ static int attach_file(struct loader *l, int pid, int attach_pid, const char *pa
 		if (!m)
 			return -errno;
 	}
-	probe_module(l, pid, attach_pid, m, path, fns, nfns, rep, links, known);
+	probe_module(l, pid, attach_pid, m, path, fns, nfns, rep, links, known, NULL);
 	procmaps__free(m);
 	return rep->attached;
 }

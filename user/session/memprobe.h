@@ -9,6 +9,7 @@
 #ifndef MEMPROBE_H
 #define MEMPROBE_H
 
+#include <limits.h>
 #include <stdint.h>
 
 struct loader;
@@ -31,11 +32,30 @@ struct memprobe_report {
 	double hit_cost_ns; /* measured here; < 0 if it could not be */
 };
 
-/* Attaches what it can; returns how many probes were attached (0: none,
- * the reasons are in rep). */
-int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
-		     struct memprobe_report *rep);
 struct probe_link;
+
+/* A probe as placed, to be taken out and placed again (a duty cycle). */
+struct memprobe_place {
+	int prog;		  /* enum alloc_prog */
+	char file[PATH_MAX + 32]; /* the file as the process maps it */
+	uint64_t file_offset;	  /* of the probe in the file */
+	struct probe_link *link;  /* NULL while it is out */
+};
+
+struct memprobe_placed {
+	struct memprobe_place p[MEMPROBE_MAX];
+	int n;
+};
+
+/* Attaches what it can; returns how many probes were attached (0: none,
+ * the reasons are in rep).  placed: where they went (NULL: not kept). */
+int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
+		     struct memprobe_report *rep, struct memprobe_placed *placed);
+/* Takes every probe of pl out (the kernel removes them in the loader's
+ * threads, soon after) / places those that are out again, for pid: how
+ * many are in place after it. */
+void memprobe__take_out(struct loader *l, struct memprobe_placed *pl);
+int memprobe__put_back(struct loader *l, int pid, struct memprobe_placed *pl);
 
 /* Number of libc functions memprobe__attach_libc probes (its links[]). */
 #define MEMPROBE_LIBC_FNS 3

@@ -125,6 +125,9 @@ void session__free(struct session *s)
 	elf_cache__free(s->elves);
 	while (s->nheld)
 		free(s->held[--s->nheld]);
+	while (s->nheld_mem)
+		free(s->held_mem[--s->nheld_mem]);
+	free(s->held_mem);
 	free(s);
 }
 
@@ -975,6 +978,71 @@ int session_frames(struct session *s, struct tproc *tp, const struct sample_even
 	return sample_frames(s, tp, ev, frames, NULL, unattributed);
 }
 
+/* A memory sample held back, resolved (its frames are read while they are
+ * what the sample saw), to be added with its weight set later. */
+struct held_mem {
+	struct profile *p;
+	struct mem_in m;
+	int nframes;
+	struct frame_ref frames[SAMPLE_FRAMES];
+	int offsets[SAMPLE_FRAMES];
+};
+
+static void hold_mem(struct session *s, struct profile *p, const struct mem_in *m)
+{
+	struct held_mem *h;
+
+	if (s->nheld_mem == s->cap_held_mem) {
+		size_t cap = s->cap_held_mem ? s->cap_held_mem * 2 : 256;
+		void **a = cap <= MAX_HELD_MEM ? realloc(s->held_mem, cap * sizeof(*a)) : NULL;
+
+		if (!a) {
+			s->held_mem_dropped++;
+			return;
+		}
+		s->held_mem = a;
+		s->cap_held_mem = cap;
+	}
+	h = malloc(sizeof(*h));
+	if (!h) {
+		s->held_mem_dropped++;
+		return;
+	}
+	h->p = p;
+	h->m = *m;
+	h->nframes = m->nframes > 0 ? m->nframes : 0;
+	memcpy(h->frames, m->frames, h->nframes * sizeof(*h->frames));
+	memcpy(h->offsets, m->offsets, h->nframes * sizeof(*h->offsets));
+	s->held_mem[s->nheld_mem++] = h;
+}
+
+void session__hold_memory(struct session *s, bool hold)
+{
+	s->mem_hold = hold;
+}
+
+void session__release_memory(struct session *s, double factor)
+{
+	size_t i;
+
+	for (i = 0; i < s->nheld_mem; i++) {
+		struct held_mem *h = s->held_mem[i];
+
+		h->m.frames = h->frames;
+		h->m.offsets = h->offsets;
+		h->m.bytes *= factor;
+		if (factor > 0)
+			profile__add_mem(h->p, &h->m);
+		free(h);
+	}
+	s->nheld_mem = 0;
+}
+
+uint64_t session__memory_dropped(const struct session *s)
+{
+	return s->held_mem_dropped;
+}
+
 static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev)
 {
 	struct frame_ref frames[SAMPLE_FRAMES];
@@ -1002,7 +1070,10 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 		m.offsets = offsets;
 		m.nframes = sample_frames(s, tp, ev, frames, offsets, &m.unattributed);
 	}
-	profile__add_mem(tp_profile(s, tp), &m);
+	if (s->mem_hold)
+		hold_mem(s, tp_profile(s, tp), &m);
+	else
+		profile__add_mem(tp_profile(s, tp), &m);
 }
 
 static void on_sampler(struct session *s, const struct sampler_record *r)

@@ -208,4 +208,13 @@ char *session__memory_warnings(struct session *s);
 /* A process's view of a file name: its root and working directory. */
 char *session__read_source(void *ctx, const char *filename, size_t *len, double *mtime);
 
+/* --pid --memory's duty cycle (memduty.h): from hold_memory(true), memory
+ * samples are kept back, read but not added to the profile; release adds
+ * those kept so far, each weighing factor times its own (factor 0: drops
+ * them).  At most
+ * MAX_HELD_MEM are kept: past that they are dropped (memory_dropped). */
+void session__hold_memory(struct session *s, bool hold);
+void session__release_memory(struct session *s, double factor);
+uint64_t session__memory_dropped(const struct session *s);
+
 #endif /* SESSION_H */

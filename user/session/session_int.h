@@ -110,6 +110,9 @@ struct mem_summary {
  * wake-ups (about 1000 a second in those windows, each a poll and a drain of
  * what came: a few microseconds of the loader's CPU each).
  */
+/* Memory samples held back at most (session__hold_memory): a window's,
+ * at one a MiB allocated, up to 64 GiB. */
+#define MAX_HELD_MEM 65536
 #define FAST_POLL_MS 1
 #define SLOW_POLL_MS 10
 #define FAST_WINDOW_NS 1000000000ULL
@@ -191,6 +194,12 @@ struct session {
 	uint64_t procs_due_ns;
 	void *held[MAX_HELD]; /* struct held_record */
 	int nheld;
+	/* Memory samples held back to be weighed later (session__hold_memory):
+	 * struct held_mem, in order. */
+	bool mem_hold;
+	void **held_mem;
+	size_t nheld_mem, cap_held_mem;
+	uint64_t held_mem_dropped; /* past MAX_HELD_MEM, or no memory */
 	uint64_t walk_status[8];
 	uint64_t mem_records;
 	bool memory;

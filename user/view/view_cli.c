@@ -810,9 +810,26 @@ static void print_header(struct ctx *c, struct json_object *doc)
 		print_wrapped(c, &r, text);
 	}
 	if (c->sel.memory && !vj_footprint_measured(doc)) {
+		struct json_object *duty =
+			vj_object(vj_object(vj_object(doc, "scalene_bpf"), "memory"), "duty_cycle");
+
 		print_wrapped(c, &r,
 			      "memory: max footprint not measured, growth rate not measured "
 			      "(frees are not seen when attached; scalene-bpf run measures them)");
+		if (duty) {
+			double trap = vj_num(duty, "window_trap_share");
+			char text[320];
+
+			snprintf(text, sizeof(text),
+				 "memory: estimated from the allocation probes' windows, %.1f%% of "
+				 "the time (their cost: %.1f%% of the program's CPU time)%s",
+				 100 * vj_num(duty, "open_fraction"),
+				 vj_num(duty, "cost_percent_of_program_cpu"),
+				 trap > 0.25 ? "; the traps took most of its time in them, so the "
+					       "totals are low, the lines' shares hold"
+					     : "");
+			print_wrapped(c, &r, text);
+		}
 	} else if (c->sel.memory) {
 		row_printf(c, &r, "memory: max footprint %.1f MB, growth rate %.1f%%",
 			   vj_num(doc, "max_footprint_mb"), vj_num(doc, "growth_rate"));
