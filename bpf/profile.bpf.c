@@ -212,14 +212,13 @@ volatile __u32 agg_epoch = 0;
  * this stays the same (struct pywalk_owner). */
 volatile __u64 code_gen = 0;
 /* Attach mode's duty cycle (user/session/memduty.h): the allocation uprobes
- * are placed for a window of each cycle, and a sample counts only inside
- * [mem_window_lo, mem_window_hi) (bpf_ktime_get_ns), its weight times
- * mem_window_scale / 65536 (the cycle's length over the window's).  Hits
- * outside it (a probe still being taken out) cost, and count nothing.
- * mem_window_scale 0: no duty cycle, every sample counts as it is. */
+ * are placed for a window of each cycle, and with mem_windowed set a sample
+ * counts only inside [mem_window_lo, mem_window_hi) (bpf_ktime_get_ns); the
+ * user side weighs it.  Hits outside it (a probe still being taken out)
+ * cost, and count nothing. */
 volatile __u64 mem_window_lo = 0;
 volatile __u64 mem_window_hi = 0;
-volatile __u32 mem_window_scale = 0;
+volatile __u32 mem_windowed = 0;
 
 /* Where the walker keeps what it read (8 KB: off the BPF stack), one slot
  * per kind of program that may interrupt another on a CPU: the perf_event
@@ -1615,21 +1614,19 @@ static __always_inline __u64 sample_weight(__u64 size)
 	return size * weight_table[k & 255] / 65536;
 }
 
-/* Whether a sample taken now is inside the duty cycle's window (scaling
- * its weight to the cycle), or there is no duty cycle. */
-static __always_inline bool in_mem_window(__u64 *weight)
+/* Whether a sample taken now is inside the duty cycle's window, or there
+ * is no duty cycle. */
+static __always_inline bool in_mem_window(void)
 {
-	__u32 scale = mem_window_scale;
 	__u64 now;
 
-	if (!scale)
+	if (!mem_windowed)
 		return true;
 	now = bpf_ktime_get_ns();
 	if (now < mem_window_lo || now >= mem_window_hi) {
 		stat_inc(STAT_UPROBE_OUTSIDE);
 		return false;
 	}
-	*weight = *weight * scale / 65536;
 	return true;
 }
 
@@ -1638,8 +1635,6 @@ static __always_inline bool in_mem_window(__u64 *weight)
 static __always_inline void count_alloc(struct proc_info *p, struct task_struct *task,
 					struct tracked_thread *ts, __u64 size, bool python)
 {
-	__u64 weight;
-
 	if (!python && size && ts->py_pending == size) {
 		/* The libc half of a large Python allocation: counted already. */
 		ts->py_pending = 0;
@@ -1658,10 +1653,9 @@ static __always_inline void count_alloc(struct proc_info *p, struct task_struct 
 		return;
 	}
 	ts->mem_left = draw_gap();
-	weight = sample_weight(size);
-	if (!in_mem_window(&weight))
+	if (!in_mem_window())
 		return;
-	mem_record(p, task, ts, MODE_MALLOC, weight, 0, size,
+	mem_record(p, task, ts, MODE_MALLOC, sample_weight(size), 0, size,
 		   (python ? SBS_F_PYTHON : 0) | MEMF_NO_FREES);
 }
 

@@ -147,7 +147,7 @@ static void duty_said(const struct facts_duty *d)
 	if (d->slowdown_rel_error >= 0)
 		fprintf(stderr, " (+-%.0f%%)", 100 * d->slowdown_rel_error);
 	fprintf(stderr, "\n");
-	if (d->window_trap_share > MEMDUTY_TRAP_SHARE_WARN)
+	if (d->totals_low)
 		fprintf(stderr,
 			"scalene-bpf: in the windows the traps took %.0f%% of the program's CPU "
 			"time, and the code between them ran slower too: its allocation totals are "

@@ -776,14 +776,14 @@ static void detacher_free(struct detacher *d)
 	free(d);
 }
 
-void loader__mem_window(struct loader *l, uint64_t lo_ns, uint64_t hi_ns, double scale)
+void loader__mem_window(struct loader *l, uint64_t lo_ns, uint64_t hi_ns)
 {
 	volatile struct profile_bpf__bss *b = l->skel->bss;
 
 	/* Closed while it changes: a sample in between counts in neither. */
 	b->mem_window_lo = UINT64_MAX;
 	__sync_synchronize();
-	b->mem_window_scale = scale > 0 ? (uint32_t)(scale * 65536 + 0.5) : 0;
+	b->mem_windowed = 1;
 	b->mem_window_hi = hi_ns;
 	__sync_synchronize();
 	b->mem_window_lo = lo_ns;
@@ -1535,12 +1535,11 @@ int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt)
 	return 0;
 }
 
-/* Field `field` (1-based, as proc(5) numbers them) of /proc/PID/stat as
- * an unsigned number, for fields after the command name; 0 on failure. */
-static unsigned long long proc_stat_field(int pid, int field)
+uint64_t proc_start_ticks(int pid)
 {
 	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
+	unsigned long long ticks = 0;
+	long hz = sysconf(_SC_CLK_TCK);
 	FILE *f;
 	size_t n;
 	int i;
@@ -1556,16 +1555,11 @@ static unsigned long long proc_stat_field(int pid, int field)
 	p = strrchr(buf, ')');
 	if (!p)
 		return 0;
-	for (i = 2; i < field && p; i++)
+	for (i = 2; i < 22 && p; i++)
 		p = strchr(p + 1, ' ');
-	if (!p || sscanf(p + 1, "%llu", &v) != 1)
+	if (!p || sscanf(p + 1, "%llu", &ticks) != 1 || hz <= 0)
 		return 0;
-	return v;
-}
-
-uint64_t proc_start_ticks(int pid)
-{
-	return proc_stat_field(pid, 22);
+	return ticks;
 }
 
 uint64_t proc_cpu_ns(int pid)

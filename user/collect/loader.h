@@ -134,10 +134,10 @@ int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_
  * (not ours), -ENOMEM (kept until the end). */
 int loader__detach_alloc_probe(struct loader *l, struct probe_link *link);
 
-/* Attach mode's duty cycle: allocation samples count only from lo_ns to
- * hi_ns (CLOCK_MONOTONIC), each weighing scale times its own; scale 0: no
- * duty cycle, every sample counts as it is (the default). */
-void loader__mem_window(struct loader *l, uint64_t lo_ns, uint64_t hi_ns, double scale);
+/* Attach mode's duty cycle: from the first call on, allocation samples
+ * count only from lo_ns to hi_ns (CLOCK_MONOTONIC); before it, all count
+ * (no duty cycle). */
+void loader__mem_window(struct loader *l, uint64_t lo_ns, uint64_t hi_ns);
 
 /* Whether the probe function at file offset off of e (a library of ours)
  * begins with the instruction probes.h gives it, the one the kernel handles

@@ -172,6 +172,7 @@ struct facts_duty {
 	uint64_t held_dropped;	      /* samples dropped while held to be weighed */
 	double hits_estimated;	      /* allocation calls in all the time */
 	double window_trap_share;     /* of the program's CPU time in the windows, the traps' */
+	bool totals_low;	      /* so much that the totals are low (memduty.h) */
 	double place_s;		      /* the loader's time placing the probes */
 	int place_failed;	      /* windows some probe could not be placed in */
 };

@@ -602,6 +602,7 @@ static struct json_object *duty_json(const struct facts_duty *d)
 	add(o, "samples_dropped", json_object_new_int64((int64_t)d->held_dropped));
 	add(o, "allocation_calls_estimated", json_object_new_double(d->hits_estimated));
 	add(o, "window_trap_share", json_object_new_double(d->window_trap_share));
+	add(o, "totals_low", json_object_new_boolean(d->totals_low));
 	add(o, "placing_s", json_object_new_double(d->place_s));
 	add(o, "windows_not_all_placed", json_object_new_int(d->place_failed));
 	add(o, "estimate",

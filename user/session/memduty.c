@@ -41,7 +41,7 @@ struct memduty {
 	double rate;			  /* hits a second in the last window that opened */
 
 	/* Totals. */
-	uint64_t start_ns, end_ns, windows, open_total_ns, cycles_ns;
+	uint64_t start_ns, end_ns, windows, open_total_ns;
 	uint64_t hits, window_hits, window_cpu_ns;
 	/* Windows shorter than their cycle: the own CPU samples their time
 	 * would have had at the cycle's pace (a), and they had (x). */
@@ -151,7 +151,7 @@ static void open_window(struct memduty *d, uint64_t now)
 	/* Its length as planned, from when the probes are in. */
 	d->open_ns = now;
 	d->close_ns = now + w;
-	loader__mem_window(d->l, d->open_ns, d->close_ns, 1.0);
+	loader__mem_window(d->l, d->open_ns, d->close_ns);
 }
 
 /* How much less the program got done in the windows than their time says:
@@ -191,7 +191,6 @@ static void end_cycle(struct memduty *d, uint64_t now, bool last)
 	if (d->opened) {
 		d->windows++;
 		d->open_total_ns += (uint64_t)open_ns;
-		d->cycles_ns += (uint64_t)len;
 		if (d->part < 1 && open_ns > 0) {
 			double a = since(m.own, d->at_cycle.own) * open_ns / len;
 			double x = d->own_window;
@@ -255,7 +254,7 @@ struct memduty *memduty__new(struct loader *l, struct session *s, int pid,
 	 * until its cycle ends, to be weighed then.  The samples the probes
 	 * took while they were placed and their cost measured, before the
 	 * profile's start, are dropped. */
-	loader__mem_window(l, UINT64_MAX, UINT64_MAX, 1.0);
+	loader__mem_window(l, UINT64_MAX, UINT64_MAX);
 	session__hold_memory(s, true);
 	loader__drain(l);
 	session__release_memory(s, 0);
@@ -309,7 +308,7 @@ void memduty__end(struct memduty *d, uint64_t now)
 	if (d->end_ns)
 		return;
 	take_out(d);
-	loader__mem_window(d->l, UINT64_MAX, UINT64_MAX, 1.0);
+	loader__mem_window(d->l, UINT64_MAX, UINT64_MAX);
 	end_cycle(d, now, true);
 	session__hold_memory(d->s, false);
 	d->end_ns = now;
@@ -353,6 +352,7 @@ void memduty__facts(const struct memduty *d, uint64_t now, struct facts_duty *ou
 		d->window_cpu_ns ? d->window_hits * d->hit_ns / d->window_cpu_ns : 0;
 	if (out->window_trap_share > 1)
 		out->window_trap_share = 1;
+	out->totals_low = out->window_trap_share > MEMDUTY_TRAP_SHARE_WARN;
 	out->place_s = d->place_ns / 1e9;
 	out->place_failed = d->place_failed;
 	out->held_dropped = session__memory_dropped(d->s);

@@ -36,7 +36,8 @@ struct facts_duty;
  * cycles' is too rough to weigh the samples by (the time's is used). */
 #define MEMDUTY_MIN_OWN_SAMPLES 10
 /* Above this share of the program's CPU time in the windows, the traps
- * slow the code around them enough to make the totals low: said. */
+ * slow the code around them enough to make the totals low: said
+ * (facts_duty.totals_low). */
 #define MEMDUTY_TRAP_SHARE_WARN 0.25
 /* What a hit is taken to cost where it could not be measured, ns. */
 #define MEMDUTY_HIT_NS_UNMEASURED 3000.0

@@ -983,7 +983,6 @@ int session_frames(struct session *s, struct tproc *tp, const struct sample_even
 struct held_mem {
 	struct profile *p;
 	struct mem_in m;
-	int nframes;
 	struct frame_ref frames[SAMPLE_FRAMES];
 	int offsets[SAMPLE_FRAMES];
 };
@@ -1010,9 +1009,10 @@ static void hold_mem(struct session *s, struct profile *p, const struct mem_in *
 	}
 	h->p = p;
 	h->m = *m;
-	h->nframes = m->nframes > 0 ? m->nframes : 0;
-	memcpy(h->frames, m->frames, h->nframes * sizeof(*h->frames));
-	memcpy(h->offsets, m->offsets, h->nframes * sizeof(*h->offsets));
+	if (m->nframes > 0) {
+		memcpy(h->frames, m->frames, m->nframes * sizeof(*h->frames));
+		memcpy(h->offsets, m->offsets, m->nframes * sizeof(*h->offsets));
+	}
 	s->held_mem[s->nheld_mem++] = h;
 }
 

@@ -817,7 +817,6 @@ static void print_header(struct ctx *c, struct json_object *doc)
 			      "memory: max footprint not measured, growth rate not measured "
 			      "(frees are not seen when attached; scalene-bpf run measures them)");
 		if (duty) {
-			double trap = vj_num(duty, "window_trap_share");
 			char text[320];
 
 			snprintf(text, sizeof(text),
@@ -825,9 +824,10 @@ static void print_header(struct ctx *c, struct json_object *doc)
 				 "the time (their cost: %.1f%% of the program's CPU time)%s",
 				 100 * vj_num(duty, "open_fraction"),
 				 vj_num(duty, "cost_percent_of_program_cpu"),
-				 trap > 0.25 ? "; the traps took most of its time in them, so the "
-					       "totals are low, the lines' shares hold"
-					     : "");
+				 vj_flag(duty, "totals_low")
+					 ? "; the traps took most of its time in them, so the "
+					   "totals are low, the lines' shares hold"
+					 : "");
 			print_wrapped(c, &r, text);
 		}
 	} else if (c->sel.memory) {
