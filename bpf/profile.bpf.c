@@ -1590,16 +1590,39 @@ int BPF_KPROBE(on_gpu_records, __u64 recs, __u64 count, __u64 state)
  * over each thread's allocated bytes, a block of s bytes that holds one is
  * sampled and weighs s / (1 - e^(-s/P)), so each line's estimate is
  * unbiased whatever is allocated around it.  The exponential gaps and the
- * weights come from tables the loader fills (256 quantiles; 1/16 P steps).
+ * weights come from tables the loader fills (1/16 P steps for the weights).
+ * A gap is drawn from one of 256 equally likely cells of the exponential
+ * distribution, uniformly inside it: a cell's width is set so that its mean
+ * is the distribution's there, and the last cell (beyond ln 256) is ln 256
+ * plus a second draw, as the distribution is memoryless.  Gaps on a lattice
+ * (the cells' midpoints alone, in steps of P / 256) beat against programs
+ * that allocate in a fixed cycle: bytes blocks of 1033 and 3033 and a 32-byte
+ * int made the 3033 one's share 4 % low and the int's 60 % high.
  * The block's address is not known at entry, so frees are not followed
  * (MEMF_NO_FREES).
  */
-const volatile __u32 gap_table[256];	/* -ln((i + 0.5) / 256), x 256 */
+const volatile __u32 gap_lo[256];	/* -ln(1 - i / 256), x 65536 */
+const volatile __u32 gap_width[256];	/* x 65536: the cell's mean at its middle */
 const volatile __u32 weight_table[256]; /* 1 / (1 - e^-((k + 0.5) / 16)), x 65536 */
+
+/* A point of the exponential distribution of mean 1, x 65536, from 32
+ * random bits: the top 8 pick the cell, the rest the place in it. */
+static __always_inline __u64 gap_units(__u32 r)
+{
+	__u32 i = r >> 24;
+
+	return gap_lo[i] + ((__u64)gap_width[i] * (r & 0xffffff) >> 24);
+}
 
 static __always_inline __s64 draw_gap(void)
 {
-	return (__s64)(mem_sample_bytes * gap_table[bpf_get_prandom_u32() & 255] / 256);
+	__u32 r = bpf_get_prandom_u32();
+	__u64 x = gap_units(r), gap;
+
+	if (r >> 24 == 255)
+		x = gap_lo[255] + gap_units(bpf_get_prandom_u32());
+	gap = mem_sample_bytes * x >> 16;
+	return gap ? (__s64)gap : 1;
 }
 
 static __always_inline __u64 sample_weight(__u64 size)
@@ -1643,9 +1666,8 @@ static __always_inline void count_alloc(struct proc_info *p, struct task_struct 
 	/* pymalloc passes requests over 512 bytes to the raw allocator. */
 	if (python)
 		ts->py_pending = size > 512 ? size : 0;
-	/* Zero before the first draw (gaps are at least one byte once the mean
-	 * is 256 bytes or more; a zero gap under that is drawn again here), and
-	 * above zero between draws. */
+	/* Zero before the first draw, and above zero between draws (a gap is
+	 * at least one byte). */
 	if (!ts->mem_left)
 		ts->mem_left = draw_gap();
 	if ((__s64)size < ts->mem_left) {

@@ -1104,7 +1104,14 @@ struct loader *loader__open(const struct loader_opts *opts)
 	}
 	l->skel->rodata->mem_sample_bytes = opts->uprobe_sample_bytes ?: 1;
 	for (i = 0; i < 256; i++) {
-		l->skel->rodata->gap_table[i] = (__u32)(-log((i + 0.5) / 256) * 256 + 0.5);
+		/* Cell i of the exponential distribution (mean 1) holds the
+		 * points from lo to hi; its mean is 256 x the integral of
+		 * x e^-x over them.  The last one's is lo + 1. */
+		double lo = -log(1 - i / 256.0), hi = -log(1 - (i + 1) / 256.0);
+		double mean = i == 255 ? lo + 1 : 256 * ((lo + 1) * exp(-lo) - (hi + 1) * exp(-hi));
+
+		l->skel->rodata->gap_lo[i] = (__u32)(lo * 65536 + 0.5);
+		l->skel->rodata->gap_width[i] = (__u32)(2 * (mean - lo) * 65536 + 0.5);
 		l->skel->rodata->weight_table[i] =
 			(__u32)(65536 / (1 - exp(-(i + 0.5) / 16)) + 0.5);
 	}
