@@ -65,6 +65,7 @@ enum event_type {
 	EV_GPU = 7,	 /* the GPU library's state or records (struct gpu_record) */
 	EV_GPU_CALL = 8, /* a traced CUDA call, its stack sent once (struct gpu_call_record) */
 	EV_GPU_NAME = 9, /* a kernel's name (struct gpu_name_record) */
+	EV_CODE = 10,	 /* a code object as it was freed (struct code_snap_record) */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -132,6 +133,8 @@ enum stat_id {
 	STAT_OFFCPU_WORK_FAILED, /* off-CPU task work that could not be queued */
 	STAT_OFFCPU_NS,		 /* time spent making off-CPU records, ns */
 	STAT_CODE_FREED,	 /* code objects freed (the probe on their deallocator) */
+	STAT_CODE_SNAPS,	 /* of those, named by a walk lately: read as they went */
+	STAT_CODE_SNAPS_LOST,	 /* ... and not sent: ring buffer full, or a read failed */
 	STAT_STOLEN_NS,		 /* time the CPUs were not the threads' while they ran, ns */
 	STAT_MAX,
 };
@@ -172,7 +175,26 @@ struct py_walk_cfg {
 	 * the next (struct pywalk_owner): the loader has a probe on the
 	 * interpreter's code-object deallocator, which empties what is kept. */
 	__u16 code_cache;
+	/* What the code-object deallocator's probe reads of a code object a
+	 * walk named (struct code_snap_record): [co_lo, co_lo + co_len) holds
+	 * co_firstlineno, co_filename, co_name, co_qualname (3.11+, else
+	 * 0xffff) and co_linetable; compact str objects' state and length
+	 * fields, the masks of their state and the sizes of their headers
+	 * (ASCII, other); a bytes object's ob_size. */
+	__u16 co_qualname;
+	__u16 co_linetable;
+	__u16 co_lo;
+	__u16 co_len;
+	__u16 str_state;
+	__u16 str_length;
+	__u16 str_ascii_size;
+	__u16 str_compact_size;
+	__u16 str_kind_shift;
+	__u16 var_size;
 	__u16 pad_cfg;
+	__u32 str_kind_mask;
+	__u32 str_ascii_mask;
+	__u32 str_compact_mask;
 	__u32 ntext;		       /* ranges used in text[] */
 	__u64 call_ops[4];	       /* CALL-family opcodes: bit n of word n / 64 (pyoffsets) */
 	__u64 text[PY_TEXT_RANGES][2]; /* the interpreter's code: [start, end) */
@@ -270,6 +292,41 @@ static inline __u32 code_ident(__u64 filename, __u64 name)
 struct record_hdr {
 	__u32 type;
 	__u32 tgid;
+};
+
+/*
+ * A code object that a walk named, read as its deallocator begins (the
+ * probe on it), so that the loader can name the frames of samples it had
+ * not read yet: import-time code, exec'd and eval'd code, and everything of
+ * a process that exits.  Each block is a copy of [addr[i], addr[i] +
+ * len[i]) of the process's memory (len 0: not read): the code object's
+ * fields, its file name and its name (str objects: header and
+ * characters), and its line table (a bytes object: header and bytes).  The
+ * record ends len[CODE_SNAP_TABLE] bytes into table.  Sent through
+ * code_snaps, a ring buffer of its own, which the loader reads before it
+ * gives up on a code object.
+ */
+enum code_snap_block {
+	CODE_SNAP_HEAD,
+	CODE_SNAP_FNAME,
+	CODE_SNAP_NAME,
+	CODE_SNAP_TABLE
+};
+#define CODE_SNAP_BLOCKS 4
+#define CODE_SNAP_HEAD_BYTES 256
+#define CODE_SNAP_FNAME_BYTES 1024
+#define CODE_SNAP_NAME_BYTES 512
+#define CODE_SNAP_TABLE_BYTES 16384
+
+struct code_snap_record {
+	struct record_hdr hdr; /* EV_CODE */
+	__u64 code;
+	__u64 addr[CODE_SNAP_BLOCKS];
+	__u32 len[CODE_SNAP_BLOCKS];
+	__u8 head[CODE_SNAP_HEAD_BYTES];
+	__u8 fname[CODE_SNAP_FNAME_BYTES];
+	__u8 name[CODE_SNAP_NAME_BYTES];
+	__u8 table[CODE_SNAP_TABLE_BYTES];
 };
 
 struct sample_event {

@@ -152,6 +152,10 @@ extern int bpf_task_work_schedule_resume_impl(struct task_struct *task, struct b
 					      void *map__map, bpf_task_work_callback_t callback,
 					      void *aux__prog) __ksym __weak;
 #define PYWALK_READ(dst, sz, src) bpf_probe_read_user((dst), (sz), (const void *)(src))
+
+/* Marks a code object a walk read (code_stamps, below). */
+static __always_inline void code_stamp_set(__u64 code);
+#define PYWALK_CODE_READ(code) code_stamp_set(code)
 #include "pywalk.h"
 #include "sampler.h"
 
@@ -272,6 +276,46 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
+
+/*
+ * Code objects that walks read lately, for the deallocator's probe
+ * (on_code_dealloc): a slot per hash of (process, address) holds the epoch
+ * of the last walk that read it.  The loader moves the epoch on at every
+ * read of the ring buffer (never to 0, which is no walk's), so a code object
+ * read by a walk in this epoch or the two before may be named by a sample
+ * the loader has not read: it is sent as it is freed.  Two objects that
+ * share a slot cost one needless copy; a slot is never cleared.
+ */
+#define CODE_STAMPS_BITS 15
+#define CODE_STAMPS (1u << CODE_STAMPS_BITS)
+struct code_stamps {
+	__u16 epoch[CODE_STAMPS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct code_stamps);
+} code_stamps SEC(".maps");
+
+volatile __u32 code_epoch = 1;
+
+static __always_inline __u32 code_stamp_slot(__u64 tgid, __u64 code)
+{
+	return (__u32)((((code >> 4) ^ (tgid << 40)) * 0x9e3779b97f4a7c15ULL) >>
+		       (64 - CODE_STAMPS_BITS)) &
+	       (CODE_STAMPS - 1);
+}
+
+static __always_inline void code_stamp_set(__u64 code)
+{
+	struct code_stamps *st = bpf_map_lookup_elem(&code_stamps, &(__u32){ 0 });
+
+	if (st)
+		st->epoch[code_stamp_slot(bpf_get_current_pid_tgid() >> 32, code)] =
+			(__u16)code_epoch;
+}
 
 /* Per-thread off-CPU state of tracked threads only: its presence is what
  * makes sched_switch cheap for everyone else. */
@@ -1333,11 +1377,116 @@ static __always_inline int mem_event(__u8 mode, __u64 bytes, __u64 addr, __u64 s
  * tp_dealloc), before the object's memory can be used again: what any walk
  * kept of code objects is forgotten.  Counted for every process that maps
  * the interpreter, followed or not, which errs on the safe side. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} code_snaps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct code_snap_record);
+} code_snap_scratch SEC(".maps");
+
+/* A compact str object at addr, header and characters, into buf (cap
+ * bytes at most): the bytes read, 0 when it is not one or unreadable. */
+static __always_inline __u32 snap_str(const struct py_walk_cfg *c, __u8 *buf, __u32 cap, __u64 addr)
+{
+	__u32 state = 0, kind;
+	__u64 len = 0, n;
+
+	if (!addr || bpf_probe_read_user(&state, sizeof(state), (void *)(addr + c->str_state)) ||
+	    bpf_probe_read_user(&len, sizeof(len), (void *)(addr + c->str_length)))
+		return 0;
+	kind = (state & c->str_kind_mask) >> (c->str_kind_shift & 31);
+	if (!(state & c->str_compact_mask) || (kind != 1 && kind != 2 && kind != 4))
+		return 0;
+	if (len > cap)
+		len = cap;
+	n = (state & c->str_ascii_mask ? c->str_ascii_size : c->str_compact_size) + len * kind;
+	if (n > cap)
+		n = cap;
+	return bpf_probe_read_user(buf, n, (void *)addr) ? 0 : (__u32)n;
+}
+
+static __always_inline __u64 snap_u64(const __u8 *head, __u32 off)
+{
+	return *(const __u64 *)&head[off & (CODE_SNAP_HEAD_BYTES - 8)];
+}
+
+/* The code object being freed, if a walk read it lately (code_stamp): its
+ * fields, names and line table to code_snaps. */
+static __always_inline void snap_code(__u64 code)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, lo, n;
+	struct code_snap_record *r;
+	struct code_stamps *stamps;
+	const struct py_walk_cfg *c;
+	struct proc_info *p;
+	__u64 table, size = 0;
+	__u16 st;
+
+	if (!code)
+		return;
+	stamps = bpf_map_lookup_elem(&code_stamps, &zero);
+	if (!stamps)
+		return;
+	st = stamps->epoch[code_stamp_slot(tgid, code)];
+	if (!st || (__u16)((__u16)code_epoch - st) > 2)
+		return;
+	p = tracked_proc(current_task(), tgid);
+	if (!p || !p->has_cfg || !p->cfg.co_len)
+		return;
+	r = bpf_map_lookup_elem(&code_snap_scratch, &zero);
+	if (!r)
+		return;
+	c = &p->cfg;
+	stat_inc(STAT_CODE_SNAPS);
+	r->hdr.type = EV_CODE;
+	r->hdr.tgid = tgid;
+	r->code = code;
+	lo = c->co_lo;
+	n = c->co_len;
+	if (n > CODE_SNAP_HEAD_BYTES)
+		n = CODE_SNAP_HEAD_BYTES;
+	r->addr[CODE_SNAP_HEAD] = code + lo;
+	r->len[CODE_SNAP_HEAD] = n;
+	if (bpf_probe_read_user(r->head, n, (void *)(code + lo)))
+		goto lost;
+	r->addr[CODE_SNAP_FNAME] = snap_u64(r->head, c->co_filename - lo);
+	r->len[CODE_SNAP_FNAME] =
+		snap_str(c, r->fname, CODE_SNAP_FNAME_BYTES, r->addr[CODE_SNAP_FNAME]);
+	r->addr[CODE_SNAP_NAME] = snap_u64(
+		r->head, (c->co_qualname != PYOFF_UNSET ? c->co_qualname : c->co_name) - lo);
+	r->len[CODE_SNAP_NAME] =
+		snap_str(c, r->name, CODE_SNAP_NAME_BYTES, r->addr[CODE_SNAP_NAME]);
+	table = snap_u64(r->head, c->co_linetable - lo);
+	r->addr[CODE_SNAP_TABLE] = table;
+	r->len[CODE_SNAP_TABLE] = 0;
+	if (!r->len[CODE_SNAP_FNAME] || !r->len[CODE_SNAP_NAME] || !table ||
+	    bpf_probe_read_user(&size, sizeof(size), (void *)(table + c->var_size)))
+		goto lost;
+	size += c->bytes_sval;
+	if (size > CODE_SNAP_TABLE_BYTES)
+		size = CODE_SNAP_TABLE_BYTES;
+	if (bpf_probe_read_user(r->table, size, (void *)table))
+		goto lost;
+	r->len[CODE_SNAP_TABLE] = size;
+	if (!bpf_ringbuf_output(&code_snaps, r,
+				__builtin_offsetof(struct code_snap_record, table) + size,
+				BPF_RB_NO_WAKEUP))
+		return;
+lost:
+	stat_inc(STAT_CODE_SNAPS_LOST);
+}
+
 SEC("uprobe")
 int on_code_dealloc(struct pt_regs *ctx)
 {
 	__sync_fetch_and_add(&code_gen, 1);
 	stat_inc(STAT_CODE_FREED);
+	snap_code(PT_REGS_PARM1(ctx));
 	return 0;
 }
 

@@ -57,6 +57,13 @@
 #define PYWALK_CALLBACK(step)
 #endif
 
+/* Called with each code object a walk reads (not those it had read
+ * already): profile.bpf.c marks it, so that its deallocator's probe sends
+ * what the loader needs to name it (struct code_snap_record). */
+#ifndef PYWALK_CODE_READ
+#define PYWALK_CODE_READ(code) ((void)(code))
+#endif
+
 /* x86_64 user space ends below this; anything else is garbage. */
 #define USER_ADDR_MAX 0x0000800000000000ULL
 
@@ -439,6 +446,7 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 					*(__u64 *)&s->code[pywalk_masked(l->co_nm, CODE_BUF - 8)]);
 		/* (A failed read, all zero, is not kept.) */
 		memo->code = out->ident ? code : 0;
+		PYWALK_CODE_READ(code);
 		memo->cc =
 			l->has_cc ? *(__u64 *)&s->code[pywalk_masked(l->co_cc, CODE_BUF - 8)] : 0;
 		memo->tag = out->tag;

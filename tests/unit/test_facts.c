@@ -211,6 +211,8 @@ static struct facts *full_facts(void)
 	f->bpf.records = 201;
 	f->bpf.bad_records = 202;
 	f->bpf.frames_unreadable = 203;
+	f->bpf.frames_from_copies = 17;
+	f->bpf.code_copies_unused = 2;
 	f->bpf.code_cache_evictions = 204;
 	f->bpf.code_probes_placed = 2;
 	f->bpf.code_probes_failed = 1;
@@ -370,7 +372,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	/* Each counter under a name of its own (a name used twice would
 	 * leave fewer keys), in the enum's order, then what is derived from
 	 * them and the session's own counters. */
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 7);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 9);
 	json_object_object_foreach (b, key, v) {
 		if (i < STAT_MAX && (uint64_t)json_object_get_int64(v) != stats[i]) {
 			fprintf(stderr, "  bpf.%s is not counter %d\n", key, i);
@@ -390,6 +392,8 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	CHECK_EQ_INT(num(b, "records"), 201);
 	CHECK_EQ_INT(num(b, "bad_records"), 202);
 	CHECK_EQ_INT(num(b, "frames_unreadable"), 203);
+	CHECK_EQ_INT(num(b, "frames_named_from_freed_code_copies"), 17);
+	CHECK_EQ_INT(num(b, "freed_code_copies_unused"), 2);
 	CHECK_EQ_INT(num(b, "code_cache_evictions"), 204);
 	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "placed"), 2);
 	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "failed"), 1);
@@ -590,8 +594,10 @@ static void test_least(void)
 	/* Counters that could not be read are left out, not written as 0;
 	 * rates without their counts too. */
 	b = get(o, "bpf");
-	CHECK_KEYS(b, "records", "bad_records", "frames_unreadable", "code_cache_evictions",
-		   "code_dealloc_probes", "stacks_dropped", "truncated_stacks");
+	CHECK_KEYS(b, "records", "bad_records", "frames_unreadable",
+		   "frames_named_from_freed_code_copies", "freed_code_copies_unused",
+		   "code_cache_evictions", "code_dealloc_probes", "stacks_dropped",
+		   "truncated_stacks");
 	/* No probe placed or failed: nothing to say why. */
 	CHECK_KEYS(get(b, "code_dealloc_probes"), "placed", "failed");
 	CHECK_EQ_INT(json_object_array_length(get(o, "threads")), 0);
@@ -636,13 +642,15 @@ static void test_host_counters(void)
 	CHECK_EQ_INT(num(b, "samples"), 40);
 	CHECK_EQ_INT(num(b, "host_samples"), 900);
 	CHECK_EQ_STR(str(b, "counters_of"), "host");
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 2 + 1 + 7);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 2 + 1 + 9);
 	json_object_put(o);
 	f->bpf.have_stats = false;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(get(o, "bpf"), "host_samples", "samples", "counters_of", "ns_per_sample",
-		   "records", "bad_records", "frames_unreadable", "code_cache_evictions",
-		   "code_dealloc_probes", "stacks_dropped", "truncated_stacks");
+		   "records", "bad_records", "frames_unreadable",
+		   "frames_named_from_freed_code_copies", "freed_code_copies_unused",
+		   "code_cache_evictions", "code_dealloc_probes", "stacks_dropped",
+		   "truncated_stacks");
 	json_object_put(o);
 out:
 	facts__free(f);

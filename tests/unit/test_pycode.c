@@ -19,7 +19,11 @@
 
 #define FFFD "\xef\xbf\xbd"
 
-enum { KIND1 = 1, KIND2 = 2, KIND4 = 4 };
+enum {
+	KIND1 = 1,
+	KIND2 = 2,
+	KIND4 = 4
+};
 
 /* A str object at a fixed place: 8-aligned, big enough for every test. */
 static uint64_t strbuf[64][128];
@@ -59,8 +63,7 @@ static uint64_t make_str(const struct py_offsets *o, int kind, bool compact, boo
 	state |= 1; /* an "interned" bit below the kind: must be ignored */
 	memcpy(b + o->unicode_length, &length, sizeof(length));
 	memcpy(b + o->unicode_state, &state, sizeof(state));
-	memcpy(b + (ascii ? o->unicode_ascii_size : o->unicode_compact_size), chars,
-	       nchars * kind);
+	memcpy(b + (ascii ? o->unicode_ascii_size : o->unicode_compact_size), chars, nchars * kind);
 	return (uint64_t)(uintptr_t)b;
 }
 
@@ -118,7 +121,10 @@ static void test_ucs2(void)
 	const uint16_t units[] = { 0x20ac, 'x', 0x4e2d, 0xffff, 0xd83d, 'y', 0xdc00 };
 
 	check_read(&pp, make_str(pp.off, KIND2, true, false, units, 7, 7), 100,
-		   "\xe2\x82\xac" "x" "\xe4\xb8\xad" "\xef\xbf\xbf" FFFD "y" FFFD);
+		   "\xe2\x82\xac"
+		   "x"
+		   "\xe4\xb8\xad"
+		   "\xef\xbf\xbf" FFFD "y" FFFD);
 }
 
 static void test_ucs4(void)
@@ -127,7 +133,9 @@ static void test_ucs4(void)
 	const uint32_t cps[] = { 0x1f600, 'a', 0x10ffff, 0x110000, 0xffffffff, 0xd800, 0, 'z' };
 
 	check_read(&pp, make_str(pp.off, KIND4, true, false, cps, 8, 8), 100,
-		   "\xf0\x9f\x98\x80" "a" "\xf4\x8f\xbf\xbf" FFFD FFFD FFFD FFFD "z");
+		   "\xf0\x9f\x98\x80"
+		   "a"
+		   "\xf4\x8f\xbf\xbf" FFFD FFFD FFFD FFFD "z");
 }
 
 static void test_nul_replaced(void)
@@ -176,8 +184,8 @@ static void test_unreadable(void)
 	struct py_proc pp = proc(&py_offsets_3_12, 12);
 	const struct py_offsets *o = pp.off;
 	long page = sysconf(_SC_PAGESIZE);
-	unsigned char *m = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *m =
+		mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *s;
 	uint32_t state = (1u << __builtin_ctz(o->unicode_kind_mask)) | o->unicode_compact_mask |
 			 o->unicode_ascii_mask;
@@ -223,8 +231,8 @@ static void test_layout_39(void)
 /* ------------------------------------------------------ code objects */
 
 struct fake_code {
-	uint64_t mem[64];	/* the code object; fields at the table's offsets */
-	uint64_t table[16];	/* a bytes object holding the line table */
+	uint64_t mem[64];   /* the code object; fields at the table's offsets */
+	uint64_t table[16]; /* a bytes object holding the line table */
 };
 
 static struct fake_code codes[4];

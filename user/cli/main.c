@@ -302,6 +302,11 @@ static int bpf_code_probe(void *ctx, const char *path, uint64_t off)
 	return loader__attach_code_probe(ctx, path, off);
 }
 
+static int bpf_code_copies(void *ctx)
+{
+	return loader__drain_code_copies(ctx);
+}
+
 static int bpf_alloc_hits(void *ctx, int tgid, uint64_t *hits)
 {
 	return loader__alloc_hits(ctx, tgid, hits);
@@ -380,6 +385,7 @@ static int setup(struct run_state *rs)
 		.seed_threads = bpf_seed_threads,
 		.set_python = bpf_set_python,
 		.code_probe = bpf_code_probe,
+		.code_copies = bpf_code_copies,
 		.alloc_hits = bpf_alloc_hits,
 		.stats = bpf_stats,
 		.prog_runtime = bpf_prog_runtime,

@@ -32,8 +32,8 @@
 #include "probes.h"
 #include "profile.skel.h"
 
-_Static_assert(sizeof(struct py_walk_cfg) == 200, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 240, "proc_info layout");
+_Static_assert(sizeof(struct py_walk_cfg) == 232, "py_walk_cfg layout");
+_Static_assert(sizeof(struct proc_info) == 272, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
 _Static_assert(SAMPLE_HDR_SIZE == 128, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
@@ -55,6 +55,7 @@ struct probe_link {
 struct loader {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
+	struct ring_buffer *code_rb; /* code_snaps: code objects copied as they were freed */
 	struct bpf_link **links;
 	struct probe_link sampler_links[5];
 	struct probe_link gpu_links[6];
@@ -1170,7 +1171,10 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->on_event = opts->on_event;
 	l->ctx = opts->ctx;
 	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), on_record, l, NULL);
-	if (!l->rb) {
+	if (l->rb)
+		l->code_rb =
+			ring_buffer__new(bpf_map__fd(l->skel->maps.code_snaps), on_record, l, NULL);
+	if (!l->rb || !l->code_rb) {
 		err = -errno;
 		pr_warn("failed to create the ring buffer reader: %s\n", strerror(-err));
 		goto fail;
@@ -1190,6 +1194,7 @@ void loader__free(struct loader *l)
 	if (!l)
 		return;
 	ring_buffer__free(l->rb);
+	ring_buffer__free(l->code_rb);
 	/* Each uprobe link waits for the kernel to quiesce as it goes (see
 	 * attach_probes). */
 	for (i = 0; i < ARRAY_SIZE_(l->sampler_links); i++)
@@ -1479,9 +1484,24 @@ static void redraw_periods(struct loader *l)
 	}
 }
 
+/* A new epoch of the walks' marks on the code objects they read (never 0:
+ * see code_stamp in profile.bpf.c). */
+static void next_code_epoch(struct loader *l)
+{
+	if (!(uint16_t)++l->skel->data->code_epoch)
+		l->skel->data->code_epoch++;
+}
+
+int loader__drain_code_copies(struct loader *l)
+{
+	return ring_buffer__consume(l->code_rb);
+}
+
 int loader__poll(struct loader *l, int timeout_ms)
 {
 	redraw_periods(l);
+	next_code_epoch(l);
+	loader__drain_code_copies(l);
 	/* Samples are submitted without wake-ups, and a record submitted with
 	 * one behind unconsumed records wakes no one either: wait, then always
 	 * drain. */

@@ -90,6 +90,10 @@ int loader__alloc_hits(struct loader *l, int tgid, uint64_t *hits);
 int loader__poll(struct loader *l, int timeout_ms);
 /* Drains the ring buffer; returns records consumed or -errno. */
 int loader__drain(struct loader *l);
+/* Hands the code objects copied as they were freed (EV_CODE, their ring
+ * buffer of their own) to the record callback; loader__poll does it before
+ * each read of the other records.  The count, or -errno. */
+int loader__drain_code_copies(struct loader *l);
 /* With aggregate: the ring buffer, then the counts (see counts.h), handed to
  * on_event as sample records; records or -errno (0 without aggregate). */
 int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint32_t gen);

@@ -114,6 +114,7 @@ struct facts_bpf {
 	bool have_runtime; /* the sampling program's kernel time was read */
 	uint64_t run_ns, run_cnt;
 	uint64_t records, bad_records, frames_unreadable, code_cache_evictions;
+	uint64_t frames_from_copies, code_copies_unused;
 	uint64_t stacks_dropped, truncated_stacks;
 	const char *offcpu_hook; /* loader__offcpu_hook(), NULL: not known */
 	/* Interpreter files given the probe on their code-object deallocator

@@ -55,6 +55,8 @@ static const char *const stat_names[] = {
 	[STAT_OFFCPU_WORK_FAILED] = "offcpu_work_failed",
 	[STAT_OFFCPU_NS] = "offcpu_ns_total",
 	[STAT_CODE_FREED] = "code_objects_freed",
+	[STAT_CODE_SNAPS] = "code_objects_read_as_freed",
+	[STAT_CODE_SNAPS_LOST] = "code_objects_read_as_freed_lost",
 	[STAT_STOLEN_NS] = "stolen_ns",
 };
 _Static_assert(sizeof(stat_names) / sizeof(stat_names[0]) == STAT_MAX, "a name per counter");
@@ -424,6 +426,8 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 	add(o, "records", json_object_new_int64(b->records));
 	add(o, "bad_records", json_object_new_int64(b->bad_records));
 	add(o, "frames_unreadable", json_object_new_int64(b->frames_unreadable));
+	add(o, "frames_named_from_freed_code_copies", json_object_new_int64(b->frames_from_copies));
+	add(o, "freed_code_copies_unused", json_object_new_int64(b->code_copies_unused));
 	add(o, "code_cache_evictions", json_object_new_int64(b->code_cache_evictions));
 	add(o, "code_dealloc_probes", code_probes_json(b));
 	add(o, "stacks_dropped", json_object_new_int64(b->stacks_dropped));

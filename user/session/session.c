@@ -861,6 +861,13 @@ const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint6
 		pc = pycode_cache__load(s->codes, &tp->pp, tp->space, code, tag);
 	if (!pc)
 		pc = pycode_cache__lookup(s->codes, tp->space, code, tag);
+	/* Freed since (or gone with its process): the probe on the
+	 * deallocator copied it as it went, before its memory was used again,
+	 * if a walk had read it lately. */
+	if (!pc && s->bpf.code_copies) {
+		s->bpf.code_copies(s->bpf.ctx);
+		pc = pycode_cache__lookup(s->codes, tp->space, code, tag);
+	}
 	/* Code objects created before a fork live at the same address in the
 	 * child: the parent's entry holds (the tag guards it).  A child that
 	 * ends before its records are read (it ran a function and exited)
@@ -923,6 +930,8 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 				 (mono_ns() - ev->ts) / 1e6, strerror(errno));
 			continue;
 		}
+		if (pc->copied)
+			s->frames_from_copies++;
 		line = pycode__line(pc, f->offset);
 		out[k].filename = profile__intern(tp_profile(s, tp), pc->filename);
 		out[k].qualname = profile__intern(tp_profile(s, tp), pc->qualname);
@@ -1280,6 +1289,25 @@ static void rec_gpu_name(struct session *s, const void *data, size_t size)
 	sgpu_name(s, proc_of(s, data), data);
 }
 
+/* A code object copied by the probe on its deallocator (it was named by a
+ * walk lately): cached, so that samples read after it was freed still name
+ * it. */
+static void rec_code(struct session *s, const void *data, size_t size)
+{
+	const struct code_snap_record *r = data;
+	struct tproc *tp = proc_of(s, data);
+	int err = -ESRCH;
+
+	if (tp && tp->pp.off)
+		err = pycode_cache__put_snap(s->codes, &tp->pp, tp->space, r, size);
+	if (err) {
+		s->code_copies_unused++;
+		pr_debug("process %u: the copy of code object 0x%llx as it was freed is of no use: "
+			 "%s\n",
+			 r->hdr.tgid, (unsigned long long)r->code, strerror(-err));
+	}
+}
+
 /* Each record type BPF sends (bpf/abi.h): the size a record of it has at
  * least (samples and stacks then check their frames against their size)
  * and its handler.  A record shorter, or of a type not here, is counted in
@@ -1297,6 +1325,7 @@ static const struct {
 	[EV_GPU] = { sizeof(struct gpu_record), rec_gpu },
 	[EV_GPU_CALL] = { sizeof(struct gpu_call_record), rec_gpu_call },
 	[EV_GPU_NAME] = { sizeof(struct gpu_name_record), rec_gpu_name },
+	[EV_CODE] = { offsetof(struct code_snap_record, table), rec_code },
 };
 
 int session__handle(void *ctx, const void *data, size_t size)
@@ -1644,6 +1673,8 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 		f->has_kernel = true;
 	}
 	b->frames_unreadable = s->frames_unreadable;
+	b->frames_from_copies = s->frames_from_copies;
+	b->code_copies_unused = s->code_copies_unused;
 	b->code_cache_evictions = pycode_cache__evictions(s->codes);
 	b->code_probes_placed = s->code_probes_placed;
 	b->code_probes_failed = s->code_probes_failed;

@@ -111,6 +111,9 @@ struct session_bpf {
 	 * file offset off of path (for every process mapping it); NULL: none.
 	 * 0 or -errno. */
 	int (*code_probe)(void *ctx, const char *path, uint64_t off);
+	/* Hands the code objects copied as they were freed (EV_CODE records)
+	 * to session__handle now; NULL: none are. */
+	int (*code_copies)(void *ctx);
 	/* The allocation uprobe hits of tgid's current image so far (NULL:
 	 * none counted). */
 	int (*alloc_hits)(void *ctx, int tgid, uint64_t *hits);

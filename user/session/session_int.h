@@ -187,6 +187,9 @@ struct session {
 	uint64_t util_count[UTIL_BUCKETS];
 	/* Counters for the profile. */
 	uint64_t records, bad_records, frames_unreadable, samples_unknown_proc;
+	/* Frames named by code objects copied as they were freed; copies of
+	 * no use (a process not known as Python, a copy not whole). */
+	uint64_t frames_from_copies, code_copies_unused;
 	uint64_t next_drain_ns;
 	/* The earliest per-process work due (a recognition try, an event-loop
 	 * poll; see tproc_due_ns()): until then a tick looks at no process.

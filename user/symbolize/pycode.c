@@ -188,6 +188,52 @@ static int read_whole(int pid, struct mem_piece *p, size_t n)
 	return err;
 }
 
+/* Where a code object is read from: its process, or what the deallocator's
+ * probe copied of it (snap set). */
+struct code_src {
+	int pid;
+	const struct code_snap_record *snap;
+};
+
+/* The copy of block b of a snapshot. */
+static const uint8_t *snap_block(const struct code_snap_record *r, int b)
+{
+	switch (b) {
+	case CODE_SNAP_HEAD:
+		return r->head;
+	case CODE_SNAP_FNAME:
+		return r->fname;
+	case CODE_SNAP_NAME:
+		return r->name;
+	default:
+		return r->table;
+	}
+}
+
+/* As read_whole, from src: a piece must lie in one block of a snapshot. */
+static int src_read(const struct code_src *src, struct mem_piece *p, size_t n)
+{
+	size_t i;
+	int b;
+
+	if (!src->snap)
+		return read_whole(src->pid, p, n);
+	for (i = 0; i < n; i++) {
+		for (b = 0; b < CODE_SNAP_BLOCKS; b++) {
+			uint64_t at = src->snap->addr[b], len = src->snap->len[b];
+
+			if (p[i].addr >= at && p[i].addr - at <= len &&
+			    p[i].len <= len - (p[i].addr - at))
+				break;
+		}
+		if (b == CODE_SNAP_BLOCKS)
+			return -EFAULT;
+		memcpy(p[i].buf, snap_block(src->snap, b) + (p[i].addr - src->snap->addr[b]),
+		       p[i].len);
+	}
+	return 0;
+}
+
 char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_chars)
 {
 	struct str_head h = { 0 };
@@ -228,7 +274,8 @@ char *pystr_read(int pid, const struct py_proc *pp, uint64_t addr, size_t max_ch
  * field they were a fifth of the loader's CPU time for a stream of
  * short-lived processes under --all (perf).
  */
-static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_t tag)
+static struct pycode *read_code(const struct code_src *src, const struct py_proc *pp, uint64_t code,
+				uint64_t *tag)
 {
 	const struct py_offsets *o = pp->off;
 	uint64_t fname = 0, name = 0, co_name = 0, table = 0;
@@ -250,13 +297,16 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	};
 	struct mem_piece h[5], d[3];
 
-	err = read_whole(pp->pid, f, 6);
+	err = src_read(src, f, 6);
 	if (err) {
 		errno = -err;
 		return NULL;
 	}
-	/* The object changed since the sample: not the code that ran. */
-	if (pycode_tag((uint32_t)first, code_ident(fname, co_name)) != tag) {
+	/* The object changed since the sample: not the code that ran.  A
+	 * snapshot's is the tag it is kept under. */
+	if (src->snap)
+		*tag = pycode_tag((uint32_t)first, code_ident(fname, co_name));
+	else if (pycode_tag((uint32_t)first, code_ident(fname, co_name)) != *tag) {
 		errno = ESTALE;
 		return NULL;
 	}
@@ -267,7 +317,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	str_head_pieces(o, fname, &hf, h);
 	str_head_pieces(o, name, &hn, h + 2);
 	h[4] = (struct mem_piece){ table + o->varobject_size, &table_size, sizeof(table_size), 0 };
-	err = read_whole(pp->pid, h, 5);
+	err = src_read(src, h, 5);
 	if (!err)
 		err = str_head_check(o, fname, &hf, MAX_NAME_CHARS);
 	if (!err)
@@ -290,7 +340,7 @@ static struct pycode *read_code(const struct py_proc *pp, uint64_t code, uint64_
 	d[0] = (struct mem_piece){ hf.data, rawf, hf.length * hf.kind, 0 };
 	d[1] = (struct mem_piece){ hn.data, rawn, hn.length * hn.kind, 0 };
 	d[2] = (struct mem_piece){ table + o->bytes_sval, pc->table, (size_t)table_size, 0 };
-	err = read_whole(pp->pid, d, 3);
+	err = src_read(src, d, 3);
 	if (err)
 		goto out;
 	pc->table_len = table_size;
@@ -313,22 +363,17 @@ out:
 	return pc;
 }
 
-const struct pycode *pycode_cache__load(struct pycode_cache *c, const struct py_proc *pp,
-					uint64_t space, uint64_t code, uint64_t tag)
+/* Keeps pc under k: the entry, or NULL with errno (pc is freed). */
+static const struct pycode *cache_put(struct pycode_cache *c, const struct code_key *k,
+				      struct pycode *pc)
 {
-	struct code_key k = { .space = space, .code = code, .tag = tag };
-	struct pycode *pc;
+	struct pycode *old = hmap__get(c->map, k);
 
-	if (!c->map) {
-		errno = ENOMEM;
-		return NULL;
+	if (old) {
+		/* The same object read twice (a snapshot of one read live). */
+		pycode_free(pc);
+		return old;
 	}
-	pc = hmap__get(c->map, &k);
-	if (pc)
-		return pc;
-	pc = read_code(pp, code, tag);
-	if (!pc)
-		return NULL;
 	if (hmap__count(c->map) >= c->max_entries) {
 		/* Bounded memory over long runs: start over rather than grow. */
 		c->evictions += hmap__count(c->map);
@@ -339,12 +384,60 @@ const struct pycode *pycode_cache__load(struct pycode_cache *c, const struct py_
 			return NULL;
 		}
 	}
-	if (hmap__put(c->map, &k, pc)) {
+	if (hmap__put(c->map, k, pc)) {
 		pycode_free(pc);
 		errno = ENOMEM;
 		return NULL;
 	}
 	return pc;
+}
+
+const struct pycode *pycode_cache__load(struct pycode_cache *c, const struct py_proc *pp,
+					uint64_t space, uint64_t code, uint64_t tag)
+{
+	struct code_key k = { .space = space, .code = code, .tag = tag };
+	struct code_src src = { .pid = pp->pid };
+	struct pycode *pc;
+
+	if (!c->map) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pc = hmap__get(c->map, &k);
+	if (pc)
+		return pc;
+	pc = read_code(&src, pp, code, &tag);
+	return pc ? cache_put(c, &k, pc) : NULL;
+}
+
+int pycode_cache__put_snap(struct pycode_cache *c, const struct py_proc *pp, uint64_t space,
+			   const struct code_snap_record *r, size_t size)
+{
+	static const uint32_t cap[CODE_SNAP_BLOCKS] = {
+		[CODE_SNAP_HEAD] = CODE_SNAP_HEAD_BYTES,
+		[CODE_SNAP_FNAME] = CODE_SNAP_FNAME_BYTES,
+		[CODE_SNAP_NAME] = CODE_SNAP_NAME_BYTES,
+		[CODE_SNAP_TABLE] = CODE_SNAP_TABLE_BYTES,
+	};
+	struct code_src src = { .pid = pp->pid, .snap = r };
+	struct code_key k = { .space = space };
+	struct pycode *pc;
+	int b;
+
+	if (size < offsetof(struct code_snap_record, table) ||
+	    r->len[CODE_SNAP_TABLE] > size - offsetof(struct code_snap_record, table))
+		return -EINVAL;
+	for (b = 0; b < CODE_SNAP_BLOCKS; b++)
+		if (r->len[b] > cap[b])
+			return -EINVAL;
+	if (!c->map)
+		return -ENOMEM;
+	k.code = r->code;
+	pc = read_code(&src, pp, r->code, &k.tag);
+	if (!pc)
+		return -errno;
+	pc->copied = true;
+	return cache_put(c, &k, pc) ? 0 : -errno;
 }
 
 int pycode__line(const struct pycode *pc, int offset)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Code objects of profiled processes, read with process_vm_readv on first
- * sight and cached: file name, qualified name, first line and line table.
+ * sight (or from the copy the probe on their deallocator made of them as
+ * they were freed) and cached: file name, qualified name, first line and line table.
  * A cache entry is keyed by (address space, code address, tag), where tag is
  * what the sample read of the code object: co_firstlineno in the low 32 bits
  * and code_ident() of its co_filename and co_name pointers in the high 32
@@ -11,6 +12,7 @@
 #ifndef PYCODE_H
 #define PYCODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +29,7 @@ struct pycode {
 	uint8_t *table;
 	size_t table_len;
 	struct hmap *memo; /* byte offset -> line */
+	bool copied;	   /* read from the copy made as it was freed */
 };
 
 struct pycode_cache;
@@ -46,6 +49,12 @@ const struct pycode *pycode_cache__lookup(struct pycode_cache *c, uint64_t space
  * it.  NULL with errno set when it cannot be read. */
 const struct pycode *pycode_cache__load(struct pycode_cache *c, const struct py_proc *pp,
 					uint64_t space, uint64_t code, uint64_t tag);
+/* Caches a code object from what the probe on its deallocator copied of it
+ * (a record of size bytes), under the tag it had.  0, or -errno when the
+ * copy does not hold it whole (-EFAULT) or is not one. */
+struct code_snap_record;
+int pycode_cache__put_snap(struct pycode_cache *c, const struct py_proc *pp, uint64_t space,
+			   const struct code_snap_record *r, size_t size);
 /* Entries dropped because the cache was full. */
 uint64_t pycode_cache__evictions(const struct pycode_cache *c);
 

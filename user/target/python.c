@@ -706,6 +706,38 @@ static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg 
 	}
 }
 
+/* What the code-object deallocator's probe reads (struct code_snap_record):
+ * the span of the code object's fields that pycode.c reads, and how to size
+ * its strs and its line table.  co_len 0: nothing (a span that does not fit
+ * the record). */
+static void walk_cfg_code_snap(const struct py_offsets *o, struct py_walk_cfg *c)
+{
+	const uint16_t fields[] = { o->code_firstlineno, o->code_filename,  o->code_name,
+				    o->code_qualname,	 o->code_linetable, o->code_flags };
+	unsigned int lo = 0xffff, hi = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i] == PYOFF_NONE)
+			continue;
+		lo = fields[i] < lo ? fields[i] : lo;
+		hi = fields[i] + 8u > hi ? fields[i] + 8u : hi;
+	}
+	c->co_qualname = o->code_qualname;
+	c->co_linetable = o->code_linetable;
+	c->co_lo = lo & ~7u;
+	c->co_len = hi - c->co_lo <= CODE_SNAP_HEAD_BYTES ? hi - c->co_lo : 0;
+	c->str_state = o->unicode_state;
+	c->str_length = o->unicode_length;
+	c->str_ascii_size = o->unicode_ascii_size;
+	c->str_compact_size = o->unicode_compact_size;
+	c->str_kind_mask = o->unicode_kind_mask;
+	c->str_kind_shift = o->unicode_kind_mask ? __builtin_ctz(o->unicode_kind_mask) : 0;
+	c->str_ascii_mask = o->unicode_ascii_mask;
+	c->str_compact_mask = o->unicode_compact_mask;
+	c->var_size = o->varobject_size;
+}
+
 void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, int64_t tls_off,
 		      struct py_walk_cfg *c)
 {
@@ -742,6 +774,7 @@ void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, int64_t
 	c->bytes_sval = o->bytes_sval;
 	walk_cfg_tstate_span(o, c);
 	memcpy(c->call_ops, o->call_ops, sizeof(c->call_ops));
+	walk_cfg_code_snap(o, c);
 }
 
 static int check_code_type(struct py_proc *pp, const struct elf_file *e, uint64_t bias, char *why,
