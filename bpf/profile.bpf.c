@@ -279,17 +279,23 @@ struct {
 
 /*
  * Code objects that walks read lately, for the deallocator's probe
- * (on_code_dealloc): a slot per hash of (process, address) holds the epoch
- * of the last walk that read it.  The loader moves the epoch on at every
- * read of the ring buffer (never to 0, which is no walk's), so a code object
- * read by a walk in this epoch or the two before may be named by a sample
- * the loader has not read: it is sent as it is freed.  Two objects that
- * share a slot cost one needless copy; a slot is never cleared.
+ * (on_code_dealloc): a slot per hash of (process, address) holds when a walk
+ * last read it, in steps of 2^CODE_STAMP_SHIFT ns (16.8 ms; 0 is no walk's).
+ * A code object read by a walk in the last CODE_STAMP_KEEP steps (4.3 s) may
+ * be named by a sample the loader has not read yet (it reads records as they
+ * come, but holds those of a process it has not recognised yet, and --pid
+ * --memory's duty cycle holds a window's for up to a second): it is sent as
+ * it is freed.  Two objects that share a slot cost one needless copy; a slot
+ * is never cleared.  Only code that samples named is marked: about 1000 a
+ * second at most, so copies cost a program that compiles and drops code in
+ * a loop 1-2 ms a second at most.
  */
 #define CODE_STAMPS_BITS 15
 #define CODE_STAMPS (1u << CODE_STAMPS_BITS)
+#define CODE_STAMP_SHIFT 24
+#define CODE_STAMP_KEEP 256
 struct code_stamps {
-	__u16 epoch[CODE_STAMPS];
+	__u16 when[CODE_STAMPS];
 };
 
 struct {
@@ -299,8 +305,6 @@ struct {
 	__type(value, struct code_stamps);
 } code_stamps SEC(".maps");
 
-volatile __u32 code_epoch = 1;
-
 static __always_inline __u32 code_stamp_slot(__u64 tgid, __u64 code)
 {
 	return (__u32)((((code >> 4) ^ (tgid << 40)) * 0x9e3779b97f4a7c15ULL) >>
@@ -308,13 +312,18 @@ static __always_inline __u32 code_stamp_slot(__u64 tgid, __u64 code)
 	       (CODE_STAMPS - 1);
 }
 
+static __always_inline __u16 code_stamp_now(void)
+{
+	return (__u16)(bpf_ktime_get_ns() >> CODE_STAMP_SHIFT) ?: 1;
+}
+
 static __always_inline void code_stamp_set(__u64 code)
 {
 	struct code_stamps *st = bpf_map_lookup_elem(&code_stamps, &(__u32){ 0 });
 
 	if (st)
-		st->epoch[code_stamp_slot(bpf_get_current_pid_tgid() >> 32, code)] =
-			(__u16)code_epoch;
+		st->when[code_stamp_slot(bpf_get_current_pid_tgid() >> 32, code)] =
+			code_stamp_now();
 }
 
 /* Per-thread off-CPU state of tracked threads only: its presence is what
@@ -1432,8 +1441,8 @@ static __always_inline void snap_code(__u64 code)
 	stamps = bpf_map_lookup_elem(&code_stamps, &zero);
 	if (!stamps)
 		return;
-	st = stamps->epoch[code_stamp_slot(tgid, code)];
-	if (!st || (__u16)((__u16)code_epoch - st) > 2)
+	st = stamps->when[code_stamp_slot(tgid, code)];
+	if (!st || (__u16)(code_stamp_now() - st) > CODE_STAMP_KEEP)
 		return;
 	p = tracked_proc(current_task(), tgid);
 	if (!p || !p->has_cfg || !p->cfg.co_len)

@@ -1484,14 +1484,6 @@ static void redraw_periods(struct loader *l)
 	}
 }
 
-/* A new epoch of the walks' marks on the code objects they read (never 0:
- * see code_stamp in profile.bpf.c). */
-static void next_code_epoch(struct loader *l)
-{
-	if (!(uint16_t)++l->skel->data->code_epoch)
-		l->skel->data->code_epoch++;
-}
-
 int loader__drain_code_copies(struct loader *l)
 {
 	return ring_buffer__consume(l->code_rb);
@@ -1500,7 +1492,6 @@ int loader__drain_code_copies(struct loader *l)
 int loader__poll(struct loader *l, int timeout_ms)
 {
 	redraw_periods(l);
-	next_code_epoch(l);
 	loader__drain_code_copies(l);
 	/* Samples are submitted without wake-ups, and a record submitted with
 	 * one behind unconsumed records wakes no one either: wait, then always
