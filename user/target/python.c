@@ -674,6 +674,22 @@ static int find_gil(struct py_proc *pp)
 	return 0;
 }
 
+/* [lo, hi) covering n fields of 8 bytes at most each, those not NONE; lo
+ * PYOFF_NONE and hi 0 when there is none. */
+static void fields_span(const uint16_t *fields, size_t n, unsigned int *lo, unsigned int *hi)
+{
+	size_t i;
+
+	*lo = PYOFF_NONE;
+	*hi = 0;
+	for (i = 0; i < n; i++) {
+		if (fields[i] == PYOFF_NONE)
+			continue;
+		*lo = fields[i] < *lo ? fields[i] : *lo;
+		*hi = fields[i] + 8u > *hi ? fields[i] + 8u : *hi;
+	}
+}
+
 /* The thread state's span the walker reads in one go (py_walk_cfg.ts_lo):
  * from the first to the end of the last field it needs.  A layout whose
  * fields lie further apart than TS_BUF gets ts_len 0, which the walker
@@ -682,15 +698,9 @@ static void walk_cfg_tstate_span(const struct py_offsets *o, struct py_walk_cfg 
 {
 	const uint16_t fields[] = { c->ts_thread_id, c->ts_frame, o->tstate_datastack_chunk,
 				    o->tstate_datastack_top };
-	unsigned int lo = PYOFF_NONE, hi = 0;
-	size_t i;
+	unsigned int lo, hi;
 
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		if (fields[i] == PYOFF_NONE)
-			continue;
-		lo = fields[i] < lo ? fields[i] : lo;
-		hi = fields[i] + 8u > hi ? fields[i] + 8u : hi;
-	}
+	fields_span(fields, sizeof(fields) / sizeof(fields[0]), &lo, &hi);
 	c->ts_stack_chunk = PYOFF_NONE;
 	c->ts_stack_top = PYOFF_NONE;
 	c->chunk_data = PYOFF_NONE;
@@ -714,15 +724,9 @@ static void walk_cfg_code_snap(const struct py_offsets *o, struct py_walk_cfg *c
 {
 	const uint16_t fields[] = { o->code_firstlineno, o->code_filename,  o->code_name,
 				    o->code_qualname,	 o->code_linetable, o->code_flags };
-	unsigned int lo = 0xffff, hi = 0;
-	size_t i;
+	unsigned int lo, hi;
 
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		if (fields[i] == PYOFF_NONE)
-			continue;
-		lo = fields[i] < lo ? fields[i] : lo;
-		hi = fields[i] + 8u > hi ? fields[i] + 8u : hi;
-	}
+	fields_span(fields, sizeof(fields) / sizeof(fields[0]), &lo, &hi);
 	c->co_qualname = o->code_qualname;
 	c->co_linetable = o->code_linetable;
 	c->co_lo = lo & ~7u;
