@@ -8,7 +8,9 @@ when any function is decorated only the decorated functions are reported
 reported as before.  The builtin comes from a sitecustomize.py first on the
 program's PYTHONPATH, which must chain to the one the interpreter would have
 loaded, leave an existing builtins.profile alone, reach children and work
-for the user the program runs as under sudo.
+for the user the program runs as under sudo.  It is given only to a program
+whose folder has a .py file that decorates with @profile (or with
+--profile-builtin): any other starts exactly as it would without us.
 
 Timeline: combined_stacks_timeline is filled from the CPU samples in
 Scalene's shape, indexes combined_stacks, and stays bounded on a run with
@@ -54,6 +56,9 @@ def test_profile_decorator(python, tmp_path):
     facts = res.profile["scalene_bpf"]
     assert facts["profile_decorator"]["functions"] == 1, facts
     assert facts["profile_decorator"]["bad_report_lines"] == 0, facts
+    assert facts["profile_decorator"]["builtin_provided"], facts
+    assert facts["profile_decorator"]["builtin_why"] == \
+        f"{prog} decorates with @profile", facts
     funcs = _functions(res.profile, prog)
     assert set(funcs) == {"decorated"}, funcs.keys()
     assert funcs["decorated"]["lineno"] == mk["decorated_first"]
@@ -88,7 +93,11 @@ def test_no_decorator_reports_everything(any_python, tmp_path):
     res = profile_run(any_python, prog, ["1.0"], tmp=tmp_path,
                       opts=["--cpu-only"])
     mk = markers(prog)
-    assert res.profile["scalene_bpf"]["profile_decorator"]["functions"] == 0
+    dec = res.profile["scalene_bpf"]["profile_decorator"]
+    assert dec["functions"] == 0
+    assert not dec["builtin_provided"], dec
+    assert dec["builtin_why"].startswith(
+        f"no .py file under {tmp_path} decorates with @profile"), dec
     funcs = _functions(res.profile, prog)
     assert {"decorated", "plain", "helper"} <= set(funcs), funcs.keys()
     assert line_time(res.profile, prog, mk["plain_loop"]).seconds > 0.1
@@ -121,6 +130,45 @@ def test_builtin_and_frames_as_without_profiler(any_python, tmp_path):
                 if d.startswith("scalene-bpf-hook.")
                 and os.path.getmtime(os.path.join("/tmp", d))
                 > os.path.getmtime(prog) - 1], os.listdir("/tmp")
+
+
+def test_undecorated_program_starts_as_without_profiler(python, tmp_path):
+    """No .py file of the program's folder decorates: nothing is put on its
+    PYTHONPATH, no sitecustomize of ours runs, its environment and sys.path
+    are what they would be without us; --profile-builtin gives it the
+    builtin all the same; a program that then fails is told why there was
+    none."""
+    prog = tmp_path / "plain.py"
+    side = tmp_path / "seen.json"
+    prog.write_text(
+        "import builtins, json, os, sys\n"
+        "json.dump({'path': sys.path, 'pythonpath': os.environ.get('PYTHONPATH'),\n"
+        "           'site': getattr(sys.modules.get('sitecustomize'), '__file__', None),\n"
+        "           'builtin': hasattr(builtins, 'profile')},\n"
+        "          open(sys.argv[1], 'w'))\n")
+    env = clean_env({})
+    env.pop("PYTHONPATH", None)
+    alone = subprocess.run([python, str(prog), str(side)], env=env, check=True)
+    assert alone.returncode == 0
+    bare = json.loads(side.read_text())
+    res = profile_run(python, prog, [str(side)], tmp=tmp_path, opts=["--cpu-only"], env=env)
+    seen = json.loads(side.read_text())
+    assert seen == bare, (seen, bare)
+    assert not seen["builtin"] and seen["pythonpath"] is None, seen
+    assert not res.profile["scalene_bpf"]["profile_decorator"]["builtin_provided"]
+    res = profile_run(python, prog, [str(side)], tmp=tmp_path,
+                      opts=["--cpu-only", "--profile-builtin"], env=env)
+    seen = json.loads(side.read_text())
+    assert seen["builtin"], seen
+    dec = res.profile["scalene_bpf"]["profile_decorator"]
+    assert dec["builtin_provided"] and dec["builtin_why"] == "--profile-builtin", dec
+    # Decorated through a name the look cannot see: NameError, and the hint.
+    prog.write_text("deco = profile\n")
+    res = invoke(["run", "-o", str(tmp_path / "p.json"), "--cpu-only", "--python", python,
+                  str(prog)], cwd=tmp_path, env=env)
+    assert res.rc == 1, res.describe()
+    assert "NameError" in res.stderr, res.describe()
+    assert "run it again with --profile-builtin" in res.stderr, res.describe()
 
 
 def test_chains_to_sitecustomize_and_keeps_existing_profile(any_python,

@@ -282,7 +282,9 @@ static struct facts *full_facts(void)
 	CHECK_EQ_INT(facts__warn(f, "first warning"), 0);
 	CHECK_EQ_INT(facts__warn(f, "second warning"), 0);
 	f->has_decorator = true;
-	f->decorator = (struct facts_decorator){ .functions = 3,
+	f->decorator = (struct facts_decorator){ .provided = true,
+						 .why = "/p/a.py decorates with @profile",
+						 .functions = 3,
 						 .bad_report_lines = 601,
 						 .refused_past_limit = 602 };
 	f->has_process = true;
@@ -554,7 +556,11 @@ static void test_every_field(void)
 	CHECK_EQ_INT(num(x, "max_events"), TIMELINE_MAX_EVENTS);
 	CHECK_EQ_INT(num(x, "samples_dropped"), 0);
 	x = get(o, "profile_decorator");
-	CHECK_KEYS(x, "functions", "bad_report_lines", "refused_past_limit");
+	CHECK_KEYS(x, "builtin_provided", "builtin_why", "functions", "bad_report_lines",
+		   "refused_past_limit");
+	CHECK(json_object_get_boolean(get(x, "builtin_provided")));
+	CHECK(!strcmp(json_object_get_string(get(x, "builtin_why")),
+		      "/p/a.py decorates with @profile"));
 	CHECK_EQ_INT(num(x, "functions"), 3);
 	CHECK_EQ_INT(num(x, "bad_report_lines"), 601);
 	CHECK_EQ_INT(num(x, "refused_past_limit"), 602);

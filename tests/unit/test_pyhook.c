@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "testlib.h"
 #include "model/profile.h"
 #include "session/pyhook.h"
+#include "target/target.h"
 
 static void append(const char *path, const char *s)
 {
@@ -127,8 +129,92 @@ static void test_pythonpath_kept(void)
 	unsetenv("PYTHONPATH");
 }
 
+static void test_text_decorates(void)
+{
+	static const char *yes[] = {
+		"@profile\ndef f(): pass\n",
+		"import x\n    @profile\n    def m(self): pass",
+		"class C:\n\t@ profile\n\tdef m(self): pass\n",
+		"@profile(\n", /* (called: not ours to judge) */
+		"x = 1\n@profile",
+	};
+	static const char *no[] = {
+		"def f(): pass\n",
+		"# @profile\n",
+		"@profiled\ndef f(): pass\n",
+		"@line_profiler.profile\n",
+		"profile(f)\n",
+		"s = '@profile'\n",
+		"@profile_me\n",
+		"",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		CHECK(pyhook_text_decorates(yes[i], strlen(yes[i])));
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		CHECK(!pyhook_text_decorates(no[i], strlen(no[i])));
+	/* Only the bytes given are looked at. */
+	CHECK(!pyhook_text_decorates("@profile", 7));
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_wanted(void)
+{
+	char dir[] = "/tmp/test-pyhook.XXXXXX", sub[256], why[PATH_MAX + 160];
+	struct target t = { 0 };
+
+	CHECK(mkdtemp(dir) != NULL);
+	t.program_dir = dir;
+	put(dir, "main.py", "import pkg\nprint(1)\n");
+	CHECK(!pyhook__wanted(&t, NULL, why, sizeof(why)));
+	CHECK(strstr(why, "no .py file under") != NULL);
+	/* Where a program's own code is not: never looked at. */
+	snprintf(sub, sizeof(sub), "%s/.venv", dir);
+	CHECK(mkdir(sub, 0755) == 0);
+	put(sub, "x.py", "@profile\ndef f(): pass\n");
+	snprintf(sub, sizeof(sub), "%s/env", dir);
+	CHECK(mkdir(sub, 0755) == 0);
+	put(sub, "pyvenv.cfg", "home = /usr/bin\n");
+	put(sub, "y.py", "@profile\ndef f(): pass\n");
+	snprintf(sub, sizeof(sub), "%s/pkg", dir);
+	CHECK(mkdir(sub, 0755) == 0);
+	put(sub, "notes.txt", "@profile\n");
+	CHECK(!pyhook__wanted(&t, NULL, why, sizeof(why)));
+	/* A module of the program's, a folder down. */
+	put(sub, "work.py", "import os\n\n@profile\ndef work(): pass\n");
+	CHECK(pyhook__wanted(&t, NULL, why, sizeof(why)));
+	CHECK(strstr(why, "pkg/work.py decorates with @profile") != NULL);
+	/* A -c command that decorates. */
+	t.program_dir = "/nonexistent-dir";
+	t.command = "@profile\ndef f(): pass\nf()";
+	CHECK(pyhook__wanted(&t, NULL, why, sizeof(why)));
+	CHECK(strstr(why, "-c command") != NULL);
+	/* A folder that cannot be read: provided, to be safe. */
+	t.command = NULL;
+	CHECK(pyhook__wanted(&t, NULL, why, sizeof(why)));
+	CHECK(strstr(why, "cannot be read") != NULL);
+	snprintf(sub, sizeof(sub), "rm -rf %s", dir);
+	CHECK(system(sub) == 0);
+}
+
 int main(void)
 {
+	RUN_TEST(test_text_decorates);
+	RUN_TEST(test_wanted);
 	RUN_TEST(test_parse_line);
 	RUN_TEST(test_prepare_poll_cleanup);
 	RUN_TEST(test_pythonpath_kept);

@@ -107,6 +107,7 @@ struct run_state {
 	bool uprobes;	     /* attach: allocation uprobes */
 	struct pyhook hook;  /* run: the @profile builtin */
 	bool hook_ready;
+	char hook_why[PATH_MAX + 160]; /* run: why it is provided or not */
 	struct memprobe_report probes;
 	struct memprobe_placed placed; /* attach: where they are */
 	struct memduty *duty;	       /* attach: their duty cycle */
@@ -202,8 +203,10 @@ static int write_profile(struct run_state *rs, bool final)
 	if (facts && rs->opts->cmd == CMD_ATTACH)
 		nvml_facts(rs, facts);
 	m.facts = facts;
-	if (rs->hook_ready && facts) {
+	if (rs->opts->cmd == CMD_RUN && facts) {
 		facts->has_decorator = true;
+		facts->decorator.provided = rs->hook_ready;
+		facts->decorator.why = rs->hook_why;
 		facts->decorator.functions = profile__ndecorated(rs->profile);
 		facts->decorator.bad_report_lines = rs->hook.bad_lines;
 		facts->decorator.refused_past_limit = rs->hook.refused;
@@ -725,12 +728,23 @@ static int cmd_run(const struct options *o)
 			goto out;
 	}
 	prepare_gpu(&rs);
-	err = pyhook__prepare(&rs.hook, &rs.creds);
-	if (err)
-		pr_warn("the @profile builtin is not provided (%s): decorated programs stop with "
-			"NameError\n",
-			strerror(-err));
-	rs.hook_ready = !err;
+	if (pyhook__wanted(&rs.target, &rs.creds, rs.hook_why, sizeof(rs.hook_why)) ||
+	    o->profile_builtin) {
+		if (o->profile_builtin)
+			snprintf(rs.hook_why, sizeof(rs.hook_why), "--profile-builtin");
+		err = pyhook__prepare(&rs.hook, &rs.creds);
+		if (err) {
+			pr_warn("the @profile builtin is not provided (%s): decorated programs "
+				"stop "
+				"with NameError\n",
+				strerror(-err));
+			snprintf(rs.hook_why, sizeof(rs.hook_why), "it could not be prepared: %s",
+				 strerror(-err));
+		}
+		rs.hook_ready = !err;
+	}
+	pr_debug("the @profile builtin is %sprovided: %s\n", rs.hook_ready ? "" : "not ",
+		 rs.hook_why);
 	for (i = 0, n = 0; i < sizeof(rs.env) / sizeof(rs.env[0]); i++) {
 		if (rs.env[i])
 			envv[n++] = rs.env[i];
@@ -775,6 +789,11 @@ static int cmd_run(const struct options *o)
 	status = run_loop(&rs, l.pid);
 	write_profile(&rs, true);
 	err = exit_status_of(status);
+	if (err && !rs.hook_ready)
+		pr_warn("the program failed; the @profile builtin was not provided (%s): if it "
+			"stopped with NameError: name 'profile' is not defined, run it again with "
+			"--profile-builtin\n",
+			rs.hook_why);
 	/* A profile of nothing is a failure, unless the program failed first. */
 	if (!session__interpreters(rs.session)) {
 		session__explain_root(rs.session, why, sizeof(why));

@@ -24,6 +24,7 @@ enum {
 	OPT_DURATION,
 	OPT_IDLE,
 	OPT_NO_FOLLOW,
+	OPT_PROFILE_BUILTIN,
 	OPT_CLI,
 	OPT_ALL_LINES,
 	OPT_VERSION,
@@ -67,6 +68,7 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
+	{ "profile-builtin", no_argument, NULL, OPT_PROFILE_BUILTIN },
 	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
 	{ "no-gpu", no_argument, NULL, OPT_NO_GPU },
 	{ "gpu-call-sample", required_argument, NULL, OPT_GPU_CALL_SAMPLE },
@@ -169,6 +171,8 @@ void options_usage(FILE *f)
 	      "      --profile-interval SECONDS also write the profile this often while running\n"
 	      "      --idle                     count the waiting of parked worker threads too\n"
 	      "      --no-follow                do not follow child processes\n"
+	      "      --profile-builtin          run: provide Scalene's @profile builtin even when\n"
+	      "                                 no .py file under the program's folder uses it\n"
 	      "      --no-async                 no await attribution (on by default, as in\n"
 	      "                                 Scalene: where asyncio tasks wait, per line)\n"
 	      "      --no-gpu                   run: do not give CUDA programs the GPU library\n"
@@ -431,6 +435,9 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_NO_FOLLOW:
 		o->no_follow = true;
+		return 0;
+	case OPT_PROFILE_BUILTIN:
+		o->profile_builtin = true;
 		return 0;
 	case OPT_NO_ASYNC:
 		o->no_async = true;

@@ -53,6 +53,7 @@ struct options {
 	bool profile_all;
 	bool idle;
 	bool no_follow;
+	bool profile_builtin;	      /* run: @profile provided whatever the look finds */
 	bool no_async;		      /* no await attribution */
 	bool no_gpu;		      /* run: no GPU library for CUDA programs */
 	unsigned int gpu_call_sample; /* run: 1 in N CUDA calls probed (0: every one) */

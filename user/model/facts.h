@@ -196,6 +196,8 @@ struct facts_uprobes {
 
 /* The @profile builtin (run). */
 struct facts_decorator {
+	bool provided;	 /* the builtin was given to the program */
+	const char *why; /* why it was or was not */
 	int functions;
 	uint64_t bad_report_lines, refused_past_limit;
 };

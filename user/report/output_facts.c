@@ -570,6 +570,9 @@ static struct json_object *decorator_json(const struct facts_decorator *d)
 {
 	struct json_object *o = json_object_new_object();
 
+	add(o, "builtin_provided", json_object_new_boolean(d->provided));
+	if (d->why && d->why[0])
+		add(o, "builtin_why", json_object_new_string(d->why));
 	add(o, "functions", json_object_new_int(d->functions));
 	add(o, "bad_report_lines", json_object_new_int64((int64_t)d->bad_report_lines));
 	add(o, "refused_past_limit", json_object_new_int64((int64_t)d->refused_past_limit));

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include "model/profile.h"
 #include "session/pyhook.h"
 #include "base/creds.h"
+#include "target/target.h"
 
 /* What every Python of the run loads first (see pyhook.h).  Written for
  * CPython 3.9-3.15: co_lines() from 3.10, the line number table before. */
@@ -254,6 +256,192 @@ int pyhook__poll(struct pyhook *h, struct profile *p)
 	h->offset += line - buf;
 	free(buf);
 	return lines;
+}
+
+/* ------------------------------------------- whether the builtin is used */
+
+/* How far the look for @profile goes before it gives up and provides the
+ * builtin all the same: a program's own tree is read in milliseconds, a
+ * home directory or / is not read at all. */
+#define SCAN_MAX_ENTRIES 20000
+#define SCAN_MAX_BYTES (32u << 20)
+#define SCAN_MAX_FILE (4u << 20)
+#define SCAN_MAX_DEPTH 12
+
+struct scan {
+	const struct user_creds *c;
+	unsigned long entries, bytes;
+	bool found, stopped;
+	char where[PATH_MAX]; /* the file found, or where the look stopped */
+};
+
+/* Whether text has a line that decorates with profile ("@profile",
+ * "@ profile(...)"), the use Scalene documents. */
+bool pyhook_text_decorates(const char *text, size_t n)
+{
+	static const char word[] = "profile";
+	const char *p = text, *end = text + n;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p), *q = p;
+		const char *eol = nl ? nl : end;
+
+		while (q < eol && (*q == ' ' || *q == '\t'))
+			q++;
+		if (q < eol && *q == '@') {
+			for (q++; q < eol && (*q == ' ' || *q == '\t');)
+				q++;
+			if ((size_t)(eol - q) >= sizeof(word) - 1 &&
+			    !memcmp(q, word, sizeof(word) - 1)) {
+				q += sizeof(word) - 1;
+				if (q == eol || !(*q == '_' || isalnum((unsigned char)*q)))
+					return true;
+			}
+		}
+		p = eol + 1;
+	}
+	return false;
+}
+
+/* Whether the program's user may read what st describes (under sudo the
+ * program runs as them: what they cannot read, their program cannot run). */
+static bool user_reads(const struct user_creds *c, const struct stat *st)
+{
+	int i;
+
+	if (!c || !c->drop)
+		return true;
+	if (st->st_uid == c->uid)
+		return st->st_mode & S_IRUSR;
+	if (st->st_gid == c->gid)
+		return st->st_mode & S_IRGRP;
+	for (i = 0; i < c->ngroups; i++) {
+		if (st->st_gid == c->groups[i])
+			return st->st_mode & S_IRGRP;
+	}
+	return st->st_mode & S_IROTH;
+}
+
+static void scan_file(struct scan *sc, int dfd, const char *name, const char *path)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t want;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !user_reads(sc->c, &st)) {
+		close(fd);
+		return;
+	}
+	want = st.st_size < SCAN_MAX_FILE ? (size_t)st.st_size : SCAN_MAX_FILE;
+	if (sc->bytes + want > SCAN_MAX_BYTES) {
+		sc->stopped = true;
+		snprintf(sc->where, sizeof(sc->where), "%s", path);
+		close(fd);
+		return;
+	}
+	buf = malloc(want ? want : 1);
+	n = buf ? pread(fd, buf, want, 0) : -1;
+	close(fd);
+	if (n > 0) {
+		sc->bytes += n;
+		if (pyhook_text_decorates(buf, n)) {
+			sc->found = true;
+			snprintf(sc->where, sizeof(sc->where), "%s", path);
+		}
+	}
+	free(buf);
+}
+
+static bool skipped_dir(int dfd, const char *name)
+{
+	struct stat st;
+
+	/* Hidden folders, caches, installed packages and virtual
+	 * environments: not the program's own source. */
+	return name[0] == '.' || !strcmp(name, "__pycache__") || !strcmp(name, "node_modules") ||
+	       !strcmp(name, "site-packages") || !strcmp(name, "dist-packages") ||
+	       !fstatat(dfd, "pyvenv.cfg", &st, 0);
+}
+
+static void scan_dir(struct scan *sc, int dfd, const char *path, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while (!sc->found && !sc->stopped && (e = readdir(d))) {
+		char sub[PATH_MAX];
+		size_t len = strlen(e->d_name);
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (++sc->entries > SCAN_MAX_ENTRIES) {
+			sc->stopped = true;
+			snprintf(sc->where, sizeof(sc->where), "%s", path);
+			break;
+		}
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) >= sizeof(sub))
+			continue;
+		if (e->d_type == DT_DIR) {
+			int cfd;
+
+			if (depth >= SCAN_MAX_DEPTH)
+				continue;
+			cfd = openat(dirfd(d), e->d_name,
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (cfd < 0)
+				continue;
+			if (skipped_dir(cfd, e->d_name)) {
+				close(cfd);
+				continue;
+			}
+			scan_dir(sc, cfd, sub, depth + 1);
+		} else if ((e->d_type == DT_REG || e->d_type == DT_UNKNOWN) && len > 3 &&
+			   !strcmp(e->d_name + len - 3, ".py")) {
+			scan_file(sc, dirfd(d), e->d_name, sub);
+		}
+	}
+	closedir(d);
+}
+
+bool pyhook__wanted(const struct target *t, const struct user_creds *c, char *why, size_t n)
+{
+	struct scan sc = { .c = c };
+	const char *dir = t->program_dir;
+	int dfd;
+
+	if (t->command && pyhook_text_decorates(t->command, strlen(t->command))) {
+		snprintf(why, n, "the -c command decorates with @profile");
+		return true;
+	}
+	if (!dir) {
+		snprintf(why, n, "the program's folder is not known");
+		return true;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(why, n, "%s cannot be read (%s)", dir, strerror(errno));
+		return true;
+	}
+	scan_dir(&sc, dfd, dir, 0);
+	if (sc.found)
+		snprintf(why, n, "%s decorates with @profile", sc.where);
+	else if (sc.stopped)
+		snprintf(why, n,
+			 "the look for @profile under %s stopped at %s (past %d files or %u MiB)",
+			 dir, sc.where, SCAN_MAX_ENTRIES, SCAN_MAX_BYTES >> 20);
+	else
+		snprintf(why, n,
+			 "no .py file under %s decorates with @profile (%lu entries, %lu KiB read)",
+			 dir, sc.entries, sc.bytes >> 10);
+	return sc.found || sc.stopped;
 }
 
 static void remove_cache(const char *dir)

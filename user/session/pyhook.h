@@ -14,6 +14,12 @@
  * write; the loader reads it while the run goes on and registers each
  * function with the profile model.  Interpreters started with -E, -I or -S
  * do not load it; nor can a process that is attached to (--pid).
+ *
+ * Only a program that uses it gets it: any module imported at start-up
+ * leaves the allocator's pools in another state than the program alone
+ * would, which measurably changes how fast its own code then runs (a loop
+ * of int arithmetic ran 0.4-4.4% more instructions with an empty
+ * sitecustomize than without, by interpreter; docs/benchmarks.md).
  */
 #ifndef PYHOOK_H
 #define PYHOOK_H
@@ -22,6 +28,7 @@
 #include <stddef.h>
 
 struct profile;
+struct target;
 struct user_creds;
 
 #define PYHOOK_ENV_REPORT "SCALENE_BPF_PROFILE_REPORT"
@@ -40,6 +47,14 @@ struct pyhook {
 	unsigned long bad_lines; /* malformed report lines skipped */
 	unsigned long refused;	 /* decorated functions past the profile's limit */
 };
+
+/* Whether the program may use the builtin: the -c command, or a .py file
+ * under the program's folder (hidden folders, caches, installed packages
+ * and virtual environments left out), decorates with @profile; or the look
+ * stopped at its bounds before it could say.  why says which, and where. */
+bool pyhook__wanted(const struct target *t, const struct user_creds *c, char *why, size_t n);
+/* Whether text has a line that decorates with @profile. */
+bool pyhook_text_decorates(const char *text, size_t n);
 
 /* Creates the directory and the report file (the latter owned by the user
  * the program runs as).  The environment strings then point at them.  0 or
