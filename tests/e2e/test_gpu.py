@@ -106,6 +106,39 @@ def test_gpu_work_per_line(tmp_path):
         "scalene_bpf"]["stack_bounds"]
 
 
+@needs_gpu_lib
+def test_kernels_of_threads_without_python(tmp_path):
+    """A kernel launched by a thread with no Python frame (PyTorch's
+    autograd threads launch every backward kernel) goes to the line the main
+    thread waits in (loss.backward()), as those threads' CPU time does; the
+    profile counts such calls.  The forward kernel stays on its own line."""
+    prog = program("gpu_native_launch.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(default_interpreter(), prog, [FAKE_CUPTI, side],
+                      tmp=tmp_path)
+    truth = json.loads(side.read_text())
+    assert truth["thread_rc"] == 0, truth
+    gpu = res.profile["scalene_bpf"]["gpu"]
+    ctx = f"scalene_bpf.gpu: {gpu}"
+    assert gpu["calls"] == truth["calls"], ctx
+    assert gpu["calls_on_main_thread_line"] == 1, ctx
+    assert gpu["calls_on_no_line"] == 0, ctx
+    assert gpu["calls_outside_profiled_files"] == 0, ctx
+    assert gpu["records"] == 2 and gpu["records_unmatched"] == 0, ctx
+    at = markers(prog)
+    by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
+    assert set(by_line) == {at["forward"], at["backward"]}, ctx
+    fwd, bwd = by_line[at["forward"]], by_line[at["backward"]]
+    assert fwd["calls"] == 1 and fwd["kernels"] == 1, ctx
+    assert abs(fwd["kernel_s"] - truth["forward_s"]) < 1e-6, ctx
+    assert bwd["calls"] == 1 and bwd["kernels"] == 1, ctx
+    assert abs(bwd["kernel_s"] - truth["backward_s"]) < 1e-6, ctx
+    assert [k["name"] for k in bwd["kernels_by_name"]] == ["backward(float*)"], ctx
+    # The native thread's CPU time is on the same line.
+    rows = file_entry(res.profile, prog)["lines"]
+    assert rows[at["backward"] - 1]["n_cpu_percent_c"] > 0, rows[at["backward"] - 1]
+
+
 def test_no_gpu_option(tmp_path):
     """--no-gpu (and --cpu-only, as in Scalene): the program gets no
     library, and the profile says why."""

@@ -8,6 +8,7 @@
  * not model a GPU.
  */
 #include <pthread.h>
+#include <time.h>
 #include <string.h>
 
 #include <cupti.h>
@@ -82,6 +83,46 @@ void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlati
 	cb.functionName = "fake";
 	cb.correlationId = correlation_id;
 	api_callback(api_userdata, (CUpti_CallbackDomain)domain, cbid, &cb);
+}
+
+struct native_call {
+	uint32_t domain, cbid, correlation_id;
+	unsigned int busy_ms;
+	uint64_t kernel_ns;
+	const char *kernel_name;
+};
+
+/* A thread of the library's own, with no Python frame: the call, then the
+ * thread keeps busy for a while, as an autograd worker does. */
+static void *native_call_thread(void *arg)
+{
+	const struct native_call *c = arg;
+	struct timespec t0, t;
+
+	fake_cupti_api(c->domain, c->cbid, 0, c->correlation_id);
+	fake_cupti_api(c->domain, c->cbid, 1, c->correlation_id);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (c->kernel_ns) {
+		uint64_t now = t0.tv_sec * 1000000000ull + t0.tv_nsec;
+
+		fake_cupti_kernel_named(c->correlation_id, now, now + c->kernel_ns, c->kernel_name);
+	}
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 <
+	       (long)c->busy_ms);
+	return NULL;
+}
+
+int fake_cupti_api_on_native_thread(uint32_t domain, uint32_t cbid, uint32_t correlation_id,
+				    unsigned int busy_ms, uint64_t kernel_ns,
+				    const char *kernel_name)
+{
+	struct native_call c = { domain, cbid, correlation_id, busy_ms, kernel_ns, kernel_name };
+	pthread_t th;
+	int err = pthread_create(&th, NULL, native_call_thread, &c);
+
+	return err ? err : pthread_join(th, NULL);
 }
 
 void fake_cupti_record(const void *record, size_t size)

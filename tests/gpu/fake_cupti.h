@@ -37,6 +37,15 @@ void fake_cupti_stats(struct fake_cupti_stats *out);
 /* A traced API call's entry (site 0) or exit (site 1) on the calling
  * thread; delivered only when that callback id is enabled, as CUPTI does. */
 void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id);
+/* The entry and exit of a call made by a new thread with no Python frame,
+ * which then queues the record of a kernel of kernel_ns that starts now
+ * (none when 0) and keeps its CPU busy for busy_ms; the caller waits for it
+ * (as a training step's main thread waits in loss.backward() while
+ * autograd's threads launch its kernels, whose records the library's
+ * flushes deliver meanwhile).  0, or an errno value. */
+int fake_cupti_api_on_native_thread(uint32_t domain, uint32_t cbid, uint32_t correlation_id,
+				    unsigned int busy_ms, uint64_t kernel_ns,
+				    const char *kernel_name);
 /* Queues an activity record for the next flush. */
 void fake_cupti_record(const void *record, size_t size);
 /* Builds and queues one record as CUDA 13's CUPTI lays it out: a kernel

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "testlib.h"
+#include "gpu/gpu.h"
 #include "model/profile.h"
 
 #define MS 1000000ULL
@@ -150,15 +151,17 @@ static void test_filter_all_only_exclude(void)
 	profile__free(p);
 
 	/* --profile-exclude wins over everything. */
-	f = (struct profile_filter){ .program_dir = "/app", .only = only, .nonly = 2,
-				     .exclude = exclude, .nexclude = 2 };
+	f = (struct profile_filter){
+		.program_dir = "/app", .only = only, .nonly = 2, .exclude = exclude, .nexclude = 2
+	};
 	p = profile__new(&f);
 	CHECK(profile__file_profiled(p, "/opt/mylib/a.py"));
 	CHECK(!profile__file_profiled(p, "/opt/mylib/vendored/six.py"));
 	CHECK(!profile__file_profiled(p, "/opt/mylib/test_a.py"));
 	profile__free(p);
-	f = (struct profile_filter){ .program_dir = "/app", .profile_all = true,
-				     .exclude = exclude, .nexclude = 1 };
+	f = (struct profile_filter){
+		.program_dir = "/app", .profile_all = true, .exclude = exclude, .nexclude = 1
+	};
 	p = profile__new(&f);
 	CHECK(!profile__file_profiled(p, "/app/test_main.py"));
 	CHECK(profile__file_profiled(p, "/app/main.py"));
@@ -391,8 +394,7 @@ static void test_native_threads_credited(void)
 		CHECK_EQ_INT(st->samples, 4);
 	}
 	CHECK(profile__native_threads_ns(p) == 20 * MS);
-	CHECK(profile__unattributed_ns(p, UNATTR_NO_PYTHON_THREAD) ==
-	      (1 + 8 + 32 + 64 + 256) * MS);
+	CHECK(profile__unattributed_ns(p, UNATTR_NO_PYTHON_THREAD) == (1 + 8 + 32 + 64 + 256) * MS);
 	CHECK(profile__total_ns(p) == 511 * MS);
 	CHECK(file_named(p, "/app/main.py")->total_ns == 150 * MS);
 	CHECK_EQ_INT(profile__samples(p), 8);
@@ -681,8 +683,7 @@ static void test_enclosing_function_nested(void)
 {
 	char buf[64];
 
-	CHECK_EQ_INT(profile_enclosing_function("f.<locals>.g.<locals>.<lambda>", buf,
-						sizeof(buf)),
+	CHECK_EQ_INT(profile_enclosing_function("f.<locals>.g.<locals>.<lambda>", buf, sizeof(buf)),
 		     1);
 	CHECK_EQ_STR(buf, "f.<locals>.g");
 	CHECK_EQ_INT(profile_enclosing_function("C.m.<locals>.inner.<locals>.<listcomp>", buf,
@@ -1405,6 +1406,80 @@ static void test_gpu_sampled_readings(void)
 	profile__free(p);
 }
 
+static void kernel_rec(struct profile *p, uint32_t corr, uint64_t start, uint64_t ns)
+{
+	struct scalene_bpf_gpu_rec r = { .start_ns = start,
+					 .end_ns = start + ns,
+					 .correlation_id = corr,
+					 .kind = GPU_REC_KERNEL };
+
+	profile__gpu_records(p, 100, &r, 1);
+}
+
+/* Calls from threads with no Python frame (autograd's, NCCL's) take the
+ * line of the main thread's next record, as those threads' CPU time does:
+ * the line that waits for the work (loss.backward()).  An alias of one
+ * waits with it; one whose main thread never records again has no line. */
+static void test_gpu_calls_of_threads_without_python(void)
+{
+	struct profile *p = new_profile("/app");
+	const uint64_t t0 = 10000 * MS;
+	struct frame_ref fwd[] = { fr(p, "/app/train.py", "step", 1, 10) };
+	struct frame_ref bwd[] = { fr(p, "/app/train.py", "step", 1, 11) };
+	struct profile_gpu_totals t;
+	const struct line_stats *l10, *l11;
+	int site;
+
+	profile__gpu_start(p, 100, 1);
+	/* The forward pass, launched by the main thread on its own line. */
+	site = profile__gpu_site(p, fwd, 1);
+	profile__gpu_call(p, 100, 1, site, t0 - 3 * MS);
+	/* The backward kernels, launched by threads with no Python frame
+	 * while the main thread waits in line 11. */
+	profile__gpu_call(p, 100, 2, GPU_SITE_MAIN_THREAD, t0 + 1 * MS);
+	profile__gpu_call(p, 100, 3, GPU_SITE_MAIN_THREAD, t0 + 2 * MS);
+	profile__gpu_alias(p, 100, 30, 3);
+	/* The main thread's record of before the calls, read after them. */
+	gpu_sample(p, fwd, t0, 5 * MS);
+	/* A record arriving before the main thread's: held for its line
+	 * (until then, at the end, it would count as unmatched). */
+	kernel_rec(p, 2, t0, 1 * MS);
+	profile__gpu_totals(p, &t);
+	CHECK_EQ_INT(t.unmatched, 1);
+	CHECK_EQ_INT(t.launches_main_thread, 0);
+	CHECK_EQ_INT(t.launches_main_thread_lost, 2);
+	CHECK_EQ_INT(t.records, 1);
+	gpu_sample(p, bwd, t0 + 10 * MS, 5 * MS);
+	kernel_rec(p, 3, t0 + 2 * MS, 4 * MS);
+	kernel_rec(p, 30, t0 + 6 * MS, 2 * MS);
+	kernel_rec(p, 1, t0 - 2 * MS, 1 * MS);
+	l10 = line_of(p, "/app/train.py", 10);
+	l11 = line_of(p, "/app/train.py", 11);
+	CHECK(l10 && l10->gpu && l11 && l11->gpu);
+	if (l10 && l10->gpu) {
+		CHECK(near_gpu(l10->gpu->launches, 1));
+		CHECK(near_gpu(l10->gpu->kernel_ns, 1 * MS));
+	}
+	if (l11 && l11->gpu) {
+		CHECK(near_gpu(l11->gpu->launches, 2));
+		CHECK(near_gpu(l11->gpu->kernels, 3));
+		CHECK(near_gpu(l11->gpu->kernel_ns, 7 * MS));
+	}
+	profile__gpu_totals(p, &t);
+	CHECK_EQ_INT(t.unmatched, 0);
+	CHECK_EQ_INT(t.launches, 3);
+	CHECK_EQ_INT(t.launches_main_thread, 2);
+	CHECK_EQ_INT(t.launches_main_thread_lost, 0);
+	/* Its main thread never records again: no line, and said so. */
+	profile__gpu_call(p, 100, 4, GPU_SITE_MAIN_THREAD, t0 + 20 * MS);
+	kernel_rec(p, 4, t0 + 21 * MS, 3 * MS);
+	profile__gpu_totals(p, &t);
+	CHECK_EQ_INT(t.launches_main_thread_lost, 1);
+	CHECK_EQ_INT(t.unmatched, 1);
+	CHECK(near_gpu(t.unmatched_kernel_ns, 3 * MS));
+	profile__free(p);
+}
+
 /* Kernels (busy 1) merge into their union; a sampled period that overlaps
  * one counts only past it, so no time is counted twice. */
 static void test_gpu_mixed_fractions(void)
@@ -1464,6 +1539,7 @@ int main(void)
 	RUN_TEST(test_timeline_many_threads);
 	RUN_TEST(test_stack_native_address);
 	RUN_TEST(test_gpu_sampled_readings);
+	RUN_TEST(test_gpu_calls_of_threads_without_python);
 	RUN_TEST(test_gpu_mixed_fractions);
 	return test_summary("profile");
 }

@@ -941,6 +941,8 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	at = attribute(p, s, cpu, blocked, gil, reason);
 	if (t && t->main_thread && s->main_thread && t->npending)
 		credit_pending(p, t, s, at);
+	if (s->main_thread && p->gpu)
+		profile_gpu_main_record(p, s->tgid, s->frames, s->nframes, s->ts_ns);
 }
 
 /* A sample's time to its line, function and stack, or to the reason it has

@@ -410,6 +410,10 @@ struct profile_gpu_totals {
 	double peak_memory;	     /* device bytes allocated, at the highest */
 	uint64_t samples;	     /* CPU samples given the GPU's use */
 	uint64_t launches_forgotten; /* launch sites dropped: the table was full */
+	/* Calls from threads with no Python frame, given the main thread's
+	 * line (GPU_SITE_MAIN_THREAD); those whose process had no later record
+	 * of its main thread, or past GPU_PENDING_MAX waiting, had no line. */
+	uint64_t launches_main_thread, launches_main_thread_lost;
 };
 
 /* Await time credited to no line: the task's coroutine (the outermost
@@ -449,7 +453,13 @@ void profile__gpu_start(struct profile *p, int tgid, unsigned int call_sample);
  * profiled files), kept for the stack's later calls; then a call there
  * (site < 0: its line is not known, and its records count as unmatched). */
 int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int nframes);
-void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site);
+void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site,
+		       uint64_t ts_ns);
+/* The site of a call made by a thread with no Python frame (PyTorch's
+ * autograd threads, NCCL's): as the CPU time of such threads, its work goes
+ * to the line of the process's main thread, the one that waits for it
+ * (loss.backward()), as its first record made after the call names it. */
+#define GPU_SITE_MAIN_THREAD (-2)
 void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer);
 /* The (demangled) name of the kernels whose records carry addr. */
 void profile__gpu_name(struct profile *p, int tgid, uint64_t addr, const char *name);

@@ -19,6 +19,7 @@
  * device memory to that level.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,9 @@
 /* Launch sites remembered, all processes together: the oldest are
  * forgotten first (a record of theirs then counts as unmatched). */
 #define GPU_LAUNCHES_KEPT (1u << 20)
+/* Calls of threads with no Python frame waiting for their process's main
+ * thread's next record, per process. */
+#define GPU_PENDING_MAX 65536
 /* Kernel intervals and memory events are kept this long behind the oldest
  * waiting sample's window, for samples that stand for a long wait. */
 #define GPU_KEEP_NS 5000000000ULL
@@ -64,6 +68,12 @@ struct waiting {
 	struct line_stats *st, *fst;
 };
 
+struct pending {
+	uint64_t ts; /* when the call was made (CLOCK_MONOTONIC) */
+	uint32_t corr;
+	bool alias; /* another id of a call (a graph's): not a call itself */
+};
+
 struct gpu_proc {
 	int tgid;
 	double weight; /* calls each probed call stands for (1 in weight probed) */
@@ -75,6 +85,11 @@ struct gpu_proc {
 	double mem_level; /* device bytes after every event so far */
 	struct waiting *q;
 	size_t nq, cq;
+	struct pending *pending; /* GPU_SITE_MAIN_THREAD calls, and their aliases */
+	size_t npending, cpending;
+	/* Device records of those calls, held until the calls have a line. */
+	struct scalene_bpf_gpu_rec *held;
+	size_t nheld, cheld;
 };
 
 struct name_key {
@@ -87,6 +102,7 @@ struct profile_gpu {
 	struct hmap *procs;	 /* tgid -> struct gpu_proc * */
 	struct hmap *names;	 /* struct name_key -> interned kernel name */
 	struct hmap *launches;	 /* struct launch_key -> site index + 1 */
+	struct hmap *pending;	 /* struct launch_key of a call still waiting for its line */
 	struct launch_key *ring; /* launches in the order seen, for forgetting */
 	size_t ring_head, ring_len;
 	struct hmap *sites_by_key; /* the stack (or the line) -> site index + 1 */
@@ -127,15 +143,18 @@ static struct profile_gpu *gpu_get(struct profile *p)
 		return NULL;
 	g->procs = hmap__new(sizeof(int));
 	g->launches = hmap__new(sizeof(struct launch_key));
+	g->pending = hmap__new(sizeof(struct launch_key));
 	g->sites_by_key = hmap__new(sizeof(void *));
 	g->names = hmap__new(sizeof(struct name_key));
 	g->ring = malloc(GPU_LAUNCHES_KEPT * sizeof(*g->ring));
 	/* Site 0: launched outside the profiled files. */
 	g->sites = calloc(1, sizeof(*g->sites));
-	if (!g->procs || !g->launches || !g->sites_by_key || !g->names || !g->ring || !g->sites) {
+	if (!g->procs || !g->launches || !g->pending || !g->sites_by_key || !g->names || !g->ring ||
+	    !g->sites) {
 		hmap__free(g->procs);
 		hmap__free(g->names);
 		hmap__free(g->launches);
+		hmap__free(g->pending);
 		hmap__free(g->sites_by_key);
 		free(g->ring);
 		free(g->sites);
@@ -255,22 +274,13 @@ int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int n)
 	return site_of(g, st, fst, stk);
 }
 
-void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site)
+/* A call at site: counted on its line and remembered for its records. */
+static void call_at(struct profile_gpu *g, struct gpu_proc *gp, int tgid, uint32_t correlation_id,
+		    int site)
 {
-	struct profile_gpu *g = gpu_get(p);
+	double w = gp ? gp->weight : 1;
 	struct gpu_stats *gs;
 
-	struct gpu_proc *gp;
-	double w;
-
-	if (!g)
-		return;
-	gp = proc_get(g, tgid);
-	w = gp ? gp->weight : 1;
-	g->t.launches++;
-	/* Its line unknown: not remembered, so its records count unmatched. */
-	if (site < 0 || site >= g->nsites)
-		return;
 	if (!g->sites[site].st) {
 		g->t.launches_outside++;
 	} else {
@@ -282,16 +292,109 @@ void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int
 	remember(g, (struct launch_key){ tgid, correlation_id }, site);
 }
 
+static void pend(struct profile_gpu *g, struct gpu_proc *gp, uint32_t correlation_id, bool alias,
+		 uint64_t ts)
+{
+	if (!gp || gp->npending >= GPU_PENDING_MAX ||
+	    !grow((void **)&gp->pending, &gp->cpending, gp->npending + 1, sizeof(*gp->pending))) {
+		if (!alias)
+			g->t.launches_main_thread_lost++;
+		return;
+	}
+	if (hmap__put(g->pending, &(struct launch_key){ gp->tgid, correlation_id }, (void *)1)) {
+		if (!alias)
+			g->t.launches_main_thread_lost++;
+		return;
+	}
+	gp->pending[gp->npending++] = (struct pending){ ts, correlation_id, alias };
+}
+
+void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int site,
+		       uint64_t ts_ns)
+{
+	struct profile_gpu *g = gpu_get(p);
+
+	if (!g)
+		return;
+	g->t.launches++;
+	if (site == GPU_SITE_MAIN_THREAD) {
+		pend(g, proc_get(g, tgid), correlation_id, false, ts_ns);
+		return;
+	}
+	/* Its line unknown: not remembered, so its records count unmatched. */
+	if (site < 0 || site >= g->nsites)
+		return;
+	call_at(g, proc_get(g, tgid), tgid, correlation_id, site);
+}
+
+static void credit_site(struct profile_gpu *g, struct gpu_proc *gp, int tgid,
+			const struct scalene_bpf_gpu_rec *r);
+
+void profile_gpu_main_record(struct profile *p, int tgid, const struct frame_ref *frames, int n,
+			     uint64_t ts_ns)
+{
+	struct profile_gpu *g = p->gpu;
+	struct gpu_proc *gp = proc_get(g, tgid);
+	size_t i, kept = 0;
+	int site = -1;
+
+	if (!gp || !gp->npending)
+		return;
+	for (i = 0; i < gp->npending; i++) {
+		const struct pending *e = &gp->pending[i];
+
+		/* A record of before the call (read after it) is not the
+		 * main thread waiting for it. */
+		if (e->ts > ts_ns) {
+			gp->pending[kept++] = *e;
+			continue;
+		}
+		if (site < 0)
+			site = profile__gpu_site(p, frames, n);
+		hmap__del(g->pending, &(struct launch_key){ tgid, e->corr });
+		if (e->alias) {
+			remember(g, (struct launch_key){ tgid, e->corr }, site);
+			continue;
+		}
+		call_at(g, gp, tgid, e->corr, site);
+		g->t.launches_main_thread++;
+	}
+	gp->npending = kept;
+	/* The records that waited for those calls' line. */
+	for (i = 0, kept = 0; i < gp->nheld; i++) {
+		const struct scalene_bpf_gpu_rec *r = &gp->held[i];
+
+		if (hmap__get(g->pending, &(struct launch_key){ tgid, r->correlation_id }))
+			gp->held[kept++] = *r;
+		else
+			credit_site(g, gp, tgid, r);
+	}
+	gp->nheld = kept;
+}
+
 void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t outer)
 {
 	struct profile_gpu *g = p->gpu;
+	struct gpu_proc *gp = proc_get(g, tgid);
 	intptr_t idx;
+	size_t i;
 
 	if (!g)
 		return;
 	idx = (intptr_t)hmap__get(g->launches, &(struct launch_key){ tgid, outer });
-	if (idx)
+	if (idx) {
 		remember(g, (struct launch_key){ tgid, inner }, (int)idx - 1);
+		return;
+	}
+	/* Still waiting for the main thread's line: it waits with it. */
+	if (!hmap__get(g->pending, &(struct launch_key){ tgid, outer }))
+		return;
+	for (i = 0; gp && i < gp->npending; i++) {
+		if (gp->pending[i].corr == outer && !gp->pending[i].alias) {
+			pend(g, gp, inner, true, gp->pending[i].ts);
+			return;
+		}
+	}
 }
 
 static enum gpu_dir dir_of(const struct scalene_bpf_gpu_rec *r)
@@ -399,6 +502,55 @@ static void mem_event(struct profile_gpu *g, struct gpu_proc *gp, uint64_t ts, d
 		g->t.peak_memory = g->mem_now;
 }
 
+/* A record of a call whose line is known (or never will be): to that line,
+ * and to the stack that launched it. */
+static void credit_site(struct profile_gpu *g, struct gpu_proc *gp, int tgid,
+			const struct scalene_bpf_gpu_rec *r)
+{
+	intptr_t idx =
+		(intptr_t)hmap__get(g->launches, &(struct launch_key){ tgid, r->correlation_id });
+	double w = gp ? gp->weight : 1;
+
+	if (r->flags & GPU_REC_F_UNSAMPLED) {
+		/* Its call was not probed: the probed calls' records stand for
+		 * it on their lines. */
+		g->t.unsampled++;
+		return;
+	}
+	if (!idx) {
+		g->t.unmatched++;
+		if (r->kind == GPU_REC_KERNEL && r->end_ns > r->start_ns)
+			g->t.unmatched_kernel_ns += (double)(r->end_ns - r->start_ns);
+		return;
+	}
+	if (!g->sites[idx - 1].st) {
+		g->t.outside++;
+		if (r->kind == GPU_REC_KERNEL && r->end_ns > r->start_ns)
+			g->t.outside_kernel_ns += (double)(r->end_ns - r->start_ns);
+	} else {
+		const struct gpu_site *s = &g->sites[idx - 1];
+		struct gpu_stats *gs = gpu_stats_of(s->st);
+		const char *name = "";
+
+		if (r->kind == GPU_REC_KERNEL && r->name) {
+			name = hmap__get(g->names,
+					 &(struct name_key){ .tgid = tgid, .addr = r->name });
+			if (!name)
+				name = "";
+		}
+		if (gs)
+			credit(gs, r, name, w);
+		if (s->fst && (gs = gpu_stats_of(s->fst)))
+			credit(gs, r, name, w);
+	}
+	/* The GPU flame graph: the device time of kernels, copies and memsets
+	 * by the stack that launched them, wherever it was. */
+	if (g->sites[idx - 1].stk &&
+	    (r->kind == GPU_REC_KERNEL || r->kind == GPU_REC_MEMCPY || r->kind == GPU_REC_MEMSET) &&
+	    r->end_ns > r->start_ns)
+		g->sites[idx - 1].stk->gpu_ns += w * (double)(r->end_ns - r->start_ns);
+}
+
 void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 {
 	struct profile_gpu *g = p->gpu;
@@ -409,51 +561,19 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 		return;
 	for (i = 0; i < n; i++) {
 		struct scalene_bpf_gpu_rec r;
-		intptr_t idx;
 
 		memcpy(&r, (const char *)recs + (size_t)i * sizeof(r), sizeof(r));
 		g->t.records++;
 		totals_add(&g->t, &r);
-		idx = (intptr_t)hmap__get(g->launches,
-					  &(struct launch_key){ tgid, r.correlation_id });
-		if (r.flags & GPU_REC_F_UNSAMPLED) {
-			/* Its call was not probed: the probed calls' records
-			 * stand for it on their lines. */
-			g->t.unsampled++;
-		} else if (!idx) {
-			g->t.unmatched++;
-			if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns)
-				g->t.unmatched_kernel_ns += (double)(r.end_ns - r.start_ns);
-		} else if (!g->sites[idx - 1].st) {
-			g->t.outside++;
-			if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns)
-				g->t.outside_kernel_ns += (double)(r.end_ns - r.start_ns);
-		} else {
-			const struct gpu_site *s = &g->sites[idx - 1];
-			struct gpu_stats *gs = gpu_stats_of(s->st);
-			const char *name = "";
-
-			if (r.kind == GPU_REC_KERNEL && r.name) {
-				name = hmap__get(g->names, &(struct name_key){ .tgid = tgid,
-									       .addr = r.name });
-				if (!name)
-					name = "";
-			}
-			double w = gp ? gp->weight : 1;
-
-			if (gs)
-				credit(gs, &r, name, w);
-			if (s->fst && (gs = gpu_stats_of(s->fst)))
-				credit(gs, &r, name, w);
-		}
-		/* The GPU flame graph: the device time of kernels, copies and
-		 * memsets by the stack that launched them, wherever it was. */
-		if (idx && !(r.flags & GPU_REC_F_UNSAMPLED) && g->sites[idx - 1].stk &&
-		    (r.kind == GPU_REC_KERNEL || r.kind == GPU_REC_MEMCPY ||
-		     r.kind == GPU_REC_MEMSET) &&
-		    r.end_ns > r.start_ns)
-			g->sites[idx - 1].stk->gpu_ns +=
-				(gp ? gp->weight : 1) * (double)(r.end_ns - r.start_ns);
+		/* Its call waits for its main thread's line: so does its
+		 * crediting (the GPU's use below is the process's, now). */
+		if (gp && !(r.flags & GPU_REC_F_UNSAMPLED) &&
+		    hmap__get(g->pending, &(struct launch_key){ tgid, r.correlation_id }) &&
+		    gp->nheld < GPU_PENDING_MAX &&
+		    grow((void **)&gp->held, &gp->cheld, gp->nheld + 1, sizeof(*gp->held)))
+			gp->held[gp->nheld++] = r;
+		else
+			credit_site(g, gp, tgid, &r);
 		if (!gp)
 			continue;
 		if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns &&
@@ -666,9 +786,29 @@ void profile__gpu_settle(struct profile *p, uint64_t before_ns)
 
 void profile__gpu_totals(const struct profile *p, struct profile_gpu_totals *out)
 {
+	size_t it = 0;
+	void *v;
+
 	memset(out, 0, sizeof(*out));
-	if (p->gpu)
-		*out = p->gpu->t;
+	if (!p->gpu)
+		return;
+	*out = p->gpu->t;
+	/* Calls still waiting for their main thread's line have none (yet). */
+	while (hmap__next(p->gpu->procs, &it, NULL, &v)) {
+		const struct gpu_proc *gp = v;
+		size_t i;
+
+		for (i = 0; i < gp->npending; i++)
+			out->launches_main_thread_lost += !gp->pending[i].alias;
+		/* Their records, held for a line that never came. */
+		for (i = 0; i < gp->nheld; i++) {
+			const struct scalene_bpf_gpu_rec *r = &gp->held[i];
+
+			out->unmatched++;
+			if (r->kind == GPU_REC_KERNEL && r->end_ns > r->start_ns)
+				out->unmatched_kernel_ns += (double)(r->end_ns - r->start_ns);
+		}
+	}
 }
 
 void profile_gpu_free(struct profile *p)
@@ -685,10 +825,13 @@ void profile_gpu_free(struct profile *p)
 		free(gp->iv);
 		free(gp->mev);
 		free(gp->q);
+		free(gp->pending);
+		free(gp->held);
 		free(gp);
 	}
 	hmap__free(g->procs);
 	hmap__free(g->launches);
+	hmap__free(g->pending);
 	hmap__free(g->sites_by_key);
 	hmap__free(g->names);
 	free(g->ring);

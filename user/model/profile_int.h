@@ -135,6 +135,11 @@ struct file_stats *profile_file_get(struct profile *p, const char *path);
 struct line_stats *profile_line_get(struct file_stats *f, int line);
 /* profile_gpu.c: a sample of a process whose GPU library collects waits
  * for the GPU's use at its time; the model's GPU part freed. */
+/* A record of tgid's main thread (innermost frame first) made at ts_ns: the
+ * calls of its threads with no Python frame made before it and not given a
+ * line yet take its line. */
+void profile_gpu_main_record(struct profile *p, int tgid, const struct frame_ref *frames, int n,
+			     uint64_t ts_ns);
 void profile_gpu_sample(struct profile *p, int tgid, uint64_t ts, double ns, struct line_stats *st,
 			struct line_stats *fst);
 void profile_gpu_free(struct profile *p);

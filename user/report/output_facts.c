@@ -342,6 +342,11 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "calls", json_object_new_int64((int64_t)t->launches));
 	add(o, "calls_outside_profiled_files", json_object_new_int64((int64_t)t->launches_outside));
 	add(o, "calls_forgotten", json_object_new_int64((int64_t)t->launches_forgotten));
+	/* Calls of threads with no Python frame (autograd, NCCL), on the line
+	 * of their process's main thread. */
+	add(o, "calls_on_main_thread_line",
+	    json_object_new_int64((int64_t)t->launches_main_thread));
+	add(o, "calls_on_no_line", json_object_new_int64((int64_t)t->launches_main_thread_lost));
 	add(o, "records", json_object_new_int64((int64_t)t->records));
 	add(o, "records_unmatched", json_object_new_int64((int64_t)t->unmatched));
 	add(o, "kernel_s_no_launch_site", seconds(t->unmatched_kernel_ns));

@@ -191,8 +191,10 @@ static int call_site(struct session *s, struct tproc *tp, const struct gpu_call_
 	int unattributed = -1, n, site;
 	intptr_t v;
 
+	/* A thread with no Python frame: the main thread's line, as its
+	 * CPU time would. */
 	if (!c->stack)
-		return 0;
+		return GPU_SITE_MAIN_THREAD;
 	if (!s->gpu_sites && !(s->gpu_sites = hmap__new(sizeof(k))))
 		return 0;
 	v = (intptr_t)hmap__get(s->gpu_sites, &k);
@@ -215,7 +217,7 @@ void sgpu_call(struct session *s, struct tproc *tp, const struct gpu_call_record
 {
 	if (!tp || !s->profile)
 		return;
-	profile__gpu_call(s->profile, tp->pid, c->correlation_id, call_site(s, tp, c));
+	profile__gpu_call(s->profile, tp->pid, c->correlation_id, call_site(s, tp, c), c->ts);
 }
 
 void sgpu_free(struct session *s)
