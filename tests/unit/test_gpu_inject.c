@@ -281,6 +281,7 @@ static void records_flow(void)
 	CHECK_EQ_INT(st->first_ns, 500);
 	CHECK_EQ_INT(st->last_ns, 2700);
 	CHECK_EQ_INT(st->buffers_refused, 0);
+	CHECK_EQ_INT(st->buffers_malformed, 0);
 	/* More flushes, on reused buffers. */
 	for (round = 0; round < 6; round++) {
 		queue_kernel(10 + round, 5000 + round, 6000 + round);
@@ -308,6 +309,29 @@ static void records_flow(void)
 static void test_records_flow(void)
 {
 	in_child(records_flow, "20");
+}
+
+/* A record CUPTI cannot step over ends the walk of its buffer: what came
+ * before it is handed out, the buffer is counted as malformed (the records
+ * after it are lost with it), and the next buffer is read as usual. */
+static void malformed_buffer(void)
+{
+	const CUpti_Activity bad = { .kind = (CUpti_ActivityKind)0x7fff };
+
+	CHECK_EQ_INT(init(), 1);
+	queue_kernel(1, 1000, 2000);
+	fake_cupti_record(&bad, sizeof(bad));
+	queue_kernel(2, 3000, 4000);
+	CHECK_EQ_INT(wait_for(&st->buffers_malformed, 1), 1);
+	CHECK_EQ_INT(st->records, 1);
+	queue_kernel(3, 5000, 6000);
+	CHECK_EQ_INT(wait_for(&st->records, 2), 2);
+	CHECK_EQ_INT(st->buffers_malformed, 1);
+}
+
+static void test_malformed_buffer(void)
+{
+	in_child(malformed_buffer, "20");
 }
 
 /*
@@ -468,6 +492,7 @@ int main(void)
 	RUN_TEST(test_active_setup);
 	RUN_TEST(test_launch_nesting);
 	RUN_TEST(test_records_flow);
+	RUN_TEST(test_malformed_buffer);
 	RUN_TEST(test_exit_flush);
 	RUN_TEST(test_other_subscriber);
 	RUN_TEST(test_refusals);

@@ -241,7 +241,10 @@ struct scalene_bpf_gpu_state {
 
 	__u32 cupti_from; /* enum gpu_cupti_from */
 	__u32 pad2;
-	__u64 reserved[5];
+	/* Buffers CUPTI could not walk to their end (a record it could not
+	 * step over): the records after the bad one are lost, uncounted. */
+	__u64 buffers_malformed;
+	__u64 reserved[4];
 };
 
 #ifndef __bpf__

@@ -314,7 +314,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 	struct gpurec_counts c = { 0 };
 	size_t dropped = 0;
 
-	gpurec_walk(buffer, valid, cupti.ActivityGetNextRecord, emit_batch, NULL, &c);
+	if (gpurec_walk(buffer, valid, cupti.ActivityGetNextRecord, emit_batch, NULL, &c) < 0)
+		state_add(&state.buffers_malformed, 1);
 	state_add(&state.records, c.records);
 	state_add(&state.batches, c.batches);
 	state_add(&state.incomplete, c.incomplete);

@@ -265,6 +265,7 @@ static struct json_object *gpu_proc_json(const struct facts_gpu_proc *g)
 	add(o, "dropped_invalid", json_object_new_int64((int64_t)st->invalid));
 	add(o, "lost_by_cupti", json_object_new_int64((int64_t)st->lost));
 	add(o, "buffers_refused", json_object_new_int64((int64_t)st->buffers_refused));
+	add(o, "buffers_malformed", json_object_new_int64((int64_t)st->buffers_malformed));
 	return o;
 }
 
