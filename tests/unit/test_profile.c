@@ -1480,6 +1480,48 @@ static void test_gpu_calls_of_threads_without_python(void)
 	profile__free(p);
 }
 
+/* Pinned host memory taken through CUDA (pin_memory, PyTorch's host
+ * caching allocator: CUpti_ActivityMemoryKind 2) is counted apart: not in
+ * the device's memory, its peak or a line's device allocations. */
+static void test_gpu_host_memory_apart(void)
+{
+	struct profile *p = new_profile("/app");
+	const uint64_t t0 = 10000 * MS;
+	const double mib = 1024.0 * 1024;
+	struct frame_ref line[] = { fr(p, "/app/main.py", "<module>", 1, 10) };
+	struct scalene_bpf_gpu_rec r[] = {
+		{ .start_ns = t0, .end_ns = t0, .bytes = 256 * (uint64_t)mib, .correlation_id = 1,
+		  .kind = GPU_REC_ALLOC, .memory_kind = 3 },
+		{ .start_ns = t0 + MS, .end_ns = t0 + MS, .bytes = 64 * (uint64_t)mib,
+		  .correlation_id = 1, .kind = GPU_REC_ALLOC, .memory_kind = 2 },
+		{ .start_ns = t0 + 2 * MS, .end_ns = t0 + 2 * MS, .bytes = 64 * (uint64_t)mib,
+		  .correlation_id = 1, .kind = GPU_REC_FREE, .memory_kind = 2 },
+	};
+	struct profile_gpu_totals t;
+	const struct line_stats *l;
+
+	profile__gpu_start(p, 100, 1);
+	profile__gpu_call(p, 100, 1, profile__gpu_site(p, line, 1), t0);
+	profile__gpu_records(p, 100, r, 3);
+	gpu_sample(p, line, t0 + 5 * MS, 5 * MS);
+	profile__gpu_settle(p, UINT64_MAX);
+	profile__gpu_totals(p, &t);
+	CHECK(near_gpu(t.alloc_bytes, 256 * mib));
+	CHECK(near_gpu(t.free_bytes, 0));
+	CHECK(near_gpu(t.host_alloc_bytes, 64 * mib));
+	CHECK(near_gpu(t.host_free_bytes, 64 * mib));
+	CHECK(near_gpu(t.peak_memory, 256 * mib));
+	l = line_of(p, "/app/main.py", 10);
+	CHECK(l && l->gpu);
+	if (l && l->gpu) {
+		CHECK(near_gpu(l->gpu->alloc_bytes, 256 * mib));
+		CHECK(near_gpu(l->gpu->host_alloc_bytes, 64 * mib));
+		CHECK(near_gpu(l->gpu->host_free_bytes, 64 * mib));
+		CHECK(near_gpu(l->gpu->mem_peak, 256 * mib));
+	}
+	profile__free(p);
+}
+
 /* Kernels (busy 1) merge into their union; a sampled period that overlaps
  * one counts only past it, so no time is counted twice. */
 static void test_gpu_mixed_fractions(void)
@@ -1540,6 +1582,7 @@ int main(void)
 	RUN_TEST(test_stack_native_address);
 	RUN_TEST(test_gpu_sampled_readings);
 	RUN_TEST(test_gpu_calls_of_threads_without_python);
+	RUN_TEST(test_gpu_host_memory_apart);
 	RUN_TEST(test_gpu_mixed_fractions);
 	return test_summary("profile");
 }

@@ -223,7 +223,11 @@ struct gpu_stats {
 	double copy_ns;
 	double memsets;
 	double memset_bytes;
-	double alloc_bytes, free_bytes;
+	double alloc_bytes, free_bytes; /* device memory (and managed) */
+	/* Host memory allocated or released through CUDA (pinned, as
+	 * pin_memory and PyTorch's host caching allocator take it): not the
+	 * device's. */
+	double host_alloc_bytes, host_free_bytes;
 	/* Scalene's fields: busy fraction and device memory (bytes) at the
 	 * samples, each weighted by the sample's time. */
 	double util_sum, mem_sum, weight, mem_peak;
@@ -407,9 +411,10 @@ struct profile_gpu_totals {
 	double busy_ns;
 	double copy_bytes[GPU_DIR_MAX];
 	double copy_ns, memset_bytes, alloc_bytes, free_bytes;
-	double peak_memory;	     /* device bytes allocated, at the highest */
-	uint64_t samples;	     /* CPU samples given the GPU's use */
-	uint64_t launches_forgotten; /* launch sites dropped: the table was full */
+	double host_alloc_bytes, host_free_bytes; /* pinned or pageable host memory */
+	double peak_memory;			  /* device bytes allocated, at the highest */
+	uint64_t samples;			  /* CPU samples given the GPU's use */
+	uint64_t launches_forgotten;		  /* launch sites dropped: the table was full */
 	/* Calls from threads with no Python frame, given the main thread's
 	 * line (GPU_SITE_MAIN_THREAD); those whose process had no later record
 	 * of its main thread, or past GPU_PENDING_MAX waiting, had no line. */

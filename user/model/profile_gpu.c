@@ -440,6 +440,15 @@ static void kernel_by_name(struct gpu_stats *gs, const char *name, double ns, do
 	gs->by_name[gs->nnames++] = (struct gpu_kernel){ name, w, ns };
 }
 
+/* Whether an allocation record's memory is host memory (pinned or
+ * pageable, CUpti_ActivityMemoryKind 2 and 1) rather than the device's
+ * (device, array, managed, static; or unknown: as CUPTI reports a plain
+ * device allocation where it cannot say). */
+static bool host_memory(const struct scalene_bpf_gpu_rec *r)
+{
+	return r->memory_kind == 1 || r->memory_kind == 2;
+}
+
 /* A record of a probed call, standing for w calls' records. */
 static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r, const char *name,
 		   double w)
@@ -463,10 +472,10 @@ static void credit(struct gpu_stats *gs, const struct scalene_bpf_gpu_rec *r, co
 		gs->memset_bytes += bytes;
 		break;
 	case GPU_REC_ALLOC:
-		gs->alloc_bytes += bytes;
+		*(host_memory(r) ? &gs->host_alloc_bytes : &gs->alloc_bytes) += bytes;
 		break;
 	case GPU_REC_FREE:
-		gs->free_bytes += bytes;
+		*(host_memory(r) ? &gs->host_free_bytes : &gs->free_bytes) += bytes;
 		break;
 	}
 }
@@ -484,9 +493,9 @@ static void totals_add(struct profile_gpu_totals *t, const struct scalene_bpf_gp
 	} else if (r->kind == GPU_REC_MEMSET) {
 		t->memset_bytes += (double)r->bytes;
 	} else if (r->kind == GPU_REC_ALLOC) {
-		t->alloc_bytes += (double)r->bytes;
+		*(host_memory(r) ? &t->host_alloc_bytes : &t->alloc_bytes) += (double)r->bytes;
 	} else if (r->kind == GPU_REC_FREE) {
-		t->free_bytes += (double)r->bytes;
+		*(host_memory(r) ? &t->host_free_bytes : &t->free_bytes) += (double)r->bytes;
 	}
 }
 
@@ -579,7 +588,8 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 		if (r.kind == GPU_REC_KERNEL && r.end_ns > r.start_ns &&
 		    grow((void **)&gp->iv, &gp->civ, gp->niv + 1, sizeof(*gp->iv)))
 			gp->iv[gp->niv++] = (struct interval){ r.start_ns, r.end_ns, 1 };
-		if (r.kind == GPU_REC_ALLOC || r.kind == GPU_REC_FREE)
+		/* The device's memory: host memory taken through CUDA is not. */
+		if ((r.kind == GPU_REC_ALLOC || r.kind == GPU_REC_FREE) && !host_memory(&r))
 			mem_event(g, gp, r.start_ns,
 				  r.kind == GPU_REC_ALLOC ? (double)r.bytes : -(double)r.bytes);
 	}

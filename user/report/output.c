@@ -1106,7 +1106,7 @@ static bool file_reported(const struct profile *p, const struct file_stats *f,
 		const struct gpu_stats *g = f->lines[i] ? f->lines[i]->gpu : NULL;
 
 		if (g && (g->kernels || g->copies || g->memsets || g->alloc_bytes > 0 ||
-			  g->util_sum > 0))
+			  g->host_alloc_bytes > 0 || g->host_free_bytes > 0 || g->util_sum > 0))
 			return true;
 	}
 	if (m->async_waits && profile__await_ns(p) > 0) {
@@ -1231,6 +1231,8 @@ static struct json_object *gpu_lines(const struct profile *p)
 		json_object_object_add(o, "memset_mb", jdouble(g->memset_bytes / MB));
 		json_object_object_add(o, "alloc_mb", jdouble(g->alloc_bytes / MB));
 		json_object_object_add(o, "free_mb", jdouble(g->free_bytes / MB));
+		json_object_object_add(o, "host_alloc_mb", jdouble(g->host_alloc_bytes / MB));
+		json_object_object_add(o, "host_free_mb", jdouble(g->host_free_bytes / MB));
 		json_object_array_add(arr, o);
 	}
 	free(v);

@@ -367,6 +367,8 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "memset_mb", mb(t->memset_bytes));
 	add(o, "alloc_mb", mb(t->alloc_bytes));
 	add(o, "free_mb", mb(t->free_bytes));
+	add(o, "host_alloc_mb", mb(t->host_alloc_bytes));
+	add(o, "host_free_mb", mb(t->host_free_bytes));
 	add(o, "peak_memory_mb", mb(t->peak_memory));
 	add(o, "samples_with_gpu_use", json_object_new_int64((int64_t)t->samples));
 	add(o, "record_batches", json_object_new_int64((int64_t)g->batches));
