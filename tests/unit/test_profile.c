@@ -1480,6 +1480,54 @@ static void test_gpu_calls_of_threads_without_python(void)
 	profile__free(p);
 }
 
+/* A kernel that runs for seconds is delivered when it ends: the samples
+ * taken while it ran wait for it (not a fixed delay), so they read the GPU
+ * as busy; a call that brings no record holds them GPU_OPEN_WAIT_NS (30 s)
+ * at most. */
+static void test_gpu_settle_waits_for_records(void)
+{
+	struct profile *p = new_profile("/app");
+	const uint64_t t0 = 100000 * MS, s = 1000 * MS;
+	struct frame_ref launch[] = { fr(p, "/app/main.py", "<module>", 1, 10) };
+	struct frame_ref wait[] = { fr(p, "/app/main.py", "<module>", 1, 11) };
+	struct frame_ref after[] = { fr(p, "/app/main.py", "<module>", 1, 12) };
+	struct profile_gpu_totals t;
+	const struct line_stats *l;
+
+	profile__gpu_start(p, 100, 1);
+	profile__gpu_call(p, 100, 1, profile__gpu_site(p, launch, 1), t0);
+	gpu_sample(p, wait, t0 + 100 * MS, 5 * MS);
+	gpu_sample(p, wait, t0 + 500 * MS, 5 * MS);
+	gpu_sample(p, wait, t0 + 2 * s, 5 * MS);
+	/* 2.5 s in, the usual delay (1 s) would settle the first two: the
+	 * call's records are not in, so nothing settles. */
+	profile__gpu_settle(p, t0 + 1500 * MS);
+	l = line_of(p, "/app/main.py", 11);
+	CHECK(l && (!l->gpu || l->gpu->weight == 0));
+	/* The 3 s kernel ends and is delivered. */
+	kernel_rec(p, 1, t0, 3 * s);
+	profile__gpu_settle(p, t0 + 2200 * MS);
+	l = line_of(p, "/app/main.py", 11);
+	CHECK(l && l->gpu);
+	if (l && l->gpu) {
+		CHECK(near_gpu(l->gpu->weight, 15 * MS));
+		CHECK(near_gpu(l->gpu->util_sum / l->gpu->weight, 1));
+	}
+	/* A call that brings no record: its samples wait 30 s, no more. */
+	profile__gpu_call(p, 100, 2, profile__gpu_site(p, launch, 1), t0 + 4 * s);
+	gpu_sample(p, after, t0 + 5 * s, 5 * MS);
+	profile__gpu_settle(p, t0 + 20 * s);
+	l = line_of(p, "/app/main.py", 12);
+	CHECK(l && (!l->gpu || l->gpu->weight == 0));
+	profile__gpu_settle(p, t0 + 35 * s);
+	l = line_of(p, "/app/main.py", 12);
+	CHECK(l && l->gpu && near_gpu(l->gpu->weight, 5 * MS));
+	profile__gpu_totals(p, &t);
+	CHECK_EQ_INT(t.calls_without_records, 1);
+	CHECK(t.settle_wait_max_ns >= 15 * s);
+	profile__free(p);
+}
+
 /* Pinned host memory taken through CUDA (pin_memory, PyTorch's host
  * caching allocator: CUpti_ActivityMemoryKind 2) is counted apart: not in
  * the device's memory, its peak or a line's device allocations. */
@@ -1583,6 +1631,7 @@ int main(void)
 	RUN_TEST(test_gpu_sampled_readings);
 	RUN_TEST(test_gpu_calls_of_threads_without_python);
 	RUN_TEST(test_gpu_host_memory_apart);
+	RUN_TEST(test_gpu_settle_waits_for_records);
 	RUN_TEST(test_gpu_mixed_fractions);
 	return test_summary("profile");
 }

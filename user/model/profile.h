@@ -419,6 +419,12 @@ struct profile_gpu_totals {
 	 * line (GPU_SITE_MAIN_THREAD); those whose process had no later record
 	 * of its main thread, or past GPU_PENDING_MAX waiting, had no line. */
 	uint64_t launches_main_thread, launches_main_thread_lost;
+	/* Settling waits for the records of every call made before a sample's
+	 * end: the longest it waited past the usual delay for one; calls given
+	 * up after GPU_OPEN_WAIT_NS with no record; calls not followed (more
+	 * than GPU_OPEN_MAX at once). */
+	double settle_wait_max_ns;
+	uint64_t calls_without_records, calls_not_awaited;
 };
 
 /* Await time credited to no line: the task's coroutine (the outermost

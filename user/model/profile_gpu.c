@@ -31,6 +31,13 @@
 /* Launch sites remembered, all processes together: the oldest are
  * forgotten first (a record of theirs then counts as unmatched). */
 #define GPU_LAUNCHES_KEPT (1u << 20)
+/* Calls whose device records have not come yet, per process: a sample is
+ * settled only once every call made before its end has its records (a
+ * kernel running for seconds is delivered when it ends), waiting at most
+ * GPU_OPEN_WAIT_NS past the usual delay for a call that brings none (one
+ * that failed, say), and following at most GPU_OPEN_MAX calls. */
+#define GPU_OPEN_MAX 65536
+#define GPU_OPEN_WAIT_NS 30000000000ULL
 /* Calls of threads with no Python frame waiting for their process's main
  * thread's next record, per process. */
 #define GPU_PENDING_MAX 65536
@@ -74,6 +81,12 @@ struct pending {
 	bool alias; /* another id of a call (a graph's): not a call itself */
 };
 
+/* A call whose records are awaited: ring[seq % GPU_OPEN_MAX]. */
+struct open_call {
+	uint64_t seq, ts;
+	bool done;
+};
+
 struct gpu_proc {
 	int tgid;
 	double weight; /* calls each probed call stands for (1 in weight probed) */
@@ -90,6 +103,10 @@ struct gpu_proc {
 	/* Device records of those calls, held until the calls have a line. */
 	struct scalene_bpf_gpu_rec *held;
 	size_t nheld, cheld;
+	/* Calls awaiting records, oldest first: seq open_head to open_next. */
+	struct open_call *open;
+	struct hmap *open_by_corr; /* correlation id (and aliases) -> seq + 1 */
+	uint64_t open_head, open_next;
 };
 
 struct name_key {
@@ -274,6 +291,80 @@ int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int n)
 	return site_of(g, st, fst, stk);
 }
 
+/* A call made at ts whose records are now awaited. */
+static void open_call(struct profile_gpu *g, struct gpu_proc *gp, uint32_t corr, uint64_t ts)
+{
+	struct open_call *o;
+
+	if (!gp || !ts)
+		return;
+	if (!gp->open) {
+		gp->open = calloc(GPU_OPEN_MAX, sizeof(*gp->open));
+		gp->open_by_corr = hmap__new(sizeof(uint32_t));
+		if (!gp->open || !gp->open_by_corr) {
+			free(gp->open);
+			hmap__free(gp->open_by_corr);
+			gp->open = NULL;
+			gp->open_by_corr = NULL;
+			return;
+		}
+	}
+	/* Full: the oldest is let go (its samples settle as they would
+	 * without it). */
+	if (gp->open_next - gp->open_head == GPU_OPEN_MAX) {
+		gp->open[gp->open_head % GPU_OPEN_MAX].done = true;
+		gp->open_head++;
+		g->t.calls_not_awaited++;
+	}
+	o = &gp->open[gp->open_next % GPU_OPEN_MAX];
+	*o = (struct open_call){ gp->open_next, ts, false };
+	if (hmap__put(gp->open_by_corr, &corr, (void *)(uintptr_t)(gp->open_next + 1))) {
+		o->done = true;
+		return;
+	}
+	gp->open_next++;
+}
+
+/* The open call that corr names (or NULL). */
+static struct open_call *open_of(struct gpu_proc *gp, uint32_t corr)
+{
+	uintptr_t v = gp && gp->open_by_corr ? (uintptr_t)hmap__get(gp->open_by_corr, &corr) : 0;
+	struct open_call *o;
+
+	if (!v || v - 1 < gp->open_head)
+		return NULL;
+	o = &gp->open[(v - 1) % GPU_OPEN_MAX];
+	return o->seq == v - 1 ? o : NULL;
+}
+
+/* A record of corr came: its call's records are no longer awaited (a call
+ * brings its records together, at one flush). */
+static void close_call(struct gpu_proc *gp, uint32_t corr)
+{
+	struct open_call *o = open_of(gp, corr);
+
+	if (o)
+		o->done = true;
+	if (gp && gp->open_by_corr)
+		hmap__del(gp->open_by_corr, &corr);
+}
+
+/* The time before which every call's records are in: the oldest open
+ * call's, calls open since before `expire` given up. */
+static uint64_t open_horizon(struct profile_gpu *g, struct gpu_proc *gp, uint64_t expire)
+{
+	while (gp->open && gp->open_head < gp->open_next) {
+		const struct open_call *o = &gp->open[gp->open_head % GPU_OPEN_MAX];
+
+		if (!o->done && o->ts >= expire)
+			return o->ts;
+		if (!o->done)
+			g->t.calls_without_records++;
+		gp->open_head++;
+	}
+	return UINT64_MAX;
+}
+
 /* A call at site: counted on its line and remembered for its records. */
 static void call_at(struct profile_gpu *g, struct gpu_proc *gp, int tgid, uint32_t correlation_id,
 		    int site)
@@ -317,6 +408,7 @@ void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int
 	if (!g)
 		return;
 	g->t.launches++;
+	open_call(g, proc_get(g, tgid), correlation_id, ts_ns);
 	if (site == GPU_SITE_MAIN_THREAD) {
 		pend(g, proc_get(g, tgid), correlation_id, false, ts_ns);
 		return;
@@ -380,6 +472,10 @@ void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t ou
 	size_t i;
 
 	if (!g)
+		return;
+	/* Either id's records end the wait for the call. */
+	if (open_of(gp, outer) &&
+	    hmap__put(gp->open_by_corr, &inner, hmap__get(gp->open_by_corr, &outer)))
 		return;
 	idx = (intptr_t)hmap__get(g->launches, &(struct launch_key){ tgid, outer });
 	if (idx) {
@@ -574,6 +670,8 @@ void profile__gpu_records(struct profile *p, int tgid, const void *recs, int n)
 		memcpy(&r, (const char *)recs + (size_t)i * sizeof(r), sizeof(r));
 		g->t.records++;
 		totals_add(&g->t, &r);
+		if (!(r.flags & GPU_REC_F_UNSAMPLED))
+			close_call(gp, r.correlation_id);
 		/* Its call waits for its main thread's line: so does its
 		 * crediting (the GPU's use below is the process's, now). */
 		if (gp && !(r.flags & GPU_REC_F_UNSAMPLED) &&
@@ -790,7 +888,20 @@ void profile__gpu_settle(struct profile *p, uint64_t before_ns)
 	if (!g)
 		return;
 	while (hmap__next(g->procs, &it, NULL, &v)) {
-		settle_proc(g, v, before_ns);
+		struct gpu_proc *gp = v;
+		uint64_t h = before_ns;
+
+		/* Not before the records of every call made so far are in. */
+		if (before_ns != UINT64_MAX) {
+			h = open_horizon(g, gp,
+					 before_ns > GPU_OPEN_WAIT_NS ? before_ns - GPU_OPEN_WAIT_NS
+								      : 0);
+			if (h > before_ns)
+				h = before_ns;
+			else if ((double)(before_ns - h) > g->t.settle_wait_max_ns)
+				g->t.settle_wait_max_ns = (double)(before_ns - h);
+		}
+		settle_proc(g, gp, h);
 	}
 }
 
@@ -837,6 +948,8 @@ void profile_gpu_free(struct profile *p)
 		free(gp->q);
 		free(gp->pending);
 		free(gp->held);
+		free(gp->open);
+		hmap__free(gp->open_by_corr);
 		free(gp);
 	}
 	hmap__free(g->procs);

@@ -348,6 +348,11 @@ static struct json_object *gpu_json(const struct facts_gpu *g, const uint64_t *s
 	add(o, "calls_on_main_thread_line",
 	    json_object_new_int64((int64_t)t->launches_main_thread));
 	add(o, "calls_on_no_line", json_object_new_int64((int64_t)t->launches_main_thread_lost));
+	/* Samples wait for the records of every call made before them (a
+	 * long kernel's come when it ends), at most 30 s for a call. */
+	add(o, "settle_waited_max_s", seconds(t->settle_wait_max_ns));
+	add(o, "calls_without_records", json_object_new_int64((int64_t)t->calls_without_records));
+	add(o, "calls_not_awaited", json_object_new_int64((int64_t)t->calls_not_awaited));
 	add(o, "records", json_object_new_int64((int64_t)t->records));
 	add(o, "records_unmatched", json_object_new_int64((int64_t)t->unmatched));
 	add(o, "kernel_s_no_launch_site", seconds(t->unmatched_kernel_ns));
