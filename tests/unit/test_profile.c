@@ -466,8 +466,10 @@ static void test_outside_warning(void)
 	free(w);
 	profile__free(p);
 
-	/* A short program, mostly start-up: under 0.1 s, no warning. */
+	/* A short program, mostly start-up: under 0.1 s, no warning.  (Its
+	 * frames interned in the new profile: the old one's names are gone.) */
 	p = new_profile("/app");
+	std[0] = fr(p, "/usr/lib/python3.11/json/decoder.py", "decode", 1, 2);
 	s = sample(std, 1, 30 * MS);
 	profile__add(p, &s);
 	CHECK(!profile__outside_warning(p));
@@ -1513,6 +1515,18 @@ static void test_gpu_settle_waits_for_records(void)
 		CHECK(near_gpu(l->gpu->weight, 15 * MS));
 		CHECK(near_gpu(l->gpu->util_sum / l->gpu->weight, 1));
 	}
+	/* A record that carries the id of a call the call made (a runtime
+	 * call's driver call) ends the wait as well. */
+	profile__gpu_call(p, 100, 3, profile__gpu_site(p, launch, 1), t0 + 3 * s);
+	profile__gpu_alias(p, 100, 30, 3);
+	gpu_sample(p, wait, t0 + 3500 * MS, 5 * MS);
+	profile__gpu_settle(p, t0 + 3600 * MS);
+	l = line_of(p, "/app/main.py", 11);
+	CHECK(l && l->gpu && near_gpu(l->gpu->weight, 15 * MS));
+	kernel_rec(p, 30, t0 + 3 * s, 1 * s);
+	profile__gpu_settle(p, t0 + 3600 * MS);
+	l = line_of(p, "/app/main.py", 11);
+	CHECK(l && l->gpu && near_gpu(l->gpu->weight, 20 * MS));
 	/* A call that brings no record: its samples wait 30 s, no more. */
 	profile__gpu_call(p, 100, 2, profile__gpu_site(p, launch, 1), t0 + 4 * s);
 	gpu_sample(p, after, t0 + 5 * s, 5 * MS);

@@ -81,9 +81,14 @@ struct pending {
 	bool alias; /* another id of a call (a graph's): not a call itself */
 };
 
-/* A call whose records are awaited: ring[seq % GPU_OPEN_MAX]. */
+/* A call whose records are awaited: ring[seq % GPU_OPEN_MAX]; its
+ * correlation id and those of the calls it made (aliases: a runtime call's
+ * driver call), any of which its records may carry. */
+#define OPEN_IDS 4
 struct open_call {
 	uint64_t seq, ts;
+	uint32_t ids[OPEN_IDS];
+	uint8_t nids;
 	bool done;
 };
 
@@ -291,6 +296,17 @@ int profile__gpu_site(struct profile *p, const struct frame_ref *frames, int n)
 	return site_of(g, st, fst, stk);
 }
 
+/* No more waiting for o: its ids are forgotten. */
+static void end_wait(struct gpu_proc *gp, struct open_call *o)
+{
+	unsigned int i;
+
+	if (!o->done)
+		for (i = 0; i < o->nids; i++)
+			hmap__del(gp->open_by_corr, &o->ids[i]);
+	o->done = true;
+}
+
 /* A call made at ts whose records are now awaited. */
 static void open_call(struct profile_gpu *g, struct gpu_proc *gp, uint32_t corr, uint64_t ts)
 {
@@ -312,16 +328,15 @@ static void open_call(struct profile_gpu *g, struct gpu_proc *gp, uint32_t corr,
 	/* Full: the oldest is let go (its samples settle as they would
 	 * without it). */
 	if (gp->open_next - gp->open_head == GPU_OPEN_MAX) {
-		gp->open[gp->open_head % GPU_OPEN_MAX].done = true;
+		if (!gp->open[gp->open_head % GPU_OPEN_MAX].done)
+			g->t.calls_not_awaited++;
+		end_wait(gp, &gp->open[gp->open_head % GPU_OPEN_MAX]);
 		gp->open_head++;
-		g->t.calls_not_awaited++;
 	}
 	o = &gp->open[gp->open_next % GPU_OPEN_MAX];
-	*o = (struct open_call){ gp->open_next, ts, false };
-	if (hmap__put(gp->open_by_corr, &corr, (void *)(uintptr_t)(gp->open_next + 1))) {
+	*o = (struct open_call){ .seq = gp->open_next, .ts = ts, .ids = { corr }, .nids = 1 };
+	if (hmap__put(gp->open_by_corr, &corr, (void *)(uintptr_t)(gp->open_next + 1)))
 		o->done = true;
-		return;
-	}
 	gp->open_next++;
 }
 
@@ -337,16 +352,15 @@ static struct open_call *open_of(struct gpu_proc *gp, uint32_t corr)
 	return o->seq == v - 1 ? o : NULL;
 }
 
-/* A record of corr came: its call's records are no longer awaited (a call
- * brings its records together, at one flush). */
+/* A record of corr came: its call's records are no longer awaited (the
+ * first of them ends the wait: a graph's kernels may come over several
+ * flushes). */
 static void close_call(struct gpu_proc *gp, uint32_t corr)
 {
 	struct open_call *o = open_of(gp, corr);
 
 	if (o)
-		o->done = true;
-	if (gp && gp->open_by_corr)
-		hmap__del(gp->open_by_corr, &corr);
+		end_wait(gp, o);
 }
 
 /* The time before which every call's records are in: the oldest open
@@ -354,12 +368,13 @@ static void close_call(struct gpu_proc *gp, uint32_t corr)
 static uint64_t open_horizon(struct profile_gpu *g, struct gpu_proc *gp, uint64_t expire)
 {
 	while (gp->open && gp->open_head < gp->open_next) {
-		const struct open_call *o = &gp->open[gp->open_head % GPU_OPEN_MAX];
+		struct open_call *o = &gp->open[gp->open_head % GPU_OPEN_MAX];
 
 		if (!o->done && o->ts >= expire)
 			return o->ts;
 		if (!o->done)
 			g->t.calls_without_records++;
+		end_wait(gp, o);
 		gp->open_head++;
 	}
 	return UINT64_MAX;
@@ -473,10 +488,12 @@ void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t ou
 
 	if (!g)
 		return;
-	/* Either id's records end the wait for the call. */
-	if (open_of(gp, outer) &&
-	    hmap__put(gp->open_by_corr, &inner, hmap__get(gp->open_by_corr, &outer)))
-		return;
+	/* Any of its ids' records end the wait for the call. */
+	struct open_call *o = open_of(gp, outer);
+
+	if (o && o->nids < OPEN_IDS &&
+	    !hmap__put(gp->open_by_corr, &inner, hmap__get(gp->open_by_corr, &outer)))
+		o->ids[o->nids++] = inner;
 	idx = (intptr_t)hmap__get(g->launches, &(struct launch_key){ tgid, outer });
 	if (idx) {
 		remember(g, (struct launch_key){ tgid, inner }, (int)idx - 1);
