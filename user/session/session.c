@@ -325,6 +325,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	int err;
 
 	tp->pp = *pp;
+	tp->pp.cfg.code_cache = 0;
 	tp->state = TP_PYTHON;
 	tp->recognised_ns = mono_ns();
 	if (tp->start_ns)
@@ -332,18 +333,25 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 			 (tp->recognised_ns - tp->start_ns) / 1e6);
 	/* Start-up: the imports' code objects are short-lived. */
 	s->fast_until_ns = tp->recognised_ns + FAST_WINDOW_NS;
-	/* The probe before the first walk: a code object that a walk reads
-	 * and that is freed before the probe is in place cannot be named, and
-	 * start-up frees hundreds of them.  Placing it took 0.02-22 ms the
-	 * first time an interpreter file took it (measured under the demo's
-	 * pyenv shim); the samples meanwhile count as not_recognised_yet. */
-	tp->pp.cfg.code_cache = code_cache_for(s, tp->pid, pp);
 	err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo, tp->pp.gil_hi);
 	if (err)
 		pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	if (s->host && !host_python(s, tp, NULL)) {
 		let_go(s, tp);
 		return;
+	}
+	/* The probe takes 0.02-22 ms to place the first time an interpreter
+	 * file takes it: the process is walked meanwhile, reading its code
+	 * objects each time, and code freed in between is not copied.  (Placed
+	 * before the first walk instead, a program that allocated while it was
+	 * placed lost its walk configuration for its memory records in some
+	 * runs, for reasons not found: docs/faults-and-limits.md.) */
+	if (!err && code_cache_for(s, tp->pid, pp)) {
+		tp->pp.cfg.code_cache = 1;
+		err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo,
+					tp->pp.gil_hi);
+		if (err)
+			pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
 	}
 	note_interpreter(s, tp);
 	sasync_start(s, tp);
