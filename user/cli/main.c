@@ -735,8 +735,7 @@ static int cmd_run(const struct options *o)
 		err = pyhook__prepare(&rs.hook, &rs.creds);
 		if (err) {
 			pr_warn("the @profile builtin is not provided (%s): decorated programs "
-				"stop "
-				"with NameError\n",
+				"stop with NameError\n",
 				strerror(-err));
 			snprintf(rs.hook_why, sizeof(rs.hook_why), "it could not be prepared: %s",
 				 strerror(-err));

@@ -402,12 +402,8 @@ static void pend(struct profile_gpu *g, struct gpu_proc *gp, uint32_t correlatio
 		 uint64_t ts)
 {
 	if (!gp || gp->npending >= GPU_PENDING_MAX ||
-	    !grow((void **)&gp->pending, &gp->cpending, gp->npending + 1, sizeof(*gp->pending))) {
-		if (!alias)
-			g->t.launches_main_thread_lost++;
-		return;
-	}
-	if (hmap__put(g->pending, &(struct launch_key){ gp->tgid, correlation_id }, (void *)1)) {
+	    !grow((void **)&gp->pending, &gp->cpending, gp->npending + 1, sizeof(*gp->pending)) ||
+	    hmap__put(g->pending, &(struct launch_key){ gp->tgid, correlation_id }, (void *)1)) {
 		if (!alias)
 			g->t.launches_main_thread_lost++;
 		return;
@@ -419,19 +415,20 @@ void profile__gpu_call(struct profile *p, int tgid, uint32_t correlation_id, int
 		       uint64_t ts_ns)
 {
 	struct profile_gpu *g = gpu_get(p);
+	struct gpu_proc *gp = proc_get(g, tgid);
 
 	if (!g)
 		return;
 	g->t.launches++;
-	open_call(g, proc_get(g, tgid), correlation_id, ts_ns);
+	open_call(g, gp, correlation_id, ts_ns);
 	if (site == GPU_SITE_MAIN_THREAD) {
-		pend(g, proc_get(g, tgid), correlation_id, false, ts_ns);
+		pend(g, gp, correlation_id, false, ts_ns);
 		return;
 	}
 	/* Its line unknown: not remembered, so its records count unmatched. */
 	if (site < 0 || site >= g->nsites)
 		return;
-	call_at(g, proc_get(g, tgid), tgid, correlation_id, site);
+	call_at(g, gp, tgid, correlation_id, site);
 }
 
 static void credit_site(struct profile_gpu *g, struct gpu_proc *gp, int tgid,
@@ -492,7 +489,7 @@ void profile__gpu_alias(struct profile *p, int tgid, uint32_t inner, uint32_t ou
 	struct open_call *o = open_of(gp, outer);
 
 	if (o && o->nids < OPEN_IDS &&
-	    !hmap__put(gp->open_by_corr, &inner, hmap__get(gp->open_by_corr, &outer)))
+	    !hmap__put(gp->open_by_corr, &inner, (void *)(uintptr_t)(o->seq + 1)))
 		o->ids[o->nids++] = inner;
 	idx = (intptr_t)hmap__get(g->launches, &(struct launch_key){ tgid, outer });
 	if (idx) {

@@ -356,15 +356,12 @@ static void scan_file(struct scan *sc, int dfd, const char *name, const char *pa
 	free(buf);
 }
 
-static bool skipped_dir(int dfd, const char *name)
+/* Hidden folders, caches and installed packages, by name: not the
+ * program's own source. */
+static bool skipped_name(const char *name)
 {
-	struct stat st;
-
-	/* Hidden folders, caches, installed packages and virtual
-	 * environments: not the program's own source. */
 	return name[0] == '.' || !strcmp(name, "__pycache__") || !strcmp(name, "node_modules") ||
-	       !strcmp(name, "site-packages") || !strcmp(name, "dist-packages") ||
-	       !fstatat(dfd, "pyvenv.cfg", &st, 0);
+	       !strcmp(name, "site-packages") || !strcmp(name, "dist-packages");
 }
 
 static void scan_dir(struct scan *sc, int dfd, const char *path, int depth)
@@ -390,15 +387,17 @@ static void scan_dir(struct scan *sc, int dfd, const char *path, int depth)
 		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) >= sizeof(sub))
 			continue;
 		if (e->d_type == DT_DIR) {
+			struct stat st;
 			int cfd;
 
-			if (depth >= SCAN_MAX_DEPTH)
+			if (depth >= SCAN_MAX_DEPTH || skipped_name(e->d_name))
 				continue;
 			cfd = openat(dirfd(d), e->d_name,
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (cfd < 0)
 				continue;
-			if (skipped_dir(cfd, e->d_name)) {
+			/* A virtual environment: installed packages too. */
+			if (!fstatat(cfd, "pyvenv.cfg", &st, 0)) {
 				close(cfd);
 				continue;
 			}
