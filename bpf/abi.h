@@ -232,7 +232,8 @@ struct tracked_thread {
 	/* Of pending_ns, the part spent waiting for the GIL; blocked_on_gil:
 	 * the current block is one (set when it starts).  gil_lo, gil_hi: the
 	 * process's (struct proc_info), copied at each CPU sample so that
-	 * sched_switch needs no map lookup; 0, 0 until then. */
+	 * sched_switch needs no map lookup; 0, 0 until then, when a block in
+	 * futex looks them up. */
 	__u64 gil_pending_ns;
 	__u32 blocked_on_gil;
 	__u32 pad;

@@ -592,23 +592,6 @@ static __always_inline __u64 take_gil(struct tracked_thread *ts, __u64 taken)
 	return n;
 }
 
-/* Whether `task`, about to block, waits for its process's GIL: in futex on
- * a word of the GIL's locks (the first syscall argument).  Only threads
- * that block in futex cost the map lookup. */
-static __always_inline __u32 waits_for_gil(struct task_struct *task, struct tracked_thread *ts)
-{
-	struct pt_regs *regs;
-	__u64 uaddr;
-
-	if (!ts->gil_hi)
-		return 0;
-	regs = task_regs(task);
-	if (!regs || (__s32)REGS_READ(regs, orig_ax) != nr_futex)
-		return 0;
-	uaddr = REGS_READ(regs, di);
-	return uaddr >= ts->gil_lo && uaddr < ts->gil_hi;
-}
-
 /* The process's GIL range into the thread's state (see tracked_thread). */
 static __always_inline void copy_gil(struct tracked_thread *ts, const struct proc_info *p)
 {
@@ -616,6 +599,33 @@ static __always_inline void copy_gil(struct tracked_thread *ts, const struct pro
 		return;
 	ts->gil_lo = p->has_cfg ? p->gil_lo : 0;
 	ts->gil_hi = p->has_cfg ? p->gil_hi : 0;
+}
+
+/* Whether `task`, about to block, waits for its process's GIL: in futex on
+ * a word of the GIL's locks (the first syscall argument).  Only threads
+ * that block in futex read their registers.  A thread that has not been
+ * sampled yet has no copy of the range: a new thread's first wait is
+ * usually for the GIL (another thread holds it, up to the switch interval),
+ * so it looks the range up in its process's entry. */
+static __always_inline __u32 waits_for_gil(struct task_struct *task, struct tracked_thread *ts)
+{
+	struct pt_regs *regs;
+	struct proc_info *p;
+	__u64 uaddr;
+
+	regs = task_regs(task);
+	if (!regs || (__s32)REGS_READ(regs, orig_ax) != nr_futex)
+		return 0;
+	if (!ts->gil_hi) {
+		p = tracked_proc(task, task->tgid);
+		if (!p)
+			return 0;
+		copy_gil(ts, p);
+		if (!ts->gil_hi)
+			return 0;
+	}
+	uaddr = REGS_READ(regs, di);
+	return uaddr >= ts->gil_lo && uaddr < ts->gil_hi;
 }
 
 /* The current thread's name into the record.  A 16-byte copy from the

@@ -582,6 +582,16 @@ class Time:
     def seconds(self):
         return self.percent / 100.0 * self.total_sampled_s
 
+    @property
+    def cpu_seconds(self):
+        """The line's on-CPU time: its seconds less its blocked time
+        (n_blocked_percent), which is part of its system time.  What a
+        thread's own CPU clock measures: a line's blocked time that is not
+        an idle wait (a page fault that waits for the address space's lock,
+        say: 1-10 ms seen on threads that only compute) is the line's time,
+        but not CPU time."""
+        return (self.percent - self.extra.get("n_blocked_percent", 0)) / 100.0 * self.total_sampled_s
+
 
 def _time_of(profile, row):
     return Time(row["n_cpu_percent_python"], row["n_cpu_percent_c"],

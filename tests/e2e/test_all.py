@@ -511,8 +511,8 @@ def test_threads_under_all(any_python, tmp_path, accuracy):
         # The line's share of its thread's samples, times the thread's time
         # (the same terms as in test_accuracy.test_two_threads_1_to_3).
         whole = info[f"{who}_thread_cpu_s"]
-        check_share(t.seconds, info[f"{who}_cpu_s"], samples_behind(prof, whole),
-                    f"--all, 10 busy beside: {who} line s vs thread_time",
+        check_share(t.cpu_seconds, info[f"{who}_cpu_s"], samples_behind(prof, whole),
+                    f"--all, 10 busy beside: {who} line CPU s vs thread_time",
                     whole=whole, extra=(unseen_tail_s(prof) + 2 * period_s(prof),
                                         2 * period_s(prof)),
                     accuracy=accuracy, ctx=f"{info}; {hot_lines(prof)}")

@@ -213,8 +213,8 @@ def check_cpu_line(prof, cpu, truth, accuracy, ctx):
     range at their count), and a period either side of the loop (the
     sample that straddles its start or end); pure Python."""
     whole = sum(t["cpu_s"] for t in prof["scalene_bpf"]["threads"])
-    check_binomial(cpu.seconds, truth["cpu_s"], samples_behind(prof, whole),
-                   "cpu line s vs thread_time", whole=whole,
+    check_binomial(cpu.cpu_seconds, truth["cpu_s"], samples_behind(prof, whole),
+                   "cpu line CPU s vs thread_time", whole=whole,
                    extra=2 * period_s(prof), accuracy=accuracy, ctx=ctx)
     check_binomial(cpu.python / cpu.percent, 1 - PURE_STRAY,
                    samples_behind(prof, cpu.seconds), "cpu line python fraction",

@@ -57,8 +57,8 @@ def test_pool_workers_lines_in_the_profile(python, method, tmp_path,
     # clocks, and the children's whole time as the profile has it up to
     # 4 ms short of their loops' alone.
     kids = sum(t["cpu_s"] for t in facts["threads"] if t["pid"] in info["pids"])
-    check_share(worker.seconds, info["work_cpu_s"], samples_behind(res.profile, kids),
-                "worker line s vs children's process_time", whole=kids,
+    check_share(worker.cpu_seconds, info["work_cpu_s"], samples_behind(res.profile, kids),
+                "worker line CPU s vs children's process_time", whole=kids,
                 extra=4 * 2 * period_s(res.profile) + len(info["pids"]) * unseen_tail_s(res.profile),
                 accuracy=accuracy, ctx=ctx)
     # "Substantial": the workers' loop is most of the program's CPU time
