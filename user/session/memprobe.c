@@ -179,6 +179,7 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 {
 	const char *libc;
 	struct procmaps *m;
+	double cost;
 
 	memset(rep, 0, sizeof(*rep));
 	if (placed)
@@ -186,6 +187,13 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 	m = procmaps__load(pid);
 	if (!m)
 		return -errno;
+	/* A hit's cost is measured on our own probe before the process gets
+	 * its: the measure takes ~0.2 s, in which a process that allocates at
+	 * full speed under its probes would fill the ring buffer (16 MiB in
+	 * 0.18 s measured) with records nobody drains, and CPU samples would
+	 * be lost with them. */
+	cost = loader__uprobe_cost_ns(l);
+
 	libc = find_libc(m);
 	if (libc)
 		probe_module(l, pid, pid, m, libc, libc_fns, ARRAY_SIZE(libc_fns), rep, NULL, NULL,
@@ -193,7 +201,7 @@ int memprobe__attach(struct loader *l, int pid, const struct py_proc *pp,
 	probe_module(l, pid, pid, m, pp->path, python_fns, ARRAY_SIZE(python_fns), rep, NULL, NULL,
 		     placed);
 	procmaps__free(m);
-	rep->hit_cost_ns = rep->attached ? loader__uprobe_cost_ns(l) : -1;
+	rep->hit_cost_ns = rep->attached ? cost : -1;
 	return rep->attached;
 }
 
