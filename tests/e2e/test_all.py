@@ -580,7 +580,9 @@ def test_async_many_loops_under_all(tmp_path, accuracy):
     rows = file_entry(prof, prog)["lines"]
     facts = check_ratio(prof, prog, truth,
                         {m: rows[n - 1] for m, n in markers(prog).items()}, accuracy)
-    assert facts["poll_interval_max_ms"] > 20, facts
+    # Slowed by the budget: above the 10 ms a live loop gets within it
+    # (70-90 ms typical; 19.2 ms seen once, on a run whose reads were cheap).
+    assert facts["poll_interval_max_ms"] > 10, facts
     tick_prog = program("async_ticks.py")
     tick_line = markers(tick_prog)["tick"]
     for t in ticks:
