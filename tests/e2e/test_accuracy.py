@@ -475,11 +475,16 @@ def test_handoff_threads_keep_their_cpu_time(python, tmp_path, accuracy):
     is exponential, one period on average: 17 ms at most but once in a
     million), and for its start-up, counted by periods until its first
     switch under the profiler (a period either way).  Above the clock: what
-    the thread ran after reading it (writing the results, a fraction of a
-    millisecond: the program then ends at once), a period.  Measured on a
-    loaded 2-CPU machine: -2.5 to +0.1 ms.  100 000 round trips give each
-    thread 0.25-0.5 s of CPU here, so that a profile that lost 10 % of a
-    thread's time (as fixed-period samples did: 0.50-1.06x) fails."""
+    the thread ran after it was read (the program reads both clocks last,
+    then writes a string and ends: exit work, tens of microseconds, or the
+    address space's teardown if it falls to that thread), a period.  The
+    clocks were once read before the results were written: on a slow 2-CPU
+    machine (each thread 1.5-1.9 s of CPU for the round trips below), the
+    main thread's open() and json.dump() after its read took 4-8 ms and
+    failed every interpreter.  Measured since, on that machine: -2.3 to
+    +1.5 ms in 39 runs (3.9, 3.12, 3.13t, 3.14, 3.15).  100 000 round trips give each thread 0.25-1.9 s
+    of CPU, so that a profile that lost 10 % of a thread's time (as
+    fixed-period samples did: 0.50-1.06x) fails."""
     prog = program("handoff.py")
     side = tmp_path / "threads.json"
     res = profile_run(python, prog, ["100000", side], tmp=tmp_path, opts=["--cpu-only"])
