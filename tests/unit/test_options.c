@@ -713,6 +713,35 @@ static void test_all(void)
 	CHECK_MSG("' 2'");
 }
 
+/* --all --continuous: its interval and disk bound, only with it. */
+static void test_continuous(void)
+{
+	struct options o;
+
+	CHECK_EQ_INT(parse(&o, "--all", "--continuous", NULL), 0);
+	CHECK(o.continuous && o.interval_s == 0 && o.max_disk_mb == 0);
+	CHECK_EQ_INT(parse(&o, "--all", "--continuous", "--interval", "10", "--max-disk", "200",
+			   "--comm", "gunicorn", NULL),
+		     0);
+	CHECK(o.interval_s == 10 && o.max_disk_mb == 200 && o.ncomms == 1);
+	CHECK_REJECTED(parse(&o, "--all", "--interval", "10", NULL));
+	CHECK_MSG("are for --all --continuous");
+	CHECK_REJECTED(parse(&o, "--all", "--max-disk", "10", NULL));
+	CHECK_MSG("are for --all --continuous");
+	CHECK_REJECTED(parse(&o, "--pid", "12", "--continuous", NULL));
+	CHECK_MSG("--continuous is for --all");
+	CHECK_REJECTED(parse(&o, "run", "--continuous", "prog.py", NULL));
+	CHECK_MSG("--continuous is for --all");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--profile-interval", "5", NULL));
+	CHECK_MSG("choose one");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--max-profiles", "5", NULL));
+	CHECK_MSG("--max-disk");
+	CHECK_REJECTED(parse(&o, "top", "--all", "--continuous", NULL));
+	CHECK_MSG("run them apart");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--interval", "0.1", NULL));
+	CHECK_MSG("--interval");
+}
+
 /* top wraps run (with or without the word), --pid and --all. */
 static void test_top(void)
 {
@@ -777,6 +806,7 @@ int main(void)
 	RUN_TEST(test_config_on_command_line);
 	RUN_TEST(test_usage);
 	RUN_TEST(test_all);
+	RUN_TEST(test_continuous);
 	RUN_TEST(test_top);
 	unlink(cfg_path);
 	free(msg);

@@ -1034,6 +1034,58 @@ static const struct mem_stats *mem_at(const struct profile *p, int line)
 	return st ? st->mem : NULL;
 }
 
+/* --continuous: a restart zeroes what was counted where it lies (the
+ * same entries, so pointers into the model stay good) and the next counts
+ * start from nothing; a block allocated before it and freed after is
+ * still followed. */
+static void test_restart(void)
+{
+	struct profile *p = new_profile("/prog");
+	struct frame_ref a[] = { fr(p, "/prog/a.py", "f", 3, 5),
+				 fr(p, "/prog/a.py", "<module>", 1, 9) };
+	struct sample_in s = sample(a, 2, 10 * MS);
+	const struct line_stats *before, *after;
+	const struct stack_stats *st;
+	const struct thread_stats *t;
+	double py, nat, sys;
+
+	profile__add(p, &s);
+	profile__add(p, &s);
+	s.offcpu_ns = 4 * MS;
+	profile__add(p, &s);
+	mem_event(p, a, MEM_MALLOC, 2 * MIB, 2 * MIB, 0xa000, false);
+	before = line_of(p, "/prog/a.py", 5);
+	CHECK(before && before->samples == 3 && before->mem);
+	CHECK(profile__total_ns(p) == 34 * MS);
+
+	profile__restart(p);
+	after = line_of(p, "/prog/a.py", 5);
+	CHECK(after == before);
+	CHECK(after->samples == 0 && after->python_ns == 0 && after->system_ns == 0);
+	CHECK(after->mem->malloc_bytes == 0 && after->mem->net_bytes == 0);
+	CHECK(profile__total_ns(p) == 0 && profile__samples(p) == 0);
+	CHECK(profile__memory(p)->malloc_bytes == 0);
+	st = profile__stack(p, 0);
+	CHECK(st && st->count == 0 && st->python_ns == 0);
+	t = profile__thread(p, 0);
+	CHECK(t && t->samples == 0 && t->cpu_ns == 0 && t->blocked_ns == 0);
+	CHECK_EQ_INT(profile__timeline(p)->n, 0);
+
+	/* The next interval counts only its own. */
+	s = sample(a, 2, 7 * MS);
+	profile__add(p, &s);
+	profile__split_ns(p, &py, &nat, &sys);
+	CHECK(profile__total_ns(p) == 7 * MS && py == 7 * MS && sys == 0);
+	CHECK(after->samples == 1 && after->python_ns == 7 * MS);
+	CHECK_EQ_INT(profile__nstacks(p), 1);
+	CHECK(profile__stack(p, 0)->count == 1);
+	CHECK(profile__thread(p, 0)->cpu_ns == 7 * MS);
+	/* The block from before the restart is known at its free. */
+	mem_event(p, a, MEM_FREE, 2 * MIB, 0, 0xa000, false);
+	CHECK(profile__memory(p)->frees_unknown == 0);
+	profile__free(p);
+}
+
 /* Scalene's rule per allocating line: net samples when a line's blocks
  * outgrow their frees by a window; churn counts every sampled block. */
 static void test_net_growth(void)
@@ -1552,12 +1604,24 @@ static void test_gpu_host_memory_apart(void)
 	const double mib = 1024.0 * 1024;
 	struct frame_ref line[] = { fr(p, "/app/main.py", "<module>", 1, 10) };
 	struct scalene_bpf_gpu_rec r[] = {
-		{ .start_ns = t0, .end_ns = t0, .bytes = 256 * (uint64_t)mib, .correlation_id = 1,
-		  .kind = GPU_REC_ALLOC, .memory_kind = 3 },
-		{ .start_ns = t0 + MS, .end_ns = t0 + MS, .bytes = 64 * (uint64_t)mib,
-		  .correlation_id = 1, .kind = GPU_REC_ALLOC, .memory_kind = 2 },
-		{ .start_ns = t0 + 2 * MS, .end_ns = t0 + 2 * MS, .bytes = 64 * (uint64_t)mib,
-		  .correlation_id = 1, .kind = GPU_REC_FREE, .memory_kind = 2 },
+		{ .start_ns = t0,
+		  .end_ns = t0,
+		  .bytes = 256 * (uint64_t)mib,
+		  .correlation_id = 1,
+		  .kind = GPU_REC_ALLOC,
+		  .memory_kind = 3 },
+		{ .start_ns = t0 + MS,
+		  .end_ns = t0 + MS,
+		  .bytes = 64 * (uint64_t)mib,
+		  .correlation_id = 1,
+		  .kind = GPU_REC_ALLOC,
+		  .memory_kind = 2 },
+		{ .start_ns = t0 + 2 * MS,
+		  .end_ns = t0 + 2 * MS,
+		  .bytes = 64 * (uint64_t)mib,
+		  .correlation_id = 1,
+		  .kind = GPU_REC_FREE,
+		  .memory_kind = 2 },
 	};
 	struct profile_gpu_totals t;
 	const struct line_stats *l;
@@ -1631,6 +1695,7 @@ int main(void)
 	RUN_TEST(test_nested_functions_are_functions);
 	RUN_TEST(test_stacks);
 	RUN_TEST(test_stack_table_full);
+	RUN_TEST(test_restart);
 	RUN_TEST(test_threads);
 	RUN_TEST(test_thread_limit);
 	RUN_TEST(test_many);

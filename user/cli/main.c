@@ -1058,8 +1058,14 @@ static int cmd_all(const struct options *o)
 		.max_profiles = o->max_profiles,
 		.creds = &rs.creds,
 		.rate_hz = o->rate_hz,
+		.interval_s = !o->continuous  ? 0
+			      : o->interval_s ? o->interval_s
+					      : DEFAULT_INTERVAL_S,
+		.export_pprof = view_export_pprof,
+		.max_disk_bytes =
+			(uint64_t)((o->max_disk_mb ? o->max_disk_mb : DEFAULT_MAX_DISK_MB) * 1e6),
 	};
-	double deadline, next;
+	double deadline, next, next_cut;
 	int err, n;
 
 	install_signals();
@@ -1087,12 +1093,26 @@ static int cmd_all(const struct options *o)
 	n = host__scan(rs.host);
 	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
 	next = mono_s() + o->profile_interval;
+	next_cut = rs.start_mono + ho.interval_s;
 	pr_info("following %d process%s that the filters take; Ctrl-C to stop\n", n,
 		n == 1 ? "" : "es");
+	if (ho.interval_s)
+		pr_info("a profile per process every %g s into %s/intervals/\n", ho.interval_s,
+			o->outfile);
 	while (!got_signal && !rs.quit) {
 		loop_step(&rs, &next);
 		if (deadline && mono_s() >= deadline)
 			break;
+		/* What BPF sent up to the cut goes into the interval that ends:
+		 * taken in first.  The next cut keeps to the grid, unless this
+		 * one came more than an interval late. */
+		if (ho.interval_s && mono_s() >= next_cut) {
+			loader__drain(rs.loader);
+			host__cut(rs.host, mono_s() - rs.start_mono);
+			next_cut += ho.interval_s;
+			if (next_cut <= mono_s())
+				next_cut = mono_s() + ho.interval_s;
+		}
 	}
 	loader__drain(rs.loader);
 	top_finish(&rs, got_signal || rs.quit ? "stopped" : "--duration reached");

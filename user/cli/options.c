@@ -44,6 +44,9 @@ enum {
 	OPT_UID,
 	OPT_EXCLUDE_PID,
 	OPT_MAX_PROFILES,
+	OPT_CONTINUOUS,
+	OPT_INTERVAL,
+	OPT_MAX_DISK,
 	OPT_REFRESH,
 	OPT_ONCE,
 };
@@ -77,6 +80,9 @@ static const struct option long_opts[] = {
 	{ "uid", required_argument, NULL, OPT_UID },
 	{ "exclude-pid", required_argument, NULL, OPT_EXCLUDE_PID },
 	{ "max-profiles", required_argument, NULL, OPT_MAX_PROFILES },
+	{ "continuous", no_argument, NULL, OPT_CONTINUOUS },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "max-disk", required_argument, NULL, OPT_MAX_DISK },
 	{ "refresh", required_argument, NULL, OPT_REFRESH },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "config", required_argument, NULL, 'c' },
@@ -139,6 +145,15 @@ void options_usage(FILE *f)
 	      "                                 the index every S seconds; --max-profiles N\n"
 	      "                                 keeps the profiles of the last N processes\n"
 	      "                                 that ended [1000] (the index keeps them all)\n"
+	      "      --continuous               with --all: run until stopped (or --duration)\n"
+	      "                                 and write a profile per process per interval\n"
+	      "                                 (JSON and pprof .pb.gz) into DIR/intervals/,\n"
+	      "                                 one folder an interval with its own index.json\n"
+	      "                                 (scalene-bpf view FOLDER); no gap between\n"
+	      "                                 intervals, nothing counted twice\n"
+	      "      --interval SECONDS         --continuous: the interval [60]\n"
+	      "      --max-disk MB              --continuous: the most the interval folders\n"
+	      "                                 take; the oldest go first [1024]\n"
 	      "      --rate HZ                  samples per second per CPU [997]\n"
 	      "      --cpu-only                 time only: no memory (run profiles memory by\n"
 	      "                                 default: it preloads the allocation sampler,\n"
@@ -413,6 +428,17 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 	case OPT_ALL:
 		o->all = true;
 		return 0;
+	case OPT_CONTINUOUS:
+		o->continuous = true;
+		return 0;
+	case OPT_INTERVAL:
+		if (parse_double(arg, &o->interval_s, 0.5, 1e7))
+			goto bad_number;
+		return 0;
+	case OPT_MAX_DISK:
+		if (parse_double(arg, &o->max_disk_mb, 0.01, 1e9))
+			goto bad_number;
+		return 0;
 	case OPT_MAX_PROFILES:
 		if (parse_double(arg, &d, 1, 10000000) || d != (int)d)
 			goto bad_number;
@@ -659,6 +685,13 @@ static int check_all(struct options *o, int argc, char **argv, FILE *err)
 		      "those started during the run";
 	else if (optind < argc)
 		why = "--all takes no program";
+	else if (o->continuous && o->top)
+		why = "top shows the host live; --continuous writes profiles: run them apart";
+	else if (o->continuous && o->profile_interval)
+		why = "--continuous writes a profile per interval (--interval); --profile-interval "
+		      "rewrites whole-run profiles: choose one";
+	else if (o->continuous && o->max_profiles)
+		why = "--continuous keeps interval folders up to --max-disk, not --max-profiles";
 	if (why) {
 		fprintf(err, "scalene-bpf: %s%s%s\n", why, optind < argc ? ": " : "",
 			optind < argc ? argv[optind] : "");
@@ -811,8 +844,17 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 			     "time)\n");
 		return -EINVAL;
 	}
+	if ((o->interval_s || o->max_disk_mb) && !o->continuous) {
+		fprintf(err, "scalene-bpf: --interval and --max-disk are for --all --continuous\n");
+		return -EINVAL;
+	}
 	if (o->all)
 		return check_all(o, argc, argv, err);
+	if (o->continuous) {
+		fprintf(err, "scalene-bpf: --continuous is for --all (with --pid P to follow "
+			     "some processes only)\n");
+		return -EINVAL;
+	}
 	if (o->npids > 1 || o->ncomms || o->nuids || o->nexclude_pids || o->max_profiles) {
 		fprintf(err, "scalene-bpf: %s\n",
 			o->npids > 1

@@ -41,7 +41,13 @@ struct options {
 	int exclude_pids[MAX_FILTERS]; /* --exclude-pid */
 	int nexclude_pids;
 	int max_profiles; /* --all: profiles of ended processes kept; 0: default */
-	double duration;  /* attach: seconds, 0 = until Ctrl-C or exit */
+	/* --all --continuous: a profile per process per interval of interval_s
+	 * (0: DEFAULT_INTERVAL_S), their folders bounded by max_disk_mb (0:
+	 * DEFAULT_MAX_DISK_MB). */
+	bool continuous;
+	double interval_s;
+	double max_disk_mb;
+	double duration; /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
 	bool memory;	      /* attach: memory profiling (uprobes) asked for */
@@ -84,6 +90,8 @@ struct options {
 #define DEFAULT_OUTFILE "scalene-profile.json"
 #define DEFAULT_OUTDIR "scalene-bpf-profiles"
 #define DEFAULT_REFRESH_S 1.0
+#define DEFAULT_INTERVAL_S 60.0
+#define DEFAULT_MAX_DISK_MB 1024.0
 
 /* Parses argv into *o.  Returns 0, or -EINVAL after printing a one-line
  * reason to err. */

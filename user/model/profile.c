@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +135,68 @@ void profile__free(struct profile *p)
 	free(p->timeline.ev);
 	strtab__free(p->strings);
 	free(p);
+}
+
+static void line_restart(struct line_stats *st)
+{
+	memset(st, 0, offsetof(struct line_stats, mem));
+	if (st->mem)
+		profile_mem_stats_restart(st->mem);
+	if (st->aw) {
+		uint64_t last = st->aw->last_snapshot;
+
+		memset(st->aw, 0, sizeof(*st->aw));
+		st->aw->last_snapshot = last;
+	}
+	if (st->gpu)
+		memset(st->gpu, 0, sizeof(*st->gpu));
+}
+
+void profile__restart(struct profile *p)
+{
+	size_t it = 0;
+	void *v;
+	int i, j;
+
+	for (i = 0; i < p->nfiles; i++) {
+		p->files[i]->total_ns = 0;
+		for (j = 0; j < p->files[i]->nlines; j++)
+			if (p->files[i]->lines[j])
+				line_restart(p->files[i]->lines[j]);
+	}
+	while (hmap__next(p->funcs, &it, NULL, &v))
+		line_restart(&((struct func_stats *)v)->st);
+	for (i = 0; i < p->nstacks; i++) {
+		struct stack_stats *st = p->stacks[i];
+
+		st->count = 0;
+		st->python_ns = st->native_ns = st->system_ns = 0;
+		st->malloc_bytes = st->gpu_ns = 0;
+	}
+	if (p->overflow) {
+		p->overflow->count = 0;
+		p->overflow->python_ns = p->overflow->native_ns = p->overflow->system_ns = 0;
+		p->overflow->malloc_bytes = p->overflow->gpu_ns = 0;
+	}
+	p->stacks_dropped = 0;
+	for (i = 0; i < p->nthreads; i++) {
+		struct thread_stats *t = p->threads[i];
+
+		t->samples = 0;
+		t->cpu_ns = t->blocked_ns = t->gil_ns = t->malloc_bytes = 0;
+		t->npending = 0;
+	}
+	p->total_ns = p->not_python_ns = p->gil_ns = p->blocked_ns = 0;
+	memset(p->split_ns, 0, sizeof(p->split_ns));
+	memset(p->unattributed_ns, 0, sizeof(p->unattributed_ns));
+	p->native_threads_ns = p->pending_ns = 0;
+	memset(p->outside, 0, sizeof(p->outside));
+	p->samples = p->truncated = 0;
+	p->timeline.n = 0;
+	p->timeline.t0 = p->timeline.slot_ns = p->timeline.dropped = 0;
+	profile_mem_restart(p);
+	profile_await_restart(p);
+	profile_gpu_restart(p);
 }
 
 const char *profile__intern(struct profile *p, const char *s)

@@ -183,6 +183,7 @@ struct line_stats {
 	uint64_t cpu_times_seen;
 	struct native_sym syms[LINE_NATIVE_SYMS];
 	int nsyms;
+	/* Everything above is counts (profile__restart zeroes it whole). */
 	struct mem_stats *mem;	/* NULL until a memory event lands here */
 	struct await_stats *aw; /* NULL until a task waits here */
 	struct gpu_stats *gpu;	/* NULL until GPU work is launched or seen here */
@@ -440,6 +441,15 @@ struct profile;
 
 struct profile *profile__new(const struct profile_filter *filter);
 void profile__free(struct profile *p);
+/* Counting starts afresh (--continuous: a profile per interval): every
+ * count is zeroed where it lies, so that each pointer into the model stays
+ * good (GPU calls awaiting their records, open allocation executions, the
+ * session's interned strings and thread names), and what spans the cut
+ * stays: the footprint and the blocks it follows, the @profile functions,
+ * GPU calls not settled yet (their work counts where it settles).  Native
+ * threads' time still waiting for the main thread's line is dropped: the
+ * profile that ends here counted it, as unattributed. */
+void profile__restart(struct profile *p);
 const char *profile__intern(struct profile *p, const char *s);
 bool profile__file_profiled(const struct profile *p, const char *path);
 void profile__add(struct profile *p, const struct sample_in *s);

@@ -180,3 +180,19 @@ uint64_t profile__await_stacks_dropped(const struct profile *p)
 {
 	return p->await_stacks_dropped;
 }
+
+/* Await time restarts (profile__restart): the stacks keep their places. */
+void profile_await_restart(struct profile *p)
+{
+	int i;
+
+	p->await_ns = p->await_unattributed_ns = 0;
+	memset(p->await_outside, 0, sizeof(p->await_outside));
+	p->nawait_outside = 0;
+	p->await_outside_other_ns = 0;
+	for (i = 0; i < p->nawait_stacks; i++) {
+		p->await_stacks[i].count = 0;
+		p->await_stacks[i].ns = 0;
+	}
+	p->await_stacks_dropped = 0;
+}

@@ -976,3 +976,19 @@ void profile_gpu_free(struct profile *p)
 	free(g);
 	p->gpu = NULL;
 }
+
+/* The GPU totals restart (profile__restart); calls awaiting records, the
+ * launch sites and the device memory in use carry over, and the peak
+ * starts again from what is in use. */
+void profile_gpu_restart(struct profile *p)
+{
+	struct profile_gpu *g = p->gpu;
+	struct profile_gpu_totals t = { 0 };
+
+	if (!g)
+		return;
+	t.processes = g->t.processes;
+	t.call_sample = g->t.call_sample;
+	t.peak_memory = g->mem_now;
+	g->t = t;
+}

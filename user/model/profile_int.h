@@ -143,6 +143,11 @@ void profile_gpu_main_record(struct profile *p, int tgid, const struct frame_ref
 void profile_gpu_sample(struct profile *p, int tgid, uint64_t ts, double ns, struct line_stats *st,
 			struct line_stats *fst);
 void profile_gpu_free(struct profile *p);
+/* profile__restart's parts in the files that own them. */
+void profile_gpu_restart(struct profile *p);
+void profile_mem_restart(struct profile *p);
+void profile_mem_stats_restart(struct mem_stats *m);
+void profile_await_restart(struct profile *p);
 struct func_stats *profile_func_get(struct profile *p, struct file_stats *f,
 				    const struct frame_ref *frames, int nframes, int at);
 struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key *k, int *index);

@@ -451,3 +451,34 @@ const struct profile_memory *profile__memory(const struct profile *p)
 {
 	return &p->mem;
 }
+
+/* The counts of a line's memory restart (profile__restart); the state of
+ * its open executions, the blocks it still holds and its netting windows
+ * carry over. */
+void profile_mem_stats_restart(struct mem_stats *m)
+{
+	m->malloc_bytes = m->python_bytes = m->copy_bytes = m->freed_bytes = 0;
+	m->samples = m->mallocs = 0;
+	m->aggregate = m->peak = 0;
+	m->tracked = m->reclaimed = 0;
+	memset(&m->series, 0, sizeof(m->series));
+	m->net_bytes = m->net_python_bytes = m->net_freed_bytes = 0;
+	m->net_samples = 0;
+}
+
+/* The process-wide figures: the footprint and what it holds carry over;
+ * the peak starts again from where the footprint is. */
+void profile_mem_restart(struct profile *p)
+{
+	struct profile_memory *pm = &p->mem;
+
+	pm->alloc_samples = 0;
+	pm->malloc_bytes = pm->python_bytes = pm->native_thread_bytes = 0;
+	pm->unattributed_bytes = pm->copy_bytes = pm->not_python_bytes = pm->net_bytes = 0;
+	pm->max_footprint = pm->footprint;
+	pm->max_file = NULL;
+	pm->max_line = 0;
+	pm->max_python_fraction = 0;
+	memset(&pm->series, 0, sizeof(pm->series));
+	pm->frees_unknown = pm->blocks_dropped = pm->untracked = 0;
+}

@@ -795,8 +795,12 @@ static void build_await_stacks(struct sink *snk, const struct profile *p, bool l
 
 	for (i = 0; i < n; i++) {
 		const struct await_stack *as = profile__await_stack(p, i);
-		struct json_object *frames = json_object_new_array(), *entry, *stats;
+		struct json_object *frames, *entry, *stats;
 
+		/* None since the counts restarted (--continuous). */
+		if (!as->count)
+			continue;
+		frames = json_object_new_array();
 		for (j = 0; j < as->nframes; j++) {
 			struct frame_ref fr = as->frames[j];
 			char *name = NULL, *str;

@@ -23,6 +23,7 @@
 #include "base/hmap.h"
 #include "session/host.h"
 #include "session/hostmem.h"
+#include "session/intervals.h"
 #include "base/log.h"
 #include "report/output.h"
 #include "model/profile.h"
@@ -50,6 +51,13 @@ struct cmdline {
 	char *argv[];
 };
 
+/* A profile's numbers (entry_totals). */
+struct totals {
+	double cpu_s, python_s, native_s, system_s, blocked_s;
+	double await_s; /* event-loop idle time credited to awaits */
+	uint64_t samples;
+};
+
 /* One process image: profiled (a profile is being built or was written), or
  * Python that could not be profiled. */
 struct hproc {
@@ -69,6 +77,10 @@ struct hproc {
 	double cpu_s, python_s, native_s, system_s, blocked_s;
 	double await_s; /* event-loop idle time credited to awaits */
 	uint64_t samples;
+	/* --continuous: the numbers of the intervals' profiles written so far
+	 * (the counts restarted after each), and how many were written. */
+	struct totals done;
+	int pieces;
 	double peak_rss_mb; /* < 0: not known */
 	/* --memory: the allocation-probe hits counted for this image, as of
 	 * its end or the latest snapshot; < 0: not known. */
@@ -101,6 +113,13 @@ struct host {
 	bool told_write_failure;
 	char last_write_error[256];
 	struct hostmem *mem; /* --memory: the allocation probes */
+	/* --continuous: the interval folders, when the current interval
+	 * started, and the profiles written in it (copies of their entries
+	 * with the interval's numbers, for its index). */
+	struct intervals *iv;
+	double iv_start_mono;
+	struct hproc *pieces;
+	int npieces, pieces_cap;
 };
 
 /* A /proc/PID file's first line (or all of it, up to n - 1 bytes). */
@@ -464,10 +483,29 @@ static void identity_of(const struct hproc *e, struct facts_process *pr)
 	pr->ncmdline = e->cmdline ? e->cmdline->n : 0;
 }
 
-/* Writes e's profile; final: its image has ended (a failure then is for
- * good; while it runs the next snapshot tries again). */
-static void write_profile(struct host *h, struct hproc *e, const struct session_end *end,
-			  bool final)
+/* --continuous: the pprof export of the profile just written at path, beside
+ * it (.pb.gz for .json).  A profile with no stacks (await time only) has
+ * none. */
+static void write_pprof(struct host *h, const char *path)
+{
+	char out[PATH_MAX];
+	size_t n = strlen(path);
+	int err;
+
+	if (!h->o.export_pprof || n < 5 || n + 2 >= sizeof(out))
+		return;
+	snprintf(out, sizeof(out), "%.*s.pb.gz", (int)(n - 5), path);
+	err = h->o.export_pprof(path, out, h->creds);
+	if (!err)
+		intervals__wrote(h->iv, out);
+	else if (err != -EINVAL)
+		pr_warn("failed to write %s: %s\n", out, strerror(-err));
+}
+
+/* Writes e's profile (with --continuous, of the current interval, into its
+ * folder); final: its image has ended (a failure then is for good; while it
+ * runs the next snapshot tries again).  0 when written. */
+static int write_profile(struct host *h, struct hproc *e, const struct session_end *end, bool final)
 {
 	double now = mono_s(), from = h->start_mono + e->started_s;
 	double until = end->ts_ns ? end->ts_ns / 1e9 : now;
@@ -489,7 +527,9 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		.no_footprint = h->mem != NULL,
 		.async_waits = h->o.async_waits,
 		.leaks = false,
-		.read_source = session__read_proc_source,
+		/* No way into the process's files (it is not the session's
+		 * yet): the profile says its sources are unavailable. */
+		.read_source = end->source_ctx ? session__read_proc_source : NULL,
 		.ctx = end->source_ctx,
 	};
 	struct output_job w = { .p = e->profile, .m = &m };
@@ -497,6 +537,12 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 	char path[PATH_MAX];
 	int err;
 
+	if (h->iv && from < h->iv_start_mono) {
+		from = h->iv_start_mono;
+		m.elapsed_sec = until > from ? until - from : 0;
+		m.start_time_absolute = h->start_wall + (from - h->start_mono);
+		m.start_time_perf = from;
+	}
 	if (facts && session__proc_facts(h->session, e->pid, facts)) {
 		facts__free(facts);
 		facts = NULL;
@@ -518,13 +564,20 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 		e->file = profile_name(h, e);
 	if (!e->file) {
 		err = -ENOMEM;
+	} else if (h->iv) {
+		err = intervals__path(h->iv, e->file, path, sizeof(path));
+		err = err ?: outfile_stream(path, output_emit, &w, h->creds);
+		if (!err) {
+			intervals__wrote(h->iv, path);
+			write_pprof(h, path);
+		}
 	} else {
 		snprintf(path, sizeof(path), "%s/%s", h->dir, e->file);
 		err = outfile_stream(path, output_emit, &w, h->creds);
 	}
 	facts__free(facts);
 	if (!err)
-		return;
+		return 0;
 	/* A full disk loses this profile, not the run: said once here, for
 	 * each process in the index. */
 	snprintf(h->last_write_error, sizeof(h->last_write_error), "%s", strerror(-err));
@@ -533,32 +586,114 @@ static void write_profile(struct host *h, struct hproc *e, const struct session_
 			"the index lists what was lost)\n",
 			e->pid, h->dir, strerror(-err));
 	h->told_write_failure = true;
+	if (h->iv) {
+		h->write_failed++; /* this interval's profile, for good */
+		return err;
+	}
 	if (!final)
-		return;
+		return err;
 	h->write_failed++;
 	free(e->file);
 	e->file = NULL;
 	if (asprintf(&e->not_profiled, "its profile could not be written: %s", strerror(-err)) < 0)
 		e->not_profiled = NULL;
+	return err;
 }
 
-/* The index's numbers of a process, from its profile. */
-static void entry_totals(struct hproc *e)
+/* A profile's numbers. */
+static struct totals profile_totals(const struct profile *p)
 {
+	struct totals t;
 	double ns[3];
 
 	/* On-CPU time and its split; the blocked time that the profile's
 	 * percentages count as system time, apart. */
-	profile__split_ns(e->profile, &ns[0], &ns[1], &ns[2]);
-	e->blocked_s = profile__blocked_ns(e->profile) / 1e9;
-	e->python_s = ns[0] / 1e9;
-	e->native_s = ns[1] / 1e9;
-	e->system_s = ns[2] / 1e9 - e->blocked_s;
-	if (e->system_s < 0)
-		e->system_s = 0;
-	e->cpu_s = e->python_s + e->native_s + e->system_s;
-	e->samples = profile__samples(e->profile);
-	e->await_s = profile__await_ns(e->profile) / 1e9;
+	profile__split_ns(p, &ns[0], &ns[1], &ns[2]);
+	t.blocked_s = profile__blocked_ns(p) / 1e9;
+	t.python_s = ns[0] / 1e9;
+	t.native_s = ns[1] / 1e9;
+	t.system_s = ns[2] / 1e9 - t.blocked_s;
+	if (t.system_s < 0)
+		t.system_s = 0;
+	t.cpu_s = t.python_s + t.native_s + t.system_s;
+	t.samples = profile__samples(p);
+	t.await_s = profile__await_ns(p) / 1e9;
+	return t;
+}
+
+static void set_totals(struct hproc *e, const struct totals *t)
+{
+	e->cpu_s = t->cpu_s;
+	e->python_s = t->python_s;
+	e->native_s = t->native_s;
+	e->system_s = t->system_s;
+	e->blocked_s = t->blocked_s;
+	e->await_s = t->await_s;
+	e->samples = t->samples;
+}
+
+/* The index's numbers of a process: its profile's, and with --continuous
+ * those of the intervals written before. */
+static void entry_totals(struct hproc *e)
+{
+	struct totals t = profile_totals(e->profile);
+
+	t.cpu_s += e->done.cpu_s;
+	t.python_s += e->done.python_s;
+	t.native_s += e->done.native_s;
+	t.system_s += e->done.system_s;
+	t.blocked_s += e->done.blocked_s;
+	t.await_s += e->done.await_s;
+	t.samples += e->done.samples;
+	set_totals(e, &t);
+}
+
+/* --continuous: e's profile of the current interval is written (if it
+ * has anything) and listed in the interval's index; then its counts
+ * restart, or its image has ended (final). */
+static void write_piece(struct host *h, struct hproc *e, const struct session_end *end, bool final)
+{
+	struct totals t = profile_totals(e->profile);
+	bool empty = !t.samples && !(t.await_s > 0);
+	struct hproc *copy;
+	int err = 0;
+
+	/* Nothing in this interval: no profile; an image that ended in it is
+	 * still listed, so that its end is. */
+	if (empty && !final)
+		goto restart;
+	if (!empty)
+		err = write_profile(h, e, end, final);
+	if (h->npieces == h->pieces_cap) {
+		int cap = h->pieces_cap ? h->pieces_cap * 2 : 64;
+		struct hproc *g = realloc(h->pieces, cap * sizeof(*g));
+
+		if (!g)
+			goto done;
+		h->pieces = g;
+		h->pieces_cap = cap;
+	}
+	/* A shallow copy: what it points to is e's, kept until the host is
+	 * freed. */
+	copy = &h->pieces[h->npieces++];
+	*copy = *e;
+	set_totals(copy, &t);
+	copy->file = err || empty ? NULL : e->file;
+	copy->not_profiled = err     ? (char *)"its profile for this interval could not be written"
+			     : empty ? (char *)"no samples in this interval"
+				     : NULL;
+done:
+	e->pieces += !err && !empty;
+	e->done.cpu_s += t.cpu_s;
+	e->done.python_s += t.python_s;
+	e->done.native_s += t.native_s;
+	e->done.system_s += t.system_s;
+	e->done.blocked_s += t.blocked_s;
+	e->done.await_s += t.await_s;
+	e->done.samples += t.samples;
+restart:
+	if (!final)
+		profile__restart(e->profile);
 }
 
 /* The peak resident set of a live process (VmHWM), in MB; -1 if unknown. */
@@ -653,16 +788,18 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	if (end->why == END_EXEC && e->forked_s >= 0 &&
 	    end->ts_ns / 1e9 - h->start_mono - e->forked_s < FORK_EXEC_S)
 		e->hidden = true; /* forked to exec (subprocess): its new image counts */
-	else if (worth_a_profile(e))
-		write_profile(h, e, end, true);
-	else
+	else if (!worth_a_profile(e))
 		e->not_profiled =
 			strdup("no samples: it did not run, or too briefly to be sampled");
+	else if (h->iv)
+		write_piece(h, e, end, true);
+	else
+		write_profile(h, e, end, true);
 	profile__free(e->profile);
 	e->profile = NULL;
 	target_free(&e->target);
 	memset(&e->target, 0, sizeof(e->target));
-	if (e->file && end->why != END_RUNNING)
+	if (e->file && end->why != END_RUNNING && !h->iv)
 		rotate(h, e);
 	/* Its libc probes go (in the background); at the end of the run they
 	 * all go with the loader. */
@@ -755,6 +892,7 @@ struct host *host__new(const struct host_opts *opts)
 	h->start_wall = opts->start_wall;
 	h->start_boot = clock_s(CLOCK_BOOTTIME);
 	h->rate_hz = opts->rate_hz;
+	h->iv_start_mono = opts->start_mono;
 	h->max_files = opts->max_profiles > 0 ? opts->max_profiles : DEFAULT_MAX_PROFILES;
 	h->clk_tck = sysconf(_SC_CLK_TCK);
 	h->live = hmap__new(sizeof(int));
@@ -771,6 +909,11 @@ struct host *host__new(const struct host_opts *opts)
 		err = resolve_uids(h);
 	if (!err)
 		err = make_dir(h);
+	if (!err && opts->interval_s > 0) {
+		h->iv = intervals__new(h->dir, h->creds, opts->max_disk_bytes);
+		err = h->iv ? intervals__start(h->iv, h->start_wall) : -errno;
+		err = err < 0 ? err : 0;
+	}
 	if (err) {
 		host__free(h);
 		errno = -err;
@@ -796,6 +939,8 @@ void host__free(struct host *h)
 		free(e);
 	}
 	free(h->procs);
+	free(h->pieces);
+	intervals__free(h->iv);
 	free(h->fifo);
 	free(h->uids);
 	hostmem__free(h->mem);
@@ -867,7 +1012,10 @@ static struct json_object *num_or_null(double v)
 	return v < 0 ? NULL : json_object_new_double(v);
 }
 
-static struct json_object *entry_json(const struct host *h, const struct hproc *e)
+/* in_interval: an entry of an interval's index (--continuous), whose
+ * profile is in that folder; the run's index has none then, but the
+ * number of intervals with one. */
+static struct json_object *entry_json(const struct host *h, const struct hproc *e, bool in_interval)
 {
 	struct facts_process id = { 0 };
 	struct json_object *o;
@@ -882,7 +1030,11 @@ static struct json_object *entry_json(const struct host *h, const struct hproc *
 
 	json_object_object_add(o, "python",
 			       e->python[0] ? json_object_new_string(e->python) : NULL);
-	json_object_object_add(o, "profile", e->file ? json_object_new_string(e->file) : NULL);
+	json_object_object_add(o, "profile",
+			       e->file && (in_interval || !h->iv) ? json_object_new_string(e->file)
+								  : NULL);
+	if (h->iv && !in_interval)
+		json_object_object_add(o, "interval_profiles", json_object_new_int(e->pieces));
 	json_object_object_add(o, "started_s", json_object_new_double(e->started_s));
 	json_object_object_add(o, "exited", json_object_new_boolean(e->exited));
 	/* How its image ended: exit, exec (a new image follows, under the
@@ -977,17 +1129,21 @@ static void counts_json(struct host *h, struct json_object *doc, struct json_obj
 	json_object_object_add(doc, "counts", o);
 }
 
-static int write_index(struct host *h, double elapsed_s, bool final)
+/* An index of the processes in list (n of them) at path: the run's
+ * (final: at its end), or an interval's (--continuous; interval: its
+ * number, start_wall when it started). */
+static int write_index_at(struct host *h, const char *path, struct hproc *const *list, int nlist,
+			  double start_wall, double elapsed_s, bool final, int interval)
 {
 	struct json_object *doc = json_object_new_object(), *procs = json_object_new_array();
 	struct json_object *np = json_object_new_object(), *filters = json_object_new_object();
 	struct json_object *warnings = json_object_new_array();
 	struct utsname u;
-	char path[PATH_MAX], *text, warn[512];
+	char *text, warn[512];
 	uint64_t stats[STAT_MAX];
 	int i, err, profiled = 0;
 	size_t n;
-	struct hproc **order = malloc((h->nprocs ? h->nprocs : 1) * sizeof(*order));
+	struct hproc **order = malloc((nlist ? nlist : 1) * sizeof(*order));
 
 	if (!order) {
 		json_object_put(doc);
@@ -999,13 +1155,13 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	}
 	/* Ranked in a copy: the table keeps its order (rotation and the live
 	 * map point into it). */
-	if (h->nprocs)
-		memcpy(order, h->procs, h->nprocs * sizeof(*order));
-	qsort(order, h->nprocs, sizeof(*order), by_cpu);
-	for (i = 0; i < h->nprocs; i++) {
+	if (nlist)
+		memcpy(order, list, nlist * sizeof(*order));
+	qsort(order, nlist, sizeof(*order), by_cpu);
+	for (i = 0; i < nlist; i++) {
 		if (order[i]->hidden)
 			continue;
-		json_object_array_add(procs, entry_json(h, order[i]));
+		json_object_array_add(procs, entry_json(h, order[i], interval > 0));
 		profiled += order[i]->file != NULL;
 	}
 	free(order);
@@ -1014,8 +1170,18 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	json_object_object_add(doc, "scalene_bpf_index", json_object_new_int(INDEX_VERSION));
 	json_object_object_add(doc, "host", json_object_new_string(u.nodename));
 	json_object_object_add(doc, "kernel", json_object_new_string(u.release));
-	json_object_object_add(doc, "start_time_absolute", json_object_new_double(h->start_wall));
+	json_object_object_add(doc, "start_time_absolute", json_object_new_double(start_wall));
 	json_object_object_add(doc, "elapsed_time_sec", json_object_new_double(elapsed_s));
+	/* --continuous: the run's index says how it was cut; an interval's
+	 * index, which one it is. */
+	if (interval > 0) {
+		json_object_object_add(doc, "interval", json_object_new_int(interval));
+	} else if (h->iv) {
+		struct json_object *c = intervals__json(h->iv);
+
+		json_object_object_add(c, "interval_s", json_object_new_double(h->o.interval_s));
+		json_object_object_add(doc, "continuous", c);
+	}
 	json_object_object_add(doc, "sampling_rate_hz", json_object_new_double(h->rate_hz));
 	json_object_object_add(filters, "pid", int_list(h->o.pids, h->o.npids));
 	json_object_object_add(filters, "comm", str_list(h->o.comms, h->o.ncomms));
@@ -1067,13 +1233,14 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	json_object_put(doc);
 	if (!text)
 		return -ENOMEM;
-	snprintf(path, sizeof(path), "%s/index.json", h->dir);
 	err = outfile_write(path, text, strlen(text), h->creds);
 	free(text);
 	if (err) {
 		pr_warn("failed to write %s: %s\n", path, strerror(-err));
 		return err;
 	}
+	if (interval > 0)
+		intervals__wrote(h->iv, path);
 	if (!final)
 		return 0;
 	n = strlen(h->dir);
@@ -1089,9 +1256,75 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	return 0;
 }
 
+static int write_index(struct host *h, double elapsed_s, bool final)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/index.json", h->dir);
+	return write_index_at(h, path, h->procs, h->nprocs, h->start_wall, elapsed_s, final, 0);
+}
+
+/* --continuous: the current interval's index, then the oldest folders go
+ * past the bound; next: another interval starts. */
+static int end_interval(struct host *h, bool next)
+{
+	double now = mono_s();
+	struct hproc **list = malloc((h->npieces ? h->npieces : 1) * sizeof(*list));
+	char path[PATH_MAX];
+	int i, err, number;
+
+	if (!list)
+		return -ENOMEM;
+	for (i = 0; i < h->npieces; i++)
+		list[i] = &h->pieces[i];
+	number = intervals__number(h->iv);
+	err = intervals__path(h->iv, "index.json", path, sizeof(path));
+	if (err)
+		pr_warn("cannot write the index of interval %d: %s\n", number, strerror(-err));
+	else
+		err = write_index_at(h, path, list, h->npieces,
+				     h->start_wall + (h->iv_start_mono - h->start_mono),
+				     now - h->iv_start_mono, false, number);
+	free(list);
+	h->npieces = 0;
+	intervals__end(h->iv);
+	if (next) {
+		h->iv_start_mono = now;
+		intervals__start(h->iv, h->start_wall + (now - h->start_mono));
+	}
+	return err;
+}
+
+int host__cut(struct host *h, double elapsed_s)
+{
+	int i, err;
+
+	if (!h->iv)
+		return 0;
+	session__drain_counts(h->session);
+	for (i = 0; i < h->nprocs; i++) {
+		struct hproc *e = h->procs[i];
+		struct session_end now = { .why = END_RUNNING, .profile = e->profile };
+
+		if (!e->live || !e->profile)
+			continue;
+		now.source_ctx = session__proc_source_ctx(h->session, e->pid);
+		now.alloc_hits_known = !session__alloc_hits(h->session, e->pid, &now.alloc_hits);
+		if (now.alloc_hits_known)
+			e->alloc_hits = (int64_t)now.alloc_hits;
+		e->peak_rss_mb = hwm_mb(e->pid);
+		write_piece(h, e, &now, false);
+		entry_totals(e);
+	}
+	err = end_interval(h, true);
+	return write_index(h, elapsed_s, false) ?: err;
+}
+
 int host__finish(struct host *h, double elapsed_s)
 {
-	return write_index(h, elapsed_s, true);
+	int err = h->iv ? end_interval(h, false) : 0;
+
+	return write_index(h, elapsed_s, true) ?: err;
 }
 
 int host__snapshot(struct host *h, double elapsed_s)

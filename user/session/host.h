@@ -9,6 +9,7 @@
 #define HOST_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "model/profile.h"
 #include "session/session.h"
@@ -37,6 +38,13 @@ struct host_opts {
 	const struct user_creds *creds;
 	double start_mono, start_wall; /* CLOCK_MONOTONIC and Unix time, s */
 	double rate_hz;
+	/* --continuous: a profile per process per interval, in the folders of
+	 * intervals.h, bounded by max_disk_bytes; 0: one profile per image. */
+	double interval_s;
+	uint64_t max_disk_bytes;
+	/* --continuous: writes the pprof export of the profile at json to out,
+	 * as the user; -EINVAL when it has no stacks (NULL: none written). */
+	int (*export_pprof)(const char *json, const char *out, const struct user_creds *creds);
 };
 
 struct host;
@@ -62,6 +70,12 @@ int host__finish(struct host *h, double elapsed_s);
 /* --profile-interval: each live process's profile as it is now (its file
  * is replaced), and index.json with the live processes' numbers so far. */
 int host__snapshot(struct host *h, double elapsed_s);
+/* --continuous, at the end of an interval (what BPF sent up to now taken
+ * in first): each live process's profile of the interval is written and
+ * its counts restart; the interval's folder gets its index.json (the
+ * processes that ended in it are there too) and the next interval starts.
+ * 0 or -errno after a message. */
+int host__cut(struct host *h, double elapsed_s);
 
 /* A process profiled so far, as a live view sees it: a running one with its
  * profile (being built), an ended one with its figures (profile NULL). */

@@ -1576,8 +1576,12 @@ static int threads_facts(const struct profile *p, struct facts *f)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		const struct thread_stats *t = profile__thread(p, i);
-		struct facts_thread *o = &f->threads[i];
+		struct facts_thread *o = &f->threads[f->nthreads];
 
+		/* Nothing since the counts restarted (--continuous). */
+		if (!t->samples && !t->cpu_ns && !t->blocked_ns && !t->malloc_bytes)
+			continue;
+		f->nthreads++;
 		o->pid = t->tgid;
 		o->tid = t->tid;
 		o->name = t->name;
@@ -1587,7 +1591,6 @@ static int threads_facts(const struct profile *p, struct facts *f)
 		o->blocked_ns = t->blocked_ns;
 		o->gil_ns = t->gil_ns;
 	}
-	f->nthreads = n;
 	return 0;
 }
 
@@ -1758,6 +1761,14 @@ int session__proc_facts(struct session *s, int pid, struct facts *f)
 	if (!tp || !tp->profile)
 		return -ENOENT;
 	return facts_of(s, tp->profile, tp, f);
+}
+
+void session__drain_counts(struct session *s)
+{
+	if (s->host && s->bpf.drain_counts) {
+		drain_counts(s, SESSION_COUNTS_DUE);
+		s->next_drain_ns = mono_ns() + COUNTS_DRAIN_NS;
+	}
 }
 
 void session__end_all(struct session *s)

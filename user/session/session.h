@@ -203,6 +203,11 @@ int session__add_proc(struct session *s, int pid);
 /* System-wide, at the end: each live profiled process's image ends
  * (END_RUNNING). */
 void session__end_all(struct session *s);
+/* System-wide, at a cut (--continuous): the counts drained now, as the
+ * periodic drain does (BPF counts into the next epoch from here; a sample
+ * counted into the closed one late comes with the next drain), and the
+ * samples held back for the drain. */
+void session__drain_counts(struct session *s);
 /* A process's file as it sees it (source_ctx of struct session_end). */
 char *session__read_proc_source(void *ctx, const char *filename, size_t *len, double *mtime);
 /* What memory profiling could not measure, one sentence per line (empty

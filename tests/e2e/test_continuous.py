@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""scalene-bpf --all --continuous: a profile per process per interval, in one
+folder an interval (DIR/intervals/NNNNNN-TIME/) with its own index.json, the
+run's index.json adding the intervals up.
+
+The programs run under a name of their own (a link to the interpreter), so
+that --comm picks them out of whatever else runs on the machine."""
+
+import json
+import signal
+import subprocess
+import time
+
+from e2e_helpers import (check_compat, clean_env, default_interpreter, invoke,
+                         named_interpreter, period_s, program, unseen_tail_s)
+from test_view_export import pprof_message, read_pprof  # noqa: F401 (a fixture)
+
+BUSY = program("busy.py")
+
+
+def _folders(out_dir):
+    return sorted(p for p in (out_dir / "intervals").iterdir() if p.is_dir())
+
+
+def _run(tmp_path, argv_long, argv_short, opts):
+    """Runs --all --continuous (opts) while a long and a short program run
+    side by side; stops it 0.3 s after both ended.  The two programs' pids."""
+    out_dir = tmp_path / "out"
+    ran = {}
+
+    def during(proc):
+        time.sleep(1.0)
+        progs = [subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path), env=clean_env(),
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+                 for argv in (argv_long, argv_short)]
+        ran["pids"] = [p.pid for p in progs]
+        ran["rc"] = [p.communicate(timeout=240) and p.returncode for p in progs]
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+
+    res = invoke(["--all", "--continuous", *opts, "--duration", "300", "-o", out_dir],
+                 cwd=tmp_path, timeout=300, during=during)
+    assert res.rc == 0, res.describe()
+    assert ran["rc"] == [0, 0], ran
+    return out_dir, ran["pids"], res
+
+
+def test_intervals_add_up(tmp_path, accuracy, pprof_message):  # noqa: F811
+    """A busy program (3 s of CPU) and a short one (0.4 s) under --interval 1:
+    the intervals follow one another with no gap; each has its index and,
+    for each process that ran in it, a Scalene profile and its pprof; the
+    process's numbers over its intervals add up to those of the run's index
+    (nothing counted twice, nothing lost at a cut) and to its own CPU clock
+    (as a single profile's would: but for its run after its last sample and
+    its start-up, by periods); the short one ends in the interval it exits
+    in, said there."""
+    python = default_interpreter()
+    link = named_interpreter(python, tmp_path, "sbpf-cont")
+    truth_long, truth_short = tmp_path / "long.json", tmp_path / "short.json"
+    out_dir, (pid_long, pid_short), res = _run(
+        tmp_path, [link, BUSY, "3.0", truth_long], [link, BUSY, "0.4", truth_short],
+        ["--interval", "1", "--comm", "sbpf-cont"])
+    index = json.loads((out_dir / "index.json").read_text())
+    folders = _folders(out_dir)
+    cont = index["continuous"]
+    assert cont["interval_s"] == 1 and cont["folders_removed"] == 0, cont
+    assert cont["intervals"] == len(folders) >= 4, (cont, folders)
+    assert cont["bytes_kept"] == sum(f.stat().st_size for d in folders for f in d.iterdir())
+
+    pieces = {pid_long: [], pid_short: []}
+    end_prev = None
+    for n, d in enumerate(folders, 1):
+        sub = json.loads((d / "index.json").read_text())
+        assert sub["interval"] == n and d.name.startswith(f"{n:06d}-"), (d, sub["interval"])
+        start, length = sub["start_time_absolute"], sub["elapsed_time_sec"]
+        # Back to back: the next starts where this one ended (the cut's
+        # own work between the two clock reads, well under a millisecond).
+        if end_prev is not None:
+            assert abs(start - end_prev) < 0.005, (n, start, end_prev)
+        end_prev = start + length
+        # Each a second, but for the cut coming late (the loader's poll)
+        # and the last, cut short by the stop.
+        assert length < 1.2 or n == len(folders), (n, length)
+        for e in sub["processes"]:
+            if e["pid"] not in pieces:
+                continue
+            if e["profile"] is None:
+                # Ended in this interval with no sample after the cut.
+                assert e.get("ended") and e["samples"] == 0 and e["not_profiled"], e
+                pieces[e["pid"]].append((n, e, None))
+                continue
+            prof = check_compat(d / e["profile"])
+            assert prof["elapsed_time_sec"] <= length + 1e-3, (n, prof["elapsed_time_sec"])
+            pb = (d / e["profile"]).with_suffix("").with_suffix(".pb.gz")
+            pp, stacks, strings, _ = read_pprof(pb.read_bytes(), pprof_message)
+            # The interval's CPU stacks: their sampled time is the
+            # profile's, but for samples with no stack (no Python frame,
+            # or a stack not read).
+            types = [strings[v.type] for v in pp.sample_type]
+            assert stacks and "time" in types, (pb, types)
+            time_ns = sum(v[types.index("time")] for v in stacks.values())
+            facts = prof["scalene_bpf"]
+            un = facts["unattributed"]
+            want_ns = 1e9 * (facts["total_sampled_s"] - un["threads_without_python_s"]
+                             - un["unreadable_stacks_s"])
+            assert abs(time_ns - want_ns) <= 1e-3 * want_ns + len(stacks), (pb, time_ns, want_ns)
+            pieces[e["pid"]].append((n, e, prof))
+
+    for pid, truth in ((pid_long, truth_long), (pid_short, truth_short)):
+        [whole] = [p for p in index["processes"] if p["pid"] == pid]
+        got = pieces[pid]
+        assert whole["profile"] is None, whole
+        assert whole["interval_profiles"] == sum(p is not None for _, _, p in got), whole
+        for key in ("cpu_s", "python_s", "native_s", "system_s", "samples"):
+            total = sum(e[key] for _, e, _ in got)
+            assert abs(total - whole[key]) <= 1e-6 * max(1.0, whole[key]), (key, total, whole)
+        # In consecutive intervals, each but the last still running.
+        numbers = [n for n, _, _ in got]
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers))), numbers
+        assert [e.get("ended") for _, e, _ in got] == [None] * (len(got) - 1) + ["exit"], got
+        assert whole["exited"] and whole["exit_code"] == 0, whole
+        # Against the program's own clock (its loop's CPU time, the most of
+        # its run): a profile misses at most its run after the last sample
+        # (unseen_tail_s) and counts its start-up and exit beside the loop
+        # (interpreter start: 20-60 ms here).
+        own = json.loads(truth.read_text())["cpu_s"]
+        prof = got[0][2]
+        lo = own - unseen_tail_s(prof) - period_s(prof)
+        hi = own + 0.25
+        accuracy(f"--continuous: process {pid}'s CPU over {len(got)} intervals vs its loop",
+                 own, round(whole["cpu_s"], 4), f"{lo:.3f}..{hi:.3f}")
+        assert lo <= whole["cpu_s"] <= hi, (whole, own)
+    assert len(pieces[pid_long]) >= 3, pieces[pid_long]
+
+
+def test_oldest_intervals_go_past_max_disk(tmp_path):
+    """--max-disk 0.05 (50 kB) with half-second intervals while a program
+    computes for 2.5 s: the oldest folders go first, each removal said in
+    the log and counted in the index; what is kept is the last folders, in
+    order, within the bound (or the last one alone)."""
+    python = default_interpreter()
+    link = named_interpreter(python, tmp_path, "sbpf-rot")
+    out_dir, _, res = _run(tmp_path, [link, BUSY, "2.5"], [link, BUSY, "0.1"],
+                           ["--interval", "0.5", "--max-disk", "0.05", "--comm", "sbpf-rot"])
+    cont = json.loads((out_dir / "index.json").read_text())["continuous"]
+    folders = _folders(out_dir)
+    removed = [line for line in res.stderr.splitlines() if "took more than --max-disk" in line]
+    assert cont["folders_removed"] >= 1 and len(removed) == cont["folders_removed"], \
+        (cont, res.stderr[-2000:])
+    assert cont["folders_kept"] == len(folders)
+    assert cont["intervals"] == cont["folders_kept"] + cont["folders_removed"], cont
+    numbers = [int(d.name.split("-")[0]) for d in folders]
+    assert numbers == list(range(cont["intervals"] - len(folders) + 1, cont["intervals"] + 1))
+    kept = sum(f.stat().st_size for d in folders for f in d.iterdir())
+    assert kept == cont["bytes_kept"], (kept, cont)
+    assert kept <= 50_000 or len(folders) == 1, (kept, folders)
