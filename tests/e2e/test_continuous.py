@@ -93,6 +93,12 @@ def test_intervals_add_up(tmp_path, accuracy, pprof_message):  # noqa: F811
             prof = check_compat(d / e["profile"])
             assert prof["elapsed_time_sec"] <= length + 1e-3, (n, prof["elapsed_time_sec"])
             pb = (d / e["profile"]).with_suffix("").with_suffix(".pb.gz")
+            if not prof["combined_stacks"] and not prof["memory_stacks"]:
+                # Only samples with no Python frame (its start-up, at the
+                # end of an interval): no stack, no pprof.
+                assert not pb.exists(), pb
+                pieces[e["pid"]].append((n, e, prof))
+                continue
             pp, stacks, strings, _ = read_pprof(pb.read_bytes(), pprof_message)
             # The interval's CPU stacks: their sampled time is the
             # profile's, but for samples with no stack (no Python frame,
@@ -155,3 +161,27 @@ def test_oldest_intervals_go_past_max_disk(tmp_path):
     kept = sum(f.stat().st_size for d in folders for f in d.iterdir())
     assert kept == cont["bytes_kept"], (kept, cont)
     assert kept <= 50_000 or len(folders) == 1, (kept, folders)
+
+
+def test_memory_hits_per_interval(tmp_path):
+    """--memory: each interval counts the allocation-probe hits of its own
+    time, in its index and in the profile's memory facts; over the
+    intervals they add up to the run's count for the process."""
+    python = default_interpreter()
+    link = named_interpreter(python, tmp_path, "sbpf-mem")
+    out_dir, (pid, _), _ = _run(tmp_path, [link, BUSY, "1.0"], [link, BUSY, "0.1"],
+                                ["--interval", "0.5", "--memory", "--comm", "sbpf-mem"])
+    [whole] = [p for p in json.loads((out_dir / "index.json").read_text())["processes"]
+               if p["pid"] == pid]
+    hits = []
+    for d in _folders(out_dir):
+        for e in json.loads((d / "index.json").read_text())["processes"]:
+            if e["pid"] != pid:
+                continue
+            hits.append(e["memory_probe_hits"])
+            if e["profile"]:
+                mem = json.loads((d / e["profile"]).read_text())["scalene_bpf"]["memory"]
+                assert mem["hits"] == e["memory_probe_hits"], (d, mem, e)
+    assert len(hits) >= 2 and all(h is not None and h >= 0 for h in hits), hits
+    assert whole["memory_probe_hits"] > 0 and sum(hits) == whole["memory_probe_hits"], \
+        (hits, whole["memory_probe_hits"])

@@ -95,6 +95,7 @@ struct run_state {
 	struct profile *profile;
 	struct session *session;
 	double start_mono, start_wall;
+	double next_cut;	/* --continuous: when the next interval ends (mono s); 0: never */
 	bool memory;		/* the allocation sampler is preloaded */
 	char sampler[PATH_MAX]; /* its path */
 	char *env[5];		/* what the program's environment gets for it */
@@ -518,6 +519,13 @@ static void loop_step(struct run_state *rs, double *next)
 
 	if (rs->duty)
 		ms = memduty__due_ms(rs->duty, mono_ns(), ms);
+	if (rs->next_cut > 0) {
+		double until = rs->next_cut - mono_s();
+		int cut_ms = until > 0 ? (int)(until * 1000) + 1 : 0;
+
+		if (ms < 0 || cut_ms < ms)
+			ms = cut_ms;
+	}
 	loader__poll(rs->loader, ms);
 	session__tick(rs->session, mono_ns());
 	if (rs->duty)
@@ -1065,7 +1073,7 @@ static int cmd_all(const struct options *o)
 		.max_disk_bytes =
 			(uint64_t)((o->max_disk_mb ? o->max_disk_mb : DEFAULT_MAX_DISK_MB) * 1e6),
 	};
-	double deadline, next, next_cut;
+	double deadline, next;
 	int err, n;
 
 	install_signals();
@@ -1093,7 +1101,7 @@ static int cmd_all(const struct options *o)
 	n = host__scan(rs.host);
 	deadline = o->duration > 0 ? rs.start_mono + o->duration : 0;
 	next = mono_s() + o->profile_interval;
-	next_cut = rs.start_mono + ho.interval_s;
+	rs.next_cut = ho.interval_s ? rs.start_mono + ho.interval_s : 0;
 	pr_info("following %d process%s that the filters take; Ctrl-C to stop\n", n,
 		n == 1 ? "" : "es");
 	if (ho.interval_s)
@@ -1106,12 +1114,12 @@ static int cmd_all(const struct options *o)
 		/* What BPF sent up to the cut goes into the interval that ends:
 		 * taken in first.  The next cut keeps to the grid, unless this
 		 * one came more than an interval late. */
-		if (ho.interval_s && mono_s() >= next_cut) {
+		if (rs.next_cut > 0 && mono_s() >= rs.next_cut) {
 			loader__drain(rs.loader);
 			host__cut(rs.host, mono_s() - rs.start_mono);
-			next_cut += ho.interval_s;
-			if (next_cut <= mono_s())
-				next_cut = mono_s() + ho.interval_s;
+			rs.next_cut += ho.interval_s;
+			if (rs.next_cut <= mono_s())
+				rs.next_cut = mono_s() + ho.interval_s;
 		}
 	}
 	loader__drain(rs.loader);

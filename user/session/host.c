@@ -81,6 +81,7 @@ struct hproc {
 	 * (the counts restarted after each), and how many were written. */
 	struct totals done;
 	int pieces;
+	uint64_t hits_cut;  /* --memory: alloc_hits at the last cut */
 	double peak_rss_mb; /* < 0: not known */
 	/* --memory: the allocation-probe hits counted for this image, as of
 	 * its end or the latest snapshot; < 0: not known. */
@@ -554,7 +555,10 @@ static int write_profile(struct host *h, struct hproc *e, const struct session_e
 		if (h->mem) {
 			facts->has_uprobes = true;
 			hostmem__facts(h->mem, e->pid, &facts->uprobes);
-			facts->uprobes.hits = end->alloc_hits;
+			/* With --continuous, the interval's. */
+			facts->uprobes.hits =
+				end->alloc_hits -
+				(h->iv && end->alloc_hits >= e->hits_cut ? e->hits_cut : 0);
 			facts->uprobes.elapsed_s = m.elapsed_sec;
 			facts->uprobes.hits_known = end->alloc_hits_known;
 		}
@@ -679,10 +683,15 @@ static void write_piece(struct host *h, struct hproc *e, const struct session_en
 	*copy = *e;
 	set_totals(copy, &t);
 	copy->file = err || empty ? NULL : e->file;
+	if (end->alloc_hits_known)
+		copy->alloc_hits = (int64_t)(end->alloc_hits -
+					     (end->alloc_hits >= e->hits_cut ? e->hits_cut : 0));
 	copy->not_profiled = err     ? (char *)"its profile for this interval could not be written"
 			     : empty ? (char *)"no samples in this interval"
 				     : NULL;
 done:
+	if (end->alloc_hits_known)
+		e->hits_cut = end->alloc_hits;
 	e->pieces += !err && !empty;
 	e->done.cpu_s += t.cpu_s;
 	e->done.python_s += t.python_s;
