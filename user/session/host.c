@@ -625,6 +625,17 @@ static struct totals profile_totals(const struct profile *p)
 	return t;
 }
 
+static void totals_add(struct totals *to, const struct totals *t)
+{
+	to->cpu_s += t->cpu_s;
+	to->python_s += t->python_s;
+	to->native_s += t->native_s;
+	to->system_s += t->system_s;
+	to->blocked_s += t->blocked_s;
+	to->await_s += t->await_s;
+	to->samples += t->samples;
+}
+
 static void set_totals(struct hproc *e, const struct totals *t)
 {
 	e->cpu_s = t->cpu_s;
@@ -642,13 +653,7 @@ static void entry_totals(struct hproc *e)
 {
 	struct totals t = profile_totals(e->profile);
 
-	t.cpu_s += e->done.cpu_s;
-	t.python_s += e->done.python_s;
-	t.native_s += e->done.native_s;
-	t.system_s += e->done.system_s;
-	t.blocked_s += e->done.blocked_s;
-	t.await_s += e->done.await_s;
-	t.samples += e->done.samples;
+	totals_add(&t, &e->done);
 	set_totals(e, &t);
 }
 
@@ -693,13 +698,7 @@ done:
 	if (end->alloc_hits_known)
 		e->hits_cut = end->alloc_hits;
 	e->pieces += !err && !empty;
-	e->done.cpu_s += t.cpu_s;
-	e->done.python_s += t.python_s;
-	e->done.native_s += t.native_s;
-	e->done.system_s += t.system_s;
-	e->done.blocked_s += t.blocked_s;
-	e->done.await_s += t.await_s;
-	e->done.samples += t.samples;
+	totals_add(&e->done, &t);
 restart:
 	if (!final)
 		profile__restart(e->profile);
