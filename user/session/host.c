@@ -484,6 +484,14 @@ static void identity_of(const struct hproc *e, struct facts_process *pr)
 	pr->ncmdline = e->cmdline ? e->cmdline->n : 0;
 }
 
+/* The allocation-probe hits a profile of e ending at end counts: its
+ * image's so far, with --continuous those since the last cut. */
+static uint64_t profile_hits(const struct host *h, const struct hproc *e,
+			     const struct session_end *end)
+{
+	return end->alloc_hits - (h->iv && end->alloc_hits >= e->hits_cut ? e->hits_cut : 0);
+}
+
 /* --continuous: the pprof export of the profile just written at path, beside
  * it (.pb.gz for .json).  A profile with no stacks (await time only) has
  * none. */
@@ -555,10 +563,7 @@ static int write_profile(struct host *h, struct hproc *e, const struct session_e
 		if (h->mem) {
 			facts->has_uprobes = true;
 			hostmem__facts(h->mem, e->pid, &facts->uprobes);
-			/* With --continuous, the interval's. */
-			facts->uprobes.hits =
-				end->alloc_hits -
-				(h->iv && end->alloc_hits >= e->hits_cut ? e->hits_cut : 0);
+			facts->uprobes.hits = profile_hits(h, e, end);
 			facts->uprobes.elapsed_s = m.elapsed_sec;
 			facts->uprobes.hits_known = end->alloc_hits_known;
 		}
@@ -689,8 +694,7 @@ static void write_piece(struct host *h, struct hproc *e, const struct session_en
 	set_totals(copy, &t);
 	copy->file = err || empty ? NULL : e->file;
 	if (end->alloc_hits_known)
-		copy->alloc_hits = (int64_t)(end->alloc_hits -
-					     (end->alloc_hits >= e->hits_cut ? e->hits_cut : 0));
+		copy->alloc_hits = (int64_t)profile_hits(h, e, end);
 	copy->not_profiled = err     ? (char *)"its profile for this interval could not be written"
 			     : empty ? (char *)"no samples in this interval"
 				     : NULL;
@@ -1303,6 +1307,20 @@ static int end_interval(struct host *h, bool next)
 	return err;
 }
 
+/* A live process's image as of now (for --profile-interval and --continuous):
+ * the way into its files, its probe hits and its peak resident set. */
+static struct session_end live_end(struct host *h, struct hproc *e)
+{
+	struct session_end now = { .why = END_RUNNING, .profile = e->profile };
+
+	now.source_ctx = session__proc_source_ctx(h->session, e->pid);
+	now.alloc_hits_known = !session__alloc_hits(h->session, e->pid, &now.alloc_hits);
+	if (now.alloc_hits_known)
+		e->alloc_hits = (int64_t)now.alloc_hits;
+	e->peak_rss_mb = hwm_mb(e->pid);
+	return now;
+}
+
 int host__cut(struct host *h, double elapsed_s)
 {
 	int i, err;
@@ -1312,15 +1330,11 @@ int host__cut(struct host *h, double elapsed_s)
 	session__drain_counts(h->session);
 	for (i = 0; i < h->nprocs; i++) {
 		struct hproc *e = h->procs[i];
-		struct session_end now = { .why = END_RUNNING, .profile = e->profile };
+		struct session_end now;
 
 		if (!e->live || !e->profile)
 			continue;
-		now.source_ctx = session__proc_source_ctx(h->session, e->pid);
-		now.alloc_hits_known = !session__alloc_hits(h->session, e->pid, &now.alloc_hits);
-		if (now.alloc_hits_known)
-			e->alloc_hits = (int64_t)now.alloc_hits;
-		e->peak_rss_mb = hwm_mb(e->pid);
+		now = live_end(h, e);
 		write_piece(h, e, &now, false);
 		entry_totals(e);
 	}
@@ -1341,16 +1355,12 @@ int host__snapshot(struct host *h, double elapsed_s)
 
 	for (i = 0; i < h->nprocs; i++) {
 		struct hproc *e = h->procs[i];
-		struct session_end now = { .why = END_RUNNING, .profile = e->profile };
+		struct session_end now;
 
 		if (!e->live)
 			continue;
-		now.source_ctx = session__proc_source_ctx(h->session, e->pid);
-		now.alloc_hits_known = !session__alloc_hits(h->session, e->pid, &now.alloc_hits);
-		if (now.alloc_hits_known)
-			e->alloc_hits = (int64_t)now.alloc_hits;
+		now = live_end(h, e);
 		entry_totals(e);
-		e->peak_rss_mb = hwm_mb(e->pid);
 		if (worth_a_profile(e) && now.source_ctx)
 			write_profile(h, e, &now, false);
 	}
