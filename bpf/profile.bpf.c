@@ -897,21 +897,34 @@ static __always_inline bool after_int3(__u64 user_ip)
 	return user_ip && !bpf_probe_read_user(&op, 1, (const void *)(user_ip - 1)) && op == 0xcc;
 }
 
+/* Where the CPU's KVM steal-time area (arch/x86/kernel/kvm.c: steal_time, a
+ * per-CPU variable) lies from its run queue (runqueues, another), in bytes,
+ * from the kernel's BTF (the loader); 0 where the kernel has none.  The area
+ * is the host's ABI: `steal`, the time the host kept the CPU away, first. */
+const volatile __s64 steal_from_rq = 0;
+
 /*
  * The time the run queue of `task`'s CPU has left out of its tasks' run time
  * so far (task: current there): rq->clock less rq->clock_task, the time the
  * hypervisor took the CPU away (steal time, with paravirt steal accounting)
  * and the time spent in interrupts (with IRQ time accounting), as of the
- * queue's last clock update (a switch, a tick).  A task's run time
- * (se.sum_exec_runtime: what time.thread_time() reads) advances by
- * clock_task only; the clock a sample reads advances by both.  The queue is
- * reached through the task's CFS queue (group scheduling, which every
- * distribution's kernel has: the per-CPU run queues themselves are not in
- * the symbols of a kernel without KALLSYMS_ALL); 0 without it, and then the
- * samples also count the time lost while the thread ran.
+ * queue's last clock update (a switch, a tick); and, on KVM, the time stolen
+ * since that update, which the host has already written into the CPU's
+ * steal-time area (its `steal` less the queue's prev_steal_time_rq): a CPU
+ * given back after the host kept it for 5 ms is sampled before the tick
+ * that would tell the queue, and a sample then would count the 5 ms as the
+ * thread's (taken back from its later samples: never, if the thread ends
+ * first).  A task's run time (se.sum_exec_runtime: what time.thread_time()
+ * reads) advances by clock_task only; the clock a sample reads advances by
+ * both.  The queue is reached through the task's CFS queue (group
+ * scheduling, which every distribution's kernel has: the per-CPU run queues
+ * themselves are not in the symbols of a kernel without KALLSYMS_ALL); 0
+ * without it, and then the samples also count the time lost while the
+ * thread ran.
  */
 static __always_inline __u64 rq_lost_ns(struct task_struct *task)
 {
+	__u64 lost, seen, now = 0;
 	struct rq *rq;
 
 	if (!bpf_core_field_exists(task->se.cfs_rq))
@@ -919,7 +932,13 @@ static __always_inline __u64 rq_lost_ns(struct task_struct *task)
 	rq = TASK_READ(task, se.cfs_rq, rq);
 	if (!rq)
 		return 0;
-	return TASK_READ(rq, clock) - TASK_READ(rq, clock_task);
+	lost = TASK_READ(rq, clock) - TASK_READ(rq, clock_task);
+	if (!steal_from_rq || !bpf_core_field_exists(rq->prev_steal_time_rq) ||
+	    bpf_probe_read_kernel(&now, sizeof(now), (const char *)rq + steal_from_rq))
+		return lost;
+	seen = TASK_READ(rq, prev_steal_time_rq);
+	/* Zero where the host keeps no steal time (no KVM, or not enabled). */
+	return now > seen ? lost + (now - seen) : lost;
 }
 
 /* The on-CPU time a sample of the current thread stands for: its run time

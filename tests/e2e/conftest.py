@@ -130,7 +130,7 @@ def accuracy(request):
 
 
 def _fmt(v):
-    return f"{v:.2f}" if isinstance(v, float) else str(v)
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -123,6 +123,47 @@ static const char *privilege_hint(int err)
 #define OLDEST_KERNEL "Linux 5.10"
 
 /*
+ * The offset of a per-CPU variable in the per-CPU area (the section
+ * .data..percpu of the kernel's BTF), or -1.  Two variables of one CPU lie
+ * that far apart from each other on every CPU.
+ */
+static int64_t percpu_offset(const struct btf *vmlinux, const char *name)
+{
+	int id = btf__find_by_name_kind(vmlinux, ".data..percpu", BTF_KIND_DATASEC);
+	const struct btf_var_secinfo *v;
+	const struct btf_type *sec;
+	int i;
+
+	if (id <= 0)
+		return -1;
+	sec = btf__type_by_id(vmlinux, id);
+	v = btf_var_secinfos(sec);
+	for (i = 0; i < btf_vlen(sec); i++, v++) {
+		const struct btf_type *var = btf__type_by_id(vmlinux, v->type);
+
+		if (var && btf_is_var(var) &&
+		    !strcmp(btf__name_by_offset(vmlinux, var->name_off), name))
+			return v->offset;
+	}
+	return -1;
+}
+
+/*
+ * Where the KVM steal-time area of a CPU (steal_time) lies from the CPU's run
+ * queue (runqueues): the BPF programs reach the run queue through the task
+ * and read there the time the host has kept the CPU away.  A kernel built
+ * without KALLSYMS_ALL has no address for either variable, but its BTF has
+ * their places in the per-CPU area.  0 where either is missing (no KVM guest
+ * support).
+ */
+static int64_t steal_from_rq(const struct btf *vmlinux)
+{
+	int64_t st = percpu_offset(vmlinux, "steal_time"), rq = percpu_offset(vmlinux, "runqueues");
+
+	return st >= 0 && rq >= 0 && st != rq ? st - rq : 0;
+}
+
+/*
  * Whether the kernel's sched_switch tracepoint passes prev_state (Linux 5.18
  * added it as a fourth argument): its BTF typedef btf_trace_sched_switch is a
  * pointer to a function of the tracepoint's data and then its arguments.
@@ -234,6 +275,7 @@ static int probe_kernel(struct loader_kernel *k)
 		       btf__find_by_name_kind(vmlinux, "bpf_task_work_schedule_resume_impl",
 					      BTF_KIND_FUNC) > 0;
 	k->switch_state = !(sw && !strcmp(sw, "task")) && switch_passes_state(vmlinux);
+	k->steal_from_rq = steal_from_rq(vmlinux);
 	/* Only the build for 5.10-5.16 finds the registers by it. */
 	if (k->loops == LOADER_LOOPS_BOUNDED)
 		k->stack_size = kernel_stack_size(k->release);
@@ -1072,6 +1114,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 	l->skel->rodata->tick_ns = 1000000000ULL / sysconf(_SC_CLK_TCK);
 	if (l->kernel.stack_size)
 		l->skel->rodata->thread_size = l->kernel.stack_size;
+	l->skel->rodata->steal_from_rq = l->kernel.steal_from_rq;
 	bpf_map__set_max_entries(l->skel->maps.procs, opts->max_procs);
 	bpf_map__set_max_entries(l->skel->maps.events, opts->ringbuf_bytes);
 	l->offcpu_work = l->kernel.task_work;

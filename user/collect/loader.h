@@ -38,6 +38,9 @@ struct loader_kernel {
 	bool task_work;	     /* off-CPU records by task work (6.18+), else at syscall exit */
 	bool switch_state;   /* sched_switch passes prev_state (5.18+), else read from the task */
 	uint64_t stack_size; /* a task's kernel stack (THREAD_SIZE), for the 5.10-5.16 build */
+	/* Where a CPU's KVM steal-time area lies from its run queue (both
+	 * per-CPU variables), in bytes; 0: no such area in this kernel. */
+	int64_t steal_from_rq;
 };
 
 struct loader_opts {
