@@ -201,15 +201,21 @@ def memory_stacks(doc):
 
 def stack_times(doc, stacks):
     """Per CPU stack, its time in ns as our profiles state it (`stacks`'
-    cpu_samples fraction times scalene_bpf.total_sampled_s), or None."""
+    cpu_samples fraction times scalene_bpf.total_sampled_s) and that time
+    split as the percentages split it: (time, python, native, system), the
+    last the rest (system and blocked time); or None."""
     facts = doc.get("scalene_bpf")
     if not isinstance(facts, dict) or not doc.get("combined_stacks"):
         return None
     total = facts.get("total_sampled_s")
     if not _is_num(total) or total <= 0:
         return None
-    return [doc["stacks"][i][1]["cpu_samples"] * total * 1e9
-            for _, _, i in stacks]
+    out = []
+    for _, _, i in stacks:
+        e = doc["stacks"][i][1]
+        t, py, nat = (e[k] * total * 1e9 for k in ("cpu_samples", "python_time", "c_time"))
+        out.append((t, py, nat, t - py - nat))
+    return out
 
 
 def label(fr):
@@ -413,7 +419,7 @@ def check_speedscope(doc, path, tmp):
         got = speedscope_stacks(ss, p)
         want = collections.Counter()
         for k, (fr, w, _) in enumerate(cpu):
-            want[tuple(map(key3, fr))] += times[k] if times else w
+            want[tuple(map(key3, fr))] += times[k][0] if times else w
         assert set(got) == set(want)
         # Time: rounded to the ns per stack.
         for k in want:
@@ -443,7 +449,8 @@ def check_pprof(doc, path, tmp, message):
     if cpu:
         want_types.append(("samples", "count"))
         if times:
-            want_types.append(("time", "nanoseconds"))
+            want_types += [("time", "nanoseconds"), ("python_time", "nanoseconds"),
+                           ("native_time", "nanoseconds"), ("system_time", "nanoseconds")]
     if mem:
         want_types.append(("alloc_space", "bytes"))
     assert types == want_types
@@ -453,7 +460,8 @@ def check_pprof(doc, path, tmp, message):
     for k, (fr, w, _) in enumerate(cpu):
         want[tuple(map(key3, fr))][0] += w
         if times:
-            want[tuple(map(key3, fr))][1] += times[k]
+            for t, v in enumerate(times[k]):
+                want[tuple(map(key3, fr))][1 + t] += v
     for fr, w in mem:
         want[tuple(map(key3, fr))][-1] += w
     assert set(stacks) == set(want)

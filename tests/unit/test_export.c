@@ -244,8 +244,10 @@ static const char *doc_ours =
 	"[[" PY("main", "/a.py", 10) "," NATIVE("sleep", "/lib/libc.so.6") "],1],"
 	"[[" PY("main", "/a.py", 11) "],3]],"
 	"\"stacks\":["
-	"[[\"/a.py main:10;\"],{\"count\":1,\"cpu_samples\":0.75}],"
-	"[[\"/a.py main:11;\"],{\"count\":3,\"cpu_samples\":0.25}]],"
+	"[[\"/a.py main:10;\"],{\"count\":1,\"cpu_samples\":0.75,\"python_time\":0.25,"
+	"\"c_time\":0.375}],"
+	"[[\"/a.py main:11;\"],{\"count\":3,\"cpu_samples\":0.25,\"python_time\":0.25,"
+	"\"c_time\":0}]],"
 	"\"files\":{\"/a.py\":{\"functions\":[{\"line\":\"main\",\"lineno\":9}]}},"
 	"\"scalene_bpf\":{\"sampling_rate_hz\":997.0000269190007,\"total_sampled_s\":2}}";
 /* clang-format on */
@@ -259,11 +261,22 @@ static void test_pprof_time(void)
 	CHECK(p != NULL);
 	if (!p)
 		return;
-	CHECK_EQ_INT(p->n_sample_type, 2);
+	CHECK_EQ_INT(p->n_sample_type, 5);
 	CHECK_EQ_STR(str(p, p->sample_type[1]->type), "time");
 	CHECK_EQ_STR(str(p, p->sample_type[1]->unit), "nanoseconds");
+	CHECK_EQ_STR(str(p, p->sample_type[2]->type), "python_time");
+	CHECK_EQ_STR(str(p, p->sample_type[3]->type), "native_time");
+	CHECK_EQ_STR(str(p, p->sample_type[4]->type), "system_time");
+	CHECK_EQ_STR(str(p, p->sample_type[4]->unit), "nanoseconds");
 	CHECK_EQ_INT(p->sample[0]->value[1], 1500000000LL);
+	/* 0.25 and 0.375 of 2 s; the rest, 0.125 of it, is system time. */
+	CHECK_EQ_INT(p->sample[0]->value[2], 500000000LL);
+	CHECK_EQ_INT(p->sample[0]->value[3], 750000000LL);
+	CHECK_EQ_INT(p->sample[0]->value[4], 250000000LL);
 	CHECK_EQ_INT(p->sample[1]->value[1], 500000000LL);
+	CHECK_EQ_INT(p->sample[1]->value[2], 500000000LL);
+	CHECK_EQ_INT(p->sample[1]->value[3], 0);
+	CHECK_EQ_INT(p->sample[1]->value[4], 0);
 	CHECK(p->period_type != NULL);
 	if (p->period_type)
 		CHECK_EQ_STR(str(p, p->period_type->type), "cpu");

@@ -51,6 +51,9 @@ struct frame {
 enum weight {
 	W_SAMPLES, /* CPU: hits */
 	W_TIME,	   /* CPU: sampled time (ns), when model.have_time */
+	W_PYTHON,  /* of W_TIME: in Python code (ns) */
+	W_NATIVE,  /* of W_TIME: in native code (ns) */
+	W_SYSTEM,  /* of W_TIME: in the kernel or blocked (ns): the rest */
 	W_BYTES,   /* memory: sampled bytes allocated */
 	W_GPU,	   /* GPU: device time (ns) of the work launched */
 	W_KINDS,
@@ -75,6 +78,7 @@ struct model {
 	int nframes, cap;
 	struct stacks cpu, mem, gpu;
 	bool have_time;	   /* cpu stacks carry time_ns */
+	bool have_split;   /* and its split (W_PYTHON, W_NATIVE, W_SYSTEM) */
 	int64_t period_ns; /* the sampling period, 0 when not stated */
 	int64_t time_nanos, duration_nanos;
 };
@@ -360,15 +364,19 @@ static bool stacks_match(struct json_object *s, struct json_object *c, int64_t c
  * Our profiles state each stack's sampled time: `stacks` holds, entry for
  * entry with combined_stacks, the fraction cpu_samples of the total that
  * scalene_bpf.total_sampled_s gives in seconds (on-CPU and blocked time, as
- * in the percentages).  The sample count times the period would miss the
- * blocked time, so it is not used.  Either every CPU stack gets its time or
- * none does.
+ * in the percentages), and of it the fractions python_time and c_time (as a
+ * line's n_cpu_percent_python and n_cpu_percent_c); the rest is system
+ * time, blocked time included, as in n_sys_percent.  The three are kept in
+ * whole nanoseconds that add up to the stack's time.  The sample count
+ * times the period would miss the blocked time, so it is not used.  Either
+ * every CPU stack gets its time or none does; likewise its split.
  */
 static void read_times(struct model *m, struct json_object *doc, struct json_object *combined)
 {
 	struct json_object *facts = vj_object(doc, "scalene_bpf");
 	struct json_object *stacks = vj_array(doc, "stacks");
 	double total = vj_num(facts, "total_sampled_s");
+	bool split = true;
 	int i;
 
 	if (!facts || !stacks || total <= 0 || !m->cpu.n ||
@@ -378,16 +386,27 @@ static void read_times(struct model *m, struct json_object *doc, struct json_obj
 		struct stack *st = &m->cpu.v[i];
 		struct json_object *s = json_object_array_get_idx(stacks, st->src);
 		struct json_object *c = json_object_array_get_idx(combined, st->src);
-		double t;
+		struct json_object *stats = json_object_array_get_idx(s, 1);
+		double t, py, nat;
 
 		if (!stacks_match(s, c, st->w[W_SAMPLES]))
 			return;
-		t = vj_num(json_object_array_get_idx(s, 1), "cpu_samples") * total * 1e9;
-		if (t < 0 || t > MAX_VALUE)
+		split = split && json_object_object_get_ex(stats, "python_time", NULL) &&
+			json_object_object_get_ex(stats, "c_time", NULL);
+		t = vj_num(stats, "cpu_samples") * total * 1e9;
+		py = vj_num(stats, "python_time") * total * 1e9;
+		nat = vj_num(stats, "c_time") * total * 1e9;
+		if (t < 0 || t > MAX_VALUE || py < 0 || nat < 0 || py + nat > t + 1)
 			return;
 		st->w[W_TIME] = llround(t);
+		st->w[W_PYTHON] = llround(py);
+		st->w[W_NATIVE] = llround(nat);
+		if (st->w[W_PYTHON] + st->w[W_NATIVE] > st->w[W_TIME])
+			st->w[W_NATIVE] = st->w[W_TIME] - st->w[W_PYTHON];
+		st->w[W_SYSTEM] = st->w[W_TIME] - st->w[W_PYTHON] - st->w[W_NATIVE];
 	}
 	m->have_time = true;
+	m->have_split = split;
 }
 
 /* The facts beside the stacks: sampling period, start and duration. */
@@ -772,19 +791,27 @@ static int pp_locations(struct pprof *pp, struct model *m, struct json_object *f
 	return 0;
 }
 
-/* Sample types: samples and time for CPU, alloc_space for memory, gpu_time
- * for GPU; every sample has a value for each (0 for the other kinds). */
+/* Sample types: samples and time for CPU, and the time split as the
+ * percentages split it (python_time, native_time, system_time), alloc_space
+ * for memory, gpu_time for GPU; every sample has a value for each (0 for the
+ * other kinds). */
 static int pp_types(struct pprof *pp, struct model *m)
 {
 	static const char *const names[W_KINDS][2] = {
 		[W_SAMPLES] = { "samples", "count" },
 		[W_TIME] = { "time", "nanoseconds" },
+		[W_PYTHON] = { "python_time", "nanoseconds" },
+		[W_NATIVE] = { "native_time", "nanoseconds" },
+		[W_SYSTEM] = { "system_time", "nanoseconds" },
 		[W_BYTES] = { "alloc_space", "bytes" },
 		[W_GPU] = { "gpu_time", "nanoseconds" },
 	};
 	bool present[W_KINDS] = {
 		[W_SAMPLES] = m->cpu.n > 0,
 		[W_TIME] = m->cpu.n > 0 && m->have_time,
+		[W_PYTHON] = m->cpu.n > 0 && m->have_split,
+		[W_NATIVE] = m->cpu.n > 0 && m->have_split,
+		[W_SYSTEM] = m->cpu.n > 0 && m->have_split,
 		[W_BYTES] = m->mem.n > 0,
 		[W_GPU] = m->gpu.n > 0,
 	};
