@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""`scalene-bpf view --format folded|speedscope|pprof`: exports of a
+"""`scalene-bpf view --format folded|speedscope|pprof|otlp`: exports of a
 profile's stacks, read back by independent readers.
 
 - folded: parsed back line by line, per-stack counts against the JSON.
@@ -11,6 +11,11 @@ profile's stacks, read back by independent readers.
   `go tool pprof -raw` (Debian's golang-go), whose parser applies the rules
   that Pyroscope and Parca share (ids non-zero and unique, string 0 empty,
   one value per sample type).
+- otlp: decoded with the classes of the OpenTelemetry project's own
+  opentelemetry-proto package from PyPI (1.45.2, whose v1development
+  profiles schema the export follows), checked against the pprof export of
+  the same profile: a profile per pprof sample type with the same value per
+  stack.
 
 The expected stacks are computed here from the JSON with the export's
 documented rules: frames "qualname (file:line)" for Python and the symbol
@@ -494,7 +499,78 @@ def check_pprof(doc, path, tmp, message):
     assert gtypes == [f"{a}/{b}" for a, b in want_types]
     for t, total in enumerate(gsums):
         assert total == sum(v[t] for v in stacks.values())
+    check_otlp(doc, path, tmp, p, stacks, want_types)
     return p, stacks, st, fns
+
+
+def otlp_request_class():
+    try:
+        from opentelemetry.proto.collector.profiles.v1development import (
+            profiles_service_pb2)
+    except ImportError:
+        pytest.fail("opentelemetry-proto is missing: pip install -r "
+                    "tests/requirements.txt", pytrace=False)
+    return profiles_service_pb2.ExportProfilesServiceRequest
+
+
+def check_otlp(doc, path, tmp, pprof, pprof_stacks, types):
+    """The OTLP export of the profile whose pprof export is `pprof` (its
+    per-stack values `pprof_stacks`, its sample types `types`): a profile per
+    sample type, in that order, each with that type's value of every stack
+    whose value is not 0; every index in range, index 0 of each table its
+    zero value; the same start, duration and period.  Returns the request."""
+    out = Path(tmp) / f"{Path(path).stem}.otlp"
+    p = export("otlp", path, out)
+    assert p.returncode == 0, p.stderr.decode()
+    req = otlp_request_class().FromString(out.read_bytes())
+    d = req.dictionary
+    st = list(d.string_table)
+    assert st and st[0] == "", "string_table[0] must be empty"
+    assert len(set(st)) == len(st), "strings repeated in the string table"
+    for table in (d.function_table, d.location_table, d.stack_table, d.attribute_table):
+        assert len(table) and not table[0].ListFields(), "entry 0 must be the zero value"
+
+    def at(table, i):
+        assert 0 < i < len(table), f"index {i} out of range"
+        return table[i]
+
+    def s(i):
+        assert 0 <= i < len(st), f"string index {i} out of range"
+        return st[i]
+
+    def frame(li):
+        loc = at(d.location_table, li)
+        assert len(loc.lines) == 1
+        fn = at(d.function_table, loc.lines[0].function_index)
+        s(fn.system_name_strindex)
+        return (s(fn.name_strindex), s(fn.filename_strindex), loc.lines[0].line)
+
+    assert len(req.resource_profiles) == 1
+    rp = req.resource_profiles[0]
+    assert len(rp.scope_profiles) == 1
+    scope = rp.scope_profiles[0]
+    assert scope.scope.name == "scalene-bpf"
+    got_types = [(s(q.sample_type.type_strindex), s(q.sample_type.unit_strindex))
+                 for q in scope.profiles]
+    assert got_types == list(types)
+    ids = {q.profile_id for q in scope.profiles}
+    assert len(ids) == 1 and len(next(iter(ids))) == 16 and any(next(iter(ids)))
+    for t, q in enumerate(scope.profiles):
+        got = collections.Counter()
+        for smp in q.samples:
+            assert len(smp.values) == 1 and smp.values[0] > 0
+            stack = at(d.stack_table, smp.stack_index)
+            assert stack.location_indices, "a sample without locations"
+            # Innermost first, as pprof's.
+            got[tuple(frame(i) for i in reversed(stack.location_indices))] += smp.values[0]
+        want = {k: v[t] for k, v in pprof_stacks.items() if v[t]}
+        assert dict(got) == want, got_types[t]
+        assert q.time_unix_nano == pprof.time_nanos
+        assert q.duration_nano == pprof.duration_nanos
+        sampled = got_types[t][0] in ("samples", "time", "python_time", "native_time",
+                                      "system_time")
+        assert q.period == (pprof.period if sampled else 0)
+    return req
 
 
 # --------------------------------------------------------------------------
@@ -553,6 +629,27 @@ def test_demo_pprof(demo, tmp_path, pprof_message):
             assert start == starts[(name, file)], name
             seen += 1
     assert seen >= 2, "no Python function got its first line"
+
+
+def test_demo_otlp(demo, tmp_path, pprof_message):
+    """The process as the resource, in the semantic conventions' names; the
+    time split into Python, native and system time that add up to it."""
+    path, doc = demo
+    p, stacks, st, _ = check_pprof(doc, path, tmp_path, pprof_message)
+    types = [(st[v.type], st[v.unit]) for v in p.sample_type]
+    req = check_otlp(doc, path, tmp_path, p, stacks, types)
+    attrs = {a.key: a.value for a in req.resource_profiles[0].resource.attributes}
+    interp = doc["scalene_bpf"]["interpreters"][0]
+    assert attrs["service.name"].string_value == "demo.py"
+    assert attrs["process.pid"].int_value == interp["pid"]
+    assert attrs["process.runtime.name"].string_value == "CPython"
+    assert attrs["process.runtime.version"].string_value == interp["version"]
+    names = [t for t, _ in types]
+    split = [names.index(n) for n in ("python_time", "native_time", "system_time")]
+    for v in stacks.values():
+        assert sum(v[i] for i in split) == v[names.index("time")]
+    # The demo has all three: Python loops, native calls, a sleep.
+    assert all(sum(v[i] for v in stacks.values()) > 0 for i in split)
 
 
 def test_cpu_only_profile(tmp_path, pprof_message):
@@ -633,7 +730,7 @@ def test_await_frames(tmp_path, pprof_message):
 
 def test_minimal_profile_has_no_stacks():
     path = _reference_dir() / "minimal_valid.json"
-    for fmt in ("folded", "speedscope", "pprof"):
+    for fmt in ("folded", "speedscope", "pprof", "otlp"):
         p = export(fmt, path, Path("/dev/null"))
         assert p.returncode == 1
         assert "no stacks in this profile" in p.stderr.decode()

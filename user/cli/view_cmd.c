@@ -197,14 +197,14 @@ static int emit(struct json_object *doc, const struct options *o, const struct v
 	int err;
 
 	if (o->view_format && export_parse_format(o->view_format, &fmt)) {
-		pr_warn("unknown export format '%s'; use folded, speedscope or "
-			"pprof\n",
+		pr_warn("unknown export format '%s'; use folded, speedscope, pprof or "
+			"otlp\n",
 			o->view_format);
 		return -EINVAL;
 	}
-	if (o->view_format && fmt == EXPORT_PPROF && !path && isatty(STDOUT_FILENO)) {
-		pr_warn("pprof is binary; give -o FILE (or redirect "
-			"the output)\n");
+	if (o->view_format && (fmt == EXPORT_PPROF || fmt == EXPORT_OTLP) && !path &&
+	    isatty(STDOUT_FILENO)) {
+		pr_warn("%s is binary; give -o FILE (or redirect the output)\n", o->view_format);
 		return -EINVAL;
 	}
 	f = open_memstream(&buf, &len);

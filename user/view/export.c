@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Exports of a profile's stacks (`view --format`): folded lines for
- * flamegraph.pl and inferno, speedscope's JSON file format, and pprof's
- * gzipped profile.proto for go tool pprof, Pyroscope and Parca.
+ * flamegraph.pl and inferno, speedscope's JSON file format, pprof's gzipped
+ * profile.proto for go tool pprof, Pyroscope and Parca, and the
+ * OpenTelemetry profiles signal (an OTLP export request).
  *
- * All three are written from one model read from the document: a table of
+ * All four are written from one model read from the document: a table of
  * distinct frames and three lists of stacks, outermost frame first.  CPU
  * stacks come from combined_stacks (or `stacks` when that is empty) and carry
  * their sample count and, for our own profiles, their sampled time; memory
@@ -23,11 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 #include <zlib.h>
 
 #include "base/hmap.h"
+#include "proto/otlp.pb-c.h"
 #include "proto/pprof.pb-c.h"
 #include "base/strtab.h"
 #include "base/utf8.h"
@@ -793,37 +797,57 @@ static int pp_locations(struct pprof *pp, struct model *m, struct json_object *f
 
 /* Sample types: samples and time for CPU, and the time split as the
  * percentages split it (python_time, native_time, system_time), alloc_space
- * for memory, gpu_time for GPU; every sample has a value for each (0 for the
- * other kinds). */
+ * for memory, gpu_time for GPU; the names pprof and OTLP give them. */
+static const char *const weight_names[W_KINDS][2] = {
+	[W_SAMPLES] = { "samples", "count" },
+	[W_TIME] = { "time", "nanoseconds" },
+	[W_PYTHON] = { "python_time", "nanoseconds" },
+	[W_NATIVE] = { "native_time", "nanoseconds" },
+	[W_SYSTEM] = { "system_time", "nanoseconds" },
+	[W_BYTES] = { "alloc_space", "bytes" },
+	[W_GPU] = { "gpu_time", "nanoseconds" },
+};
+
+/* Whether the profile has a value of that kind, and the stacks that carry
+ * it. */
+static const struct stacks *weight_stacks(const struct model *m, enum weight w)
+{
+	switch (w) {
+	case W_SAMPLES:
+		return m->cpu.n ? &m->cpu : NULL;
+	case W_TIME:
+		return m->cpu.n && m->have_time ? &m->cpu : NULL;
+	case W_PYTHON:
+	case W_NATIVE:
+	case W_SYSTEM:
+		return m->cpu.n && m->have_split ? &m->cpu : NULL;
+	case W_BYTES:
+		return m->mem.n ? &m->mem : NULL;
+	case W_GPU:
+		return m->gpu.n ? &m->gpu : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* The sampling period applies to the CPU kinds. */
+static bool weight_sampled(enum weight w)
+{
+	return w <= W_SYSTEM;
+}
+
+/* pprof: every sample has a value for each kind (0 for the other kinds). */
 static int pp_types(struct pprof *pp, struct model *m)
 {
-	static const char *const names[W_KINDS][2] = {
-		[W_SAMPLES] = { "samples", "count" },
-		[W_TIME] = { "time", "nanoseconds" },
-		[W_PYTHON] = { "python_time", "nanoseconds" },
-		[W_NATIVE] = { "native_time", "nanoseconds" },
-		[W_SYSTEM] = { "system_time", "nanoseconds" },
-		[W_BYTES] = { "alloc_space", "bytes" },
-		[W_GPU] = { "gpu_time", "nanoseconds" },
-	};
-	bool present[W_KINDS] = {
-		[W_SAMPLES] = m->cpu.n > 0,
-		[W_TIME] = m->cpu.n > 0 && m->have_time,
-		[W_PYTHON] = m->cpu.n > 0 && m->have_split,
-		[W_NATIVE] = m->cpu.n > 0 && m->have_split,
-		[W_SYSTEM] = m->cpu.n > 0 && m->have_split,
-		[W_BYTES] = m->mem.n > 0,
-		[W_GPU] = m->gpu.n > 0,
-	};
 	int i;
 
 	for (i = 0; i < W_KINDS; i++) {
 		pp->slot[i] = -1;
-		if (!present[i])
+		if (!weight_stacks(m, i))
 			continue;
 		perftools__profiles__value_type__init(&pp->types[i]);
-		pp->types[i].type = pp_cstr(pp, m, names[i][0]);
-		pp->types[i].unit = pp_cstr(pp, m, names[i][1]);
+		pp->types[i].type = pp_cstr(pp, m, weight_names[i][0]);
+		pp->types[i].unit = pp_cstr(pp, m, weight_names[i][1]);
 		if (pp->types[i].type < 0 || pp->types[i].unit < 0)
 			return -ENOMEM;
 		pp->slot[i] = (int)pp->p.n_sample_type;
@@ -971,6 +995,327 @@ cleanup:
 	return err;
 }
 
+/* --- OTLP --- */
+
+/*
+ * The OpenTelemetry profiles signal: an ExportProfilesServiceRequest with one
+ * resource (the process), one scope (this profiler) and a profile per kind of
+ * value (OTLP profiles have one sample type each), all sharing one
+ * dictionary.  Index 0 of each table is its zero value (the empty string, a
+ * function, location and stack of nothing), as the format requires; a
+ * location is a frame of the model (its function and line), a stack is a
+ * stack of the model, innermost location first.
+ */
+struct otlp {
+	Otlp__ExportProfilesServiceRequest req;
+	Otlp__ProfilesDictionary dict;
+	Otlp__ResourceProfiles res, *res_ptr;
+	Otlp__Resource resource;
+	Otlp__ScopeProfiles scope, *scope_ptr;
+	Otlp__InstrumentationScope scope_id;
+	struct pprof strs;   /* the string table and its index, as pprof's */
+	struct hmap *fn_idx; /* struct pprof_fn_key -> index */
+	Otlp__Function *fns, **fn_ptrs;
+	Otlp__Location *locs, **loc_ptrs;
+	Otlp__Line *lines, **line_ptrs;
+	Otlp__Stack *stacks, **stack_ptrs;
+	int32_t *loc_ids;
+	Otlp__KeyValueAndUnit attr0, *attr_ptrs[1];
+	Otlp__KeyValue attrs[8], *attr_list[8];
+	Otlp__AnyValue values[8];
+	Otlp__Profile profiles[W_KINDS], *profile_ptrs[W_KINDS];
+	Otlp__ValueType types[W_KINDS], period_type;
+	Otlp__Sample *samples, **sample_ptrs;
+	int64_t *values_of;
+	uint8_t profile_id[16];
+};
+
+/* Functions (one per name and file), one location per frame, one stack per
+ * stack of the model; each entry at its index + 1 (0: the zero value). */
+static int otlp_dictionary(struct otlp *o, struct model *m, struct json_object *files)
+{
+	const struct stacks *lists[] = { &m->cpu, &m->mem, &m->gpu };
+	size_t nfn = 1, nloc = 0, k = 0, ns = 1;
+	int i, j, f;
+
+	o->fns = calloc(m->nframes + 1, sizeof(*o->fns));
+	o->fn_ptrs = calloc(m->nframes + 1, sizeof(void *));
+	o->locs = calloc(m->nframes + 1, sizeof(*o->locs));
+	o->loc_ptrs = calloc(m->nframes + 1, sizeof(void *));
+	o->lines = calloc(m->nframes + 1, sizeof(*o->lines));
+	o->line_ptrs = calloc(m->nframes + 1, sizeof(void *));
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < lists[i]->n; j++)
+			nloc += lists[i]->v[j].n;
+	o->stacks = calloc(m->cpu.n + m->mem.n + m->gpu.n + 1, sizeof(*o->stacks));
+	o->stack_ptrs = calloc(m->cpu.n + m->mem.n + m->gpu.n + 1, sizeof(void *));
+	o->loc_ids = calloc(nloc ? nloc : 1, sizeof(*o->loc_ids));
+	if (!o->fns || !o->fn_ptrs || !o->locs || !o->loc_ptrs || !o->lines || !o->line_ptrs ||
+	    !o->stacks || !o->stack_ptrs || !o->loc_ids)
+		return -ENOMEM;
+	otlp__function__init(&o->fns[0]);
+	o->fn_ptrs[0] = &o->fns[0];
+	otlp__location__init(&o->locs[0]);
+	o->loc_ptrs[0] = &o->locs[0];
+	otlp__stack__init(&o->stacks[0]);
+	o->stack_ptrs[0] = &o->stacks[0];
+	for (i = 0; i < m->nframes; i++) {
+		const struct frame *fr = &m->frames[i];
+		struct pprof_fn_key key = { fr->func, fr->file };
+		void *v = hmap__get(o->fn_idx, &key);
+		Otlp__Function *fn;
+		int64_t name, file;
+
+		if (!v) {
+			name = pp_str(&o->strs, fr->func);
+			file = pp_str(&o->strs, fr->file);
+			if (name < 0 || file < 0 || name > INT32_MAX || file > INT32_MAX)
+				return -ENOMEM;
+			fn = &o->fns[nfn];
+			otlp__function__init(fn);
+			fn->name_strindex = fn->system_name_strindex = (int32_t)name;
+			fn->filename_strindex = (int32_t)file;
+			if (!fr->native)
+				fn->start_line = start_line(files, fr->file, fr->func);
+			o->fn_ptrs[nfn] = fn;
+			v = (void *)(uintptr_t)nfn++;
+			if (hmap__put(o->fn_idx, &key, v))
+				return -ENOMEM;
+		}
+		otlp__line__init(&o->lines[i]);
+		o->lines[i].function_index = (int32_t)(uintptr_t)v;
+		o->lines[i].line = fr->line;
+		o->line_ptrs[i] = &o->lines[i];
+		otlp__location__init(&o->locs[i + 1]);
+		o->locs[i + 1].n_lines = 1;
+		o->locs[i + 1].lines = &o->line_ptrs[i];
+		o->loc_ptrs[i + 1] = &o->locs[i + 1];
+	}
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < lists[i]->n; j++, ns++) {
+			const struct stack *st = &lists[i]->v[j];
+
+			otlp__stack__init(&o->stacks[ns]);
+			o->stacks[ns].location_indices = o->loc_ids + k;
+			o->stacks[ns].n_location_indices = st->n;
+			for (f = st->n - 1; f >= 0; f--)
+				o->loc_ids[k++] = st->frames[f] + 1;
+			o->stack_ptrs[ns] = &o->stacks[ns];
+		}
+	}
+	otlp__key_value_and_unit__init(&o->attr0);
+	o->attr_ptrs[0] = &o->attr0;
+	o->dict.function_table = o->fn_ptrs;
+	o->dict.n_function_table = nfn;
+	o->dict.location_table = o->loc_ptrs;
+	o->dict.n_location_table = m->nframes + 1;
+	o->dict.stack_table = o->stack_ptrs;
+	o->dict.n_stack_table = ns;
+	o->dict.attribute_table = o->attr_ptrs;
+	o->dict.n_attribute_table = 1;
+	return 0;
+}
+
+/* The index of stack j of a list in the stack table. */
+static size_t otlp_stack_index(const struct model *m, const struct stacks *list, int j)
+{
+	return 1 + j + (list == &m->cpu ? 0 : m->cpu.n) + (list == &m->gpu ? m->mem.n : 0);
+}
+
+static int otlp_value_type(struct otlp *o, Otlp__ValueType *t, const char *type, const char *unit,
+			   struct model *m)
+{
+	int64_t ti = pp_cstr(&o->strs, m, type), ui = pp_cstr(&o->strs, m, unit);
+
+	if (ti < 0 || ui < 0 || ti > INT32_MAX || ui > INT32_MAX)
+		return -ENOMEM;
+	otlp__value_type__init(t);
+	t->type_strindex = (int32_t)ti;
+	t->unit_strindex = (int32_t)ui;
+	return 0;
+}
+
+/* A profile per kind of value the model has, with a sample for each stack
+ * whose value of that kind is not zero. */
+static int otlp_profiles(struct otlp *o, struct model *m)
+{
+	size_t nsamples = 0, k = 0, np = 0;
+	int w, j;
+
+	for (w = 0; w < W_KINDS; w++) {
+		const struct stacks *list = weight_stacks(m, w);
+
+		nsamples += list ? list->n : 0;
+	}
+	o->samples = calloc(nsamples ? nsamples : 1, sizeof(*o->samples));
+	o->sample_ptrs = calloc(nsamples ? nsamples : 1, sizeof(void *));
+	o->values_of = calloc(nsamples ? nsamples : 1, sizeof(*o->values_of));
+	if (!o->samples || !o->sample_ptrs || !o->values_of)
+		return -ENOMEM;
+	if (m->period_ns && otlp_value_type(o, &o->period_type, "cpu", "nanoseconds", m))
+		return -ENOMEM;
+	for (w = 0; w < W_KINDS; w++) {
+		const struct stacks *list = weight_stacks(m, w);
+		Otlp__Profile *p = &o->profiles[np];
+
+		if (!list)
+			continue;
+		otlp__profile__init(p);
+		if (otlp_value_type(o, &o->types[w], weight_names[w][0], weight_names[w][1], m))
+			return -ENOMEM;
+		p->sample_type = &o->types[w];
+		p->samples = o->sample_ptrs + k;
+		for (j = 0; j < list->n; j++) {
+			Otlp__Sample *smp = &o->samples[k];
+
+			if (!list->v[j].w[w])
+				continue;
+			otlp__sample__init(smp);
+			smp->stack_index = (int32_t)otlp_stack_index(m, list, j);
+			o->values_of[k] = list->v[j].w[w];
+			smp->values = &o->values_of[k];
+			smp->n_values = 1;
+			o->sample_ptrs[k++] = smp;
+			p->n_samples++;
+		}
+		p->time_unix_nano = m->time_nanos;
+		p->duration_nano = m->duration_nanos;
+		if (m->period_ns && weight_sampled(w)) {
+			p->period_type = &o->period_type;
+			p->period = m->period_ns;
+		}
+		p->profile_id.data = o->profile_id;
+		p->profile_id.len = sizeof(o->profile_id);
+		o->profile_ptrs[np++] = p;
+	}
+	o->scope.profiles = o->profile_ptrs;
+	o->scope.n_profiles = np;
+	return 0;
+}
+
+/* A resource attribute, a string or an integer; absent when s is NULL and
+ * i < 0. */
+static void otlp_attr(struct otlp *o, const char *key, const char *s, int64_t i)
+{
+	size_t n = o->resource.n_attributes;
+	Otlp__KeyValue *kv = &o->attrs[n];
+	Otlp__AnyValue *v = &o->values[n];
+
+	if (n >= sizeof(o->attrs) / sizeof(o->attrs[0]) || (!s && i < 0))
+		return;
+	otlp__key_value__init(kv);
+	otlp__any_value__init(v);
+	kv->key = (char *)key;
+	if (s) {
+		v->value_case = OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+		v->string_value = (char *)s;
+	} else {
+		v->value_case = OTLP__ANY_VALUE__VALUE_INT_VALUE;
+		v->int_value = i;
+	}
+	kv->value = v;
+	o->attr_list[n] = kv;
+	o->resource.n_attributes++;
+	o->resource.attributes = o->attr_list;
+}
+
+/* What the profile says of its process, in the semantic conventions' names:
+ * the program as the service, the interpreter's pid and version. */
+static void otlp_resource(struct otlp *o, struct model *m, struct json_object *doc)
+{
+	struct json_object *ins = vj_array(vj_object(doc, "scalene_bpf"), "interpreters");
+	struct json_object *in = ins ? json_object_array_get_idx(ins, 0) : NULL;
+	const char *program = vj_str(doc, "program"), *version = vj_str(in, "version");
+	const char *base = program ? strrchr(program, '/') : NULL;
+	double pid = vj_num(in, "pid");
+
+	if (program)
+		otlp_attr(o, "service.name", intern_clean(m, base ? base + 1 : program), -1);
+	otlp_attr(o, "process.pid", NULL, pid >= 1 && pid <= INT_MAX ? (int64_t)pid : -1);
+	if (json_object_is_type(in, json_type_object)) {
+		otlp_attr(o, "process.runtime.name", "CPython", -1);
+		if (version)
+			otlp_attr(o, "process.runtime.version", intern_clean(m, version), -1);
+	}
+}
+
+static void otlp_free(struct otlp *o)
+{
+	hmap__free(o->strs.str_idx);
+	free(o->strs.strs);
+	hmap__free(o->fn_idx);
+	free(o->fns);
+	free(o->fn_ptrs);
+	free(o->locs);
+	free(o->loc_ptrs);
+	free(o->lines);
+	free(o->line_ptrs);
+	free(o->stacks);
+	free(o->stack_ptrs);
+	free(o->loc_ids);
+	free(o->samples);
+	free(o->sample_ptrs);
+	free(o->values_of);
+}
+
+static int write_otlp(struct model *m, struct json_object *doc, FILE *f)
+{
+	struct otlp o;
+	uint8_t *buf = NULL;
+	size_t len;
+	int err;
+
+	memset(&o, 0, sizeof(o));
+	otlp__export_profiles_service_request__init(&o.req);
+	otlp__profiles_dictionary__init(&o.dict);
+	otlp__resource_profiles__init(&o.res);
+	otlp__resource__init(&o.resource);
+	otlp__scope_profiles__init(&o.scope);
+	otlp__instrumentation_scope__init(&o.scope_id);
+	if (getrandom(o.profile_id, sizeof(o.profile_id), 0) != sizeof(o.profile_id))
+		memcpy(o.profile_id, &(uint64_t){ (uint64_t)m->time_nanos ^ (uint64_t)getpid() },
+		       8);
+	o.profile_id[0] |= 1; /* all zeros would mean none */
+	o.strs.str_idx = hmap__new(sizeof(const char *));
+	o.fn_idx = hmap__new(sizeof(struct pprof_fn_key));
+	if (!o.strs.str_idx || !o.fn_idx || pp_cstr(&o.strs, m, "") != 0) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	err = otlp_dictionary(&o, m, vj_object(doc, "files"));
+	if (!err)
+		err = otlp_profiles(&o, m);
+	if (err)
+		goto cleanup;
+	otlp_resource(&o, m, doc);
+	o.scope_id.name = "scalene-bpf";
+	o.scope_id.version = SCALENE_BPF_VERSION;
+	o.scope.scope = &o.scope_id;
+	o.scope_ptr = &o.scope;
+	o.res.resource = &o.resource;
+	o.res.scope_profiles = &o.scope_ptr;
+	o.res.n_scope_profiles = 1;
+	o.res_ptr = &o.res;
+	o.req.resource_profiles = &o.res_ptr;
+	o.req.n_resource_profiles = 1;
+	o.dict.string_table = (char **)o.strs.strs;
+	o.dict.n_string_table = o.strs.nstrs;
+	o.req.dictionary = &o.dict;
+	len = otlp__export_profiles_service_request__get_packed_size(&o.req);
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	otlp__export_profiles_service_request__pack(&o.req, buf);
+	if (fwrite(buf, 1, len, f) != len)
+		err = -EIO;
+cleanup:
+	free(buf);
+	otlp_free(&o);
+	return err;
+}
+
 /* --- entry points --- */
 
 /* The exports have no place for them: the counters of lost data go to err,
@@ -996,6 +1341,8 @@ int export_parse_format(const char *s, enum export_format *fmt)
 		*fmt = EXPORT_SPEEDSCOPE;
 	else if (!strcmp(s, "pprof"))
 		*fmt = EXPORT_PPROF;
+	else if (!strcmp(s, "otlp"))
+		*fmt = EXPORT_OTLP;
 	else
 		return -EINVAL;
 	return 0;
@@ -1031,6 +1378,8 @@ int export_write(struct json_object *doc, enum export_format fmt, const char *na
 		ret = write_folded(&m, f, err);
 	else if (fmt == EXPORT_SPEEDSCOPE)
 		ret = write_speedscope(&m, name, f);
+	else if (fmt == EXPORT_OTLP)
+		ret = write_otlp(&m, doc, f);
 	else
 		ret = write_pprof(&m, doc, f);
 	if (!ret)

@@ -54,6 +54,7 @@ enum export_format {
 	EXPORT_FOLDED,	   /* "a;b;c N" lines */
 	EXPORT_SPEEDSCOPE, /* speedscope's file format */
 	EXPORT_PPROF,	   /* gzipped profile.proto */
+	EXPORT_OTLP,	   /* an OTLP ExportProfilesServiceRequest (protobuf) */
 };
 
 /* "folded", "speedscope", "pprof"; 0 or -EINVAL. */
