@@ -554,7 +554,8 @@ def check_otlp(doc, path, tmp, pprof, pprof_stacks, types):
                  for q in scope.profiles]
     assert got_types == list(types)
     ids = {q.profile_id for q in scope.profiles}
-    assert len(ids) == 1 and len(next(iter(ids))) == 16 and any(next(iter(ids)))
+    assert len(ids) == len(scope.profiles), "profile ids repeated"
+    assert all(len(i) == 16 and any(i) for i in ids)
     for t, q in enumerate(scope.profiles):
         got = collections.Counter()
         for smp in q.samples:

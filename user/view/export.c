@@ -998,321 +998,542 @@ cleanup:
 /* --- OTLP --- */
 
 /*
- * The OpenTelemetry profiles signal: an ExportProfilesServiceRequest with one
- * resource (the process), one scope (this profiler) and a profile per kind of
- * value (OTLP profiles have one sample type each), all sharing one
- * dictionary.  Index 0 of each table is its zero value (the empty string, a
- * function, location and stack of nothing), as the format requires; a
- * location is a frame of the model (its function and line), a stack is a
- * stack of the model, innermost location first.
+ * The OpenTelemetry profiles signal: an ExportProfilesServiceRequest with a
+ * resource per profile added (a process, or a process's interval), each with
+ * one scope (this profiler) and a profile per kind of value (OTLP profiles
+ * have one sample type each); all of them share one dictionary.  Index 0 of
+ * each table is its zero value (the empty string, a function, location and
+ * stack of nothing), as the format requires; a location is a function and a
+ * line, a stack one of the model's, innermost location first.  The tables
+ * are plain arrays while profiles are added, and become messages when the
+ * request is packed.
  */
-struct otlp {
-	Otlp__ExportProfilesServiceRequest req;
-	Otlp__ProfilesDictionary dict;
-	Otlp__ResourceProfiles res, *res_ptr;
-	Otlp__Resource resource;
-	Otlp__ScopeProfiles scope, *scope_ptr;
-	Otlp__InstrumentationScope scope_id;
-	struct pprof strs;   /* the string table and its index, as pprof's */
-	struct hmap *fn_idx; /* struct pprof_fn_key -> index */
-	Otlp__Function *fns, **fn_ptrs;
-	Otlp__Location *locs, **loc_ptrs;
-	Otlp__Line *lines, **line_ptrs;
-	Otlp__Stack *stacks, **stack_ptrs;
-	int32_t *loc_ids;
-	Otlp__KeyValueAndUnit attr0, *attr_ptrs[1];
-	Otlp__KeyValue attrs[8], *attr_list[8];
-	Otlp__AnyValue values[8];
-	Otlp__Profile profiles[W_KINDS], *profile_ptrs[W_KINDS];
-	Otlp__ValueType types[W_KINDS], period_type;
-	Otlp__Sample *samples, **sample_ptrs;
-	int64_t *values_of;
-	uint8_t profile_id[16];
+struct ob_fn {
+	int32_t name, file;
+	int64_t start;
 };
 
-/* Functions (one per name and file), one location per frame, one stack per
- * stack of the model; each entry at its index + 1 (0: the zero value). */
-static int otlp_dictionary(struct otlp *o, struct model *m, struct json_object *files)
+struct ob_loc {
+	int32_t fn, pad;
+	int64_t line;
+};
+
+struct ob_range {
+	size_t first, n;
+};
+
+struct ob_sample {
+	int32_t stack;
+	int64_t value;
+};
+
+struct ob_profile {
+	int32_t type, unit;
+	struct ob_range samples;
+	int64_t time, duration, period;
+	uint8_t id[16];
+};
+
+struct ob_attr {
+	const char *key, *str; /* interned; str NULL: num */
+	int64_t num;
+};
+
+struct ob_resource {
+	struct ob_range attrs, profiles;
+};
+
+struct otlp_batch {
+	struct strtab *strs;
+	struct hmap *str_idx; /* interned -> index + 1 */
+	const char **str;
+	size_t nstr, capstr;
+	struct hmap *fn_idx; /* struct ob_fn without start -> index */
+	struct ob_fn *fn;
+	size_t nfn, capfn;
+	struct hmap *loc_idx; /* struct ob_loc -> index */
+	struct ob_loc *loc;
+	size_t nloc, caploc;
+	int32_t *stack_locs;
+	size_t nstack_locs, capstack_locs;
+	struct ob_range *stack;
+	size_t nstack, capstack;
+	struct ob_sample *sample;
+	size_t nsample, capsample;
+	struct ob_profile *profile;
+	size_t nprofile, capprofile;
+	struct ob_attr *attr;
+	size_t nattr, capattr;
+	struct ob_resource *res;
+	size_t nres, capres;
+};
+
+/* Room for one more element in an array of n with capacity *cap. */
+static int grow(void *arrp, size_t n, size_t *cap, size_t size)
 {
-	const struct stacks *lists[] = { &m->cpu, &m->mem, &m->gpu };
-	size_t nfn = 1, nloc = 0, k = 0, ns = 1;
-	int i, j, f;
+	void **arr = arrp, *g;
+	size_t c;
 
-	o->fns = calloc(m->nframes + 1, sizeof(*o->fns));
-	o->fn_ptrs = calloc(m->nframes + 1, sizeof(void *));
-	o->locs = calloc(m->nframes + 1, sizeof(*o->locs));
-	o->loc_ptrs = calloc(m->nframes + 1, sizeof(void *));
-	o->lines = calloc(m->nframes + 1, sizeof(*o->lines));
-	o->line_ptrs = calloc(m->nframes + 1, sizeof(void *));
-	for (i = 0; i < 3; i++)
-		for (j = 0; j < lists[i]->n; j++)
-			nloc += lists[i]->v[j].n;
-	o->stacks = calloc(m->cpu.n + m->mem.n + m->gpu.n + 1, sizeof(*o->stacks));
-	o->stack_ptrs = calloc(m->cpu.n + m->mem.n + m->gpu.n + 1, sizeof(void *));
-	o->loc_ids = calloc(nloc ? nloc : 1, sizeof(*o->loc_ids));
-	if (!o->fns || !o->fn_ptrs || !o->locs || !o->loc_ptrs || !o->lines || !o->line_ptrs ||
-	    !o->stacks || !o->stack_ptrs || !o->loc_ids)
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 64;
+	g = realloc(*arr, c * size);
+	if (!g)
 		return -ENOMEM;
-	otlp__function__init(&o->fns[0]);
-	o->fn_ptrs[0] = &o->fns[0];
-	otlp__location__init(&o->locs[0]);
-	o->loc_ptrs[0] = &o->locs[0];
-	otlp__stack__init(&o->stacks[0]);
-	o->stack_ptrs[0] = &o->stacks[0];
-	for (i = 0; i < m->nframes; i++) {
-		const struct frame *fr = &m->frames[i];
-		struct pprof_fn_key key = { fr->func, fr->file };
-		void *v = hmap__get(o->fn_idx, &key);
-		Otlp__Function *fn;
-		int64_t name, file;
+	*arr = g;
+	*cap = c;
+	return 0;
+}
+#define OB_GROW(b, f) grow(&(b)->f, (b)->n##f, &(b)->cap##f, sizeof(*(b)->f))
 
-		if (!v) {
-			name = pp_str(&o->strs, fr->func);
-			file = pp_str(&o->strs, fr->file);
-			if (name < 0 || file < 0 || name > INT32_MAX || file > INT32_MAX)
-				return -ENOMEM;
-			fn = &o->fns[nfn];
-			otlp__function__init(fn);
-			fn->name_strindex = fn->system_name_strindex = (int32_t)name;
-			fn->filename_strindex = (int32_t)file;
-			if (!fr->native)
-				fn->start_line = start_line(files, fr->file, fr->func);
-			o->fn_ptrs[nfn] = fn;
-			v = (void *)(uintptr_t)nfn++;
-			if (hmap__put(o->fn_idx, &key, v))
-				return -ENOMEM;
-		}
-		otlp__line__init(&o->lines[i]);
-		o->lines[i].function_index = (int32_t)(uintptr_t)v;
-		o->lines[i].line = fr->line;
-		o->line_ptrs[i] = &o->lines[i];
-		otlp__location__init(&o->locs[i + 1]);
-		o->locs[i + 1].n_lines = 1;
-		o->locs[i + 1].lines = &o->line_ptrs[i];
-		o->loc_ptrs[i + 1] = &o->locs[i + 1];
-	}
-	for (i = 0; i < 3; i++) {
-		for (j = 0; j < lists[i]->n; j++, ns++) {
-			const struct stack *st = &lists[i]->v[j];
+/* The string table's index of s (copied into the batch), or -1. */
+static int32_t ob_str(struct otlp_batch *b, const char *s)
+{
+	const char *i = strtab__intern(b->strs, s);
+	void *v;
 
-			otlp__stack__init(&o->stacks[ns]);
-			o->stacks[ns].location_indices = o->loc_ids + k;
-			o->stacks[ns].n_location_indices = st->n;
-			for (f = st->n - 1; f >= 0; f--)
-				o->loc_ids[k++] = st->frames[f] + 1;
-			o->stack_ptrs[ns] = &o->stacks[ns];
+	if (!i)
+		return -1;
+	v = hmap__get(b->str_idx, &i);
+	if (v)
+		return (int32_t)((uintptr_t)v - 1);
+	if (b->nstr >= INT32_MAX || OB_GROW(b, str) ||
+	    hmap__put(b->str_idx, &i, (void *)(uintptr_t)(b->nstr + 1)))
+		return -1;
+	b->str[b->nstr] = i;
+	return (int32_t)b->nstr++;
+}
+
+static int32_t ob_function(struct otlp_batch *b, const struct frame *fr, struct json_object *files)
+{
+	struct ob_fn k = { ob_str(b, fr->func), ob_str(b, fr->file), 0 };
+	void *v;
+
+	if (k.name < 0 || k.file < 0)
+		return -1;
+	v = hmap__get(b->fn_idx, &k);
+	if (v)
+		return (int32_t)(uintptr_t)v;
+	if (b->nfn >= INT32_MAX || OB_GROW(b, fn) ||
+	    hmap__put(b->fn_idx, &k, (void *)(uintptr_t)b->nfn))
+		return -1;
+	if (!fr->native)
+		k.start = start_line(files, fr->file, fr->func);
+	b->fn[b->nfn] = k;
+	return (int32_t)b->nfn++;
+}
+
+static int32_t ob_location(struct otlp_batch *b, const struct frame *fr, struct json_object *files)
+{
+	struct ob_loc k = { ob_function(b, fr, files), 0, fr->line };
+	void *v;
+
+	if (k.fn < 0)
+		return -1;
+	v = hmap__get(b->loc_idx, &k);
+	if (v)
+		return (int32_t)(uintptr_t)v;
+	if (b->nloc >= INT32_MAX || OB_GROW(b, loc) ||
+	    hmap__put(b->loc_idx, &k, (void *)(uintptr_t)b->nloc))
+		return -1;
+	b->loc[b->nloc] = k;
+	return (int32_t)b->nloc++;
+}
+
+/* A stack of the model in the stack table; its index, or -1. */
+static int32_t ob_stack(struct otlp_batch *b, const struct model *m, const struct stack *st,
+			struct json_object *files)
+{
+	size_t first = b->nstack_locs;
+	int f;
+
+	for (f = st->n - 1; f >= 0; f--) {
+		int32_t l = ob_location(b, &m->frames[st->frames[f]], files);
+
+		if (l < 0 || OB_GROW(b, stack_locs))
+			return -1;
+		b->stack_locs[b->nstack_locs++] = l;
+	}
+	if (b->nstack >= INT32_MAX || OB_GROW(b, stack))
+		return -1;
+	b->stack[b->nstack] = (struct ob_range){ first, b->nstack_locs - first };
+	return (int32_t)b->nstack++;
+}
+
+static int ob_attr(struct otlp_batch *b, const char *key, const char *str, int64_t num)
+{
+	const char *k = strtab__intern(b->strs, key),
+		   *v = str ? strtab__intern(b->strs, str) : NULL;
+	size_t i;
+
+	if (!k || (str && !v))
+		return -ENOMEM;
+	/* A key given again: the later value. */
+	for (i = b->res[b->nres].attrs.first; i < b->nattr; i++) {
+		if (b->attr[i].key == k) {
+			b->attr[i] = (struct ob_attr){ k, v, num };
+			return 0;
 		}
 	}
-	otlp__key_value_and_unit__init(&o->attr0);
-	o->attr_ptrs[0] = &o->attr0;
-	o->dict.function_table = o->fn_ptrs;
-	o->dict.n_function_table = nfn;
-	o->dict.location_table = o->loc_ptrs;
-	o->dict.n_location_table = m->nframes + 1;
-	o->dict.stack_table = o->stack_ptrs;
-	o->dict.n_stack_table = ns;
-	o->dict.attribute_table = o->attr_ptrs;
-	o->dict.n_attribute_table = 1;
+	if (OB_GROW(b, attr))
+		return -ENOMEM;
+	b->attr[b->nattr++] = (struct ob_attr){ k, v, num };
 	return 0;
 }
 
-/* The index of stack j of a list in the stack table. */
-static size_t otlp_stack_index(const struct model *m, const struct stacks *list, int j)
+struct otlp_batch *otlp_batch_new(void)
 {
-	return 1 + j + (list == &m->cpu ? 0 : m->cpu.n) + (list == &m->gpu ? m->mem.n : 0);
-}
+	struct otlp_batch *b = calloc(1, sizeof(*b));
 
-static int otlp_value_type(struct otlp *o, Otlp__ValueType *t, const char *type, const char *unit,
-			   struct model *m)
-{
-	int64_t ti = pp_cstr(&o->strs, m, type), ui = pp_cstr(&o->strs, m, unit);
-
-	if (ti < 0 || ui < 0 || ti > INT32_MAX || ui > INT32_MAX)
-		return -ENOMEM;
-	otlp__value_type__init(t);
-	t->type_strindex = (int32_t)ti;
-	t->unit_strindex = (int32_t)ui;
-	return 0;
-}
-
-/* A profile per kind of value the model has, with a sample for each stack
- * whose value of that kind is not zero. */
-static int otlp_profiles(struct otlp *o, struct model *m)
-{
-	size_t nsamples = 0, k = 0, np = 0;
-	int w, j;
-
-	for (w = 0; w < W_KINDS; w++) {
-		const struct stacks *list = weight_stacks(m, w);
-
-		nsamples += list ? list->n : 0;
+	if (!b)
+		return NULL;
+	b->strs = strtab__new();
+	b->str_idx = hmap__new(sizeof(const char *));
+	b->fn_idx = hmap__new(sizeof(struct ob_fn));
+	b->loc_idx = hmap__new(sizeof(struct ob_loc));
+	/* The zero values at index 0. */
+	if (!b->strs || !b->str_idx || !b->fn_idx || !b->loc_idx || ob_str(b, "") != 0 ||
+	    OB_GROW(b, fn) || OB_GROW(b, loc) || OB_GROW(b, stack)) {
+		otlp_batch_free(b);
+		return NULL;
 	}
-	o->samples = calloc(nsamples ? nsamples : 1, sizeof(*o->samples));
-	o->sample_ptrs = calloc(nsamples ? nsamples : 1, sizeof(void *));
-	o->values_of = calloc(nsamples ? nsamples : 1, sizeof(*o->values_of));
-	if (!o->samples || !o->sample_ptrs || !o->values_of)
-		return -ENOMEM;
-	if (m->period_ns && otlp_value_type(o, &o->period_type, "cpu", "nanoseconds", m))
-		return -ENOMEM;
-	for (w = 0; w < W_KINDS; w++) {
-		const struct stacks *list = weight_stacks(m, w);
-		Otlp__Profile *p = &o->profiles[np];
-
-		if (!list)
-			continue;
-		otlp__profile__init(p);
-		if (otlp_value_type(o, &o->types[w], weight_names[w][0], weight_names[w][1], m))
-			return -ENOMEM;
-		p->sample_type = &o->types[w];
-		p->samples = o->sample_ptrs + k;
-		for (j = 0; j < list->n; j++) {
-			Otlp__Sample *smp = &o->samples[k];
-
-			if (!list->v[j].w[w])
-				continue;
-			otlp__sample__init(smp);
-			smp->stack_index = (int32_t)otlp_stack_index(m, list, j);
-			o->values_of[k] = list->v[j].w[w];
-			smp->values = &o->values_of[k];
-			smp->n_values = 1;
-			o->sample_ptrs[k++] = smp;
-			p->n_samples++;
-		}
-		p->time_unix_nano = m->time_nanos;
-		p->duration_nano = m->duration_nanos;
-		if (m->period_ns && weight_sampled(w)) {
-			p->period_type = &o->period_type;
-			p->period = m->period_ns;
-		}
-		p->profile_id.data = o->profile_id;
-		p->profile_id.len = sizeof(o->profile_id);
-		o->profile_ptrs[np++] = p;
-	}
-	o->scope.profiles = o->profile_ptrs;
-	o->scope.n_profiles = np;
-	return 0;
+	b->fn[b->nfn++] = (struct ob_fn){ 0 };
+	b->loc[b->nloc++] = (struct ob_loc){ 0 };
+	b->stack[b->nstack++] = (struct ob_range){ 0 };
+	return b;
 }
 
-/* A resource attribute, a string or an integer; absent when s is NULL and
- * i < 0. */
-static void otlp_attr(struct otlp *o, const char *key, const char *s, int64_t i)
+void otlp_batch_free(struct otlp_batch *b)
 {
-	size_t n = o->resource.n_attributes;
-	Otlp__KeyValue *kv = &o->attrs[n];
-	Otlp__AnyValue *v = &o->values[n];
-
-	if (n >= sizeof(o->attrs) / sizeof(o->attrs[0]) || (!s && i < 0))
+	if (!b)
 		return;
-	otlp__key_value__init(kv);
-	otlp__any_value__init(v);
-	kv->key = (char *)key;
-	if (s) {
-		v->value_case = OTLP__ANY_VALUE__VALUE_STRING_VALUE;
-		v->string_value = (char *)s;
-	} else {
-		v->value_case = OTLP__ANY_VALUE__VALUE_INT_VALUE;
-		v->int_value = i;
-	}
-	kv->value = v;
-	o->attr_list[n] = kv;
-	o->resource.n_attributes++;
-	o->resource.attributes = o->attr_list;
+	strtab__free(b->strs);
+	hmap__free(b->str_idx);
+	hmap__free(b->fn_idx);
+	hmap__free(b->loc_idx);
+	free(b->str);
+	free(b->fn);
+	free(b->loc);
+	free(b->stack_locs);
+	free(b->stack);
+	free(b->sample);
+	free(b->profile);
+	free(b->attr);
+	free(b->res);
+	free(b);
 }
 
-/* What the profile says of its process, in the semantic conventions' names:
- * the program as the service, the interpreter's pid and version. */
-static void otlp_resource(struct otlp *o, struct model *m, struct json_object *doc)
+int otlp_batch_resources(const struct otlp_batch *b)
+{
+	return (int)b->nres;
+}
+
+/* The profile's own attributes, in the semantic conventions' names: the
+ * program as the service, the interpreter's pid and version. */
+static int ob_doc_attrs(struct otlp_batch *b, struct model *m, struct json_object *doc)
 {
 	struct json_object *ins = vj_array(vj_object(doc, "scalene_bpf"), "interpreters");
 	struct json_object *in = ins ? json_object_array_get_idx(ins, 0) : NULL;
 	const char *program = vj_str(doc, "program"), *version = vj_str(in, "version");
 	const char *base = program ? strrchr(program, '/') : NULL;
 	double pid = vj_num(in, "pid");
+	int err = 0;
 
 	if (program)
-		otlp_attr(o, "service.name", intern_clean(m, base ? base + 1 : program), -1);
-	otlp_attr(o, "process.pid", NULL, pid >= 1 && pid <= INT_MAX ? (int64_t)pid : -1);
-	if (json_object_is_type(in, json_type_object)) {
-		otlp_attr(o, "process.runtime.name", "CPython", -1);
-		if (version)
-			otlp_attr(o, "process.runtime.version", intern_clean(m, version), -1);
+		err = ob_attr(b, "service.name", intern_clean(m, base ? base + 1 : program), 0);
+	if (!err && pid >= 1 && pid <= INT_MAX)
+		err = ob_attr(b, "process.pid", NULL, (int64_t)pid);
+	if (!err && json_object_is_type(in, json_type_object)) {
+		err = ob_attr(b, "process.runtime.name", "CPython", 0);
+		if (!err && version)
+			err = ob_attr(b, "process.runtime.version", intern_clean(m, version), 0);
 	}
+	return err;
 }
 
-static void otlp_free(struct otlp *o)
+/* A profile per kind of value the model has, with a sample for each stack
+ * whose value of that kind is not 0; each stack is in the table once. */
+static int ob_profiles(struct otlp_batch *b, struct model *m, struct json_object *files)
 {
-	hmap__free(o->strs.str_idx);
-	free(o->strs.strs);
-	hmap__free(o->fn_idx);
-	free(o->fns);
-	free(o->fn_ptrs);
-	free(o->locs);
-	free(o->loc_ptrs);
-	free(o->lines);
-	free(o->line_ptrs);
-	free(o->stacks);
-	free(o->stack_ptrs);
-	free(o->loc_ids);
-	free(o->samples);
-	free(o->sample_ptrs);
-	free(o->values_of);
+	const struct stacks *lists[] = { &m->cpu, &m->mem, &m->gpu };
+	int32_t *idx[3] = { NULL, NULL, NULL };
+	int err = -ENOMEM, w, i, j;
+
+	for (i = 0; i < 3; i++) {
+		idx[i] = calloc(lists[i]->n ? lists[i]->n : 1, sizeof(*idx[i]));
+		if (!idx[i])
+			goto out;
+		for (j = 0; j < lists[i]->n; j++) {
+			idx[i][j] = ob_stack(b, m, &lists[i]->v[j], files);
+			if (idx[i][j] < 0)
+				goto out;
+		}
+	}
+	for (w = 0; w < W_KINDS; w++) {
+		const struct stacks *list = weight_stacks(m, w);
+		int32_t *ids = list == &m->cpu ? idx[0] : list == &m->mem ? idx[1] : idx[2];
+		struct ob_profile *p;
+
+		if (!list)
+			continue;
+		if (OB_GROW(b, profile))
+			goto out;
+		p = &b->profile[b->nprofile];
+		memset(p, 0, sizeof(*p));
+		p->type = ob_str(b, weight_names[w][0]);
+		p->unit = ob_str(b, weight_names[w][1]);
+		if (p->type < 0 || p->unit < 0)
+			goto out;
+		p->samples.first = b->nsample;
+		for (j = 0; j < list->n; j++) {
+			if (!list->v[j].w[w])
+				continue;
+			if (OB_GROW(b, sample))
+				goto out;
+			b->sample[b->nsample++] = (struct ob_sample){ ids[j], list->v[j].w[w] };
+		}
+		p->samples.n = b->nsample - p->samples.first;
+		p->time = m->time_nanos;
+		p->duration = m->duration_nanos;
+		p->period = weight_sampled(w) ? m->period_ns : 0;
+		if (getrandom(p->id, sizeof(p->id), 0) != sizeof(p->id))
+			memcpy(p->id, &(uint64_t){ (uint64_t)m->time_nanos ^ b->nprofile }, 8);
+		p->id[0] |= 1; /* all zeros would mean none */
+		b->nprofile++;
+	}
+	err = 0;
+out:
+	for (i = 0; i < 3; i++)
+		free(idx[i]);
+	return err;
 }
 
-static int write_otlp(struct model *m, struct json_object *doc, FILE *f)
+int otlp_batch_add(struct otlp_batch *b, struct json_object *doc, const struct otlp_attr *extra,
+		   int nextra)
 {
-	struct otlp o;
-	uint8_t *buf = NULL;
-	size_t len;
+	struct ob_resource *r;
+	struct model m;
+	int err, i;
+
+	if (!json_object_is_type(doc, json_type_object))
+		return -EINVAL;
+	err = model_read(&m, doc);
+	if (!err && !m.cpu.n && !m.mem.n && !m.gpu.n)
+		err = -EINVAL;
+	if (err || (err = OB_GROW(b, res)))
+		goto out;
+	r = &b->res[b->nres];
+	r->attrs.first = b->nattr;
+	r->profiles.first = b->nprofile;
+	err = ob_doc_attrs(b, &m, doc);
+	for (i = 0; !err && i < nextra; i++)
+		err = extra[i].key ? ob_attr(b, extra[i].key, extra[i].str, extra[i].num) : 0;
+	if (!err)
+		err = ob_profiles(b, &m, vj_object(doc, "files"));
+	if (err)
+		goto out;
+	r->attrs.n = b->nattr - r->attrs.first;
+	r->profiles.n = b->nprofile - r->profiles.first;
+	b->nres++;
+out:
+	model_free(&m);
+	return err;
+}
+
+/* The messages of the request, all allocated at once from the tables. */
+struct ob_msgs {
+	Otlp__ExportProfilesServiceRequest req;
+	Otlp__ProfilesDictionary dict;
+	Otlp__InstrumentationScope scope;
+	Otlp__KeyValueAndUnit attr0, *attr0_ptr;
+	Otlp__Function *fn, **fn_p;
+	Otlp__Location *loc, **loc_p;
+	Otlp__Line *line, **line_p;
+	Otlp__Stack *stack, **stack_p;
+	Otlp__Sample *sample, **sample_p;
+	Otlp__Profile *profile, **profile_p;
+	Otlp__ValueType *type;
+	Otlp__KeyValue *kv, **kv_p;
+	Otlp__AnyValue *val;
+	Otlp__ResourceProfiles *rp, **rp_p;
+	Otlp__Resource *resource;
+	Otlp__ScopeProfiles *sp, **sp_p;
+};
+
+static void ob_msgs_free(struct ob_msgs *o)
+{
+	void *all[] = { o->fn,	     o->fn_p,	 o->loc,    o->loc_p,	 o->line,    o->line_p,
+			o->stack,    o->stack_p, o->sample, o->sample_p, o->profile, o->profile_p,
+			o->type,     o->kv,	 o->kv_p,   o->val,	 o->rp,	     o->rp_p,
+			o->resource, o->sp,	 o->sp_p };
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		free(all[i]);
+}
+
+#define OB_ALLOC(p, n) ((p) = calloc((size_t)(n) + 1, sizeof(*(p))))
+
+static int ob_msgs_make(struct ob_msgs *o, const struct otlp_batch *b)
+{
+	size_t i;
+
+	if (!OB_ALLOC(o->fn, b->nfn) || !OB_ALLOC(o->fn_p, b->nfn) || !OB_ALLOC(o->loc, b->nloc) ||
+	    !OB_ALLOC(o->loc_p, b->nloc) || !OB_ALLOC(o->line, b->nloc) ||
+	    !OB_ALLOC(o->line_p, b->nloc) || !OB_ALLOC(o->stack, b->nstack) ||
+	    !OB_ALLOC(o->stack_p, b->nstack) || !OB_ALLOC(o->sample, b->nsample) ||
+	    !OB_ALLOC(o->sample_p, b->nsample) || !OB_ALLOC(o->profile, b->nprofile) ||
+	    !OB_ALLOC(o->profile_p, b->nprofile) || !OB_ALLOC(o->type, 2 * b->nprofile) ||
+	    !OB_ALLOC(o->kv, b->nattr) || !OB_ALLOC(o->kv_p, b->nattr) ||
+	    !OB_ALLOC(o->val, b->nattr) || !OB_ALLOC(o->rp, b->nres) ||
+	    !OB_ALLOC(o->rp_p, b->nres) || !OB_ALLOC(o->resource, b->nres) ||
+	    !OB_ALLOC(o->sp, b->nres) || !OB_ALLOC(o->sp_p, b->nres))
+		return -ENOMEM;
+	for (i = 0; i < b->nfn; i++) {
+		otlp__function__init(&o->fn[i]);
+		o->fn[i].name_strindex = o->fn[i].system_name_strindex = b->fn[i].name;
+		o->fn[i].filename_strindex = b->fn[i].file;
+		o->fn[i].start_line = b->fn[i].start;
+		o->fn_p[i] = &o->fn[i];
+	}
+	for (i = 0; i < b->nloc; i++) {
+		otlp__location__init(&o->loc[i]);
+		otlp__line__init(&o->line[i]);
+		o->line[i].function_index = b->loc[i].fn;
+		o->line[i].line = b->loc[i].line;
+		o->line_p[i] = &o->line[i];
+		/* The zero location has no line. */
+		if (i) {
+			o->loc[i].n_lines = 1;
+			o->loc[i].lines = &o->line_p[i];
+		}
+		o->loc_p[i] = &o->loc[i];
+	}
+	for (i = 0; i < b->nstack; i++) {
+		otlp__stack__init(&o->stack[i]);
+		o->stack[i].n_location_indices = b->stack[i].n;
+		o->stack[i].location_indices = b->stack_locs + b->stack[i].first;
+		o->stack_p[i] = &o->stack[i];
+	}
+	for (i = 0; i < b->nsample; i++) {
+		otlp__sample__init(&o->sample[i]);
+		o->sample[i].stack_index = b->sample[i].stack;
+		o->sample[i].n_values = 1;
+		o->sample[i].values = &((struct otlp_batch *)b)->sample[i].value;
+		o->sample_p[i] = &o->sample[i];
+	}
+	for (i = 0; i < b->nprofile; i++) {
+		const struct ob_profile *bp = &b->profile[i];
+		Otlp__Profile *p = &o->profile[i];
+
+		otlp__profile__init(p);
+		otlp__value_type__init(&o->type[2 * i]);
+		o->type[2 * i].type_strindex = bp->type;
+		o->type[2 * i].unit_strindex = bp->unit;
+		p->sample_type = &o->type[2 * i];
+		p->samples = o->sample_p + bp->samples.first;
+		p->n_samples = bp->samples.n;
+		p->time_unix_nano = bp->time;
+		p->duration_nano = bp->duration;
+		if (bp->period) {
+			otlp__value_type__init(&o->type[2 * i + 1]);
+			o->type[2 * i + 1].type_strindex = ob_str((struct otlp_batch *)b, "cpu");
+			o->type[2 * i + 1].unit_strindex =
+				ob_str((struct otlp_batch *)b, "nanoseconds");
+			p->period_type = &o->type[2 * i + 1];
+			p->period = bp->period;
+		}
+		p->profile_id.data = (uint8_t *)bp->id;
+		p->profile_id.len = sizeof(bp->id);
+		o->profile_p[i] = p;
+	}
+	for (i = 0; i < b->nattr; i++) {
+		otlp__key_value__init(&o->kv[i]);
+		otlp__any_value__init(&o->val[i]);
+		o->kv[i].key = (char *)b->attr[i].key;
+		if (b->attr[i].str) {
+			o->val[i].value_case = OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+			o->val[i].string_value = (char *)b->attr[i].str;
+		} else {
+			o->val[i].value_case = OTLP__ANY_VALUE__VALUE_INT_VALUE;
+			o->val[i].int_value = b->attr[i].num;
+		}
+		o->kv[i].value = &o->val[i];
+		o->kv_p[i] = &o->kv[i];
+	}
+	otlp__instrumentation_scope__init(&o->scope);
+	o->scope.name = "scalene-bpf";
+	o->scope.version = SCALENE_BPF_VERSION;
+	for (i = 0; i < b->nres; i++) {
+		otlp__resource_profiles__init(&o->rp[i]);
+		otlp__resource__init(&o->resource[i]);
+		otlp__scope_profiles__init(&o->sp[i]);
+		o->resource[i].attributes = o->kv_p + b->res[i].attrs.first;
+		o->resource[i].n_attributes = b->res[i].attrs.n;
+		o->sp[i].scope = &o->scope;
+		o->sp[i].profiles = o->profile_p + b->res[i].profiles.first;
+		o->sp[i].n_profiles = b->res[i].profiles.n;
+		o->sp_p[i] = &o->sp[i];
+		o->rp[i].resource = &o->resource[i];
+		o->rp[i].scope_profiles = &o->sp_p[i];
+		o->rp[i].n_scope_profiles = 1;
+		o->rp_p[i] = &o->rp[i];
+	}
+	otlp__key_value_and_unit__init(&o->attr0);
+	o->attr0_ptr = &o->attr0;
+	otlp__profiles_dictionary__init(&o->dict);
+	o->dict.function_table = o->fn_p;
+	o->dict.n_function_table = b->nfn;
+	o->dict.location_table = o->loc_p;
+	o->dict.n_location_table = b->nloc;
+	o->dict.stack_table = o->stack_p;
+	o->dict.n_stack_table = b->nstack;
+	o->dict.attribute_table = &o->attr0_ptr;
+	o->dict.n_attribute_table = 1;
+	otlp__export_profiles_service_request__init(&o->req);
+	o->req.resource_profiles = o->rp_p;
+	o->req.n_resource_profiles = b->nres;
+	o->req.dictionary = &o->dict;
+	return 0;
+}
+
+int otlp_batch_pack(struct otlp_batch *b, uint8_t **buf, size_t *len)
+{
+	struct ob_msgs o;
 	int err;
 
 	memset(&o, 0, sizeof(o));
-	otlp__export_profiles_service_request__init(&o.req);
-	otlp__profiles_dictionary__init(&o.dict);
-	otlp__resource_profiles__init(&o.res);
-	otlp__resource__init(&o.resource);
-	otlp__scope_profiles__init(&o.scope);
-	otlp__instrumentation_scope__init(&o.scope_id);
-	if (getrandom(o.profile_id, sizeof(o.profile_id), 0) != sizeof(o.profile_id))
-		memcpy(o.profile_id, &(uint64_t){ (uint64_t)m->time_nanos ^ (uint64_t)getpid() },
-		       8);
-	o.profile_id[0] |= 1; /* all zeros would mean none */
-	o.strs.str_idx = hmap__new(sizeof(const char *));
-	o.fn_idx = hmap__new(sizeof(struct pprof_fn_key));
-	if (!o.strs.str_idx || !o.fn_idx || pp_cstr(&o.strs, m, "") != 0) {
-		err = -ENOMEM;
-		goto cleanup;
+	/* The period's strings go in first: the string table is taken after. */
+	if (ob_str(b, "cpu") < 0 || ob_str(b, "nanoseconds") < 0)
+		return -ENOMEM;
+	err = ob_msgs_make(&o, b);
+	if (!err) {
+		o.dict.string_table = (char **)b->str;
+		o.dict.n_string_table = b->nstr;
+		*len = otlp__export_profiles_service_request__get_packed_size(&o.req);
+		*buf = malloc(*len ? *len : 1);
+		if (*buf)
+			otlp__export_profiles_service_request__pack(&o.req, *buf);
+		else
+			err = -ENOMEM;
 	}
-	err = otlp_dictionary(&o, m, vj_object(doc, "files"));
+	ob_msgs_free(&o);
+	return err;
+}
+
+static int write_otlp(struct json_object *doc, FILE *f)
+{
+	struct otlp_batch *b = otlp_batch_new();
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int err = b ? otlp_batch_add(b, doc, NULL, 0) : -ENOMEM;
+
 	if (!err)
-		err = otlp_profiles(&o, m);
-	if (err)
-		goto cleanup;
-	otlp_resource(&o, m, doc);
-	o.scope_id.name = "scalene-bpf";
-	o.scope_id.version = SCALENE_BPF_VERSION;
-	o.scope.scope = &o.scope_id;
-	o.scope_ptr = &o.scope;
-	o.res.resource = &o.resource;
-	o.res.scope_profiles = &o.scope_ptr;
-	o.res.n_scope_profiles = 1;
-	o.res_ptr = &o.res;
-	o.req.resource_profiles = &o.res_ptr;
-	o.req.n_resource_profiles = 1;
-	o.dict.string_table = (char **)o.strs.strs;
-	o.dict.n_string_table = o.strs.nstrs;
-	o.req.dictionary = &o.dict;
-	len = otlp__export_profiles_service_request__get_packed_size(&o.req);
-	buf = malloc(len ? len : 1);
-	if (!buf) {
-		err = -ENOMEM;
-		goto cleanup;
-	}
-	otlp__export_profiles_service_request__pack(&o.req, buf);
-	if (fwrite(buf, 1, len, f) != len)
+		err = otlp_batch_pack(b, &buf, &len);
+	if (!err && fwrite(buf, 1, len, f) != len)
 		err = -EIO;
-cleanup:
 	free(buf);
-	otlp_free(&o);
+	otlp_batch_free(b);
 	return err;
 }
 
@@ -1379,7 +1600,7 @@ int export_write(struct json_object *doc, enum export_format fmt, const char *na
 	else if (fmt == EXPORT_SPEEDSCOPE)
 		ret = write_speedscope(&m, name, f);
 	else if (fmt == EXPORT_OTLP)
-		ret = write_otlp(&m, doc, f);
+		ret = write_otlp(doc, f);
 	else
 		ret = write_pprof(&m, doc, f);
 	if (!ret)

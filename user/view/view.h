@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct json_object;
@@ -57,10 +58,32 @@ enum export_format {
 	EXPORT_OTLP,	   /* an OTLP ExportProfilesServiceRequest (protobuf) */
 };
 
-/* "folded", "speedscope", "pprof"; 0 or -EINVAL. */
+/* "folded", "speedscope", "pprof", "otlp"; 0 or -EINVAL. */
 int export_parse_format(const char *s, enum export_format *fmt);
 /* Writes the export of a parsed profile to f; 0 or -EINVAL as above. */
 int export_write(struct json_object *doc, enum export_format fmt, const char *name, FILE *f,
 		 FILE *err);
+
+/*
+ * An OTLP export request (ExportProfilesServiceRequest) made of profiles, a
+ * resource each, over one dictionary: what `--format otlp` writes for one
+ * profile, and what a continuous run sends for an interval's.
+ */
+struct otlp_batch;
+/* A resource attribute: a string, or the number num when str is NULL. */
+struct otlp_attr {
+	const char *key, *str;
+	int64_t num;
+};
+struct otlp_batch *otlp_batch_new(void);
+void otlp_batch_free(struct otlp_batch *b);
+/* Adds a parsed profile as a resource with the profile's own attributes
+ * and then extra's (a key given again takes the later value); 0, -EINVAL
+ * when it has no stacks, -ENOMEM. */
+int otlp_batch_add(struct otlp_batch *b, struct json_object *doc, const struct otlp_attr *extra,
+		   int nextra);
+int otlp_batch_resources(const struct otlp_batch *b);
+/* The request's bytes (protobuf), in *buf (malloc'd). */
+int otlp_batch_pack(struct otlp_batch *b, uint8_t **buf, size_t *len);
 
 #endif /* VIEW_H */
