@@ -34,7 +34,7 @@ BPF_OBJS	:= $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS		:= $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
 # The loader's stages, in the order a sample goes through them: each
 # folder includes only the folders before it (make layers checks it).
-STAGES		:= base collect target symbolize model report session view cli
+STAGES		:= base collect target symbolize model report session view deliver cli
 USER_SRCS	:= $(foreach s,$(STAGES),$(wildcard user/$(s)/*.c))
 # pprof's profile.proto (the part the export writes), compiled by protoc-c.
 PROTO_SRCS	:= $(wildcard user/view/proto/*.proto)
@@ -316,7 +316,7 @@ docs-images: scalene-bpf sampler
 
 # Debian packages needed to build and test.
 DEB_DEPS := clang libclang-rt-dev llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
-	    protobuf-c-compiler libprotobuf-c-dev python3 python3-venv
+	    protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev python3 python3-venv
 .PHONY: deps
 deps:
 	apt-get update -qq

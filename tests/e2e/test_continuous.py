@@ -1,19 +1,26 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """scalene-bpf --all --continuous: a profile per process per interval, in one
 folder an interval (DIR/intervals/NNNNNN-TIME/) with its own index.json, the
-run's index.json adding the intervals up.
+run's index.json adding the intervals up; with --otlp-endpoint, each
+interval's profiles sent as one OpenTelemetry profiles request to a receiver
+on 127.0.0.1 that decodes them with the OpenTelemetry project's own classes.
 
 The programs run under a name of their own (a link to the interpreter), so
 that --comm picks them out of whatever else runs on the machine."""
 
+import http.server
 import json
+import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 
 from e2e_helpers import (check_compat, clean_env, default_interpreter, invoke,
                          named_interpreter, period_s, program, unseen_tail_s)
-from test_view_export import pprof_message, read_pprof  # noqa: F401 (a fixture)
+from test_view_export import (otlp_request_class, pprof_message,  # noqa: F401 (a fixture)
+                               read_pprof)
 
 BUSY = program("busy.py")
 
@@ -185,3 +192,157 @@ def test_memory_hits_per_interval(tmp_path):
     assert len(hits) >= 2 and all(h is not None and h >= 0 for h in hits), hits
     assert whole["memory_probe_hits"] > 0 and sum(hits) == whole["memory_probe_hits"], \
         (hits, whole["memory_probe_hits"])
+
+
+class _Receiver:
+    """An OTLP/HTTP receiver on 127.0.0.1: keeps each request (path,
+    headers, body) and answers `status` with an empty response."""
+
+    def __init__(self, status=200):
+        self.requests = []
+        self.status = status
+        recv = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                recv.requests.append((self.path, dict(self.headers), body))
+                self.send_response(recv.status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _attrs(resource):
+    return {a.key: getattr(a.value, a.value.WhichOneof("value"))
+            for a in resource.attributes}
+
+
+def test_otlp_each_interval_arrives(tmp_path, pprof_message):  # noqa: F811
+    """--otlp-endpoint without a path: each interval with stacks arrives as
+    one request at /v1development/profiles, protobuf, with the headers given
+    (one on the command line, one from a file); it decodes with
+    opentelemetry-proto 1.45.2, has a resource per process (its pid, command,
+    program, host) and, per sample type, the values of that interval's pprof
+    file, stack for stack; the index counts every request sent and none
+    dropped."""
+    recv = _Receiver()
+    try:
+        python = default_interpreter()
+        link = named_interpreter(python, tmp_path, "sbpf-otlp")
+        headers = tmp_path / "headers"
+        headers.write_text("# the tenant\nX-Scope-OrgID: tenant-1\n\n")
+        out_dir, pids, _ = _run(
+            tmp_path, [link, BUSY, "2.0"], [link, BUSY, "0.3"],
+            ["--interval", "1", "--comm", "sbpf-otlp", "--otlp-endpoint", recv.url,
+             "--header", "Authorization: Bearer t0ken", "--header", f"@{headers}"])
+    finally:
+        recv.stop()
+    otlp = json.loads((out_dir / "index.json").read_text())["continuous"]["otlp"]
+    assert otlp["endpoint"] == recv.url + "/v1development/profiles", otlp
+    assert otlp["requests"] == otlp["sent"] == len(recv.requests) >= 2, otlp
+    assert otlp["failed_attempts"] == 0 and otlp["last_error"] is None, otlp
+    assert not any(v for k, v in otlp.items() if k.startswith("dropped_")), otlp
+    # What each interval's pprof files hold, per process and sample type.
+    want = []
+    for d in _folders(out_dir):
+        got = {}
+        for e in json.loads((d / "index.json").read_text())["processes"]:
+            pb = d / (e["profile"] or "none").replace(".json", ".pb.gz")
+            if e["profile"] and pb.exists():
+                pp, stacks, strings, _ = read_pprof(pb.read_bytes(), pprof_message)
+                types = [strings[v.type] for v in pp.sample_type]
+                got[e["pid"]] = {t: {k: v[i] for k, v in stacks.items() if v[i]}
+                                 for i, t in enumerate(types)}
+        if got:
+            want.append(got)
+    assert len(want) == len(recv.requests), (len(want), len(recv.requests))
+    request_class = otlp_request_class()
+    seen = set()
+    for (path, hdrs, body), interval in zip(recv.requests, want):
+        assert path == "/v1development/profiles", path
+        assert hdrs["Content-Type"] == "application/x-protobuf", hdrs
+        assert hdrs["Authorization"] == "Bearer t0ken", hdrs
+        assert hdrs["X-Scope-OrgID"] == "tenant-1", hdrs
+        assert hdrs["User-Agent"].startswith("scalene-bpf/"), hdrs
+        req = request_class.FromString(body)
+        d = req.dictionary
+        st = list(d.string_table)
+
+        def frame(i):
+            loc = d.location_table[i]
+            fn = d.function_table[loc.lines[0].function_index]
+            return (st[fn.name_strindex], st[fn.filename_strindex], loc.lines[0].line)
+
+        got = {}
+        for rp in req.resource_profiles:
+            attrs = _attrs(rp.resource)
+            pid = attrs["process.pid"]
+            assert attrs["process.executable.name"] == "sbpf-otlp", attrs
+            assert attrs["service.name"] == "busy.py", attrs
+            assert attrs["host.name"] == socket.gethostname(), attrs
+            seen.add(pid)
+            per_type = {}
+            for q in rp.scope_profiles[0].profiles:
+                sums = {}
+                for smp in q.samples:
+                    stack = d.stack_table[smp.stack_index]
+                    key = tuple(frame(i) for i in reversed(stack.location_indices))
+                    sums[key] = sums.get(key, 0) + smp.values[0]
+                per_type[st[q.sample_type.type_strindex]] = sums
+            got[pid] = per_type
+        assert got == interval
+    assert set(pids) <= seen, (pids, seen)
+
+
+def test_otlp_backend_down(tmp_path):
+    """A backend that answers 503 to everything, then one that is gone
+    (nothing listens), with a queue of 1 kB: the run and its files are as
+    without a backend, it ends within the wait it gives what is queued
+    (10 s), and the index counts every request as sent or dropped (the
+    queue's bound too), with the last error."""
+    link = named_interpreter(default_interpreter(), tmp_path, "sbpf-down")
+    for status in (503, None):
+        recv = _Receiver(status or 200)
+        url = recv.url
+        if status is None:
+            recv.stop()  # the port is closed: connection refused
+        try:
+            t0 = time.monotonic()
+            out_dir, _, res = _run(
+                tmp_path, [link, BUSY, "1.5"], [link, BUSY, "0.2"],
+                ["--interval", "0.5", "--comm", "sbpf-down", "--otlp-endpoint", url,
+                 "--queue-mb", "0.001"])
+            took = time.monotonic() - t0
+        finally:
+            if status is not None:
+                recv.stop()
+        cont = json.loads((out_dir / "index.json").read_text())["continuous"]
+        otlp = cont["otlp"]
+        assert cont["intervals"] >= 3, cont
+        assert otlp["sent"] == 0 and otlp["requests"] >= 2, otlp
+        dropped = sum(v for k, v in otlp.items() if k.startswith("dropped_"))
+        assert dropped == otlp["requests"] and otlp["queued"] == 0, otlp
+        assert otlp["failed_attempts"] >= 1, otlp
+        # A request is about 1.5 kB, the queue 1 kB: each request pushes the
+        # one before out while the first waits to be tried again.
+        assert otlp["dropped_queue_full"] >= 1, otlp
+        assert ("HTTP 503" if status else "onnect") in otlp["last_error"], otlp
+        assert "sending to" in res.stderr and "failed" in res.stderr, res.stderr[-2000:]
+        # The programs ran 1.5 s from 1 s in, the stop 0.3 s after: the
+        # rest is the wait at the end, bounded.
+        assert took < 3 + 10 + 5, took
+        if status:
+            assert len(recv.requests) == otlp["failed_attempts"], (len(recv.requests), otlp)
+        shutil.rmtree(out_dir)

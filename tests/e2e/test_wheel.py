@@ -173,6 +173,21 @@ def test_wheel_entry_points(wheel_root):
     assert f"sudo {VENV}/bin/scalene-bpf run -- python3 -c pass" in p.stderr, p.stderr
 
 
+def test_wheel_without_libcurl(wheel_root, tmp_path):
+    """The root has no libcurl (the program links none): --otlp-endpoint
+    says what to install and exits 1 before it starts; everything else runs
+    without it (the other tests)."""
+    root = wheel_root[0]
+    assert not list((root / "usr" / "lib" / "x86_64-linux-gnu").glob("libcurl.so*"))
+    p = subprocess.run(["chroot", root, f"{VENV}/bin/scalene-bpf", "--all", "--continuous",
+                        "--otlp-endpoint", "http://127.0.0.1:9", "--duration", "1",
+                        "-o", tmp_path / "out"],
+                       capture_output=True, text=True, timeout=60, env=clean_env(),
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 1, p.stderr
+    assert "needs libcurl" in p.stderr and "apt-get install libcurl4" in p.stderr, p.stderr
+
+
 def test_wheel_gpu_library_in_fresh_root(wheel_root, tmp_path):
     """The wheel's GPU library, on the fake CUDA program of the host suite
     (tests/e2e/programs/gpu_fake_cuda.py, which plays the driver and loads

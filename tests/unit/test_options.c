@@ -742,6 +742,60 @@ static void test_continuous(void)
 	CHECK_MSG("--interval");
 }
 
+/* --otlp-endpoint and its headers: checked before the run starts. */
+static void test_otlp(void)
+{
+	char path[] = "/tmp/test-options-headers-XXXXXX";
+	struct options o;
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	char arg[64];
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("# a comment, then a blank line\n\nX-Scope-OrgID: tenant-1\nAuthorization: Bearer "
+	      "x\n",
+	      f);
+	fclose(f);
+	snprintf(arg, sizeof(arg), "@%s", path);
+	CHECK_EQ_INT(parse(&o, "--all", "--continuous", "--otlp-endpoint", "http://localhost:4318",
+			   "--header", "A: b", "--header", arg, "--queue-mb", "8", NULL),
+		     0);
+	CHECK_EQ_STR(o.otlp_endpoint, "http://localhost:4318");
+	CHECK(o.nheaders == 3 && o.queue_mb == 8);
+	if (o.nheaders == 3) {
+		CHECK_EQ_STR(o.headers[0], "A: b");
+		CHECK_EQ_STR(o.headers[1], "X-Scope-OrgID: tenant-1");
+		CHECK_EQ_STR(o.headers[2], "Authorization: Bearer x");
+	}
+	CHECK_REJECTED(parse(&o, "--all", "--otlp-endpoint", "http://x", NULL));
+	CHECK_MSG("are for --all --continuous");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--header", "A: b", NULL));
+	CHECK_MSG("are for --otlp-endpoint");
+	CHECK_REJECTED(
+		parse(&o, "--all", "--continuous", "--otlp-endpoint", "localhost:4318", NULL));
+	CHECK_MSG("an http:// or https:// URL");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--otlp-endpoint", "http://x", "--header",
+			     "no colon", NULL));
+	CHECK_MSG("not a header");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--otlp-endpoint", "http://x", "--header",
+			     "A: b\r\nInjected: yes", NULL));
+	CHECK_MSG("not a header");
+	f = fopen(path, "w");
+	if (f) {
+		fputs("Good: yes\nbad line\n", f);
+		fclose(f);
+	}
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--otlp-endpoint", "http://x", "--header",
+			     arg, NULL));
+	CHECK_MSG("line 2: not a header");
+	unlink(path);
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--otlp-endpoint", "http://x", "--header",
+			     arg, NULL));
+	CHECK_MSG("No such file");
+}
+
 /* top wraps run (with or without the word), --pid and --all. */
 static void test_top(void)
 {
@@ -807,6 +861,7 @@ int main(void)
 	RUN_TEST(test_usage);
 	RUN_TEST(test_all);
 	RUN_TEST(test_continuous);
+	RUN_TEST(test_otlp);
 	RUN_TEST(test_top);
 	unlink(cfg_path);
 	free(msg);

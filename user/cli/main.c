@@ -32,6 +32,7 @@
 #include "session/hostmem.h"
 #include "base/log.h"
 #include "collect/nvml.h"
+#include "cli/fleet.h"
 #include "cli/options.h"
 #include "report/output.h"
 #include "model/profile.h"
@@ -1076,16 +1077,28 @@ static int cmd_all(const struct options *o)
 	double deadline, next;
 	int err, n;
 
+	struct fleet *fleet = NULL;
+
 	install_signals();
 	if (creds_from_env(&rs.creds))
 		return 1;
+	if (o->otlp_endpoint) {
+		fleet = fleet__new(o);
+		if (!fleet)
+			return 1;
+		ho.interval_done = fleet__interval;
+		ho.sink_json = fleet__json;
+		ho.sink_ctx = fleet;
+	}
 	rs.start_mono = mono_s();
 	rs.start_wall = clock_s(CLOCK_REALTIME);
 	ho.start_mono = rs.start_mono;
 	ho.start_wall = rs.start_wall;
 	rs.host = host__new(&ho);
-	if (!rs.host)
+	if (!rs.host) {
+		fleet__free(fleet);
 		return 1;
+	}
 	if (setpriority(PRIO_PROCESS, 0, ALL_NICE))
 		pr_debug("could not raise the loader's priority: %s\n", strerror(errno));
 	rs.uprobes = o->memory;
@@ -1094,6 +1107,7 @@ static int cmd_all(const struct options *o)
 		err = all_memory(&rs);
 	if (err) {
 		teardown(&rs);
+		fleet__free(fleet);
 		return 1;
 	}
 	/* After BPF is in place: a process started during the scan is seen by
@@ -1125,6 +1139,8 @@ static int cmd_all(const struct options *o)
 	loader__drain(rs.loader);
 	top_finish(&rs, got_signal || rs.quit ? "stopped" : "--duration reached");
 	session__end_all(rs.session);
+	if (fleet)
+		fleet__ending(fleet);
 	err = top_no_write ? 0 : host__finish(rs.host, mono_s() - rs.start_mono);
 	if (rs.uprobes) {
 		uint64_t stats[STAT_MAX] = { 0 };
@@ -1133,6 +1149,7 @@ static int cmd_all(const struct options *o)
 		hostmem__report(rs.hm, stats[STAT_UPROBE_HITS], mono_s() - rs.start_mono);
 	}
 	teardown_written(&rs);
+	fleet__free(fleet);
 	return err ? 1 : 0;
 }
 

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,9 @@ enum {
 	OPT_CONTINUOUS,
 	OPT_INTERVAL,
 	OPT_MAX_DISK,
+	OPT_OTLP_ENDPOINT,
+	OPT_HEADER,
+	OPT_QUEUE_MB,
 	OPT_REFRESH,
 	OPT_ONCE,
 };
@@ -83,6 +87,9 @@ static const struct option long_opts[] = {
 	{ "continuous", no_argument, NULL, OPT_CONTINUOUS },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "max-disk", required_argument, NULL, OPT_MAX_DISK },
+	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
+	{ "header", required_argument, NULL, OPT_HEADER },
+	{ "queue-mb", required_argument, NULL, OPT_QUEUE_MB },
 	{ "refresh", required_argument, NULL, OPT_REFRESH },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "config", required_argument, NULL, 'c' },
@@ -154,6 +161,18 @@ void options_usage(FILE *f)
 	      "      --interval SECONDS         --continuous: the interval [60]\n"
 	      "      --max-disk MB              --continuous: the most the interval folders\n"
 	      "                                 take; the oldest go first [1024]\n"
+	      "      --otlp-endpoint URL        --continuous: also send each interval's\n"
+	      "                                 profiles as one OpenTelemetry profiles request\n"
+	      "                                 (OTLP/HTTP protobuf; to URL/v1development/\n"
+	      "                                 profiles when URL has no path), retried when\n"
+	      "                                 the backend is down; what is dropped is\n"
+	      "                                 counted in index.json\n"
+	      "      --header 'NAME: VALUE'     --otlp-endpoint: a header of every request\n"
+	      "                                 (repeatable); --header @FILE: the headers in\n"
+	      "                                 FILE, one a line (a token kept off the\n"
+	      "                                 command line)\n"
+	      "      --queue-mb MB              --otlp-endpoint: the most the requests waiting\n"
+	      "                                 to be sent take; the oldest go first [64]\n"
 	      "      --rate HZ                  samples per second per CPU [997]\n"
 	      "      --cpu-only                 time only: no memory (run profiles memory by\n"
 	      "                                 default: it preloads the allocation sampler,\n"
@@ -334,6 +353,65 @@ static int parse_list(char *s, const char **out, int *n)
 }
 
 /* Process IDs, comma-separated, added to out[*n]. */
+/* A request header, "Name: value": a name of token characters (RFC 9110),
+ * a colon, and a value without control characters (what ends a header). */
+static int add_header(struct options *o, const char *h, const char *where, FILE *err)
+{
+	const char *colon = strchr(h, ':'), *p;
+	bool ok = colon && colon > h;
+
+	for (p = h; ok && p < colon; p++)
+		ok = isalnum((unsigned char)*p) || strchr("!#$%&'*+-.^_`|~", *p);
+	for (p = colon; ok && *p; p++)
+		ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
+	if (!ok) {
+		fprintf(err,
+			"scalene-bpf: --header %s: not a header (NAME: VALUE, the name of "
+			"letters, digits and !#$%%&'*+-.^_`|~, no control character)\n",
+			where);
+		return -EINVAL;
+	}
+	if (o->nheaders >= MAX_FILTERS) {
+		fprintf(err, "scalene-bpf: --header: at most %d headers\n", MAX_FILTERS);
+		return -EINVAL;
+	}
+	o->headers[o->nheaders++] = h;
+	return 0;
+}
+
+/* --header @FILE: a header a line; empty lines and lines starting with #
+ * are skipped.  The file is read now, before the run starts. */
+static int header_file(struct options *o, const char *path, FILE *err)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int ret = 0, lineno = 0;
+
+	if (!f) {
+		fprintf(err, "scalene-bpf: --header @%s: %s\n", path, strerror(errno));
+		return -EINVAL;
+	}
+	while (!ret && (n = getline(&line, &cap, f)) >= 0) {
+		char where[PATH_MAX + 32], *h;
+
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (!n || line[0] == '#')
+			continue;
+		h = strdup(line);
+		snprintf(where, sizeof(where), "@%s line %d", path, lineno);
+		ret = h ? add_header(o, h, where, err) : -ENOMEM;
+		if (ret)
+			free(h);
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
 static int parse_pids(char *arg, int *out, int *n, const char *name, FILE *err)
 {
 	char *save = NULL, *tok;
@@ -440,6 +518,15 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_MAX_DISK:
 		if (parse_double(arg, &o->max_disk_mb, 0.01, 1e9))
+			goto bad_number;
+		return 0;
+	case OPT_OTLP_ENDPOINT:
+		o->otlp_endpoint = arg;
+		return 0;
+	case OPT_HEADER:
+		return arg[0] == '@' ? header_file(o, arg + 1, err) : add_header(o, arg, arg, err);
+	case OPT_QUEUE_MB:
+		if (parse_double(arg, &o->queue_mb, 0.001, 1e6))
 			goto bad_number;
 		return 0;
 	case OPT_MAX_PROFILES:
@@ -847,8 +934,22 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 			     "time)\n");
 		return -EINVAL;
 	}
-	if ((o->interval_s || o->max_disk_mb) && !o->continuous) {
-		fprintf(err, "scalene-bpf: --interval and --max-disk are for --all --continuous\n");
+	if ((o->interval_s || o->max_disk_mb || o->otlp_endpoint) && !o->continuous) {
+		fprintf(err,
+			"scalene-bpf: --interval, --max-disk and --otlp-endpoint are for --all "
+			"--continuous\n");
+		return -EINVAL;
+	}
+	if ((o->nheaders || o->queue_mb) && !o->otlp_endpoint) {
+		fprintf(err, "scalene-bpf: --header and --queue-mb are for --otlp-endpoint\n");
+		return -EINVAL;
+	}
+	if (o->otlp_endpoint && strncmp(o->otlp_endpoint, "http://", 7) &&
+	    strncmp(o->otlp_endpoint, "https://", 8)) {
+		fprintf(err,
+			"scalene-bpf: --otlp-endpoint %s: an http:// or https:// URL, such as "
+			"http://localhost:4318 (an OpenTelemetry collector's OTLP/HTTP port)\n",
+			o->otlp_endpoint);
 		return -EINVAL;
 	}
 	if (o->all)

@@ -47,6 +47,13 @@ struct options {
 	bool continuous;
 	double interval_s;
 	double max_disk_mb;
+	/* --continuous --otlp-endpoint: each interval's profiles sent there as
+	 * one OTLP request, with headers ("Name: value", from --header), from a
+	 * queue of at most queue_mb (0: DEFAULT_QUEUE_MB). */
+	const char *otlp_endpoint;
+	const char *headers[MAX_FILTERS];
+	int nheaders;
+	double queue_mb;
 	double duration; /* attach: seconds, 0 = until Ctrl-C or exit */
 	unsigned int rate_hz;
 	bool cpu_only;
@@ -92,6 +99,7 @@ struct options {
 #define DEFAULT_REFRESH_S 1.0
 #define DEFAULT_INTERVAL_S 60.0
 #define DEFAULT_MAX_DISK_MB 1024.0
+#define DEFAULT_QUEUE_MB 64.0
 
 /* Parses argv into *o.  Returns 0, or -EINVAL after printing a one-line
  * reason to err. */

@@ -1192,6 +1192,12 @@ static int write_index_at(struct host *h, const char *path, struct hproc *const 
 		struct json_object *c = intervals__json(h->iv);
 
 		json_object_object_add(c, "interval_s", json_object_new_double(h->o.interval_s));
+		if (h->o.sink_json) {
+			struct json_object *sink = h->o.sink_json(h->o.sink_ctx);
+
+			if (sink)
+				json_object_object_add(c, "otlp", sink);
+		}
 		json_object_object_add(doc, "continuous", c);
 	}
 	json_object_object_add(doc, "sampling_rate_hz", json_object_new_double(h->rate_hz));
@@ -1276,6 +1282,37 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	return write_index_at(h, path, h->procs, h->nprocs, h->start_wall, elapsed_s, final, 0);
 }
 
+/* --continuous: the interval's profiles to the sink (host_opts), while
+ * their folder is there. */
+static void interval_done(struct host *h, double length_s)
+{
+	struct host_piece *pieces;
+	char(*paths)[PATH_MAX];
+	int i, n = 0;
+
+	if (!h->o.interval_done)
+		return;
+	pieces = calloc(h->npieces ? h->npieces : 1, sizeof(*pieces));
+	paths = calloc(h->npieces ? h->npieces : 1, sizeof(*paths));
+	if (!pieces || !paths) {
+		pr_warn("out of memory: interval %d is not sent\n", intervals__number(h->iv));
+		goto out;
+	}
+	for (i = 0; i < h->npieces; i++) {
+		const struct hproc *e = &h->pieces[i];
+
+		if (!e->file || intervals__path(h->iv, e->file, paths[n], sizeof(paths[n])))
+			continue;
+		pieces[n] = (struct host_piece){ paths[n], e->pid, e->comm };
+		n++;
+	}
+	h->o.interval_done(h->o.sink_ctx, pieces, n,
+			   h->start_wall + (h->iv_start_mono - h->start_mono), length_s);
+out:
+	free(pieces);
+	free(paths);
+}
+
 /* --continuous: the current interval's index, then the oldest folders go
  * past the bound; next: another interval starts. */
 static int end_interval(struct host *h, bool next)
@@ -1298,6 +1335,7 @@ static int end_interval(struct host *h, bool next)
 				     h->start_wall + (h->iv_start_mono - h->start_mono),
 				     now - h->iv_start_mono, false, number);
 	free(list);
+	interval_done(h, now - h->iv_start_mono);
 	h->npieces = 0;
 	intervals__end(h->iv);
 	if (next) {

@@ -16,6 +16,13 @@
 
 struct user_creds;
 
+/* A profile of one process for one interval (--continuous). */
+struct host_piece {
+	const char *json; /* the file */
+	int pid;
+	const char *comm;
+};
+
 struct host_opts {
 	/* The processes followed: those the lists name (every Python process
 	 * where a list is empty), and their children unless no_follow. */
@@ -45,6 +52,15 @@ struct host_opts {
 	/* --continuous: writes the pprof export of the profile at json to out,
 	 * as the user; -EINVAL when it has no stacks (NULL: none written). */
 	int (*export_pprof)(const char *json, const char *out, const struct user_creds *creds);
+	/* --continuous: called once an interval's profiles are all written,
+	 * with each (its file, the process's pid and command), the interval's
+	 * start (Unix time, s) and length (s); sink_json: the sink's state for
+	 * the run's index, as continuous.otlp (a new object; NULL: nothing).
+	 * Both get sink_ctx; NULL: none. */
+	void (*interval_done)(void *ctx, const struct host_piece *pieces, int n, double start_wall,
+			      double length_s);
+	struct json_object *(*sink_json)(void *ctx);
+	void *sink_ctx;
 };
 
 struct host;

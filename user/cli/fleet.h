@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * --all --continuous --otlp-endpoint: each interval's profiles, as one
+ * OpenTelemetry profiles request (view.h's otlp_batch), handed to the
+ * delivery (deliver/http.h), and what became of them in the run's index.
+ */
+#ifndef CLI_FLEET_H
+#define CLI_FLEET_H
+
+#include "cli/options.h"
+#include "session/host.h"
+
+struct fleet;
+
+/* NULL after a message saying why (libcurl missing, no memory). */
+struct fleet *fleet__new(const struct options *o);
+/* host_opts.interval_done and .sink_json, with the fleet as their ctx. */
+void fleet__interval(void *ctx, const struct host_piece *pieces, int n, double start_wall,
+		     double length_s);
+struct json_object *fleet__json(void *ctx);
+/* The run is ending: the next fleet__json first waits (a bounded time) for
+ * the requests still queued to be sent. */
+void fleet__ending(struct fleet *f);
+/* Says what was sent and dropped, and frees the fleet. */
+void fleet__free(struct fleet *f);
+
+#endif /* CLI_FLEET_H */
