@@ -234,9 +234,9 @@ def test_otlp_each_interval_arrives(tmp_path, pprof_message):  # noqa: F811
     one request at /v1development/profiles, protobuf, with the headers given
     (one on the command line, one from a file); it decodes with
     opentelemetry-proto 1.45.2, has a resource per process (its pid, command,
-    program, host) and, per sample type, the values of that interval's pprof
-    file, stack for stack; the index counts every request sent and none
-    dropped."""
+    program, host, and the container and pod the index's labels name) and,
+    per sample type, the values of that interval's pprof file, stack for
+    stack; the index counts every request sent and none dropped."""
     recv = _Receiver()
     try:
         python = default_interpreter()
@@ -254,6 +254,11 @@ def test_otlp_each_interval_arrives(tmp_path, pprof_message):  # noqa: F811
     assert otlp["requests"] == otlp["sent"] == len(recv.requests) >= 2, otlp
     assert otlp["failed_attempts"] == 0 and otlp["last_error"] is None, otlp
     assert not any(v for k, v in otlp.items() if k.startswith("dropped_")), otlp
+    # Where each process runs, as the index says (cgroup, container, pod).
+    labels = {e["pid"]: e["labels"]
+              for e in json.loads((out_dir / "index.json").read_text())["processes"]}
+    for pid in pids:
+        assert labels[pid]["cgroup"].startswith("/"), labels[pid]
     # What each interval's pprof files hold, per process and sample type.
     want = []
     for d in _folders(out_dir):
@@ -292,6 +297,8 @@ def test_otlp_each_interval_arrives(tmp_path, pprof_message):  # noqa: F811
             assert attrs["process.executable.name"] == "sbpf-otlp", attrs
             assert attrs["service.name"] == "busy.py", attrs
             assert attrs["host.name"] == socket.gethostname(), attrs
+            for key in ("container.id", "k8s.pod.uid", "k8s.namespace.name", "k8s.pod.name"):
+                assert attrs.get(key) == labels[pid].get(key), (key, attrs, labels[pid])
             seen.add(pid)
             per_type = {}
             for q in rp.scope_profiles[0].profiles:

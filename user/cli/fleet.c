@@ -2,8 +2,9 @@
 /*
  * The OTLP sink of a continuous run (fleet.h).  Each interval's profiles are
  * read back from their files, become one ExportProfilesServiceRequest (a
- * resource per process, with the host's name and the process's command
- * beside what the profile says of itself) and go to the delivery's queue:
+ * resource per process, with the host's name, the process's command and
+ * where it runs (container, Kubernetes pod) beside what the profile says
+ * of itself) and go to the delivery's queue:
  * the sampling loop never waits for the network.
  */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "base/log.h"
 #include "cli/fleet.h"
 #include "deliver/http.h"
+#include "target/labels.h"
 #include "view/view.h"
 
 /* The path of the profiles signal under an endpoint given without one. */
@@ -98,19 +100,26 @@ void fleet__interval(void *ctx, const struct host_piece *pieces, int n, double s
 	f->intervals++;
 	for (i = 0; !err && i < n; i++) {
 		struct json_object *doc = json_object_from_file(pieces[i].json);
+		const struct proc_labels *l = pieces[i].labels;
 		struct otlp_attr extra[] = {
-			{ "host.name", f->host[0] ? f->host : NULL, -1 },
-			{ "process.executable.name", pieces[i].comm, -1 },
+			{ "host.name", f->host, 0 },
+			{ "process.executable.name", pieces[i].comm, 0 },
+			{ "container.id", l ? l->container_id : "", 0 },
+			{ "k8s.pod.uid", l ? l->pod_uid : "", 0 },
+			{ "k8s.namespace.name", l ? l->k8s_namespace : "", 0 },
+			{ "k8s.pod.name", l ? l->k8s_pod_name : "", 0 },
 		};
+		int k;
 
 		if (!doc) {
 			pr_warn("cannot read back %s to send it\n", pieces[i].json);
 			continue;
 		}
 		/* An attribute without a value is left out. */
-		if (!extra[0].str)
-			extra[0].key = NULL;
-		err = otlp_batch_add(b, doc, extra, 2);
+		for (k = 0; k < (int)(sizeof(extra) / sizeof(extra[0])); k++)
+			if (!extra[k].str || !extra[k].str[0])
+				extra[k].key = NULL;
+		err = otlp_batch_add(b, doc, extra, (int)(sizeof(extra) / sizeof(extra[0])));
 		if (err == -EINVAL) /* no stacks: await time only */
 			err = 0;
 		json_object_put(doc);

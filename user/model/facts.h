@@ -24,6 +24,7 @@
 #include "gpu/gpu.h"
 #include "collect/loader.h"
 #include "collect/nvml.h"
+#include "target/labels.h"
 #include "model/profile.h"
 
 /* Distinct interpreters described; more are counted only. */
@@ -212,7 +213,8 @@ struct facts_process {
 	const char *comm;
 	const char *const *cmdline; /* borrowed; NULL: not known (null) */
 	int ncmdline;
-	const char *ended; /* how its image ended; NULL: not said */
+	const char *ended;		  /* how its image ended; NULL: not said */
+	const struct proc_labels *labels; /* where it runs; NULL: not read */
 };
 
 /* GPU (scalene_bpf.gpu): the library in each process, what came of it. */

@@ -22,6 +22,7 @@ struct profile;
 struct json_object;
 struct facts;
 struct facts_process;
+struct proc_labels;
 
 /* Returns the source text of a profiled file (malloc'ed) or NULL, and the
  * file's modification time (Unix time, s). */
@@ -72,6 +73,9 @@ int output_emit(int fd, void *job);
 struct json_object *output_facts_json(const struct facts *f, const struct profile *p);
 /* Who a process is, as its profile's facts and the index of --all say. */
 struct json_object *output_identity_json(const struct facts_process *pr);
+/* A process's labels, those it has, in OpenTelemetry's names (cgroup,
+ * container.id, k8s.pod.uid, k8s.namespace.name, k8s.pod.name). */
+struct json_object *output_labels_json(const struct proc_labels *l);
 
 /* Serialises doc to a malloc'ed string (strict JSON, UTF-8). */
 char *output_to_string(struct json_object *doc);

@@ -698,6 +698,26 @@ measured:
 	return o;
 }
 
+struct json_object *output_labels_json(const struct proc_labels *l)
+{
+	struct json_object *o = json_object_new_object();
+	const struct {
+		const char *key, *value;
+	} kv[] = {
+		{ "cgroup", l->cgroup },
+		{ "container.id", l->container_id },
+		{ "k8s.pod.uid", l->pod_uid },
+		{ "k8s.namespace.name", l->k8s_namespace },
+		{ "k8s.pod.name", l->k8s_pod_name },
+	};
+	size_t i;
+
+	for (i = 0; o && i < sizeof(kv) / sizeof(kv[0]); i++)
+		if (kv[i].value[0])
+			add(o, kv[i].key, json_object_new_string(kv[i].value));
+	return o;
+}
+
 struct json_object *output_identity_json(const struct facts_process *pr)
 {
 	struct json_object *o = json_object_new_object(), *cmdline = NULL;
@@ -714,6 +734,8 @@ struct json_object *output_identity_json(const struct facts_process *pr)
 	for (i = 0; cmdline && i < pr->ncmdline; i++)
 		json_object_array_add(cmdline, json_object_new_string(pr->cmdline[i]));
 	add(o, "cmdline", cmdline);
+	if (pr->labels)
+		add(o, "labels", output_labels_json(pr->labels));
 	return o;
 }
 

@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "report/output.h"
 #include "model/profile.h"
+#include "target/labels.h"
 #include "target/python.h"
 #include "base/safefile.h"
 #include "target/target.h"
@@ -90,6 +91,9 @@ struct hproc {
 	struct profile *profile;
 	struct target target;
 	uint64_t main_thread;
+	/* Where it runs (its cgroup, container, pod), read when first seen. */
+	struct proc_labels labels;
+	bool labels_read;
 };
 
 struct host {
@@ -364,6 +368,12 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 		proc_comm(pid, e->comm, sizeof(e->comm));
 		e->cmdline = proc_cmdline(pid);
 	}
+	/* A fork child is where its parent is, unless it moved already. */
+	e->labels_read = !labels_read("/proc", pid, &e->labels);
+	if (!e->labels_read && parent && parent->labels_read) {
+		e->labels = parent->labels;
+		e->labels_read = true;
+	}
 	/* When it started: its fork or exec, else (running at the start) the
 	 * kernel's start time. */
 	started =
@@ -482,6 +492,7 @@ static void identity_of(const struct hproc *e, struct facts_process *pr)
 	pr->comm = e->comm;
 	pr->cmdline = e->cmdline ? (const char *const *)e->cmdline->argv : NULL;
 	pr->ncmdline = e->cmdline ? e->cmdline->n : 0;
+	pr->labels = e->labels_read ? &e->labels : NULL;
 }
 
 /* The allocation-probe hits a profile of e ending at end counts: its
@@ -1303,7 +1314,8 @@ static void interval_done(struct host *h, double length_s)
 
 		if (!e->file || intervals__path(h->iv, e->file, paths[n], sizeof(paths[n])))
 			continue;
-		pieces[n] = (struct host_piece){ paths[n], e->pid, e->comm };
+		pieces[n] = (struct host_piece){ paths[n], e->pid, e->comm,
+						 e->labels_read ? &e->labels : NULL };
 		n++;
 	}
 	h->o.interval_done(h->o.sink_ctx, pieces, n,

@@ -21,6 +21,7 @@ struct host_piece {
 	const char *json; /* the file */
 	int pid;
 	const char *comm;
+	const struct proc_labels *labels; /* NULL: not known */
 };
 
 struct host_opts {
