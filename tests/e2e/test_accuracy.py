@@ -482,7 +482,9 @@ def test_handoff_threads_keep_their_cpu_time(python, tmp_path, accuracy):
     machine (each thread 1.5-1.9 s of CPU for the round trips below), the
     main thread's open() and json.dump() after its read took 4-8 ms and
     failed every interpreter.  Measured since, on that machine: -2.3 to
-    +1.5 ms in 39 runs (3.9, 3.12, 3.13t, 3.14, 3.15).  100 000 round trips give each thread 0.25-1.9 s
+    +1.5 ms in 39 runs (3.9, 3.12, 3.13t, 3.14, 3.15), and once +3.6 ms
+    on 3.15: the address space's teardown, which the profile puts on no
+    line (the bound above adds that time, as the profile reports it).  100 000 round trips give each thread 0.25-1.9 s
     of CPU, so that a profile that lost 10 % of a thread's time (as
     fixed-period samples did: 0.50-1.06x) fails."""
     prog = program("handoff.py")
@@ -492,11 +494,18 @@ def test_handoff_threads_keep_their_cpu_time(python, tmp_path, accuracy):
     threads = res.profile["scalene_bpf"]["threads"]
     by_tid = {t["tid"]: t for t in threads}
     tail, period = unseen_tail_s(res.profile), period_s(res.profile)
+    # The process's end after the clocks were read (os._exit: the kernel
+    # tears the address space down in the last thread to let go of it) has
+    # no Python frame to put it on: it is in the time the profile counts on
+    # no thread state or no readable stack, as the interpreter's start-up
+    # (which the clocks do count) is.
+    un = res.profile["scalene_bpf"]["unattributed"]
+    exit_s = un["threads_without_python_s"] + un["unreadable_stacks_s"]
     for who in ("main", "echo"):
         tid = info[f"{who}_tid"]
         assert tid in by_tid, f"{who} thread {tid} not listed: {threads}"
         got, want = by_tid[tid]["cpu_s"], info[f"{who}_thread_cpu_s"]
-        lo, hi = want - tail - period, want + 2 * period
+        lo, hi = want - tail - period, want + 2 * period + exit_s
         accuracy(f"hand-off: threads[{who}].cpu_s vs thread_time", want, round(got, 4),
                  f"{lo:.4f}..{hi:.4f}")
         assert lo <= got <= hi, (who, got, want, threads)
