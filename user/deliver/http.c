@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,14 +206,27 @@ static void wait_until(struct deliver *d, double at)
 static void *run(void *arg)
 {
 	struct deliver *d = arg;
-	CURL *c = make_handle(d);
 	double backoff = d->o.backoff_s;
 	char err[256];
+	sigset_t all;
+	CURL *c;
+
+	/* No signal for this thread: the program's (SIGINT, SIGTERM) go to a
+	 * thread that acts on them; and SIGPIPE, which a TLS write raises in
+	 * the writing thread when the backend closes the connection (libcurl's
+	 * own sends pass MSG_NOSIGNAL, TLS libraries' do not, and NOSIGNAL
+	 * keeps libcurl from ignoring it itself), stays pending here while the
+	 * write fails with EPIPE, instead of ending the program. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	c = make_handle(d);
 
 	pthread_mutex_lock(&d->lock);
-	if (!c)
+	if (!c) {
 		snprintf(d->st.last_error, sizeof(d->st.last_error),
 			 "libcurl could not make a handle");
+		pr_warn("sending to %s: %s; nothing will be sent\n", d->o.url, d->st.last_error);
+	}
 	for (;;) {
 		struct item *it;
 		enum outcome out;
