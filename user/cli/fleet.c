@@ -86,8 +86,7 @@ struct fleet *fleet__new(const struct options *o)
 	return f;
 }
 
-void fleet__interval(void *ctx, const struct host_piece *pieces, int n, double start_wall,
-		     double length_s)
+void fleet__interval(void *ctx, const struct host_piece *pieces, int n)
 {
 	struct fleet *f = ctx;
 	struct otlp_batch *b = otlp_batch_new();
@@ -95,8 +94,6 @@ void fleet__interval(void *ctx, const struct host_piece *pieces, int n, double s
 	size_t len = 0;
 	int i, err = b ? 0 : -ENOMEM;
 
-	(void)start_wall;
-	(void)length_s;
 	f->intervals++;
 	for (i = 0; !err && i < n; i++) {
 		struct json_object *doc = json_object_from_file(pieces[i].json);

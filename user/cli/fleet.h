@@ -15,8 +15,7 @@ struct fleet;
 /* NULL after a message saying why (libcurl missing, no memory). */
 struct fleet *fleet__new(const struct options *o);
 /* host_opts.interval_done and .sink_json, with the fleet as their ctx. */
-void fleet__interval(void *ctx, const struct host_piece *pieces, int n, double start_wall,
-		     double length_s);
+void fleet__interval(void *ctx, const struct host_piece *pieces, int n);
 struct json_object *fleet__json(void *ctx);
 /* The run is ending: the next fleet__json first waits (a bounded time) for
  * the requests still queued to be sent. */

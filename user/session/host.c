@@ -1295,7 +1295,7 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 
 /* --continuous: the interval's profiles to the sink (host_opts), while
  * their folder is there. */
-static void interval_done(struct host *h, double length_s)
+static void interval_done(struct host *h)
 {
 	struct host_piece *pieces;
 	char(*paths)[PATH_MAX];
@@ -1318,8 +1318,7 @@ static void interval_done(struct host *h, double length_s)
 						 e->labels_read ? &e->labels : NULL };
 		n++;
 	}
-	h->o.interval_done(h->o.sink_ctx, pieces, n,
-			   h->start_wall + (h->iv_start_mono - h->start_mono), length_s);
+	h->o.interval_done(h->o.sink_ctx, pieces, n);
 out:
 	free(pieces);
 	free(paths);
@@ -1347,7 +1346,7 @@ static int end_interval(struct host *h, bool next)
 				     h->start_wall + (h->iv_start_mono - h->start_mono),
 				     now - h->iv_start_mono, false, number);
 	free(list);
-	interval_done(h, now - h->iv_start_mono);
+	interval_done(h);
 	h->npieces = 0;
 	intervals__end(h->iv);
 	if (next) {

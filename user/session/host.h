@@ -54,12 +54,11 @@ struct host_opts {
 	 * as the user; -EINVAL when it has no stacks (NULL: none written). */
 	int (*export_pprof)(const char *json, const char *out, const struct user_creds *creds);
 	/* --continuous: called once an interval's profiles are all written,
-	 * with each (its file, the process's pid and command), the interval's
-	 * start (Unix time, s) and length (s); sink_json: the sink's state for
+	 * with each (its file, the process's pid, command and labels; each
+	 * profile states its own start and length); sink_json: the sink's state for
 	 * the run's index, as continuous.otlp (a new object; NULL: nothing).
 	 * Both get sink_ctx; NULL: none. */
-	void (*interval_done)(void *ctx, const struct host_piece *pieces, int n, double start_wall,
-			      double length_s);
+	void (*interval_done)(void *ctx, const struct host_piece *pieces, int n);
 	struct json_object *(*sink_json)(void *ctx);
 	void *sink_ctx;
 };

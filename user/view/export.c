@@ -1308,34 +1308,44 @@ out:
 	return err;
 }
 
+/* otlp_batch_add with the profile's model read already. */
+static int ob_add(struct otlp_batch *b, struct model *m, struct json_object *doc,
+		  const struct otlp_attr *extra, int nextra)
+{
+	struct ob_resource *r;
+	int err, i;
+
+	if (!m->cpu.n && !m->mem.n && !m->gpu.n)
+		return -EINVAL;
+	if ((err = OB_GROW(b, res)))
+		return err;
+	r = &b->res[b->nres];
+	r->attrs.first = b->nattr;
+	r->profiles.first = b->nprofile;
+	err = ob_doc_attrs(b, m, doc);
+	for (i = 0; !err && i < nextra; i++)
+		err = extra[i].key ? ob_attr(b, extra[i].key, extra[i].str, extra[i].num) : 0;
+	if (!err)
+		err = ob_profiles(b, m, vj_object(doc, "files"));
+	if (err)
+		return err;
+	r->attrs.n = b->nattr - r->attrs.first;
+	r->profiles.n = b->nprofile - r->profiles.first;
+	b->nres++;
+	return 0;
+}
+
 int otlp_batch_add(struct otlp_batch *b, struct json_object *doc, const struct otlp_attr *extra,
 		   int nextra)
 {
-	struct ob_resource *r;
 	struct model m;
-	int err, i;
+	int err;
 
 	if (!json_object_is_type(doc, json_type_object))
 		return -EINVAL;
 	err = model_read(&m, doc);
-	if (!err && !m.cpu.n && !m.mem.n && !m.gpu.n)
-		err = -EINVAL;
-	if (err || (err = OB_GROW(b, res)))
-		goto out;
-	r = &b->res[b->nres];
-	r->attrs.first = b->nattr;
-	r->profiles.first = b->nprofile;
-	err = ob_doc_attrs(b, &m, doc);
-	for (i = 0; !err && i < nextra; i++)
-		err = extra[i].key ? ob_attr(b, extra[i].key, extra[i].str, extra[i].num) : 0;
 	if (!err)
-		err = ob_profiles(b, &m, vj_object(doc, "files"));
-	if (err)
-		goto out;
-	r->attrs.n = b->nattr - r->attrs.first;
-	r->profiles.n = b->nprofile - r->profiles.first;
-	b->nres++;
-out:
+		err = ob_add(b, &m, doc, extra, nextra);
 	model_free(&m);
 	return err;
 }
@@ -1374,7 +1384,8 @@ static void ob_msgs_free(struct ob_msgs *o)
 
 #define OB_ALLOC(p, n) ((p) = calloc((size_t)(n) + 1, sizeof(*(p))))
 
-static int ob_msgs_make(struct ob_msgs *o, const struct otlp_batch *b)
+/* cpu, ns: the string indices of the period's type and unit. */
+static int ob_msgs_make(struct ob_msgs *o, struct otlp_batch *b, int32_t cpu, int32_t ns)
 {
 	size_t i;
 
@@ -1419,7 +1430,7 @@ static int ob_msgs_make(struct ob_msgs *o, const struct otlp_batch *b)
 		otlp__sample__init(&o->sample[i]);
 		o->sample[i].stack_index = b->sample[i].stack;
 		o->sample[i].n_values = 1;
-		o->sample[i].values = &((struct otlp_batch *)b)->sample[i].value;
+		o->sample[i].values = &b->sample[i].value;
 		o->sample_p[i] = &o->sample[i];
 	}
 	for (i = 0; i < b->nprofile; i++) {
@@ -1437,9 +1448,8 @@ static int ob_msgs_make(struct ob_msgs *o, const struct otlp_batch *b)
 		p->duration_nano = bp->duration;
 		if (bp->period) {
 			otlp__value_type__init(&o->type[2 * i + 1]);
-			o->type[2 * i + 1].type_strindex = ob_str((struct otlp_batch *)b, "cpu");
-			o->type[2 * i + 1].unit_strindex =
-				ob_str((struct otlp_batch *)b, "nanoseconds");
+			o->type[2 * i + 1].type_strindex = cpu;
+			o->type[2 * i + 1].unit_strindex = ns;
 			p->period_type = &o->type[2 * i + 1];
 			p->period = bp->period;
 		}
@@ -1502,11 +1512,13 @@ int otlp_batch_pack(struct otlp_batch *b, uint8_t **buf, size_t *len)
 	struct ob_msgs o;
 	int err;
 
-	memset(&o, 0, sizeof(o));
 	/* The period's strings go in first: the string table is taken after. */
-	if (ob_str(b, "cpu") < 0 || ob_str(b, "nanoseconds") < 0)
+	int32_t cpu = ob_str(b, "cpu"), ns = ob_str(b, "nanoseconds");
+
+	memset(&o, 0, sizeof(o));
+	if (cpu < 0 || ns < 0)
 		return -ENOMEM;
-	err = ob_msgs_make(&o, b);
+	err = ob_msgs_make(&o, b, cpu, ns);
 	if (!err) {
 		o.dict.string_table = (char **)b->str;
 		o.dict.n_string_table = b->nstr;
@@ -1521,12 +1533,12 @@ int otlp_batch_pack(struct otlp_batch *b, uint8_t **buf, size_t *len)
 	return err;
 }
 
-static int write_otlp(struct json_object *doc, FILE *f)
+static int write_otlp(struct model *m, struct json_object *doc, FILE *f)
 {
 	struct otlp_batch *b = otlp_batch_new();
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	int err = b ? otlp_batch_add(b, doc, NULL, 0) : -ENOMEM;
+	int err = b ? ob_add(b, m, doc, NULL, 0) : -ENOMEM;
 
 	if (!err)
 		err = otlp_batch_pack(b, &buf, &len);
@@ -1600,7 +1612,7 @@ int export_write(struct json_object *doc, enum export_format fmt, const char *na
 	else if (fmt == EXPORT_SPEEDSCOPE)
 		ret = write_speedscope(&m, name, f);
 	else if (fmt == EXPORT_OTLP)
-		ret = write_otlp(doc, f);
+		ret = write_otlp(&m, doc, f);
 	else
 		ret = write_pprof(&m, doc, f);
 	if (!ret)
