@@ -5,8 +5,8 @@ n_sys_percent) and in total (scalene_bpf.gil_wait_s)."""
 
 import json
 
-from e2e_helpers import (clean_env, find_interpreter, line_time, markers, profile_run,
-                         program)
+from e2e_helpers import (clean_env, find_interpreter, hot_lines, line_time, markers,
+                         profile_run, program)
 from test_view_cli import row_of, view
 from test_view_html import file_block, js_fixed, page_of, render_ok
 
@@ -49,9 +49,17 @@ def check_gil_contend(python, tmp_path, accuracy, env=None):
     period_s = facts["sampling_period_ns"] / 1e9
     interps = facts["interpreters"]
     loop = line_time(res.profile, prog, m["loop"])
+    # Where the time went, and the counts that would say what was lost on
+    # the way (a line whose whole block is missing).
+    bpf = facts.get("bpf", {})
+    lost = {k: bpf.get(k) for k in ("offcpu_records", "offcpu_work_failed", "walk_scratch_busy",
+                                    "walk_read_failed", "no_python_thread_state",
+                                    "lost_ringbuf_full", "offcpu_hook")}
     ctx = (f"spent {spent}; loop line: sys {loop.system:.1f} %, blocked "
            f"{blocked_s(loop):.3f} s, GIL {gil_s(loop):.3f} s; facts "
-           f"gil_wait_s {facts['gil_wait_s']:.3f}\n" + res.describe())
+           f"gil_wait_s {facts['gil_wait_s']:.3f}, uncounted_blocked_s "
+           f"{facts.get('uncounted_blocked_s')}, unattributed {facts.get('unattributed')}, "
+           f"bpf {lost}\nlines: {hot_lines(res.profile, 12)}\n" + res.describe())
     if interps and interps[0].get("free_threaded") and not interps[0].get("gil_enabled"):
         check_no_gil(res, loop, interps, period_s, ctx)
         return res
