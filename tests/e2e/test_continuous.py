@@ -8,6 +8,7 @@ on 127.0.0.1 that decodes them with the OpenTelemetry project's own classes.
 The programs run under a name of their own (a link to the interpreter), so
 that --comm picks them out of whatever else runs on the machine."""
 
+import collections
 import http.server
 import json
 import shutil
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 
 from e2e_helpers import (check_compat, clean_env, default_interpreter, invoke,
                          named_interpreter, period_s, program, unseen_tail_s)
@@ -311,6 +313,90 @@ def test_otlp_each_interval_arrives(tmp_path, pprof_message):  # noqa: F811
             got[pid] = per_type
         assert got == interval
     assert set(pids) <= seen, (pids, seen)
+
+
+def test_pyroscope_each_profile_arrives(tmp_path, pprof_message):  # noqa: F811
+    """--pyroscope: each process's profile of each interval arrives at
+    /ingest as Pyroscope's API has it (format=pprof, the interval's from and
+    until in Unix seconds, the sampling rate, the name as app{labels} with
+    the script's name as the application and the host, pid, command and
+    Python version as labels), with the header given; its body is the
+    gzipped pprof of that interval's file, stack for stack; the index counts
+    every request sent and none dropped.  --pyroscope-app names them all."""
+    for app in (None, "checkout-svc"):
+        recv = _Receiver()
+        run_dir = tmp_path / (app or "default")
+        run_dir.mkdir()
+        try:
+            python = default_interpreter()
+            link = named_interpreter(python, run_dir, "sbpf-pyro")
+            out_dir, pids, _ = _run(
+                run_dir, [link, BUSY, "2.0"], [link, BUSY, "0.3"],
+                ["--interval", "1", "--comm", "sbpf-pyro", "--pyroscope", recv.url + "/",
+                 "--header", "X-Scope-OrgID: tenant-2"]
+                + (["--pyroscope-app", app] if app else []))
+        finally:
+            recv.stop()
+        index = json.loads((out_dir / "index.json").read_text())
+        pyro = index["continuous"]["pyroscope"]
+        assert "otlp" not in index["continuous"], index["continuous"]
+        assert pyro["endpoint"] == recv.url + "/ingest", pyro
+        assert pyro["requests"] == pyro["sent"] == len(recv.requests) >= 3, pyro
+        assert pyro["failed_attempts"] == 0 and pyro["last_error"] is None, pyro
+        assert pyro["profiles_not_built"] == 0, pyro
+        assert not any(v for k, v in pyro.items() if k.startswith("dropped_")), pyro
+        python_of = {e["pid"]: e["python"] for e in index["processes"]}
+        # What each interval's pprof files hold, per process, in order.
+        want = collections.defaultdict(list)
+        spans = {}
+        for d in _folders(out_dir):
+            iv = json.loads((d / "index.json").read_text())
+            for e in iv["processes"]:
+                pb = d / (e["profile"] or "none").replace(".json", ".pb.gz")
+                if e["profile"] and pb.exists():
+                    pp, stacks, strings, _ = read_pprof(pb.read_bytes(), pprof_message)
+                    types = [strings[v.type] for v in pp.sample_type]
+                    want[e["pid"]].append({t: {k: v[i] for k, v in stacks.items() if v[i]}
+                                           for i, t in enumerate(types)})
+                    prof = json.loads((d / e["profile"]).read_text())
+                    spans.setdefault(e["pid"], []).append(
+                        (prof["start_time_absolute"], prof["elapsed_time_sec"]))
+        got = collections.defaultdict(list)
+        got_spans = collections.defaultdict(list)
+        for path, hdrs, body in recv.requests:
+            url = urllib.parse.urlsplit(path)
+            assert url.path == "/ingest", path
+            q = urllib.parse.parse_qs(url.query, strict_parsing=True)
+            assert {k: len(v) for k, v in q.items()} == dict.fromkeys(
+                ("name", "from", "until", "format", "sampleRate", "spyName"), 1), q
+            assert q["format"] == ["pprof"] and q["spyName"] == ["scalene-bpf"], q
+            assert q["sampleRate"] == [str(round(index["sampling_rate_hz"]))], q
+            assert hdrs["Content-Type"] == "application/octet-stream", hdrs
+            assert hdrs["X-Scope-OrgID"] == "tenant-2", hdrs
+            name = q["name"][0]
+            assert name.endswith("}") and "{" in name, name
+            app_name, labels = name[:-1].split("{", 1)
+            labels = dict(kv.split("=", 1) for kv in labels.split(","))
+            assert app_name == (app or "busy"), name
+            pid = int(labels["pid"])
+            assert labels["host"] == socket.gethostname(), labels
+            assert labels["executable"] == "sbpf-pyro", labels
+            assert labels["python_version"] == python_of[pid], (labels, python_of)
+            pp, stacks, strings, _ = read_pprof(body, pprof_message)
+            types = [strings[v.type] for v in pp.sample_type]
+            # CPU only (no --memory): the kind Pyroscope names process_cpu,
+            # from the "samples" type it maps to cpu.
+            assert types[0] == "samples" and "alloc_space" not in types, types
+            got[pid].append({t: {k: v[i] for k, v in stacks.items() if v[i]}
+                             for i, t in enumerate(types)})
+            got_spans[pid].append((int(q["from"][0]), int(q["until"][0])))
+        assert set(pids) <= set(got), (pids, list(got))
+        assert dict(got) == dict(want)
+        for pid, ss in spans.items():
+            for (start, length), (frm, until) in zip(ss, got_spans[pid]):
+                assert frm <= start and start + length <= until <= frm + length + 2, \
+                    (start, length, frm, until)
+        shutil.rmtree(run_dir)
 
 
 def test_otlp_backend_down(tmp_path):

@@ -184,6 +184,56 @@ static void test_pprof(void)
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* A pprof of some kinds only (a backend that names a profile after its
+ * kind): CPU has the CPU types and stacks and the period; memory has
+ * alloc_space and its stacks, no period; a kind the profile lacks is
+ * ENODATA. */
+static void test_pprof_kinds(void)
+{
+	struct json_object *doc = json_tokener_parse(doc_basic), *facts = json_object_new_object();
+	Perftools__Profiles__Profile *p;
+	uint8_t *buf;
+	size_t len;
+
+	json_object_object_add(facts, "sampling_period_ns", json_object_new_int64(1000000));
+	json_object_object_add(doc, "scalene_bpf", facts);
+	CHECK_EQ_INT(export_pprof_kinds(doc, EXPORT_KIND_CPU, &buf, &len), 0);
+	free(out);
+	out = (char *)buf;
+	outlen = len;
+	p = unpack();
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->n_sample_type, 1);
+		CHECK_EQ_STR(str(p, p->sample_type[0]->type), "samples");
+		CHECK_EQ_STR(str(p, p->default_sample_type), "samples");
+		CHECK_EQ_INT(p->n_sample, 3);
+		CHECK_EQ_INT(p->period, 1000000);
+		CHECK(p->period_type != NULL);
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	CHECK_EQ_INT(export_pprof_kinds(doc, EXPORT_KIND_MEMORY, &buf, &len), 0);
+	free(out);
+	out = (char *)buf;
+	outlen = len;
+	p = unpack();
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->n_sample_type, 1);
+		CHECK_EQ_STR(str(p, p->sample_type[0]->type), "alloc_space");
+		CHECK_EQ_INT(p->default_sample_type, 0);
+		CHECK(p->period_type == NULL && p->period == 0);
+		CHECK_EQ_INT(p->n_sample, 1);
+		if (p->n_sample == 1)
+			CHECK_EQ_INT(p->sample[0]->value[0], 5 * 1024 * 1024 / 2);
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
+	buf = (uint8_t *)"x";
+	CHECK_EQ_INT(export_pprof_kinds(doc, EXPORT_KIND_GPU, &buf, &len), -ENODATA);
+	CHECK(buf == NULL && len == 0);
+	json_object_put(doc);
+}
+
 /* GPU stacks (scalene_bpf.gpu_stacks, seconds): a pprof sample type of
  * their own and a speedscope profile; not in folded, which says so. */
 /* clang-format off */
@@ -404,6 +454,7 @@ int main(void)
 	RUN_TEST(test_speedscope);
 	RUN_TEST(test_pprof);
 	RUN_TEST(test_pprof_time);
+	RUN_TEST(test_pprof_kinds);
 	RUN_TEST(test_pprof_period_stated);
 	RUN_TEST(test_gpu_stacks);
 	RUN_TEST(test_no_time_when_stacks_differ);

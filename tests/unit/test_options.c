@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "cli/fleet.h"
 #include "cli/options.h"
 
 #define MAX_ARGS 32
@@ -796,6 +797,61 @@ static void test_otlp(void)
 	CHECK_MSG("No such file");
 }
 
+/* --pyroscope and --pyroscope-app, and the application name a process
+ * gets without it. */
+static void test_pyroscope(void)
+{
+	static const struct {
+		const char *argv[6];
+		int argc;
+		const char *comm, *want;
+	} apps[] = {
+		{ { "/usr/bin/python3", "/srv/app/server.py", "--port", "80" },
+		  4,
+		  "python3",
+		  "server" },
+		{ { "python3", "-u", "-X", "dev", "worker.py" }, 5, "python3", "worker" },
+		{ { "python3", "-m", "celery", "worker" }, 4, "python3", "celery" },
+		{ { "python3", "-c", "print(1)" }, 3, "python3", "python3" },
+		{ { "/usr/bin/python3", "/usr/local/bin/gunicorn", "app:app" },
+		  3,
+		  "gunicorn",
+		  "gunicorn" },
+		{ { "python3", "/srv/tool/__main__.py" }, 2, "python3", "tool" },
+		{ { "python3", "my app (v2).py" }, 2, "python3", "my_app__v2_" },
+		{ { "python3" }, 1, "python3", "python3" },
+		{ { NULL }, 0, "sbpf svc", "sbpf_svc" },
+		{ { NULL }, 0, "", "python" },
+	};
+	struct options o;
+	char out[64];
+	size_t i;
+
+	CHECK_EQ_INT(parse(&o, "--all", "--continuous", "--pyroscope", "https://pyro.example:4040",
+			   "--pyroscope-app", "checkout.svc-1", "--header", "X-Scope-OrgID: t",
+			   NULL),
+		     0);
+	CHECK_EQ_STR(o.pyroscope_url, "https://pyro.example:4040");
+	CHECK_EQ_STR(o.pyroscope_app, "checkout.svc-1");
+	CHECK(o.nheaders == 1 && !o.otlp_endpoint);
+	CHECK_EQ_INT(parse(&o, "--all", "--continuous", "--pyroscope", "http://p:4040",
+			   "--otlp-endpoint", "http://c:4318", NULL),
+		     0);
+	CHECK_REJECTED(parse(&o, "--all", "--pyroscope", "http://p:4040", NULL));
+	CHECK_MSG("are for --all --continuous");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--pyroscope", "p:4040", NULL));
+	CHECK_MSG("--pyroscope p:4040: an http:// or https:// URL");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--pyroscope-app", "x", NULL));
+	CHECK_MSG("--pyroscope-app is for --pyroscope");
+	CHECK_REJECTED(parse(&o, "--all", "--continuous", "--pyroscope", "http://p",
+			     "--pyroscope-app", "a{b=c}", NULL));
+	CHECK_MSG("letters, digits");
+	for (i = 0; i < sizeof(apps) / sizeof(apps[0]); i++) {
+		pyroscope_app(apps[i].argv, apps[i].argc, apps[i].comm, out, sizeof(out));
+		CHECK_EQ_STR(out, apps[i].want);
+	}
+}
+
 /* top wraps run (with or without the word), --pid and --all. */
 static void test_top(void)
 {
@@ -862,6 +918,7 @@ int main(void)
 	RUN_TEST(test_all);
 	RUN_TEST(test_continuous);
 	RUN_TEST(test_otlp);
+	RUN_TEST(test_pyroscope);
 	RUN_TEST(test_top);
 	unlink(cfg_path);
 	free(msg);

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The OTLP sink of a continuous run (fleet.h).  Each interval's profiles are
- * read back from their files, become one ExportProfilesServiceRequest (a
- * resource per process, with the host's name, the process's command and
- * where it runs (container, Kubernetes pod) beside what the profile says
- * of itself) and go to the delivery's queue:
- * the sampling loop never waits for the network.
+ * The backends of a continuous run (fleet.h).  Each interval's profiles are
+ * read back from their files and go to each backend's delivery queue: the
+ * sampling loop never waits for the network.
+ * - OTLP: one ExportProfilesServiceRequest an interval, a resource per
+ *   process, with the host's name, the process's command and where it runs
+ *   (container, Kubernetes pod) beside what the profile says of itself.
+ * - Pyroscope: its ingest API, a request per process and per kind of value
+ *   (CPU, memory, GPU: Pyroscope names a profile after its kind, from its
+ *   sample types' names), the pprof export as the body, the application
+ *   name and the labels in the query.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -22,16 +27,28 @@
 
 /* The path of the profiles signal under an endpoint given without one. */
 #define OTLP_PROFILES_PATH "/v1development/profiles"
+/* Pyroscope's ingest path under its server's URL. */
+#define PYROSCOPE_INGEST_PATH "/ingest"
 /* How long the end of a run waits for what is queued to be sent. */
 #define FINISH_WAIT_S 10.0
+/* A Pyroscope request's URL: the server's and the query (the name with its
+ * labels, escaped, is the most of it). */
+#define PYRO_URL_MAX 8192
 
-struct fleet {
+struct sink {
+	const char *what; /* "OTLP", "Pyroscope": for messages */
 	struct deliver *d;
 	char url[2048];
-	char host[65];
 	uint64_t intervals, empty_intervals, build_failed;
-	bool ending, finished;
+	bool finished;
 	struct deliver_stats final;
+};
+
+struct fleet {
+	struct sink otlp, pyro;
+	const char *pyro_app; /* NULL: each process's own (pyroscope_app) */
+	char host[65];
+	bool ending;
 };
 
 /* The endpoint as given when it has a path, else with the signal's path
@@ -51,11 +68,25 @@ static int signal_url(const char *endpoint, char *buf, size_t n)
 	return len > 0 && (size_t)len < n ? 0 : -ENAMETOOLONG;
 }
 
-struct fleet *fleet__new(const struct options *o)
+/* Pyroscope's ingest URL under the server's (which may have a path of its
+ * own, behind a proxy). */
+static int ingest_url(const char *server, char *buf, size_t n)
 {
-	struct fleet *f = calloc(1, sizeof(*f));
+	size_t len = strlen(server);
+	int w;
+
+	while (len && server[len - 1] == '/')
+		len--;
+	w = snprintf(buf, n, "%.*s%s", (int)len, server, PYROSCOPE_INGEST_PATH);
+	return w > 0 && (size_t)w < n ? 0 : -ENAMETOOLONG;
+}
+
+static int sink_start(struct sink *s, const char *what, const char *content_type,
+		      const struct options *o)
+{
 	struct deliver_opts d = {
-		.content_type = "application/x-protobuf",
+		.url = s->url,
+		.content_type = content_type,
 		.headers = o->headers,
 		.nheaders = o->nheaders,
 		.max_queue_bytes = (size_t)((o->queue_mb ? o->queue_mb : DEFAULT_QUEUE_MB) * 1e6),
@@ -64,39 +95,63 @@ struct fleet *fleet__new(const struct options *o)
 		.backoff_s = 1,
 		.max_backoff_s = 30,
 	};
+
+	s->what = what;
+	s->d = deliver__new(&d);
+	if (!s->d)
+		return -ENOENT;
+	pr_info("sending each interval's profiles to %s (%s)\n", s->url, what);
+	return 0;
+}
+
+struct fleet *fleet__new(const struct options *o)
+{
+	struct fleet *f = calloc(1, sizeof(*f));
 	struct utsname u;
 
 	if (!f) {
 		pr_warn("out of memory\n");
 		return NULL;
 	}
-	if (signal_url(o->otlp_endpoint, f->url, sizeof(f->url))) {
-		pr_warn("--otlp-endpoint: the URL is too long\n");
-		free(f);
-		return NULL;
-	}
 	snprintf(f->host, sizeof(f->host), "%s", uname(&u) ? "" : u.nodename);
-	d.url = f->url;
-	f->d = deliver__new(&d);
-	if (!f->d) {
-		free(f);
-		return NULL;
+	f->pyro_app = o->pyroscope_app;
+	if (o->otlp_endpoint) {
+		if (signal_url(o->otlp_endpoint, f->otlp.url, sizeof(f->otlp.url))) {
+			pr_warn("--otlp-endpoint: the URL is too long\n");
+			goto fail;
+		}
+		if (sink_start(&f->otlp, "OTLP", "application/x-protobuf", o))
+			goto fail;
 	}
-	pr_info("sending each interval's profiles to %s (OTLP)\n", f->url);
+	if (o->pyroscope_url) {
+		if (ingest_url(o->pyroscope_url, f->pyro.url, sizeof(f->pyro.url))) {
+			pr_warn("--pyroscope: the URL is too long\n");
+			goto fail;
+		}
+		/* The pprof export, gzipped: Pyroscope reads a body that is not
+		 * a multipart form as the profile itself. */
+		if (sink_start(&f->pyro, "Pyroscope", "application/octet-stream", o))
+			goto fail;
+	}
 	return f;
+fail:
+	fleet__free(f);
+	return NULL;
 }
 
-void fleet__interval(void *ctx, const struct host_piece *pieces, int n)
+/* --- OTLP --- */
+
+static void otlp_interval(struct fleet *f, const struct host_piece *pieces,
+			  struct json_object *const *docs, int n)
 {
-	struct fleet *f = ctx;
+	struct sink *s = &f->otlp;
 	struct otlp_batch *b = otlp_batch_new();
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int i, err = b ? 0 : -ENOMEM;
 
-	f->intervals++;
+	s->intervals++;
 	for (i = 0; !err && i < n; i++) {
-		struct json_object *doc = json_object_from_file(pieces[i].json);
 		const struct proc_labels *l = pieces[i].labels;
 		struct otlp_attr extra[] = {
 			{ "host.name", f->host, 0 },
@@ -108,34 +163,274 @@ void fleet__interval(void *ctx, const struct host_piece *pieces, int n)
 		};
 		int k;
 
-		if (!doc) {
-			pr_warn("cannot read back %s to send it\n", pieces[i].json);
+		if (!docs[i])
 			continue;
-		}
 		/* An attribute without a value is left out. */
 		for (k = 0; k < (int)(sizeof(extra) / sizeof(extra[0])); k++)
 			if (!extra[k].str || !extra[k].str[0])
 				extra[k].key = NULL;
-		err = otlp_batch_add(b, doc, extra, (int)(sizeof(extra) / sizeof(extra[0])));
+		err = otlp_batch_add(b, docs[i], extra, (int)(sizeof(extra) / sizeof(extra[0])));
 		if (err == -EINVAL) /* no stacks: await time only */
 			err = 0;
-		json_object_put(doc);
 	}
 	if (!err && !otlp_batch_resources(b)) {
-		f->empty_intervals++;
+		s->empty_intervals++;
 		goto out;
 	}
 	if (!err)
 		err = otlp_batch_pack(b, &buf, &len);
 	if (err) {
-		f->build_failed++;
-		pr_warn("interval %llu is not sent: %s\n", (unsigned long long)f->intervals,
+		s->build_failed++;
+		pr_warn("OTLP: interval %llu is not sent: %s\n", (unsigned long long)s->intervals,
 			strerror(-err));
 		goto out;
 	}
-	deliver__post(f->d, buf, len);
+	deliver__post(s->d, buf, len);
 out:
 	otlp_batch_free(b);
+}
+
+/* --- Pyroscope --- */
+
+/* An application name as Pyroscope takes it: letters, digits, '_', '-' and
+ * '.', anything else made '_'. */
+static void app_chars(char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			*s = '_';
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The interpreter's options that take the next argument as their value. */
+static bool takes_value(const char *opt)
+{
+	return !strcmp(opt, "-X") || !strcmp(opt, "-W") || !strcmp(opt, "-Q") ||
+	       !strcmp(opt, "--check-hash-based-pycs");
+}
+
+/*
+ * The application a process runs, named from its command line: the
+ * module of `python -m MODULE`, the script's name without .py (its
+ * folder's for a __main__.py; a console script such as gunicorn is a
+ * script), the process's command for `python -c` or when nothing is named.
+ */
+void pyroscope_app(const char *const *argv, int argc, const char *comm, char *out, size_t n)
+{
+	const char *name = NULL;
+	size_t len;
+	int i;
+
+	for (i = 1; i < argc && !name; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-m") && i + 1 < argc)
+			name = argv[i + 1];
+		else if (!strcmp(a, "-c") || !strcmp(a, "-"))
+			break;
+		else if (takes_value(a))
+			i++;
+		else if (a[0] != '-')
+			name = a;
+	}
+	if (!name || !name[0]) {
+		snprintf(out, n, "%s", comm && comm[0] ? comm : "python");
+		app_chars(out);
+		return;
+	}
+	if (!strcmp(base_name(name), "__main__.py")) {
+		const char *end = name + strlen(name) - strlen("__main__.py");
+		const char *start = end;
+
+		/* The folder's name: what `python DIR` ran. */
+		while (end > name && end[-1] == '/')
+			end--;
+		start = end;
+		while (start > name && start[-1] != '/')
+			start--;
+		snprintf(out, n, "%.*s", (int)(end - start), start);
+	} else {
+		snprintf(out, n, "%s", base_name(name));
+		len = strlen(out);
+		if (len > 3 && !strcmp(out + len - 3, ".py"))
+			out[len - 3] = '\0';
+	}
+	if (!out[0])
+		snprintf(out, n, "%s", comm && comm[0] ? comm : "python");
+	app_chars(out);
+}
+
+/* Appends "key=value" to the name's label set, the value without the
+ * characters that end one there (',', '}') or start one ('{', '='). */
+static void add_label(char *buf, size_t n, bool *first, const char *key, const char *value)
+{
+	size_t len = strlen(buf);
+	char *p;
+
+	if (!value || !value[0] || len + strlen(key) + 3 >= n)
+		return;
+	snprintf(buf + len, n - len, "%s%s=%s", *first ? "" : ",", key, value);
+	for (p = buf + len + (*first ? 0 : 1) + strlen(key) + 1; *p; p++)
+		if (*p == ',' || *p == '}' || *p == '{' || *p == '=' || (unsigned char)*p < 0x20)
+			*p = '_';
+	*first = false;
+}
+
+/* Percent-encodes s (all but RFC 3986's unreserved characters) onto buf. */
+static int url_escape(const char *s, char *buf, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t k = strlen(buf);
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (k + 4 >= n)
+			return -ENAMETOOLONG;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~') {
+			buf[k++] = (char)c;
+		} else {
+			buf[k++] = '%';
+			buf[k++] = hex[c >> 4];
+			buf[k++] = hex[c & 15];
+		}
+	}
+	buf[k] = '\0';
+	return 0;
+}
+
+static double doc_num(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
+}
+
+/* The requests of one process's profile: one per kind of value it has. */
+static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json_object *doc,
+		       bool *any)
+{
+	static const unsigned kinds[] = { EXPORT_KIND_CPU, EXPORT_KIND_MEMORY, EXPORT_KIND_GPU };
+	struct sink *s = &f->pyro;
+	const struct proc_labels *l = pc->labels;
+	struct json_object *facts = NULL, *v;
+	char app[128], name[2048], pid[16], *url = NULL;
+	double start = doc_num(doc, "start_time_absolute");
+	double elapsed = doc_num(doc, "elapsed_time_sec"), rate;
+	const char *python = NULL;
+	bool first = true;
+	size_t k;
+	int err = 0;
+
+	if (json_object_object_get_ex(doc, "scalene_bpf", &facts)) {
+		struct json_object *interps;
+
+		if (json_object_object_get_ex(facts, "interpreters", &interps) &&
+		    json_object_array_length(interps) > 0 &&
+		    json_object_object_get_ex(json_object_array_get_idx(interps, 0), "version", &v))
+			python = json_object_get_string(v);
+	}
+	rate = doc_num(facts, "sampling_rate_hz");
+	if (f->pyro_app)
+		snprintf(app, sizeof(app), "%s", f->pyro_app);
+	else
+		pyroscope_app(pc->argv, pc->argc, pc->comm, app, sizeof(app));
+	snprintf(pid, sizeof(pid), "%d", pc->pid);
+	snprintf(name, sizeof(name), "%s{", app);
+	add_label(name, sizeof(name), &first, "host", f->host);
+	add_label(name, sizeof(name), &first, "pid", pid);
+	add_label(name, sizeof(name), &first, "executable", pc->comm);
+	add_label(name, sizeof(name), &first, "python_version", python);
+	add_label(name, sizeof(name), &first, "container_id", l ? l->container_id : NULL);
+	add_label(name, sizeof(name), &first, "k8s_pod_uid", l ? l->pod_uid : NULL);
+	add_label(name, sizeof(name), &first, "k8s_namespace", l ? l->k8s_namespace : NULL);
+	add_label(name, sizeof(name), &first, "k8s_pod_name", l ? l->k8s_pod_name : NULL);
+	snprintf(name + strlen(name), sizeof(name) - strlen(name), "}");
+
+	url = malloc(PYRO_URL_MAX);
+	if (!url) {
+		s->build_failed++;
+		return;
+	}
+	snprintf(url, PYRO_URL_MAX, "%s?name=", s->url);
+	err = url_escape(name, url, PYRO_URL_MAX);
+	if (!err) {
+		size_t len = strlen(url);
+		int w = snprintf(url + len, PYRO_URL_MAX - len,
+				 "&from=%lld&until=%lld&format=pprof&sampleRate=%ld"
+				 "&spyName=scalene-bpf",
+				 (long long)floor(start), (long long)ceil(start + elapsed),
+				 lround(rate > 0 ? rate : 100));
+
+		if (w < 0 || (size_t)w >= PYRO_URL_MAX - len)
+			err = -ENAMETOOLONG;
+	}
+	for (k = 0; !err && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		uint8_t *buf = NULL;
+		size_t len = 0;
+		int r = export_pprof_kinds(doc, kinds[k], &buf, &len);
+
+		if (r == -ENODATA)
+			continue;
+		if (r) {
+			err = r;
+			break;
+		}
+		deliver__post_to(s->d, url, buf, len);
+		*any = true;
+	}
+	if (err) {
+		s->build_failed++;
+		pr_warn("Pyroscope: the profile of process %d for interval %llu is not sent: %s\n",
+			pc->pid, (unsigned long long)s->intervals, strerror(-err));
+	}
+	free(url);
+}
+
+static void pyro_interval(struct fleet *f, const struct host_piece *pieces,
+			  struct json_object *const *docs, int n)
+{
+	bool any = false;
+	int i;
+
+	f->pyro.intervals++;
+	for (i = 0; i < n; i++)
+		if (docs[i])
+			pyro_piece(f, &pieces[i], docs[i], &any);
+	if (!any)
+		f->pyro.empty_intervals++;
+}
+
+void fleet__interval(void *ctx, const struct host_piece *pieces, int n)
+{
+	struct fleet *f = ctx;
+	struct json_object **docs = calloc(n ? n : 1, sizeof(*docs));
+	int i;
+
+	if (!docs) {
+		pr_warn("out of memory: this interval is not sent\n");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		docs[i] = json_object_from_file(pieces[i].json);
+		if (!docs[i])
+			pr_warn("cannot read back %s to send it\n", pieces[i].json);
+	}
+	if (f->otlp.d)
+		otlp_interval(f, pieces, docs, n);
+	if (f->pyro.d)
+		pyro_interval(f, pieces, docs, n);
+	for (i = 0; i < n; i++)
+		json_object_put(docs[i]);
+	free(docs);
 }
 
 void fleet__ending(struct fleet *f)
@@ -148,64 +443,88 @@ static void add_u64(struct json_object *o, const char *key, uint64_t v)
 	json_object_object_add(o, key, json_object_new_int64((int64_t)v));
 }
 
+/* A sink's state: what was made, sent and dropped. */
+static struct json_object *sink_json(struct fleet *f, struct sink *s, const char *requests_key)
+{
+	struct deliver_stats st;
+	struct json_object *o;
+
+	if (f->ending && !s->finished) {
+		deliver__finish(s->d, FINISH_WAIT_S, &s->final);
+		s->d = NULL;
+		s->finished = true;
+	}
+	if (s->finished)
+		st = s->final;
+	else
+		deliver__stats(s->d, &st);
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "endpoint", json_object_new_string(s->url));
+	add_u64(o, "intervals", s->intervals);
+	add_u64(o, "intervals_without_stacks", s->empty_intervals);
+	add_u64(o, requests_key, s->build_failed);
+	add_u64(o, "requests", st.posted);
+	add_u64(o, "sent", st.sent);
+	add_u64(o, "bytes_sent", st.bytes_sent);
+	add_u64(o, "failed_attempts", st.attempts_failed);
+	add_u64(o, "dropped_queue_full", st.dropped_queue_full);
+	add_u64(o, "dropped_after_retries", st.dropped_gave_up);
+	add_u64(o, "dropped_rejected", st.dropped_rejected);
+	add_u64(o, "dropped_at_exit", st.dropped_at_exit);
+	add_u64(o, "queued", st.queued);
+	json_object_object_add(o, "last_error",
+			       st.last_error[0] ? json_object_new_string(st.last_error) : NULL);
+	return o;
+}
+
 struct json_object *fleet__json(void *ctx)
 {
 	struct fleet *f = ctx;
-	struct deliver_stats s;
 	struct json_object *o = json_object_new_object();
 
-	if (f->ending && !f->finished) {
-		deliver__finish(f->d, FINISH_WAIT_S, &f->final);
-		f->d = NULL;
-		f->finished = true;
-	}
-	if (f->finished)
-		s = f->final;
-	else
-		deliver__stats(f->d, &s);
 	if (!o)
 		return NULL;
-	json_object_object_add(o, "endpoint", json_object_new_string(f->url));
-	add_u64(o, "intervals", f->intervals);
-	add_u64(o, "intervals_without_stacks", f->empty_intervals);
-	add_u64(o, "requests_not_built", f->build_failed);
-	add_u64(o, "requests", s.posted);
-	add_u64(o, "sent", s.sent);
-	add_u64(o, "bytes_sent", s.bytes_sent);
-	add_u64(o, "failed_attempts", s.attempts_failed);
-	add_u64(o, "dropped_queue_full", s.dropped_queue_full);
-	add_u64(o, "dropped_after_retries", s.dropped_gave_up);
-	add_u64(o, "dropped_rejected", s.dropped_rejected);
-	add_u64(o, "dropped_at_exit", s.dropped_at_exit);
-	add_u64(o, "queued", s.queued);
-	json_object_object_add(o, "last_error",
-			       s.last_error[0] ? json_object_new_string(s.last_error) : NULL);
+	if (f->otlp.d || f->otlp.finished)
+		json_object_object_add(o, "otlp", sink_json(f, &f->otlp, "requests_not_built"));
+	if (f->pyro.d || f->pyro.finished)
+		json_object_object_add(o, "pyroscope",
+				       sink_json(f, &f->pyro, "profiles_not_built"));
 	return o;
+}
+
+static void sink_free(struct sink *s)
+{
+	struct deliver_stats *st = &s->final;
+	uint64_t dropped;
+
+	if (!s->d && !s->finished)
+		return;
+	if (!s->finished)
+		deliver__finish(s->d, FINISH_WAIT_S, st);
+	dropped = st->dropped_queue_full + st->dropped_gave_up + st->dropped_rejected +
+		  st->dropped_at_exit;
+	if (dropped || s->build_failed)
+		pr_warn("%s: %llu of %llu requests sent to %s; %llu dropped (queue full %llu, "
+			"after retries %llu, rejected %llu, at exit %llu)%s%s\n",
+			s->what, (unsigned long long)st->sent, (unsigned long long)st->posted,
+			s->url, (unsigned long long)dropped,
+			(unsigned long long)st->dropped_queue_full,
+			(unsigned long long)st->dropped_gave_up,
+			(unsigned long long)st->dropped_rejected,
+			(unsigned long long)st->dropped_at_exit,
+			st->last_error[0] ? "; last error: " : "", st->last_error);
+	else
+		pr_info("%s: %llu of %llu requests sent to %s\n", s->what,
+			(unsigned long long)st->sent, (unsigned long long)st->posted, s->url);
 }
 
 void fleet__free(struct fleet *f)
 {
-	struct deliver_stats *s;
-	uint64_t dropped;
-
 	if (!f)
 		return;
-	s = &f->final;
-	if (!f->finished)
-		deliver__finish(f->d, FINISH_WAIT_S, s);
-	dropped = s->dropped_queue_full + s->dropped_gave_up + s->dropped_rejected +
-		  s->dropped_at_exit;
-	if (dropped || f->build_failed)
-		pr_warn("OTLP: %llu of %llu requests sent to %s; %llu dropped (queue full %llu, "
-			"after retries %llu, rejected %llu, at exit %llu)%s%s\n",
-			(unsigned long long)s->sent, (unsigned long long)s->posted, f->url,
-			(unsigned long long)dropped, (unsigned long long)s->dropped_queue_full,
-			(unsigned long long)s->dropped_gave_up,
-			(unsigned long long)s->dropped_rejected,
-			(unsigned long long)s->dropped_at_exit,
-			s->last_error[0] ? "; last error: " : "", s->last_error);
-	else
-		pr_info("OTLP: %llu of %llu requests sent to %s\n", (unsigned long long)s->sent,
-			(unsigned long long)s->posted, f->url);
+	sink_free(&f->otlp);
+	sink_free(&f->pyro);
 	free(f);
 }

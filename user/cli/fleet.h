@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * --all --continuous --otlp-endpoint: each interval's profiles, as one
- * OpenTelemetry profiles request (view.h's otlp_batch), handed to the
+ * --all --continuous --otlp-endpoint / --pyroscope: each interval's profiles,
+ * as one OpenTelemetry profiles request (view.h's otlp_batch) and as
+ * Pyroscope ingest requests (a pprof each), handed to each backend's
  * delivery (deliver/http.h), and what became of them in the run's index.
  */
 #ifndef CLI_FLEET_H
@@ -22,5 +23,8 @@ struct json_object *fleet__json(void *ctx);
 void fleet__ending(struct fleet *f);
 /* Says what was sent and dropped, and frees the fleet. */
 void fleet__free(struct fleet *f);
+/* The application name Pyroscope gets for a process (--pyroscope without
+ * --pyroscope-app) from its command line (argc 0: not known) and command. */
+void pyroscope_app(const char *const *argv, int argc, const char *comm, char *out, size_t n);
 
 #endif /* CLI_FLEET_H */

@@ -1082,7 +1082,7 @@ static int cmd_all(const struct options *o)
 	install_signals();
 	if (creds_from_env(&rs.creds))
 		return 1;
-	if (o->otlp_endpoint) {
+	if (o->otlp_endpoint || o->pyroscope_url) {
 		fleet = fleet__new(o);
 		if (!fleet)
 			return 1;

@@ -50,6 +50,8 @@ enum {
 	OPT_MAX_DISK,
 	OPT_OTLP_ENDPOINT,
 	OPT_HEADER,
+	OPT_PYROSCOPE,
+	OPT_PYROSCOPE_APP,
 	OPT_QUEUE_MB,
 	OPT_REFRESH,
 	OPT_ONCE,
@@ -89,6 +91,8 @@ static const struct option long_opts[] = {
 	{ "max-disk", required_argument, NULL, OPT_MAX_DISK },
 	{ "otlp-endpoint", required_argument, NULL, OPT_OTLP_ENDPOINT },
 	{ "header", required_argument, NULL, OPT_HEADER },
+	{ "pyroscope", required_argument, NULL, OPT_PYROSCOPE },
+	{ "pyroscope-app", required_argument, NULL, OPT_PYROSCOPE_APP },
 	{ "queue-mb", required_argument, NULL, OPT_QUEUE_MB },
 	{ "refresh", required_argument, NULL, OPT_REFRESH },
 	{ "once", no_argument, NULL, OPT_ONCE },
@@ -167,12 +171,21 @@ void options_usage(FILE *f)
 	      "                                 profiles when URL has no path), retried when\n"
 	      "                                 the backend is down; what is dropped is\n"
 	      "                                 counted in index.json\n"
-	      "      --header 'NAME: VALUE'     --otlp-endpoint: a header of every request\n"
-	      "                                 (repeatable); --header @FILE: the headers in\n"
-	      "                                 FILE, one a line (a token kept off the\n"
-	      "                                 command line)\n"
-	      "      --queue-mb MB              --otlp-endpoint: the most the requests waiting\n"
-	      "                                 to be sent take; the oldest go first [64]\n"
+	      "      --pyroscope URL            --continuous: also send each interval's\n"
+	      "                                 profiles to a Pyroscope server's ingest API\n"
+	      "                                 (URL/ingest, pprof; CPU, memory and GPU each\n"
+	      "                                 a profile of its own), retried and counted\n"
+	      "                                 as for --otlp-endpoint\n"
+	      "      --pyroscope-app NAME       --pyroscope: the application name of every\n"
+	      "                                 process [each its own: the script's name\n"
+	      "                                 without .py, the module of -m, the command]\n"
+	      "      --header 'NAME: VALUE'     --otlp-endpoint, --pyroscope: a header of\n"
+	      "                                 every request (repeatable); --header @FILE:\n"
+	      "                                 the headers in FILE, one a line (a token kept\n"
+	      "                                 off the command line)\n"
+	      "      --queue-mb MB              --otlp-endpoint, --pyroscope: the most the\n"
+	      "                                 requests waiting to be sent to one backend\n"
+	      "                                 take; the oldest go first [64]\n"
 	      "      --rate HZ                  samples per second per CPU [997]\n"
 	      "      --cpu-only                 time only: no memory (run profiles memory by\n"
 	      "                                 default: it preloads the allocation sampler,\n"
@@ -522,6 +535,12 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_OTLP_ENDPOINT:
 		o->otlp_endpoint = arg;
+		return 0;
+	case OPT_PYROSCOPE:
+		o->pyroscope_url = arg;
+		return 0;
+	case OPT_PYROSCOPE_APP:
+		o->pyroscope_app = arg;
 		return 0;
 	case OPT_HEADER:
 		return arg[0] == '@' ? header_file(o, arg + 1, err) : add_header(o, arg, arg, err);
@@ -934,14 +953,19 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 			     "time)\n");
 		return -EINVAL;
 	}
-	if ((o->interval_s || o->max_disk_mb || o->otlp_endpoint) && !o->continuous) {
-		fprintf(err,
-			"scalene-bpf: --interval, --max-disk and --otlp-endpoint are for --all "
-			"--continuous\n");
+	if ((o->interval_s || o->max_disk_mb || o->otlp_endpoint || o->pyroscope_url) &&
+	    !o->continuous) {
+		fprintf(err, "scalene-bpf: --interval, --max-disk, --otlp-endpoint and --pyroscope "
+			     "are for --all --continuous\n");
 		return -EINVAL;
 	}
-	if ((o->nheaders || o->queue_mb) && !o->otlp_endpoint) {
-		fprintf(err, "scalene-bpf: --header and --queue-mb are for --otlp-endpoint\n");
+	if ((o->nheaders || o->queue_mb) && !o->otlp_endpoint && !o->pyroscope_url) {
+		fprintf(err, "scalene-bpf: --header and --queue-mb are for --otlp-endpoint and "
+			     "--pyroscope\n");
+		return -EINVAL;
+	}
+	if (o->pyroscope_app && !o->pyroscope_url) {
+		fprintf(err, "scalene-bpf: --pyroscope-app is for --pyroscope\n");
 		return -EINVAL;
 	}
 	if (o->otlp_endpoint && strncmp(o->otlp_endpoint, "http://", 7) &&
@@ -951,6 +975,28 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 			"http://localhost:4318 (an OpenTelemetry collector's OTLP/HTTP port)\n",
 			o->otlp_endpoint);
 		return -EINVAL;
+	}
+	if (o->pyroscope_url && strncmp(o->pyroscope_url, "http://", 7) &&
+	    strncmp(o->pyroscope_url, "https://", 8)) {
+		fprintf(err,
+			"scalene-bpf: --pyroscope %s: an http:// or https:// URL, such as "
+			"http://localhost:4040 (a Pyroscope server)\n",
+			o->pyroscope_url);
+		return -EINVAL;
+	}
+	if (o->pyroscope_app) {
+		const char *p = o->pyroscope_app;
+
+		for (; *p; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("_-.", *p))
+				break;
+		if (*p || !o->pyroscope_app[0]) {
+			fprintf(err,
+				"scalene-bpf: --pyroscope-app %s: Pyroscope takes letters, digits, "
+				"'_', '-' and '.' in an application name\n",
+				o->pyroscope_app);
+			return -EINVAL;
+		}
 	}
 	if (o->all)
 		return check_all(o, argc, argv, err);

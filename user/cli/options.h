@@ -51,6 +51,11 @@ struct options {
 	 * one OTLP request, with headers ("Name: value", from --header), from a
 	 * queue of at most queue_mb (0: DEFAULT_QUEUE_MB). */
 	const char *otlp_endpoint;
+	/* --continuous --pyroscope: each interval's profiles sent to that
+	 * Pyroscope server's ingest API, under pyroscope_app (NULL: each
+	 * process's own name); the headers and the queue's bound as above. */
+	const char *pyroscope_url;
+	const char *pyroscope_app;
 	const char *headers[MAX_FILTERS];
 	int nheaders;
 	double queue_mb;

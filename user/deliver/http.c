@@ -29,10 +29,19 @@
 
 struct item {
 	struct item *next;
+	char *url; /* NULL: the delivery's */
 	uint8_t *body;
 	size_t len;
+	size_t size; /* what it holds in the queue: the body and its URL */
 	int attempts;
 };
+
+static void item_free(struct item *it)
+{
+	free(it->url);
+	free(it->body);
+	free(it);
+}
 
 struct deliver {
 	struct deliver_opts o;
@@ -158,6 +167,7 @@ static enum outcome post(struct deliver *d, CURL *c, const struct item *it, char
 	d->nreply = 0;
 	d->reply[0] = '\0';
 	d->curl_error[0] = '\0';
+	d->easy_setopt(c, CURLOPT_URL, it->url ? it->url : d->o.url);
 	d->easy_setopt(c, CURLOPT_POSTFIELDS, (const char *)it->body);
 	d->easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)it->len);
 	rc = d->easy_perform(c);
@@ -187,10 +197,9 @@ static void bound_queue(struct deliver *d)
 		if (!d->head)
 			d->tail = NULL;
 		d->st.queued--;
-		d->st.queued_bytes -= it->len;
+		d->st.queued_bytes -= it->size;
 		d->st.dropped_queue_full++;
-		free(it->body);
-		free(it);
+		item_free(it);
 	}
 }
 
@@ -240,7 +249,7 @@ static void *run(void *arg)
 		if (!d->head)
 			d->tail = NULL;
 		d->st.queued--;
-		d->st.queued_bytes -= it->len;
+		d->st.queued_bytes -= it->size;
 		pthread_mutex_unlock(&d->lock);
 		out = post(d, c, it, err, sizeof(err));
 		pthread_mutex_lock(&d->lock);
@@ -248,8 +257,7 @@ static void *run(void *arg)
 			d->st.sent++;
 			d->st.bytes_sent += it->len;
 			backoff = d->o.backoff_s;
-			free(it->body);
-			free(it);
+			item_free(it);
 			continue;
 		}
 		if (!d->st.last_error[0] || strcmp(d->st.last_error, err))
@@ -266,8 +274,7 @@ static void *run(void *arg)
 				d->st.dropped_at_exit++;
 			else
 				d->st.dropped_gave_up++;
-			free(it->body);
-			free(it);
+			item_free(it);
 			continue;
 		}
 		/* Back to the front, to be tried first; newer bodies may push
@@ -277,7 +284,7 @@ static void *run(void *arg)
 		if (!d->tail)
 			d->tail = it;
 		d->st.queued++;
-		d->st.queued_bytes += it->len;
+		d->st.queued_bytes += it->size;
 		bound_queue(d);
 		/* The wait ends early when the run ends: one last try. */
 		{
@@ -339,8 +346,17 @@ fail:
 
 void deliver__post(struct deliver *d, uint8_t *body, size_t len)
 {
+	deliver__post_to(d, NULL, body, len);
+}
+
+void deliver__post_to(struct deliver *d, const char *url, uint8_t *body, size_t len)
+{
 	struct item *it = calloc(1, sizeof(*it));
 
+	if (it && url && !(it->url = strdup(url))) {
+		free(it);
+		it = NULL;
+	}
 	pthread_mutex_lock(&d->lock);
 	d->st.posted++;
 	if (!it) {
@@ -351,13 +367,14 @@ void deliver__post(struct deliver *d, uint8_t *body, size_t len)
 	}
 	it->body = body;
 	it->len = len;
+	it->size = len + (url ? strlen(url) + 1 : 0);
 	if (d->tail)
 		d->tail->next = it;
 	else
 		d->head = it;
 	d->tail = it;
 	d->st.queued++;
-	d->st.queued_bytes += len;
+	d->st.queued_bytes += it->size;
 	bound_queue(d);
 	pthread_cond_signal(&d->cond);
 	pthread_mutex_unlock(&d->lock);
@@ -387,8 +404,7 @@ void deliver__finish(struct deliver *d, double wait_s, struct deliver_stats *s)
 	for (it = d->head; it; it = next) {
 		next = it->next;
 		d->st.dropped_at_exit++;
-		free(it->body);
-		free(it);
+		item_free(it);
 	}
 	d->st.queued = d->st.queued_bytes = 0;
 	if (s)

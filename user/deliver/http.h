@@ -46,6 +46,9 @@ struct deliver;
 struct deliver *deliver__new(const struct deliver_opts *o);
 /* Queues body (taken over: freed by the delivery); never blocks. */
 void deliver__post(struct deliver *d, uint8_t *body, size_t len);
+/* The same, to url (copied) instead of the delivery's own URL; the URL's
+ * bytes count in the queue's bound with the body's. */
+void deliver__post_to(struct deliver *d, const char *url, uint8_t *body, size_t len);
 void deliver__stats(struct deliver *d, struct deliver_stats *s);
 /* Sends what is queued, for up to wait_s and without retries (a body that
  * fails now is dropped), stops the thread and frees everything; what was

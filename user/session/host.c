@@ -1206,8 +1206,12 @@ static int write_index_at(struct host *h, const char *path, struct hproc *const 
 		if (h->o.sink_json) {
 			struct json_object *sink = h->o.sink_json(h->o.sink_ctx);
 
-			if (sink)
-				json_object_object_add(c, "otlp", sink);
+			/* Each sink's own member (otlp, pyroscope). */
+			if (sink) {
+				json_object_object_foreach (sink, key, val)
+					json_object_object_add(c, key, json_object_get(val));
+				json_object_put(sink);
+			}
 		}
 		json_object_object_add(doc, "continuous", c);
 	}
@@ -1314,8 +1318,14 @@ static void interval_done(struct host *h)
 
 		if (!e->file || intervals__path(h->iv, e->file, paths[n], sizeof(paths[n])))
 			continue;
-		pieces[n] = (struct host_piece){ paths[n], e->pid, e->comm,
-						 e->labels_read ? &e->labels : NULL };
+		pieces[n] = (struct host_piece){
+			.json = paths[n],
+			.pid = e->pid,
+			.comm = e->comm,
+			.argv = e->cmdline ? (const char *const *)e->cmdline->argv : NULL,
+			.argc = e->cmdline ? e->cmdline->n : 0,
+			.labels = e->labels_read ? &e->labels : NULL,
+		};
 		n++;
 	}
 	h->o.interval_done(h->o.sink_ctx, pieces, n);

@@ -21,6 +21,8 @@ struct host_piece {
 	const char *json; /* the file */
 	int pid;
 	const char *comm;
+	const char *const *argv; /* its command line (argc 0: not known) */
+	int argc;
 	const struct proc_labels *labels; /* NULL: not known */
 };
 
@@ -55,9 +57,10 @@ struct host_opts {
 	int (*export_pprof)(const char *json, const char *out, const struct user_creds *creds);
 	/* --continuous: called once an interval's profiles are all written,
 	 * with each (its file, the process's pid, command and labels; each
-	 * profile states its own start and length); sink_json: the sink's state for
-	 * the run's index, as continuous.otlp (a new object; NULL: nothing).
-	 * Both get sink_ctx; NULL: none. */
+	 * profile states its own start and length); sink_json: the sinks' state
+	 * for the run's index, an object whose members (otlp, pyroscope) become
+	 * continuous's (a new object; NULL: nothing).  Both get sink_ctx; NULL:
+	 * none. */
 	void (*interval_done)(void *ctx, const struct host_piece *pieces, int n);
 	struct json_object *(*sink_json)(void *ctx);
 	void *sink_ctx;

@@ -836,14 +836,21 @@ static bool weight_sampled(enum weight w)
 	return w <= W_SYSTEM;
 }
 
-/* pprof: every sample has a value for each kind (0 for the other kinds). */
-static int pp_types(struct pprof *pp, struct model *m)
+/* The export kind (view.h: EXPORT_KIND_*) a weight is of. */
+static unsigned weight_kind(enum weight w)
+{
+	return w == W_BYTES ? EXPORT_KIND_MEMORY : w == W_GPU ? EXPORT_KIND_GPU : EXPORT_KIND_CPU;
+}
+
+/* pprof: every sample has a value for each kind (0 for the other kinds);
+ * only the kinds asked for (EXPORT_KIND_*). */
+static int pp_types(struct pprof *pp, struct model *m, unsigned kinds)
 {
 	int i;
 
 	for (i = 0; i < W_KINDS; i++) {
 		pp->slot[i] = -1;
-		if (!weight_stacks(m, i))
+		if (!(kinds & weight_kind(i)) || !weight_stacks(m, i))
 			continue;
 		perftools__profiles__value_type__init(&pp->types[i]);
 		pp->types[i].type = pp_cstr(pp, m, weight_names[i][0]);
@@ -854,9 +861,13 @@ static int pp_types(struct pprof *pp, struct model *m)
 		pp->type_ptrs[pp->p.n_sample_type++] = &pp->types[i];
 	}
 	pp->p.sample_type = pp->type_ptrs;
-	if (m->cpu.n)
-		pp->p.default_sample_type = pp->types[0].type;
-	if (m->period_ns) {
+	if (!pp->p.n_sample_type)
+		return -ENODATA;
+	if (pp->slot[W_SAMPLES] >= 0)
+		pp->p.default_sample_type = pp->types[W_SAMPLES].type;
+	/* The period is the CPU kinds' (a profile of the other kinds alone
+	 * states none). */
+	if (m->period_ns && (kinds & EXPORT_KIND_CPU)) {
 		perftools__profiles__value_type__init(&pp->period_type);
 		pp->period_type.type = pp_cstr(pp, m, "cpu");
 		pp->period_type.unit = pp_cstr(pp, m, "nanoseconds");
@@ -868,15 +879,22 @@ static int pp_types(struct pprof *pp, struct model *m)
 	return 0;
 }
 
-static int pp_samples(struct pprof *pp, const struct model *m)
+static int pp_samples(struct pprof *pp, const struct model *m, unsigned kinds)
 {
-	const struct stacks *lists[] = { &m->cpu, &m->mem, &m->gpu };
-	size_t ns = m->cpu.n + m->mem.n + m->gpu.n, nloc = 0, k = 0, nv = pp->p.n_sample_type, i;
+	static const struct stacks empty;
+	const struct stacks *lists[] = {
+		kinds & EXPORT_KIND_CPU ? &m->cpu : &empty,
+		kinds & EXPORT_KIND_MEMORY ? &m->mem : &empty,
+		kinds & EXPORT_KIND_GPU ? &m->gpu : &empty,
+	};
+	size_t ns = 0, nloc = 0, k = 0, nv = pp->p.n_sample_type, i;
 	int j, w;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
+		ns += lists[i]->n;
 		for (j = 0; j < lists[i]->n; j++)
 			nloc += lists[i]->v[j].n;
+	}
 	pp->samples = calloc(ns ? ns : 1, sizeof(*pp->samples));
 	pp->p.sample = calloc(ns ? ns : 1, sizeof(void *));
 	pp->loc_ids = calloc(nloc ? nloc : 1, sizeof(*pp->loc_ids));
@@ -955,7 +973,7 @@ static void pprof_free(struct pprof *pp)
 	hmap__free(pp->fn_idx);
 }
 
-static int write_pprof(struct model *m, struct json_object *doc, FILE *f)
+static int write_pprof(struct model *m, struct json_object *doc, unsigned kinds, FILE *f)
 {
 	struct pprof pp;
 	uint8_t *buf = NULL;
@@ -970,11 +988,11 @@ static int write_pprof(struct model *m, struct json_object *doc, FILE *f)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	err = pp_types(&pp, m);
+	err = pp_types(&pp, m, kinds);
 	if (!err)
 		err = pp_locations(&pp, m, vj_object(doc, "files"));
 	if (!err)
-		err = pp_samples(&pp, m);
+		err = pp_samples(&pp, m, kinds);
 	if (err)
 		goto cleanup;
 	pp.p.string_table = (char **)pp.strs;
@@ -1614,7 +1632,7 @@ int export_write(struct json_object *doc, enum export_format fmt, const char *na
 	else if (fmt == EXPORT_OTLP)
 		ret = write_otlp(&m, doc, f);
 	else
-		ret = write_pprof(&m, doc, f);
+		ret = write_pprof(&m, doc, EXPORT_KIND_ALL, f);
 	if (!ret)
 		note_losses(doc, err);
 cleanup:
@@ -1622,4 +1640,39 @@ cleanup:
 		fprintf(err, "scalene-bpf: out of memory writing the export\n");
 	model_free(&m);
 	return ret;
+}
+
+int export_pprof_kinds(struct json_object *doc, unsigned kinds, uint8_t **buf, size_t *len)
+{
+	struct model m;
+	FILE *f;
+	char *mem = NULL;
+	size_t n = 0;
+	int ret;
+
+	*buf = NULL;
+	*len = 0;
+	if (!json_object_is_type(doc, json_type_object))
+		return -EINVAL;
+	ret = model_read(&m, doc);
+	if (ret) {
+		model_free(&m);
+		return ret;
+	}
+	f = open_memstream(&mem, &n);
+	if (!f) {
+		model_free(&m);
+		return -ENOMEM;
+	}
+	ret = write_pprof(&m, doc, kinds, f);
+	if (fclose(f) && !ret)
+		ret = -ENOMEM;
+	model_free(&m);
+	if (ret) {
+		free(mem);
+		return ret;
+	}
+	*buf = (uint8_t *)mem;
+	*len = n;
+	return 0;
 }

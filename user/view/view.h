@@ -58,11 +58,24 @@ enum export_format {
 	EXPORT_OTLP,	   /* an OTLP ExportProfilesServiceRequest (protobuf) */
 };
 
+/* What a pprof export carries: CPU (samples, time and its split), memory
+ * (alloc_space), GPU (gpu_time). */
+enum {
+	EXPORT_KIND_CPU = 1,
+	EXPORT_KIND_MEMORY = 2,
+	EXPORT_KIND_GPU = 4,
+	EXPORT_KIND_ALL = 7,
+};
+
 /* "folded", "speedscope", "pprof", "otlp"; 0 or -EINVAL. */
 int export_parse_format(const char *s, enum export_format *fmt);
 /* Writes the export of a parsed profile to f; 0 or -EINVAL as above. */
 int export_write(struct json_object *doc, enum export_format fmt, const char *name, FILE *f,
 		 FILE *err);
+/* The gzipped pprof of a parsed profile with the sample types and stacks of
+ * those kinds only, in *buf (malloc'd); -ENODATA when it has none of them,
+ * -EINVAL when it is not a profile, -ENOMEM. */
+int export_pprof_kinds(struct json_object *doc, unsigned kinds, uint8_t **buf, size_t *len);
 
 /*
  * An OTLP export request (ExportProfilesServiceRequest) made of profiles, a
