@@ -231,6 +231,36 @@ def _attrs(resource):
             for a in resource.attributes}
 
 
+def test_ended_processes_folded(tmp_path):
+    """1300 children forked one after another (each exits at once), under
+    --interval 1: the run's index lists 1000 ended processes and folds the
+    others into ended_processes_folded (a count and the sums of their
+    numbers, with a warning), so that a run of days keeps its memory and
+    its index's size.  Those with nothing to show go first: the parent and
+    the busy program stay listed; listed and folded, every child is counted
+    once."""
+    link = named_interpreter(default_interpreter(), tmp_path, "sbpf-fold")
+    n = 1300
+    out_dir, pids, _ = _run(tmp_path, [link, program("fault_forks.py"), str(n)],
+                            [link, BUSY, "0.3"], ["--interval", "1", "--comm", "sbpf-fold"])
+    index = json.loads((out_dir / "index.json").read_text())
+    folded = index["ended_processes_folded"]
+    listed = index["processes"]
+    lost = index["counts"]
+    assert len(listed) <= 1000, len(listed)
+    by_pid = {e["pid"]: e for e in listed}
+    assert pids[0] in by_pid and pids[1] in by_pid, pids
+    assert by_pid[pids[1]]["samples"] > 0, by_pid[pids[1]]
+    # Each child once: listed (by its parent) or folded.
+    children = [e for e in listed if e["ppid"] == pids[0]]
+    assert len(children) + folded["processes"] == n, (len(children), folded, lost)
+    assert len(listed) == 1000, len(listed)
+    assert any("folded out of this index" in w for w in index["warnings"]), index["warnings"]
+    for key in ("cpu_s", "python_s", "native_s", "system_s", "blocked_s", "await_s"):
+        assert folded[key] >= 0, folded
+    assert folded["samples"] >= 0 and folded["cpu_s"] <= folded["processes"] * 1.0, folded
+
+
 def test_otlp_each_interval_arrives(tmp_path, pprof_message):  # noqa: F811
     """--otlp-endpoint without a path: each interval with stacks arrives as
     one request at /v1development/profiles, protobuf, with the headers given

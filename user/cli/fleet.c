@@ -141,41 +141,39 @@ fail:
 
 /* --- OTLP --- */
 
-static void otlp_interval(struct fleet *f, const struct host_piece *pieces,
-			  struct json_object *const *docs, int n)
+/* Adds one process's profile of the interval to the interval's request. */
+static int otlp_piece(struct fleet *f, struct otlp_batch *b, const struct host_piece *pc,
+		      struct json_object *doc)
+{
+	const struct proc_labels *l = pc->labels;
+	struct otlp_attr extra[] = {
+		{ "host.name", f->host, 0 },
+		{ "process.executable.name", pc->comm, 0 },
+		{ "container.id", l ? l->container_id : "", 0 },
+		{ "k8s.pod.uid", l ? l->pod_uid : "", 0 },
+		{ "k8s.namespace.name", l ? l->k8s_namespace : "", 0 },
+		{ "k8s.pod.name", l ? l->k8s_pod_name : "", 0 },
+	};
+	int k, err;
+
+	/* An attribute without a value is left out. */
+	for (k = 0; k < (int)(sizeof(extra) / sizeof(extra[0])); k++)
+		if (!extra[k].str || !extra[k].str[0])
+			extra[k].key = NULL;
+	err = otlp_batch_add(b, doc, extra, (int)(sizeof(extra) / sizeof(extra[0])));
+	return err == -EINVAL ? 0 : err; /* no stacks: await time only */
+}
+
+/* The interval's request, once every profile is in it. */
+static void otlp_send(struct fleet *f, struct otlp_batch *b, int err)
 {
 	struct sink *s = &f->otlp;
-	struct otlp_batch *b = otlp_batch_new();
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	int i, err = b ? 0 : -ENOMEM;
 
-	s->intervals++;
-	for (i = 0; !err && i < n; i++) {
-		const struct proc_labels *l = pieces[i].labels;
-		struct otlp_attr extra[] = {
-			{ "host.name", f->host, 0 },
-			{ "process.executable.name", pieces[i].comm, 0 },
-			{ "container.id", l ? l->container_id : "", 0 },
-			{ "k8s.pod.uid", l ? l->pod_uid : "", 0 },
-			{ "k8s.namespace.name", l ? l->k8s_namespace : "", 0 },
-			{ "k8s.pod.name", l ? l->k8s_pod_name : "", 0 },
-		};
-		int k;
-
-		if (!docs[i])
-			continue;
-		/* An attribute without a value is left out. */
-		for (k = 0; k < (int)(sizeof(extra) / sizeof(extra[0])); k++)
-			if (!extra[k].str || !extra[k].str[0])
-				extra[k].key = NULL;
-		err = otlp_batch_add(b, docs[i], extra, (int)(sizeof(extra) / sizeof(extra[0])));
-		if (err == -EINVAL) /* no stacks: await time only */
-			err = 0;
-	}
 	if (!err && !otlp_batch_resources(b)) {
 		s->empty_intervals++;
-		goto out;
+		return;
 	}
 	if (!err)
 		err = otlp_batch_pack(b, &buf, &len);
@@ -183,11 +181,9 @@ static void otlp_interval(struct fleet *f, const struct host_piece *pieces,
 		s->build_failed++;
 		pr_warn("OTLP: interval %llu is not sent: %s\n", (unsigned long long)s->intervals,
 			strerror(-err));
-		goto out;
+		return;
 	}
 	deliver__post(s->d, buf, len);
-out:
-	otlp_batch_free(b);
 }
 
 /* --- Pyroscope --- */
@@ -395,42 +391,41 @@ static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json
 	free(url);
 }
 
-static void pyro_interval(struct fleet *f, const struct host_piece *pieces,
-			  struct json_object *const *docs, int n)
-{
-	bool any = false;
-	int i;
-
-	f->pyro.intervals++;
-	for (i = 0; i < n; i++)
-		if (docs[i])
-			pyro_piece(f, &pieces[i], docs[i], &any);
-	if (!any)
-		f->pyro.empty_intervals++;
-}
-
+/* Each profile is read back once, sent to each backend and let go before
+ * the next is read: a profile's document takes many times its file. */
 void fleet__interval(void *ctx, const struct host_piece *pieces, int n)
 {
 	struct fleet *f = ctx;
-	struct json_object **docs = calloc(n ? n : 1, sizeof(*docs));
-	int i;
+	struct otlp_batch *b = NULL;
+	bool any = false;
+	int i, err = 0;
 
-	if (!docs) {
-		pr_warn("out of memory: this interval is not sent\n");
-		return;
+	if (f->otlp.d) {
+		f->otlp.intervals++;
+		b = otlp_batch_new();
+		if (!b)
+			err = -ENOMEM;
 	}
+	if (f->pyro.d)
+		f->pyro.intervals++;
 	for (i = 0; i < n; i++) {
-		docs[i] = json_object_from_file(pieces[i].json);
-		if (!docs[i])
+		struct json_object *doc = json_object_from_file(pieces[i].json);
+
+		if (!doc) {
 			pr_warn("cannot read back %s to send it\n", pieces[i].json);
+			continue;
+		}
+		if (b && !err)
+			err = otlp_piece(f, b, &pieces[i], doc);
+		if (f->pyro.d)
+			pyro_piece(f, &pieces[i], doc, &any);
+		json_object_put(doc);
 	}
 	if (f->otlp.d)
-		otlp_interval(f, pieces, docs, n);
-	if (f->pyro.d)
-		pyro_interval(f, pieces, docs, n);
-	for (i = 0; i < n; i++)
-		json_object_put(docs[i]);
-	free(docs);
+		otlp_send(f, b, err);
+	otlp_batch_free(b);
+	if (f->pyro.d && !any)
+		f->pyro.empty_intervals++;
 }
 
 void fleet__ending(struct fleet *f)

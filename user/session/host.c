@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,8 @@
 #define FORK_EXEC_S 0.1
 /* Profiles of ended processes kept in the directory by default. */
 #define DEFAULT_MAX_PROFILES 1000
+/* --continuous: the ended processes the run's index lists (fold_ended). */
+#define CONTINUOUS_ENDED_KEPT 1000
 /* index.json's format; a reader refuses another major version. */
 #define INDEX_VERSION 1
 
@@ -71,6 +74,8 @@ struct hproc {
 	char *not_profiled;
 	double started_s;
 	bool live, exited, has_end;
+	bool fold;	 /* --continuous: about to be folded out of the run's index */
+	double end_mono; /* when it ended (has_end), monotonic s */
 	bool hidden;	 /* a fork that only exec'ed: not listed */
 	double forked_s; /* a fork child: when, in the run's seconds; else -1 */
 	enum session_end_why ended;
@@ -125,6 +130,9 @@ struct host {
 	double iv_start_mono;
 	struct hproc *pieces;
 	int npieces, pieces_cap;
+	/* Ended processes folded out of the run's index, and their numbers. */
+	uint64_t folded;
+	struct totals folded_t;
 };
 
 /* A /proc/PID file's first line (or all of it, up to n - 1 bytes). */
@@ -382,6 +390,16 @@ static struct hproc *entry_new(struct host *h, int pid, int ppid, uint64_t start
 	e->forked_s = ppid && start_ns ? start_ns / 1e9 - h->start_mono : -1;
 	h->procs[h->nprocs++] = e;
 	return e;
+}
+
+static void entry_free(struct hproc *e)
+{
+	profile__free(e->profile);
+	target_free(&e->target);
+	cmdline_put(e->cmdline);
+	free(e->file);
+	free(e->not_profiled);
+	free(e);
 }
 
 static struct profile *host_python(void *ctx, const struct session_proc *sp)
@@ -798,6 +816,7 @@ static void host_ended(void *ctx, int pid, const struct session_end *end)
 	e->exited = end->why == END_EXIT;
 	e->ended = end->why;
 	e->has_end = true;
+	e->end_mono = mono_s();
 	e->exit_status = end->exit_code;
 	if (end->alloc_hits_known)
 		e->alloc_hits = (int64_t)end->alloc_hits;
@@ -951,16 +970,8 @@ void host__free(struct host *h)
 
 	if (!h)
 		return;
-	for (i = 0; i < h->nprocs; i++) {
-		struct hproc *e = h->procs[i];
-
-		profile__free(e->profile);
-		target_free(&e->target);
-		cmdline_put(e->cmdline);
-		free(e->file);
-		free(e->not_profiled);
-		free(e);
-	}
+	for (i = 0; i < h->nprocs; i++)
+		entry_free(h->procs[i]);
 	free(h->procs);
 	free(h->pieces);
 	intervals__free(h->iv);
@@ -1230,6 +1241,33 @@ static int write_index_at(struct host *h, const char *path, struct hproc *const 
 	json_object_object_add(np, "write_failed", json_object_new_int64((int64_t)h->write_failed));
 	json_object_object_add(np, "rotated_out", json_object_new_int64((int64_t)h->rotated));
 	json_object_object_add(doc, "not_profiled", np);
+	/* --continuous: the run's index without the oldest ended processes. */
+	if (h->iv && interval == 0) {
+		struct json_object *fo = json_object_new_object();
+
+		json_object_object_add(fo, "processes", json_object_new_int64((int64_t)h->folded));
+		json_object_object_add(fo, "cpu_s", json_object_new_double(h->folded_t.cpu_s));
+		json_object_object_add(fo, "python_s",
+				       json_object_new_double(h->folded_t.python_s));
+		json_object_object_add(fo, "native_s",
+				       json_object_new_double(h->folded_t.native_s));
+		json_object_object_add(fo, "system_s",
+				       json_object_new_double(h->folded_t.system_s));
+		json_object_object_add(fo, "blocked_s",
+				       json_object_new_double(h->folded_t.blocked_s));
+		json_object_object_add(fo, "await_s", json_object_new_double(h->folded_t.await_s));
+		json_object_object_add(fo, "samples",
+				       json_object_new_int64((int64_t)h->folded_t.samples));
+		json_object_object_add(doc, "ended_processes_folded", fo);
+		if (h->folded) {
+			snprintf(warn, sizeof(warn),
+				 "%llu ended processes are folded out of this index (the latest %d "
+				 "are listed); each one with samples is in the indexes of the "
+				 "intervals it ran in",
+				 (unsigned long long)h->folded, CONTINUOUS_ENDED_KEPT);
+			json_object_array_add(warnings, json_object_new_string(warn));
+		}
+	}
 	/* Of not_python: execs of a program seen before, let go without a
 	 * look at its ELF file. */
 	json_object_object_add(
@@ -1334,6 +1372,60 @@ out:
 	free(paths);
 }
 
+/* Folded first: those with nothing to show, then those that ended first. */
+static int by_fold_order(const void *a, const void *b)
+{
+	const struct hproc *x = *(struct hproc *const *)a, *y = *(struct hproc *const *)b;
+	bool xs = worth_a_profile(x), ys = worth_a_profile(y);
+
+	if (xs != ys)
+		return xs - ys;
+	return (x->end_mono > y->end_mono) - (x->end_mono < y->end_mono);
+}
+
+/* --continuous: past CONTINUOUS_ENDED_KEPT ended processes, the others are
+ * folded out of the run's index into a count and sums (by_fold_order), so
+ * that a run of days with a fork a second keeps its memory and its index's
+ * size; each with samples stays in the indexes of the intervals it ran in.
+ * Called between intervals, when no piece points into them. */
+static void fold_ended(struct host *h)
+{
+	struct hproc **ended;
+	int i, k = 0, n = 0;
+
+	for (i = 0; i < h->nprocs; i++)
+		n += h->procs[i]->has_end && !h->procs[i]->live;
+	if (n <= CONTINUOUS_ENDED_KEPT)
+		return;
+	ended = malloc(n * sizeof(*ended));
+	if (!ended)
+		return; /* the next interval's end tries again */
+	for (i = 0, n = 0; i < h->nprocs; i++)
+		if (h->procs[i]->has_end && !h->procs[i]->live)
+			ended[n++] = h->procs[i];
+	qsort(ended, n, sizeof(*ended), by_fold_order);
+	for (i = 0; i < n - CONTINUOUS_ENDED_KEPT; i++)
+		ended[i]->fold = true;
+	free(ended);
+	for (i = 0; i < h->nprocs; i++) {
+		struct hproc *e = h->procs[i];
+
+		if (e->fold) {
+			struct totals t = {
+				e->cpu_s,     e->python_s, e->native_s, e->system_s,
+				e->blocked_s, e->await_s,  e->samples,
+			};
+
+			totals_add(&h->folded_t, &t);
+			h->folded++;
+			entry_free(e);
+			continue;
+		}
+		h->procs[k++] = e;
+	}
+	h->nprocs = k;
+}
+
 /* --continuous: the current interval's index, then the oldest folders go
  * past the bound; next: another interval starts. */
 static int end_interval(struct host *h, bool next)
@@ -1358,6 +1450,7 @@ static int end_interval(struct host *h, bool next)
 	free(list);
 	interval_done(h);
 	h->npieces = 0;
+	fold_ended(h);
 	intervals__end(h->iv);
 	if (next) {
 		h->iv_start_mono = now;
@@ -1398,7 +1491,12 @@ int host__cut(struct host *h, double elapsed_s)
 		entry_totals(e);
 	}
 	err = end_interval(h, true);
-	return write_index(h, elapsed_s, false) ?: err;
+	err = write_index(h, elapsed_s, false) ?: err;
+	/* A cut builds and frees the documents of every profile and index it
+	 * writes, in many small pieces: the free memory they leave goes back
+	 * to the system, so that a run of days holds what it uses. */
+	malloc_trim(0);
+	return err;
 }
 
 int host__finish(struct host *h, double elapsed_s)
