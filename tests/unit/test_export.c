@@ -184,6 +184,20 @@ static void test_pprof(void)
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
+/* The profile of export_pprof_kinds(doc, kinds), unpacked (NULL: failed). */
+static Perftools__Profiles__Profile *unpack_kinds(struct json_object *doc, unsigned kinds)
+{
+	uint8_t *buf;
+	size_t len;
+
+	if (export_pprof_kinds(doc, kinds, &buf, &len))
+		return NULL;
+	free(out);
+	out = (char *)buf;
+	outlen = len;
+	return unpack();
+}
+
 /* A pprof of some kinds only (a backend that names a profile after its
  * kind): CPU has the CPU types and stacks and the period; memory has
  * alloc_space and its stacks, no period; a kind the profile lacks is
@@ -197,11 +211,7 @@ static void test_pprof_kinds(void)
 
 	json_object_object_add(facts, "sampling_period_ns", json_object_new_int64(1000000));
 	json_object_object_add(doc, "scalene_bpf", facts);
-	CHECK_EQ_INT(export_pprof_kinds(doc, EXPORT_KIND_CPU, &buf, &len), 0);
-	free(out);
-	out = (char *)buf;
-	outlen = len;
-	p = unpack();
+	p = unpack_kinds(doc, EXPORT_KIND_CPU);
 	CHECK(p != NULL);
 	if (p) {
 		CHECK_EQ_INT(p->n_sample_type, 1);
@@ -212,11 +222,7 @@ static void test_pprof_kinds(void)
 		CHECK(p->period_type != NULL);
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	}
-	CHECK_EQ_INT(export_pprof_kinds(doc, EXPORT_KIND_MEMORY, &buf, &len), 0);
-	free(out);
-	out = (char *)buf;
-	outlen = len;
-	p = unpack();
+	p = unpack_kinds(doc, EXPORT_KIND_MEMORY);
 	CHECK(p != NULL);
 	if (p) {
 		CHECK_EQ_INT(p->n_sample_type, 1);

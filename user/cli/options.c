@@ -368,6 +368,17 @@ static int parse_list(char *s, const char **out, int *n)
 /* Process IDs, comma-separated, added to out[*n]. */
 /* A request header, "Name: value": a name of token characters (RFC 9110),
  * a colon, and a value without control characters (what ends a header). */
+/* A backend's URL (NULL: none given): http or https, which libcurl is
+ * held to. */
+static int backend_url(const char *opt, const char *url, const char *example, FILE *err)
+{
+	if (!url || !strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
+		return 0;
+	fprintf(err, "scalene-bpf: %s %s: an http:// or https:// URL, such as %s\n", opt, url,
+		example);
+	return -EINVAL;
+}
+
 static int add_header(struct options *o, const char *h, const char *where, FILE *err)
 {
 	const char *colon = strchr(h, ':'), *p;
@@ -968,22 +979,12 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 		fprintf(err, "scalene-bpf: --pyroscope-app is for --pyroscope\n");
 		return -EINVAL;
 	}
-	if (o->otlp_endpoint && strncmp(o->otlp_endpoint, "http://", 7) &&
-	    strncmp(o->otlp_endpoint, "https://", 8)) {
-		fprintf(err,
-			"scalene-bpf: --otlp-endpoint %s: an http:// or https:// URL, such as "
-			"http://localhost:4318 (an OpenTelemetry collector's OTLP/HTTP port)\n",
-			o->otlp_endpoint);
+	if (backend_url("--otlp-endpoint", o->otlp_endpoint,
+			"http://localhost:4318 (an OpenTelemetry collector's OTLP/HTTP port)",
+			err) ||
+	    backend_url("--pyroscope", o->pyroscope_url,
+			"http://localhost:4040 (a Pyroscope server)", err))
 		return -EINVAL;
-	}
-	if (o->pyroscope_url && strncmp(o->pyroscope_url, "http://", 7) &&
-	    strncmp(o->pyroscope_url, "https://", 8)) {
-		fprintf(err,
-			"scalene-bpf: --pyroscope %s: an http:// or https:// URL, such as "
-			"http://localhost:4040 (a Pyroscope server)\n",
-			o->pyroscope_url);
-		return -EINVAL;
-	}
 	if (o->pyroscope_app) {
 		const char *p = o->pyroscope_app;
 
