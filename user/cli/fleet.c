@@ -24,6 +24,7 @@
 #include "deliver/http.h"
 #include "target/labels.h"
 #include "view/view.h"
+#include "view/viewutil.h"
 
 /* The path of the profiles signal under an endpoint given without one. */
 #define OTLP_PROFILES_PATH "/v1development/profiles"
@@ -188,13 +189,17 @@ static void otlp_send(struct fleet *f, struct otlp_batch *b, int err)
 
 /* --- Pyroscope --- */
 
-/* An application name as Pyroscope takes it: letters, digits, '_', '-' and
- * '.', anything else made '_'. */
+bool pyroscope_app_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+/* An application name as Pyroscope takes it, anything else made '_'. */
 static void app_chars(char *s)
 {
 	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+		if (!pyroscope_app_char(*s))
 			*s = '_';
 }
 
@@ -303,13 +308,6 @@ static int url_escape(const char *s, char *buf, size_t n)
 	return 0;
 }
 
-static double doc_num(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	return o && json_object_object_get_ex(o, key, &v) ? json_object_get_double(v) : 0;
-}
-
 /* The requests of one process's profile: one per kind of value it has. */
 static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json_object *doc,
 		       bool *any)
@@ -317,24 +315,19 @@ static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json
 	static const unsigned kinds[] = { EXPORT_KIND_CPU, EXPORT_KIND_MEMORY, EXPORT_KIND_GPU };
 	struct sink *s = &f->pyro;
 	const struct proc_labels *l = pc->labels;
-	struct json_object *facts = NULL, *v;
+	struct json_object *facts = vj_object(doc, "scalene_bpf");
+	struct json_object *interps = vj_array(facts, "interpreters");
 	char app[128], name[2048], pid[16], *url = NULL;
-	double start = doc_num(doc, "start_time_absolute");
-	double elapsed = doc_num(doc, "elapsed_time_sec"), rate;
+	double start = vj_num(doc, "start_time_absolute");
+	double elapsed = vj_num(doc, "elapsed_time_sec");
+	double rate = vj_num(facts, "sampling_rate_hz");
 	const char *python = NULL;
 	bool first = true;
 	size_t k;
 	int err = 0;
 
-	if (json_object_object_get_ex(doc, "scalene_bpf", &facts)) {
-		struct json_object *interps;
-
-		if (json_object_object_get_ex(facts, "interpreters", &interps) &&
-		    json_object_array_length(interps) > 0 &&
-		    json_object_object_get_ex(json_object_array_get_idx(interps, 0), "version", &v))
-			python = json_object_get_string(v);
-	}
-	rate = doc_num(facts, "sampling_rate_hz");
+	if (interps && json_object_array_length(interps) > 0)
+		python = vj_str(json_object_array_get_idx(interps, 0), "version");
 	if (f->pyro_app)
 		snprintf(app, sizeof(app), "%s", f->pyro_app);
 	else

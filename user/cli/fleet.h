@@ -26,5 +26,7 @@ void fleet__free(struct fleet *f);
 /* The application name Pyroscope gets for a process (--pyroscope without
  * --pyroscope-app) from its command line (argc 0: not known) and command. */
 void pyroscope_app(const char *const *argv, int argc, const char *comm, char *out, size_t n);
+/* A character Pyroscope takes in an application name. */
+bool pyroscope_app_char(char c);
 
 #endif /* CLI_FLEET_H */

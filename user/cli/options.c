@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "gpu/gpu.h"
+#include "cli/fleet.h"
 #include "cli/options.h"
 #include "report/output.h"
 
@@ -988,9 +989,8 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 	if (o->pyroscope_app) {
 		const char *p = o->pyroscope_app;
 
-		for (; *p; p++)
-			if (!isalnum((unsigned char)*p) && !strchr("_-.", *p))
-				break;
+		while (*p && pyroscope_app_char(*p))
+			p++;
 		if (*p || !o->pyroscope_app[0]) {
 			fprintf(err,
 				"scalene-bpf: --pyroscope-app %s: Pyroscope takes letters, digits, "
