@@ -184,13 +184,20 @@ static void test_pprof(void)
 	perftools__profiles__profile__free_unpacked(p, NULL);
 }
 
-/* The profile of export_pprof_kinds(doc, kinds), unpacked (NULL: failed). */
+/* The profile of export_pprof_kinds(doc's stacks, kinds), unpacked (NULL:
+ * failed). */
 static Perftools__Profiles__Profile *unpack_kinds(struct json_object *doc, unsigned kinds)
 {
+	struct export_src *src;
 	uint8_t *buf;
 	size_t len;
+	int r;
 
-	if (export_pprof_kinds(doc, kinds, &buf, &len))
+	if (export_src_read(doc, &src))
+		return NULL;
+	r = export_pprof_kinds(src, kinds, &buf, &len);
+	export_src_free(src);
+	if (r)
 		return NULL;
 	free(out);
 	out = (char *)buf;
@@ -206,6 +213,7 @@ static void test_pprof_kinds(void)
 {
 	struct json_object *doc = json_tokener_parse(doc_basic), *facts = json_object_new_object();
 	Perftools__Profiles__Profile *p;
+	struct export_src *src;
 	uint8_t *buf;
 	size_t len;
 
@@ -234,9 +242,21 @@ static void test_pprof_kinds(void)
 			CHECK_EQ_INT(p->sample[0]->value[0], 5 * 1024 * 1024 / 2);
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	}
+	CHECK_EQ_INT(export_src_read(doc, &src), 0);
 	buf = (uint8_t *)"x";
-	CHECK_EQ_INT(export_pprof_kinds(doc, EXPORT_KIND_GPU, &buf, &len), -ENODATA);
+	CHECK_EQ_INT(export_pprof_kinds(src, EXPORT_KIND_GPU, &buf, &len), -ENODATA);
 	CHECK(buf == NULL && len == 0);
+	/* All kinds from the stacks read once: the bytes of --format pprof. */
+	CHECK_EQ_INT(export_pprof_kinds(src, EXPORT_KIND_ALL, &buf, &len), 0);
+	CHECK_EQ_INT(run(json_object_to_json_string(doc), EXPORT_PPROF), 0);
+	CHECK(len == outlen && memcmp(buf, out, len) == 0);
+	free(buf);
+	export_src_free(src);
+	json_object_put(doc);
+	doc = json_object_new_array();
+	src = (struct export_src *)1;
+	CHECK_EQ_INT(export_src_read(doc, &src), -EINVAL);
+	CHECK(src == NULL);
 	json_object_put(doc);
 }
 

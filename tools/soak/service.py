@@ -1,9 +1,14 @@
 """A long-running service for the soak test: a steady loop of requests that
 parse JSON, run freshly compiled code (new code objects at new addresses with
 the same names and lines, as template engines make), start short-lived
-threads, fork a child now and then, and allocate.  Runs until killed."""
+threads, fork a child now and then, and allocate.  Runs until killed.
+
+With --steady: the same requests, with the template compiled once, a worker
+thread that lives as long as the service, and no children: a service whose
+code, threads and processes stay the same, as most do."""
 import json
 import os
+import sys
 import threading
 import time
 
@@ -17,10 +22,14 @@ def render(items):
 DOC = json.dumps([{"name": f"item{i}", "price": i * 1.5} for i in range(200)])
 
 
+STEADY = "--steady" in sys.argv
+COMPILED = compile(TEMPLATE, "<template>", "exec")
+
+
 def request(n):
     items = json.loads(DOC)
     scope = {}
-    exec(compile(TEMPLATE, "<template>", "exec"), scope)
+    exec(COMPILED if STEADY else compile(TEMPLATE, "<template>", "exec"), scope)
     page = scope["render"](items)
     return len(page) + sum(len(bytearray(4096)) for _ in range(n % 8))
 
@@ -32,16 +41,26 @@ def worker(k):
     return s
 
 
+def steady_worker():
+    k = 0
+    while True:
+        k += 1
+        worker(k)
+        time.sleep(0.05)
+
+
 def main():
+    if STEADY:
+        threading.Thread(target=steady_worker, daemon=True).start()
     n = 0
     while True:
         n += 1
         request(n)
-        if n % 50 == 0:
+        if n % 50 == 0 and not STEADY:
             t = threading.Thread(target=worker, args=(n,))
             t.start()
             t.join()
-        if n % 500 == 0:
+        if n % 500 == 0 and not STEADY:
             pid = os.fork()
             if pid == 0:
                 request(1)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The backends of a continuous run (fleet.h).  Each interval's profiles are
- * read back from their files and go to each backend's delivery queue: the
- * sampling loop never waits for the network.
+ * What a continuous run makes of each profile it writes (fleet.h): its
+ * pprof export, and what goes to each backend's delivery queue (the
+ * sampling loop never waits for the network).  The profile's stacks are
+ * read once for all of them.
  * - OTLP: one ExportProfilesServiceRequest an interval, a resource per
  *   process, with the host's name, the process's command and where it runs
  *   (container, Kubernetes pod) beside what the profile says of itself.
@@ -47,6 +48,11 @@ struct sink {
 
 struct fleet {
 	struct sink otlp, pyro;
+	/* The interval's OTLP request, built as its profiles come; the first
+	 * error that spoils it; whether it has a Pyroscope request yet. */
+	struct otlp_batch *batch;
+	int batch_err;
+	bool pyro_any;
 	const char *pyro_app; /* NULL: each process's own (pyroscope_app) */
 	char host[65];
 	bool ending;
@@ -144,7 +150,7 @@ fail:
 
 /* Adds one process's profile of the interval to the interval's request. */
 static int otlp_piece(struct fleet *f, struct otlp_batch *b, const struct host_piece *pc,
-		      struct json_object *doc)
+		      struct export_src *src)
 {
 	const struct proc_labels *l = pc->labels;
 	struct otlp_attr extra[] = {
@@ -161,7 +167,7 @@ static int otlp_piece(struct fleet *f, struct otlp_batch *b, const struct host_p
 	for (k = 0; k < (int)(sizeof(extra) / sizeof(extra[0])); k++)
 		if (!extra[k].str || !extra[k].str[0])
 			extra[k].key = NULL;
-	err = otlp_batch_add(b, doc, extra, (int)(sizeof(extra) / sizeof(extra[0])));
+	err = otlp_batch_add(b, src, extra, (int)(sizeof(extra) / sizeof(extra[0])));
 	return err == -EINVAL ? 0 : err; /* no stacks: await time only */
 }
 
@@ -310,7 +316,7 @@ static int url_escape(const char *s, char *buf, size_t n)
 
 /* The requests of one process's profile: one per kind of value it has. */
 static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json_object *doc,
-		       bool *any)
+		       struct export_src *src, bool *any)
 {
 	static const unsigned kinds[] = { EXPORT_KIND_CPU, EXPORT_KIND_MEMORY, EXPORT_KIND_GPU };
 	struct sink *s = &f->pyro;
@@ -365,7 +371,7 @@ static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json
 	for (k = 0; !err && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		uint8_t *buf = NULL;
 		size_t len = 0;
-		int r = export_pprof_kinds(doc, kinds[k], &buf, &len);
+		int r = export_pprof_kinds(src, kinds[k], &buf, &len);
 
 		if (r == -ENODATA)
 			continue;
@@ -379,46 +385,55 @@ static void pyro_piece(struct fleet *f, const struct host_piece *pc, struct json
 	if (err) {
 		s->build_failed++;
 		pr_warn("Pyroscope: the profile of process %d for interval %llu is not sent: %s\n",
-			pc->pid, (unsigned long long)s->intervals, strerror(-err));
+			pc->pid, (unsigned long long)s->intervals + 1, strerror(-err));
 	}
 	free(url);
 }
 
-/* Each profile is read back once, sent to each backend and let go before
- * the next is read: a profile's document takes many times its file. */
-void fleet__interval(void *ctx, const struct host_piece *pieces, int n)
+int fleet__profile(void *ctx, const struct host_piece *pc, struct json_object *doc, uint8_t **pprof,
+		   size_t *len)
 {
 	struct fleet *f = ctx;
-	struct otlp_batch *b = NULL;
-	bool any = false;
-	int i, err = 0;
+	struct export_src *src;
+	int err = export_src_read(doc, &src);
+
+	*pprof = NULL;
+	*len = 0;
+	if (err)
+		return err;
+	err = export_pprof_kinds(src, EXPORT_KIND_ALL, pprof, len);
+	if (err == -ENODATA)
+		err = 0; /* no stacks (await time only): no pprof */
+	if (f && f->otlp.d && !f->batch_err) {
+		if (!f->batch)
+			f->batch = otlp_batch_new();
+		f->batch_err = f->batch ? otlp_piece(f, f->batch, pc, src) : -ENOMEM;
+	}
+	if (f && f->pyro.d)
+		pyro_piece(f, pc, doc, src, &f->pyro_any);
+	export_src_free(src);
+	return err;
+}
+
+void fleet__interval(void *ctx)
+{
+	struct fleet *f = ctx;
 
 	if (f->otlp.d) {
 		f->otlp.intervals++;
-		b = otlp_batch_new();
-		if (!b)
-			err = -ENOMEM;
+		if (!f->batch && !f->batch_err)
+			f->batch = otlp_batch_new();
+		otlp_send(f, f->batch, f->batch ? f->batch_err : -ENOMEM);
 	}
-	if (f->pyro.d)
+	otlp_batch_free(f->batch);
+	f->batch = NULL;
+	f->batch_err = 0;
+	if (f->pyro.d) {
 		f->pyro.intervals++;
-	for (i = 0; i < n; i++) {
-		struct json_object *doc = json_object_from_file(pieces[i].json);
-
-		if (!doc) {
-			pr_warn("cannot read back %s to send it\n", pieces[i].json);
-			continue;
-		}
-		if (b && !err)
-			err = otlp_piece(f, b, &pieces[i], doc);
-		if (f->pyro.d)
-			pyro_piece(f, &pieces[i], doc, &any);
-		json_object_put(doc);
+		if (!f->pyro_any)
+			f->pyro.empty_intervals++;
 	}
-	if (f->otlp.d)
-		otlp_send(f, b, err);
-	otlp_batch_free(b);
-	if (f->pyro.d && !any)
-		f->pyro.empty_intervals++;
+	f->pyro_any = false;
 }
 
 void fleet__ending(struct fleet *f)
@@ -512,6 +527,7 @@ void fleet__free(struct fleet *f)
 {
 	if (!f)
 		return;
+	otlp_batch_free(f->batch);
 	sink_free(&f->otlp);
 	sink_free(&f->pyro);
 	free(f);

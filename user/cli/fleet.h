@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * --all --continuous --otlp-endpoint / --pyroscope: each interval's profiles,
- * as one OpenTelemetry profiles request (view.h's otlp_batch) and as
- * Pyroscope ingest requests (a pprof each), handed to each backend's
- * delivery (deliver/http.h), and what became of them in the run's index.
+ * --all --continuous: each profile's pprof export, and with --otlp-endpoint
+ * / --pyroscope each interval's profiles as one OpenTelemetry profiles
+ * request (view.h's otlp_batch) and as Pyroscope ingest requests (a pprof
+ * each), handed to each backend's delivery (deliver/http.h), and what
+ * became of them in the run's index.
  */
 #ifndef CLI_FLEET_H
 #define CLI_FLEET_H
@@ -15,8 +16,12 @@ struct fleet;
 
 /* NULL after a message saying why (libcurl missing, no memory). */
 struct fleet *fleet__new(const struct options *o);
-/* host_opts.interval_done and .sink_json, with the fleet as their ctx. */
-void fleet__interval(void *ctx, const struct host_piece *pieces, int n);
+/* host_opts.profile_done (which makes each profile's pprof, and with a
+ * fleet as its ctx sends it; NULL: no backends), .interval_done and
+ * .sink_json, with the fleet as their ctx. */
+int fleet__profile(void *ctx, const struct host_piece *pc, struct json_object *doc, uint8_t **pprof,
+		   size_t *len);
+void fleet__interval(void *ctx);
 struct json_object *fleet__json(void *ctx);
 /* The run is ending: the next fleet__json first waits (a bounded time) for
  * the requests still queued to be sent. */

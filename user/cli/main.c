@@ -53,6 +53,10 @@
  * count table full. */
 #define RINGBUF_BYTES_ALL (16 << 20)
 #define COUNTS_MAX 65536
+/* --continuous: the counts are drained once a second, not four times: a
+ * fleet's agent pays for each drain, and a profile of a minute needs no
+ * finer steps. */
+#define CONTINUOUS_DRAIN_NS 1000000000ULL
 /* --all: the loader's scheduling priority (nice).  It must keep up with
  * the ring buffer on a host whose CPUs are all busy; at nice 0 among fifty
  * busy processes it got 3% of a CPU and lost more samples than it kept.
@@ -182,7 +186,7 @@ static int write_profile(struct run_state *rs, bool final)
 	};
 	const struct py_proc *pp = session__root_python(rs->session);
 	struct facts *facts = NULL;
-	struct output_job wctx;
+	struct output_job wctx = { 0 };
 	int err;
 
 	if (top_no_write)
@@ -408,6 +412,7 @@ static int setup(struct run_state *rs)
 		bpf.drain_counts = bpf_drain_counts;
 		bpf.counts_stats = bpf_counts_stats;
 		so.host = host__session_host(rs->host);
+		so.drain_ns = rs->opts->continuous ? CONTINUOUS_DRAIN_NS : 0;
 	} else {
 		rs->profile = profile__new(&filter);
 		if (!rs->profile)
@@ -1070,7 +1075,7 @@ static int cmd_all(const struct options *o)
 		.interval_s = !o->continuous  ? 0
 			      : o->interval_s ? o->interval_s
 					      : DEFAULT_INTERVAL_S,
-		.export_pprof = view_export_pprof,
+		.profile_done = o->continuous ? fleet__profile : NULL,
 		.max_disk_bytes =
 			(uint64_t)((o->max_disk_mb ? o->max_disk_mb : DEFAULT_MAX_DISK_MB) * 1e6),
 	};

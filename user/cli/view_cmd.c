@@ -155,36 +155,6 @@ manual:
 	pr_warn("could not start a browser (xdg-open); open %s in one\n", path);
 }
 
-int view_export_pprof(const char *json, const char *out, const struct user_creds *creds)
-{
-	struct json_object *doc = json_object_from_file(json);
-	char *buf = NULL, *msg = NULL;
-	size_t len = 0, mlen = 0;
-	FILE *f, *err;
-	int ret;
-
-	if (!doc) {
-		pr_warn("cannot read back %s for its pprof export\n", json);
-		return -EIO;
-	}
-	f = open_memstream(&buf, &len);
-	err = open_memstream(&msg, &mlen);
-	ret = f && err ? export_write(doc, EXPORT_PPROF, json, f, err) : -ENOMEM;
-	if (f && fclose(f) && !ret)
-		ret = -ENOMEM;
-	if (err)
-		fclose(err);
-	json_object_put(doc);
-	/* Why there is none (no stacks), for -v. */
-	if (ret && msg && *msg)
-		pr_debug("%s", msg);
-	if (!ret)
-		ret = outfile_write(out, buf, len, creds);
-	free(buf);
-	free(msg);
-	return ret;
-}
-
 /* Renders into memory, then writes the file as the user (or to stdout when
  * path is NULL). */
 static int emit(struct json_object *doc, const struct options *o, const struct view_opts *vo,

@@ -8,13 +8,8 @@
 #define VIEW_CMD_H
 
 struct options;
-struct user_creds;
 
 /* The exit status. */
 int view_main(const struct options *o);
-/* The pprof export of the profile in the file json, written to out as the
- * user (--all --continuous, for each profile it writes): 0, -EINVAL when
- * the profile has no stacks, or -errno after a message. */
-int view_export_pprof(const char *json, const char *out, const struct user_creds *creds);
 
 #endif /* VIEW_CMD_H */

@@ -126,14 +126,16 @@ static struct json_object *jstring(const char *s)
 /* Where the document goes: collected into one json-c object (output_build),
  * or written piece by piece to a file (output_write), each line, stack and
  * small field serialised by json-c and freed at once, so that at most one
- * file's functions or one line's objects exist at a time.  Both get the same
- * calls, so both hold the same content. */
+ * file's functions or one line's objects exist at a time, or both (written
+ * and kept, for a caller that goes on to use the document).  All get the
+ * same calls, so all hold the same content. */
 #define SINK_DEPTH 4
 #define SINK_BUF (1 << 20)
 
 struct sink {
 	/* Collecting: the open containers, the document first. */
 	struct json_object *open[SINK_DEPTH];
+	bool collecting;
 	/* Writing: */
 	bool array[SINK_DEPTH], first[SINK_DEPTH];
 	int depth;
@@ -204,16 +206,16 @@ static void sink_add(struct sink *s, const char *key, struct json_object *val)
 {
 	struct json_object *top = s->open[s->depth - 1];
 
-	if (!s->writing) {
-		if (json_object_is_type(top, json_type_array))
-			json_object_array_add(top, val);
-		else
-			json_object_object_add(top, key, val);
-		return;
+	if (s->writing) {
+		sink_member(s, key);
+		sink_value_text(s, val);
 	}
-	sink_member(s, key);
-	sink_value_text(s, val);
-	json_object_put(val);
+	if (!s->collecting)
+		json_object_put(val);
+	else if (json_object_is_type(top, json_type_array))
+		json_object_array_add(top, val);
+	else
+		json_object_object_add(top, key, val);
 }
 
 static void sink_open(struct sink *s, const char *key, bool array)
@@ -224,10 +226,14 @@ static void sink_open(struct sink *s, const char *key, bool array)
 		s->err = -EINVAL;
 		return;
 	}
-	if (!s->writing) {
+	if (s->collecting) {
 		c = array ? json_object_new_array() : json_object_new_object();
-		sink_add(s, key, c);
-	} else {
+		if (json_object_is_type(s->open[s->depth - 1], json_type_array))
+			json_object_array_add(s->open[s->depth - 1], c);
+		else
+			json_object_object_add(s->open[s->depth - 1], key, c);
+	}
+	if (s->writing) {
 		sink_member(s, key);
 		sink_put(s, array ? "[" : "{");
 	}
@@ -1325,7 +1331,7 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 
 struct json_object *output_build(const struct profile *p, const struct output_meta *m)
 {
-	struct sink snk = { .depth = 1 };
+	struct sink snk = { .depth = 1, .collecting = true };
 
 	snk.open[0] = json_object_new_object();
 	if (!snk.open[0])
@@ -1334,19 +1340,38 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 	return snk.open[0];
 }
 
-int output_write(const struct profile *p, const struct output_meta *m, int fd)
+/* Writes the document to fd; keep: and hands it over there too (NULL when
+ * it could not be built). */
+static int write_doc(const struct profile *p, const struct output_meta *m, int fd,
+		     struct json_object **keep)
 {
 	struct sink snk = { .depth = 1, .writing = true, .fd = fd, .first = { true } };
 
+	if (keep) {
+		*keep = NULL;
+		snk.collecting = true;
+		snk.open[0] = json_object_new_object();
+		if (!snk.open[0])
+			return -ENOMEM;
+	}
 	snk.buf = malloc(SINK_BUF);
-	if (!snk.buf)
+	if (!snk.buf) {
+		json_object_put(snk.open[0]);
 		return -ENOMEM;
+	}
 	sink_put(&snk, "{");
 	build_doc(&snk, p, m);
 	sink_put(&snk, "\n}\n");
 	sink_flush(&snk);
 	free(snk.buf);
+	if (keep)
+		*keep = snk.open[0];
 	return snk.err;
+}
+
+int output_write(const struct profile *p, const struct output_meta *m, int fd)
+{
+	return write_doc(p, m, fd, NULL);
 }
 
 char *output_to_string(struct json_object *doc)
@@ -1381,5 +1406,10 @@ int output_emit(int fd, void *job)
 {
 	const struct output_job *j = job;
 
-	return output_write(j->p, j->m, fd);
+	if (j->keep) {
+		/* A second try (outfile_stream's) builds it again. */
+		json_object_put(*j->keep);
+		*j->keep = NULL;
+	}
+	return write_doc(j->p, j->m, fd, j->keep);
 }

@@ -60,10 +60,13 @@ struct json_object *output_build(const struct profile *p, const struct output_me
 int output_write(const struct profile *p, const struct output_meta *m, int fd);
 
 /* A profile and its meta for output_emit, which writes them to fd as
- * output_write does (safefile.h's outfile_emit_fn). */
+ * output_write does (safefile.h's outfile_emit_fn); keep: where the
+ * document written is handed over as well, for a caller that goes on to
+ * use it (the caller's to put; NULL if it could not be built). */
 struct output_job {
 	const struct profile *p;
 	const struct output_meta *m;
+	struct json_object **keep;
 };
 int output_emit(int fd, void *job);
 

@@ -521,23 +521,36 @@ static uint64_t profile_hits(const struct host *h, const struct hproc *e,
 	return end->alloc_hits - (h->iv && end->alloc_hits >= e->hits_cut ? e->hits_cut : 0);
 }
 
-/* --continuous: the pprof export of the profile just written at path, beside
- * it (.pb.gz for .json).  A profile with no stacks (await time only) has
- * none. */
-static void write_pprof(struct host *h, const char *path)
+/* --continuous: e's profile of the interval, doc, to the sinks, and its
+ * pprof export beside it (.pb.gz for .json) when it was written at path. */
+static void profile_done(struct host *h, const struct hproc *e, const char *path,
+			 struct json_object *doc, bool written)
 {
+	struct host_piece pc = {
+		.json = path,
+		.pid = e->pid,
+		.comm = e->comm,
+		.argv = e->cmdline ? (const char *const *)e->cmdline->argv : NULL,
+		.argc = e->cmdline ? e->cmdline->n : 0,
+		.labels = e->labels_read ? &e->labels : NULL,
+	};
 	char out[PATH_MAX];
-	size_t n = strlen(path);
+	size_t n = strlen(path), len = 0;
+	uint8_t *pprof = NULL;
 	int err;
 
-	if (!h->o.export_pprof || n < 5 || n + 2 >= sizeof(out))
-		return;
-	snprintf(out, sizeof(out), "%.*s.pb.gz", (int)(n - 5), path);
-	err = h->o.export_pprof(path, out, h->creds);
-	if (!err)
-		intervals__wrote(h->iv, out);
-	else if (err != -EINVAL)
-		pr_warn("failed to write %s: %s\n", out, strerror(-err));
+	err = h->o.profile_done(h->o.sink_ctx, &pc, doc, &pprof, &len);
+	if (err)
+		pr_warn("the pprof export of %s is not written: %s\n", path, strerror(-err));
+	if (written && pprof && n >= 5 && n + 2 < sizeof(out)) {
+		snprintf(out, sizeof(out), "%.*s.pb.gz", (int)(n - 5), path);
+		err = outfile_write(out, (const char *)pprof, len, h->creds);
+		if (!err)
+			intervals__wrote(h->iv, out);
+		else
+			pr_warn("failed to write %s: %s\n", out, strerror(-err));
+	}
+	free(pprof);
 }
 
 /* Writes e's profile (with --continuous, of the current interval, into its
@@ -603,12 +616,22 @@ static int write_profile(struct host *h, struct hproc *e, const struct session_e
 	if (!e->file) {
 		err = -ENOMEM;
 	} else if (h->iv) {
+		/* The document written is used once more, for the pprof and
+		 * the sinks, not read back from its file. */
+		struct json_object *doc = NULL;
+
+		w.keep = h->o.profile_done ? &doc : NULL;
+		path[0] = '\0';
 		err = intervals__path(h->iv, e->file, path, sizeof(path));
 		err = err ?: outfile_stream(path, output_emit, &w, h->creds);
-		if (!err) {
+		if (!err)
 			intervals__wrote(h->iv, path);
-			write_pprof(h, path);
-		}
+		/* The backends get it even when the disk did not. */
+		if (!doc && h->o.profile_done)
+			doc = output_build(e->profile, &m);
+		if (doc)
+			profile_done(h, e, path, doc, !err);
+		json_object_put(doc);
 	} else {
 		snprintf(path, sizeof(path), "%s/%s", h->dir, e->file);
 		err = outfile_stream(path, output_emit, &w, h->creds);
@@ -1335,41 +1358,11 @@ static int write_index(struct host *h, double elapsed_s, bool final)
 	return write_index_at(h, path, h->procs, h->nprocs, h->start_wall, elapsed_s, final, 0);
 }
 
-/* --continuous: the interval's profiles to the sink (host_opts), while
- * their folder is there. */
+/* --continuous: the sinks are told that the interval's profiles are all in. */
 static void interval_done(struct host *h)
 {
-	struct host_piece *pieces;
-	char(*paths)[PATH_MAX];
-	int i, n = 0;
-
-	if (!h->o.interval_done)
-		return;
-	pieces = calloc(h->npieces ? h->npieces : 1, sizeof(*pieces));
-	paths = calloc(h->npieces ? h->npieces : 1, sizeof(*paths));
-	if (!pieces || !paths) {
-		pr_warn("out of memory: interval %d is not sent\n", intervals__number(h->iv));
-		goto out;
-	}
-	for (i = 0; i < h->npieces; i++) {
-		const struct hproc *e = &h->pieces[i];
-
-		if (!e->file || intervals__path(h->iv, e->file, paths[n], sizeof(paths[n])))
-			continue;
-		pieces[n] = (struct host_piece){
-			.json = paths[n],
-			.pid = e->pid,
-			.comm = e->comm,
-			.argv = e->cmdline ? (const char *const *)e->cmdline->argv : NULL,
-			.argc = e->cmdline ? e->cmdline->n : 0,
-			.labels = e->labels_read ? &e->labels : NULL,
-		};
-		n++;
-	}
-	h->o.interval_done(h->o.sink_ctx, pieces, n);
-out:
-	free(pieces);
-	free(paths);
+	if (h->o.interval_done)
+		h->o.interval_done(h->o.sink_ctx);
 }
 
 /* Folded first: those with nothing to show, then those that ended first. */

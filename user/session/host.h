@@ -14,6 +14,7 @@
 #include "model/profile.h"
 #include "session/session.h"
 
+struct json_object;
 struct user_creds;
 
 /* A profile of one process for one interval (--continuous). */
@@ -52,16 +53,19 @@ struct host_opts {
 	 * intervals.h, bounded by max_disk_bytes; 0: one profile per image. */
 	double interval_s;
 	uint64_t max_disk_bytes;
-	/* --continuous: writes the pprof export of the profile at json to out,
-	 * as the user; -EINVAL when it has no stacks (NULL: none written). */
-	int (*export_pprof)(const char *json, const char *out, const struct user_creds *creds);
-	/* --continuous: called once an interval's profiles are all written,
-	 * with each (its file, the process's pid, command and labels; each
-	 * profile states its own start and length); sink_json: the sinks' state
-	 * for the run's index, an object whose members (otlp, pyroscope) become
-	 * continuous's (a new object; NULL: nothing).  Both get sink_ctx; NULL:
-	 * none. */
-	void (*interval_done)(void *ctx, const struct host_piece *pieces, int n);
+	/* --continuous: profile_done is called with each profile of an
+	 * interval as it is written: the document (which the callee must not
+	 * keep), its file, the process's pid, command and labels (each
+	 * profile states its own start and length); it returns the profile's
+	 * pprof export in *pprof (malloc'd; NULL when the profile has no
+	 * stacks), which goes beside the file.  interval_done is called once
+	 * an interval's profiles are all written; sink_json: the sinks' state
+	 * for the run's index, an object whose members (otlp, pyroscope)
+	 * become continuous's (a new object; NULL: nothing).  All get
+	 * sink_ctx; NULL: none. */
+	int (*profile_done)(void *ctx, const struct host_piece *pc, struct json_object *doc,
+			    uint8_t **pprof, size_t *len);
+	void (*interval_done)(void *ctx);
 	struct json_object *(*sink_json)(void *ctx);
 	void *sink_ctx;
 };

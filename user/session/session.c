@@ -66,6 +66,7 @@ struct session *session__new(const struct session_opts *opts)
 		return NULL;
 	s->profile = opts->profile;
 	s->host = opts->host;
+	s->drain_ns = opts->drain_ns ? opts->drain_ns : COUNTS_DRAIN_NS;
 	s->rate_hz = opts->rate_hz;
 	s->period_ns = loader__period_ns(opts->rate_hz);
 	s->creds = opts->creds;
@@ -550,7 +551,9 @@ static uint64_t ms_until(uint64_t now, uint64_t at)
 
 int session__poll_ms(const struct session *s, uint64_t now)
 {
-	uint64_t ms = now < s->fast_until_ns ? FAST_POLL_MS : SLOW_POLL_MS;
+	uint64_t ms = now < s->fast_until_ns ? FAST_POLL_MS
+		      : s->host		     ? HOST_SLOW_POLL_MS
+					     : SLOW_POLL_MS;
 
 	if (s->bpf.drain_counts && ms_until(now, s->next_drain_ns) < ms)
 		ms = ms_until(now, s->next_drain_ns);
@@ -568,7 +571,7 @@ void session__tick(struct session *s, uint64_t now)
 
 	if (s->bpf.drain_counts && now >= s->next_drain_ns) {
 		drain_counts(s, SESSION_COUNTS_DUE);
-		s->next_drain_ns = now + COUNTS_DRAIN_NS;
+		s->next_drain_ns = now + s->drain_ns;
 	}
 	if (s->profile && now > GPU_SETTLE_NS)
 		profile__gpu_settle(s->profile, now - GPU_SETTLE_NS);
@@ -1767,7 +1770,7 @@ void session__drain_counts(struct session *s)
 {
 	if (s->host && s->bpf.drain_counts) {
 		drain_counts(s, SESSION_COUNTS_DUE);
-		s->next_drain_ns = mono_ns() + COUNTS_DRAIN_NS;
+		s->next_drain_ns = mono_ns() + s->drain_ns;
 	}
 }
 

@@ -79,6 +79,9 @@ struct session_opts {
 	int ncpus;
 	bool memory;	  /* the allocation sampler is preloaded into the program */
 	bool async_waits; /* await attribution (pyasync.h) */
+	/* System-wide: the counts kept in BPF are drained this often (0:
+	 * COUNTS_DRAIN_NS). */
+	uint64_t drain_ns;
 	/* GPU: the library given to the program (CUDA_INJECTION64_PATH), or
 	 * NULL with why GPU profiling is off in gpu_off (NULL: not asked). */
 	const char *gpu_library;

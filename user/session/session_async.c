@@ -275,7 +275,7 @@ bool sasync_due(const struct tproc *tp)
  * loop and ran lately, else less and less often (the gap doubles up to
  * ASYNC_QUIET_POLL_NS), and not at all once it is known not to run and to
  * have no loop.  Samples come in with the counts' drain, up to
- * COUNTS_DRAIN_NS after they were taken: "it did not run since the last
+ * s->drain_ns after they were taken: "it did not run since the last
  * look" is known only of a look older than that.
  */
 static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
@@ -285,7 +285,7 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	uint64_t lately = tp->async_active_ns > tp->start_ns ? tp->async_active_ns : tp->start_ns;
 	uint64_t polled = pyasync__last_poll_ns(tp->aw);
 	bool ran = tp->async_active_ns > polled;
-	bool known_idle = !ran && now >= polled + COUNTS_DRAIN_NS;
+	bool known_idle = !ran && now >= polled + s->drain_ns;
 	uint64_t max_gap = 0;
 	int r;
 
@@ -297,7 +297,7 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	if (!tp->async_loop_seen)
 		max_gap = ASYNC_POLL_NS;
 	else if (tp->async_gap_ns > ASYNC_POLL_NS)
-		max_gap = tp->async_gap_ns + COUNTS_DRAIN_NS;
+		max_gap = tp->async_gap_ns + s->drain_ns;
 	r = pyasync__poll(tp->aw, now, max_gap);
 	if (r == 1 && now < lately + ASYNC_QUIET_AFTER_NS)
 		tp->async_gap_ns = s->async_live_gap_ns;

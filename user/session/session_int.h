@@ -115,6 +115,10 @@ struct mem_summary {
 #define MAX_HELD_MEM 65536
 #define FAST_POLL_MS 1
 #define SLOW_POLL_MS 10
+/* System-wide, samples are counted in BPF and the ring buffer brings only
+ * new stacks, code objects and process events (those wake the loader): it
+ * is looked at this often otherwise. */
+#define HOST_SLOW_POLL_MS 50
 #define FAST_WINDOW_NS 1000000000ULL
 /* Event loops are looked at this often (pyasync.h); system-wide, a process
  * that shows no CPU sample is looked at less and less often, down to once
@@ -128,11 +132,13 @@ struct mem_summary {
 #define ASYNC_HOST_BUDGET 0.02
 #define ASYNC_LIVE_MAX_NS ASYNC_QUIET_POLL_NS
 #define ASYNC_BUDGET_NS 250000000ULL /* how often the gap is set */
-/* Samples come in with the counts' drain (COUNTS_DRAIN_NS): a process is
- * quiet when none came for eight drains (an event loop that runs is looked
- * at on the run schedule, whatever the drains' timing). */
+/* Samples come in with the counts' drain (s->drain_ns): a process is
+ * quiet when none came for 2 s (eight drains at COUNTS_DRAIN_NS, two under
+ * --continuous; an event loop that runs is looked at on the run schedule,
+ * whatever the drains' timing). */
 #define ASYNC_QUIET_AFTER_NS 2000000000ULL
-/* Counts kept in BPF are drained this often (system-wide). */
+/* Counts kept in BPF are drained this often (system-wide), unless the
+ * session is told otherwise (session_opts.drain_ns). */
 #define COUNTS_DRAIN_NS 250000000ULL
 /* Counted samples of an image not known yet, kept for one more drain. */
 #define MAX_HELD 256
@@ -191,6 +197,7 @@ struct session {
 	 * no use (a process not known as Python, a copy not whole). */
 	uint64_t frames_from_copies, code_copies_unused;
 	uint64_t next_drain_ns;
+	uint64_t drain_ns; /* how often (COUNTS_DRAIN_NS unless told) */
 	/* The earliest per-process work due (a recognition try, an event-loop
 	 * poll; see tproc_due_ns()): until then a tick looks at no process.
 	 * Whatever gives a process work to do lowers it (session_due()). */

@@ -87,6 +87,12 @@ struct model {
 	int64_t time_nanos, duration_nanos;
 };
 
+/* view.h's: a profile's stacks read once, for several exports of it. */
+struct export_src {
+	struct model m;
+	struct json_object *doc;
+};
+
 /* What every string written is made of: valid UTF-8, each control
  * character (tab included) and invalid byte as '?'. */
 #define CLEAN_FLAGS (UTF8_CLEAN_CONTROLS | UTF8_CLEAN_ASCII)
@@ -1353,19 +1359,10 @@ static int ob_add(struct otlp_batch *b, struct model *m, struct json_object *doc
 	return 0;
 }
 
-int otlp_batch_add(struct otlp_batch *b, struct json_object *doc, const struct otlp_attr *extra,
+int otlp_batch_add(struct otlp_batch *b, struct export_src *src, const struct otlp_attr *extra,
 		   int nextra)
 {
-	struct model m;
-	int err;
-
-	if (!json_object_is_type(doc, json_type_object))
-		return -EINVAL;
-	err = model_read(&m, doc);
-	if (!err)
-		err = ob_add(b, &m, doc, extra, nextra);
-	model_free(&m);
-	return err;
+	return ob_add(b, &src->m, src->doc, extra, nextra);
 }
 
 /* The messages of the request, all allocated at once from the tables. */
@@ -1642,9 +1639,37 @@ cleanup:
 	return ret;
 }
 
-int export_pprof_kinds(struct json_object *doc, unsigned kinds, uint8_t **buf, size_t *len)
+int export_src_read(struct json_object *doc, struct export_src **out)
 {
-	struct model m;
+	struct export_src *src;
+	int err;
+
+	*out = NULL;
+	if (!json_object_is_type(doc, json_type_object))
+		return -EINVAL;
+	src = calloc(1, sizeof(*src));
+	if (!src)
+		return -ENOMEM;
+	src->doc = doc;
+	err = model_read(&src->m, doc);
+	if (err) {
+		export_src_free(src);
+		return err;
+	}
+	*out = src;
+	return 0;
+}
+
+void export_src_free(struct export_src *src)
+{
+	if (!src)
+		return;
+	model_free(&src->m);
+	free(src);
+}
+
+int export_pprof_kinds(struct export_src *src, unsigned kinds, uint8_t **buf, size_t *len)
+{
 	FILE *f;
 	char *mem = NULL;
 	size_t n = 0;
@@ -1652,22 +1677,12 @@ int export_pprof_kinds(struct json_object *doc, unsigned kinds, uint8_t **buf, s
 
 	*buf = NULL;
 	*len = 0;
-	if (!json_object_is_type(doc, json_type_object))
-		return -EINVAL;
-	ret = model_read(&m, doc);
-	if (ret) {
-		model_free(&m);
-		return ret;
-	}
 	f = open_memstream(&mem, &n);
-	if (!f) {
-		model_free(&m);
+	if (!f)
 		return -ENOMEM;
-	}
-	ret = write_pprof(&m, doc, kinds, f);
+	ret = write_pprof(&src->m, src->doc, kinds, f);
 	if (fclose(f) && !ret)
 		ret = -ENOMEM;
-	model_free(&m);
 	if (ret) {
 		free(mem);
 		return ret;

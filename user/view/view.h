@@ -72,10 +72,16 @@ int export_parse_format(const char *s, enum export_format *fmt);
 /* Writes the export of a parsed profile to f; 0 or -EINVAL as above. */
 int export_write(struct json_object *doc, enum export_format fmt, const char *name, FILE *f,
 		 FILE *err);
-/* The gzipped pprof of a parsed profile with the sample types and stacks of
- * those kinds only, in *buf (malloc'd); -ENODATA when it has none of them,
- * -EINVAL when it is not a profile, -ENOMEM. */
-int export_pprof_kinds(struct json_object *doc, unsigned kinds, uint8_t **buf, size_t *len);
+/* A parsed profile's stacks, read once for several exports of it (the
+ * document must outlive it): 0, -EINVAL when doc is not a profile, or
+ * -ENOMEM (*out NULL). */
+struct export_src;
+int export_src_read(struct json_object *doc, struct export_src **out);
+void export_src_free(struct export_src *src);
+/* The gzipped pprof of a profile with the sample types and stacks of those
+ * kinds only, in *buf (malloc'd); -ENODATA when it has none of them,
+ * -ENOMEM. */
+int export_pprof_kinds(struct export_src *src, unsigned kinds, uint8_t **buf, size_t *len);
 
 /*
  * An OTLP export request (ExportProfilesServiceRequest) made of profiles, a
@@ -90,10 +96,10 @@ struct otlp_attr {
 };
 struct otlp_batch *otlp_batch_new(void);
 void otlp_batch_free(struct otlp_batch *b);
-/* Adds a parsed profile as a resource with the profile's own attributes
+/* Adds a profile as a resource with the profile's own attributes
  * and then extra's (a key given again takes the later value); 0, -EINVAL
  * when it has no stacks, -ENOMEM. */
-int otlp_batch_add(struct otlp_batch *b, struct json_object *doc, const struct otlp_attr *extra,
+int otlp_batch_add(struct otlp_batch *b, struct export_src *src, const struct otlp_attr *extra,
 		   int nextra);
 int otlp_batch_resources(const struct otlp_batch *b);
 /* The request's bytes (protobuf), in *buf (malloc'd). */
