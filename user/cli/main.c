@@ -53,10 +53,11 @@
  * count table full. */
 #define RINGBUF_BYTES_ALL (16 << 20)
 #define COUNTS_MAX 65536
-/* --continuous: the counts are drained once a second, not four times: a
- * fleet's agent pays for each drain, and a profile of a minute needs no
- * finer steps. */
-#define CONTINUOUS_DRAIN_NS 1000000000ULL
+/* --continuous: the counts are drained every 2 s, not four times a
+ * second: a fleet's agent pays for each drain (the stacks of a drain are
+ * handed out one by one, and a stack seen again in the next drain is
+ * handed out again), and a profile of a minute needs no finer steps. */
+#define CONTINUOUS_DRAIN_NS 2000000000ULL
 /* --all: the loader's scheduling priority (nice).  It must keep up with
  * the ring buffer on a host whose CPUs are all busy; at nice 0 among fifty
  * busy processes it got 3% of a CPU and lost more samples than it kept.

@@ -912,6 +912,17 @@ static const struct frame_ref elided_frame = { .filename = "",
 					       .qualname = "[frames elided]",
 					       .line = 1 };
 
+/* BPF read the frame's code object (its first line and identity): a frame
+ * without is one being set up or torn down as the sample came (a thread
+ * starting, seen on 3.12: its code pointer leads to no code object), or one
+ * whose object BPF could not read.  Nothing can tell later whether the
+ * object at its address is the one that ran, so it is not read: it counts
+ * as unreadable, and looking sooner would not have helped. */
+static bool frame_identified(const struct py_frame *f)
+{
+	return f->tag || f->ident;
+}
+
 static int resolve_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
 			  struct frame_ref *out, int *offsets)
 {
@@ -931,10 +942,19 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		}
 		if (!f->code)
 			continue; /* interpreter shim */
+		if (!frame_identified(f)) {
+			s->frames_unreadable++;
+			continue;
+		}
 		pc = session_code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
-			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
+			/* Sooner reads help samples that come by the ring
+			 * buffer; counted ones come a drain late whatever
+			 * the poll (their stacks' code objects were read as
+			 * the stacks came: on_stack). */
+			if (!s->bpf.drain_counts)
+				s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 			pr_debug("process %d: code object 0x%llx (frame %u of %u) unreadable "
 				 "%.1f ms after the sample: %s\n",
 				 tp->pid, (unsigned long long)f->code, i + 1, n,
@@ -1220,7 +1240,7 @@ static void on_stack(struct session *s, const struct agg_stack_record *r, size_t
 	if (!tp || tp->state != TP_PYTHON || tp->exited)
 		return;
 	for (i = 0; i < r->nframes; i++) {
-		if (r->frames[i].code &&
+		if (r->frames[i].code && frame_identified(&r->frames[i]) &&
 		    !session_code_for(s, tp, r->frames[i].code,
 				      pycode_tag(r->frames[i].tag, r->frames[i].ident)))
 			s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;

@@ -287,6 +287,9 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	bool ran = tp->async_active_ns > polled;
 	bool known_idle = !ran && now >= polled + s->drain_ns;
 	uint64_t max_gap = 0;
+	/* Two drains at least: samples come with them. */
+	uint64_t quiet_after =
+		ASYNC_QUIET_AFTER_NS > 2 * s->drain_ns ? ASYNC_QUIET_AFTER_NS : 2 * s->drain_ns;
 	int r;
 
 	/* The gap before a loop is first seen is not its idle time (it may
@@ -299,7 +302,7 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	else if (tp->async_gap_ns > ASYNC_POLL_NS)
 		max_gap = tp->async_gap_ns + s->drain_ns;
 	r = pyasync__poll(tp->aw, now, max_gap);
-	if (r == 1 && now < lately + ASYNC_QUIET_AFTER_NS)
+	if (r == 1 && now < lately + quiet_after)
 		tp->async_gap_ns = s->async_live_gap_ns;
 	else if (tp->async_gap_ns < ASYNC_QUIET_POLL_NS)
 		tp->async_gap_ns = tp->async_gap_ns * 2 < ASYNC_QUIET_POLL_NS ? tp->async_gap_ns * 2

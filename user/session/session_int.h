@@ -133,9 +133,9 @@ struct mem_summary {
 #define ASYNC_LIVE_MAX_NS ASYNC_QUIET_POLL_NS
 #define ASYNC_BUDGET_NS 250000000ULL /* how often the gap is set */
 /* Samples come in with the counts' drain (s->drain_ns): a process is
- * quiet when none came for 2 s (eight drains at COUNTS_DRAIN_NS, two under
- * --continuous; an event loop that runs is looked at on the run schedule,
- * whatever the drains' timing). */
+ * quiet when none came for 2 s, and two drains at least (an event loop
+ * that runs is looked at on the run schedule, whatever the drains'
+ * timing). */
 #define ASYNC_QUIET_AFTER_NS 2000000000ULL
 /* Counts kept in BPF are drained this often (system-wide), unless the
  * session is told otherwise (session_opts.drain_ns). */
