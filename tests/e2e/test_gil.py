@@ -8,6 +8,7 @@ import json
 from e2e_helpers import (clean_env, find_interpreter, hot_lines, line_time, markers,
                          profile_run, program)
 from test_view_cli import row_of, view
+from test_view_export import check_pprof, pprof_message  # noqa: F401 (a fixture)
 from test_view_html import file_block, js_fixed, page_of, render_ok
 
 SECONDS = 1.0
@@ -109,9 +110,11 @@ def check_no_gil(res, loop, interps, period_s, ctx):
     assert "GIL: none (free-threaded" in out, out
 
 
-def test_gil_wait_in_the_views(any_python, tmp_path):
+def test_gil_wait_in_the_views(any_python, tmp_path, pprof_message):
     """Both views show the loop line's GIL wait as the profile has it, and
-    the total in their header."""
+    the total in their header; the stacks through the line carry the same
+    wait (scalene_bpf.gil_wait_stacks), which the pprof export gives as a
+    sample type of its own (gil_wait_time)."""
     prog = program("gil_contend.py")
     res = profile_run(any_python, prog, ["0.5", tmp_path / "spent.json"],
                       tmp=tmp_path)
@@ -133,3 +136,18 @@ def test_gil_wait_in_the_views(any_python, tmp_path):
     assert "GIL wait" in probe["header"], probe["header"]
     lines = {r["n"]: r["cells"] for r in file_block(probe, prog)["lines"]}
     assert lines[str(loop)]["gil"] == js_fixed(gil) + "%", lines[str(loop)]
+
+    # The same samples make the line and its stacks: the wait of the
+    # stacks whose innermost frame of the program is the loop line is the
+    # line's (within what the percentages' rounding leaves).
+    doc = res.profile
+    on_loop = 0.0
+    for i, s in doc["scalene_bpf"]["gil_wait_stacks"]:
+        frames = [f for f in doc["combined_stacks"][i][0]
+                  if f.get("kind") == "py" and f.get("filename_or_module") == str(prog)]
+        if frames and frames[-1]["line"] == loop:
+            on_loop += s
+    line_s = gil_s(line_time(res.profile, prog, loop))
+    assert abs(on_loop - line_s) <= 0.01 * line_s + 1e-4, (on_loop, line_s)
+    p, _, st, _ = check_pprof(doc, res.path, tmp_path, pprof_message)
+    assert "gil_wait_time" in [st[v.type] for v in p.sample_type]

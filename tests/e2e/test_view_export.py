@@ -223,6 +223,23 @@ def stack_times(doc, stacks):
     return out
 
 
+def stack_gil(doc, stacks, times):
+    """Per CPU stack, its GIL wait in ns as our profiles state it
+    (scalene_bpf.gil_wait_stacks: [index in stacks, seconds]), at most its
+    system time; None when the profile states none."""
+    pairs = (doc.get("scalene_bpf") or {}).get("gil_wait_stacks")
+    if not times or not isinstance(pairs, list) or not pairs:
+        return None
+    at = {i: k for k, (_, _, i) in enumerate(stacks)}
+    out = [0.0] * len(stacks)
+    for pair in pairs:
+        if (isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0])
+                and pair[0] in at and _is_num(pair[1]) and pair[1] >= 0):
+            k = at[pair[0]]
+            out[k] = min(pair[1] * 1e9, times[k][3])
+    return out
+
+
 def label(fr):
     name, file, line, native = fr
     if native:
@@ -449,6 +466,7 @@ def check_pprof(doc, path, tmp, message):
     p, stacks, st, fns = read_pprof(data, message)
     cpu, mem = cpu_stacks(doc), memory_stacks(doc)
     times = stack_times(doc, cpu)
+    gil = stack_gil(doc, cpu, times)
     types = [(st[v.type], st[v.unit]) for v in p.sample_type]
     want_types = []
     if cpu:
@@ -456,6 +474,8 @@ def check_pprof(doc, path, tmp, message):
         if times:
             want_types += [("time", "nanoseconds"), ("python_time", "nanoseconds"),
                            ("native_time", "nanoseconds"), ("system_time", "nanoseconds")]
+        if gil:
+            want_types.append(("gil_wait_time", "nanoseconds"))
     if mem:
         want_types.append(("alloc_space", "bytes"))
     assert types == want_types
@@ -467,6 +487,8 @@ def check_pprof(doc, path, tmp, message):
         if times:
             for t, v in enumerate(times[k]):
                 want[tuple(map(key3, fr))][1 + t] += v
+        if gil:
+            want[tuple(map(key3, fr))][5] += gil[k]
     for fr, w in mem:
         want[tuple(map(key3, fr))][-1] += w
     assert set(stacks) == set(want)
@@ -569,7 +591,7 @@ def check_otlp(doc, path, tmp, pprof, pprof_stacks, types):
         assert q.time_unix_nano == pprof.time_nanos
         assert q.duration_nano == pprof.duration_nanos
         sampled = got_types[t][0] in ("samples", "time", "python_time", "native_time",
-                                      "system_time")
+                                      "system_time", "gil_wait_time")
         assert q.period == (pprof.period if sampled else 0)
     return req
 

@@ -365,25 +365,64 @@ static void test_pprof_time(void)
 	CHECK(strstr(out, "\"weights\":[1500000000,500000000]") != NULL);
 }
 
+/* The pprof export of doc_ours with facts as its scalene_bpf, unpacked
+ * (NULL: failed). */
+static Perftools__Profiles__Profile *pprof_with_facts(const char *facts)
+{
+	char doc[2048];
+	const char *tail = strstr(doc_ours, "\"scalene_bpf\"");
+
+	snprintf(doc, sizeof(doc), "%.*s\"scalene_bpf\":%s}", (int)(tail - doc_ours), doc_ours,
+		 facts);
+	if (run(doc, EXPORT_PPROF))
+		return NULL;
+	return unpack();
+}
+
 /* The period as profiles state it now: the rate as given (997, whose
  * 1e9 / rate is not whole) and the timers' period beside it. */
 static void test_pprof_period_stated(void)
 {
-	char doc[2048];
-	const char *tail = strstr(doc_ours, "\"scalene_bpf\"");
-	Perftools__Profiles__Profile *p;
+	Perftools__Profiles__Profile *p = pprof_with_facts(
+		"{\"sampling_rate_hz\":997,\"sampling_period_ns\":1003009,\"total_sampled_s\":2}");
 
-	snprintf(doc, sizeof(doc),
-		 "%.*s\"scalene_bpf\":{\"sampling_rate_hz\":997,"
-		 "\"sampling_period_ns\":1003009,\"total_sampled_s\":2}}",
-		 (int)(tail - doc_ours), doc_ours);
-	CHECK_EQ_INT(run(doc, EXPORT_PPROF), 0);
-	p = unpack();
 	CHECK(p != NULL);
 	if (!p)
 		return;
 	CHECK_EQ_INT(p->period, 1003009);
 	perftools__profiles__profile__free_unpacked(p, NULL);
+}
+
+/* GIL wait as the profile states it per stack (scalene_bpf.
+ * gil_wait_stacks): a sample type of its own, part of system time, at most
+ * all of it; pairs that name no stack or no time are left out, and a
+ * profile with none has no such type. */
+static void test_pprof_gil_wait(void)
+{
+	/* Stack 0 has 0.25 s of system time: 0.1 s of it GIL wait; stack 1
+	 * has none, so its 0.2 s is cut to 0; 7 and "x" name no stack. */
+	Perftools__Profiles__Profile *p =
+		pprof_with_facts("{\"sampling_rate_hz\":997,\"total_sampled_s\":2,"
+				 "\"gil_wait_stacks\":[[0,0.1],[1,0.2],[7,1],[\"x\",1],[0]]}");
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	CHECK_EQ_INT(p->n_sample_type, 6);
+	CHECK_EQ_STR(str(p, p->sample_type[5]->type), "gil_wait_time");
+	CHECK_EQ_STR(str(p, p->sample_type[5]->unit), "nanoseconds");
+	CHECK_EQ_INT(p->sample[0]->value[4], 250000000LL);
+	CHECK_EQ_INT(p->sample[0]->value[5], 100000000LL);
+	CHECK_EQ_INT(p->sample[1]->value[5], 0);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+
+	p = pprof_with_facts("{\"sampling_rate_hz\":997,\"total_sampled_s\":2,"
+			     "\"gil_wait_stacks\":[]}");
+	CHECK(p != NULL);
+	if (p) {
+		CHECK_EQ_INT(p->n_sample_type, 5);
+		perftools__profiles__profile__free_unpacked(p, NULL);
+	}
 }
 
 /* `stacks` that do not match combined_stacks: samples only. */
@@ -481,6 +520,7 @@ int main(void)
 	RUN_TEST(test_pprof);
 	RUN_TEST(test_pprof_time);
 	RUN_TEST(test_pprof_kinds);
+	RUN_TEST(test_pprof_gil_wait);
 	RUN_TEST(test_pprof_period_stated);
 	RUN_TEST(test_gpu_stacks);
 	RUN_TEST(test_no_time_when_stacks_differ);

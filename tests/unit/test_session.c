@@ -1317,48 +1317,50 @@ static void host_ended(void *ctx, int pid, const struct session_end *e)
 	h->nended++;
 }
 
-/* A system-wide session: an exec'ed interpreter is recognised and gets a
- * profile of its own from the host, its fork child another one (the same
- * program), a process that is not Python is let go, one the filters refuse
- * is never followed; each image's end reaches the host with its profile and
- * its facts, and the end of the run ends the rest. */
-static void test_host_mode(void)
+/* A system-wide session over the stand-in host h, and a Python process
+ * (Debian's static python3.11, sleeping) that it follows from its exec:
+ * its PID, or -1 (skipped or failed; the caller frees f->s).  With
+ * counted, samples come by the drains (fake_drain_counts). */
+static pid_t host_python_running(struct fixture *f, struct fake_host *h, struct session_host *sh,
+				 struct fake_bpf *fb, struct session_bpf *b, bool counted)
 {
 	const char *python = "/usr/bin/python3.11";
-	const int child = GONE_PID + 7;
 	struct timespec nap = { 0, 5 * 1000000 };
-	struct fake_host h = { .refuse = GONE_PID + 9 };
-	struct session_host sh = {
-		.ctx = &h,
+	struct session_opts so = { .rate_hz = 1000, .ncpus = 1, .host = sh };
+	char exe[PATH_MAX], link[64];
+	ssize_t len;
+	pid_t pid;
+	int i;
+
+	*sh = (struct session_host){
+		.ctx = h,
 		.accept = host_accept,
 		.python = host_python,
 		.skipped = host_skipped,
 		.ended = host_ended,
 	};
-	struct session_opts so = { .rate_hz = 1000, .ncpus = 1, .host = &sh };
-	struct fake_bpf fb = { 0 };
-	struct session_bpf b = {
-		.ctx = &fb,
+	*b = (struct session_bpf){
+		.ctx = fb,
 		.track = fake_track,
 		.untrack = fake_untrack,
 		.seed_threads = fake_seed_threads,
 		.set_python = fake_set_python,
 		.stats = fake_stats,
 		.prog_runtime = fake_prog_runtime,
+		.drain_counts = counted ? fake_drain_counts : NULL,
 	};
-	struct fixture f = { 0 };
-	char exe[PATH_MAX], link[64];
-	ssize_t len;
-	pid_t pid;
-	int i;
-
-	if (access(python, X_OK))
-		SKIP_TEST("%s not found (apt-get install python3.11)", python);
-	f.s = host_session = session__new(&so);
-	CHECK(f.s != NULL);
-	if (!f.s)
-		return;
-	session__set_bpf(f.s, &b);
+	if (access(python, X_OK)) {
+		/* SKIP_TEST, from the test that called. */
+		printf("SKIPPED: %s not found (apt-get install python3.11)\n", python);
+		t_skip_current = 1;
+		return -1;
+	}
+	f->s = host_session = session__new(&so);
+	CHECK(f->s != NULL);
+	if (!f->s)
+		return -1;
+	fb->s = f->s;
+	session__set_bpf(f->s, b);
 	pid = fork();
 	if (pid == 0) {
 		execl(python, python, "-c", "import time; time.sleep(30)", (char *)NULL);
@@ -1366,7 +1368,7 @@ static void test_host_mode(void)
 	}
 	CHECK(pid > 0);
 	if (pid < 0)
-		goto out;
+		return -1;
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
 	for (i = 0; i < 2000; i++) {
 		len = readlink(link, exe, sizeof(exe) - 1);
@@ -1375,14 +1377,52 @@ static void test_host_mode(void)
 		nanosleep(&nap, NULL);
 	}
 	/* Any exec on the host: followed once the filters take it. */
-	send_proc(&f, EV_EXEC, pid, 0, mono_ns());
-	CHECK_EQ_INT(fb.ntracked, 1);
-	CHECK_EQ_INT(fb.tracked[0], pid);
-	for (i = 0; i < 2000 && !h.nmade; i++) {
+	send_proc(f, EV_EXEC, pid, 0, mono_ns());
+	CHECK_EQ_INT(fb->ntracked, 1);
+	CHECK_EQ_INT(fb->tracked[0], pid);
+	for (i = 0; i < 2000 && !h->nmade; i++) {
 		nanosleep(&nap, NULL);
-		session__tick(f.s, mono_ns());
+		session__tick(f->s, mono_ns());
 	}
-	CHECK_EQ_INT(h.nmade, 1);
+	CHECK_EQ_INT(h->nmade, 1);
+	return pid;
+}
+
+static void host_done(struct fixture *f, struct fake_host *h, pid_t pid)
+{
+	int i;
+
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	session__free(f->s);
+	for (i = 0; i < h->nmade; i++)
+		profile__free(h->made[i]);
+	for (i = 0; i < h->nended; i++)
+		json_object_put(h->facts[i]);
+}
+
+/* A system-wide session: an exec'ed interpreter is recognised and gets a
+ * profile of its own from the host, its fork child another one (the same
+ * program), a process that is not Python is let go, one the filters refuse
+ * is never followed; each image's end reaches the host with its profile and
+ * its facts, and the end of the run ends the rest. */
+static void test_host_mode(void)
+{
+	const int child = GONE_PID + 7;
+	struct timespec nap = { 0, 5 * 1000000 };
+	struct fake_host h = { .refuse = GONE_PID + 9 };
+	struct session_host sh;
+	struct fake_bpf fb = { 0 };
+	struct session_bpf b;
+	struct fixture f = { 0 };
+	pid_t pid;
+	int i;
+
+	pid = host_python_running(&f, &h, &sh, &fb, &b, false);
+	if (pid < 0)
+		goto out;
 	CHECK_EQ_INT(h.seen[0].pid, pid);
 	CHECK_EQ_INT(h.seen[0].ppid, 0);
 	CHECK(h.seen[0].start_ns > 0);
@@ -1495,14 +1535,90 @@ static void test_host_mode(void)
 	CHECK(h.ended[3].profile == h.made[2]);
 	CHECK_EQ_INT(h.ended[3].maxrss_kb, 0);
 	CHECK(session__proc_source_ctx(f.s, pid) == NULL);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
 out:
-	session__free(f.s);
-	for (i = 0; i < h.nmade; i++)
-		profile__free(h.made[i]);
-	for (i = 0; i < h.nended; i++)
-		json_object_put(h.facts[i]);
+	host_done(&f, &h, pid);
+}
+
+/* With counted samples, an exit's end waits for two periodic drains (the
+ * counts of its last moments come with them, not with a read of the whole
+ * table for it), then reaches the host as at once would; its PID given
+ * again, an interval's end and the run's end end it without waiting. */
+static void test_host_end_waits_for_drains(void)
+{
+	const int child = GONE_PID + 21;
+	struct fake_host h = { 0 };
+	struct session_host sh;
+	struct fake_bpf fb = { 0 };
+	struct session_bpf b;
+	struct fixture f = { 0 };
+	struct sample_event late;
+	struct proc_record r = { .hdr.type = EV_EXIT,
+				 .hdr.tgid = child,
+				 .exit_code = 7 << 8,
+				 .maxrss_pages = 16,
+				 .alloc_hits = 99 };
+	uint64_t now;
+	pid_t pid;
+
+	pid = host_python_running(&f, &h, &sh, &fb, &b, true);
+	if (pid < 0)
+		goto out;
+	now = mono_ns();
+	send_proc(&f, EV_FORK, child, pid, now);
+	CHECK_EQ_INT(h.nmade, 2);
+	r.ts = now;
+	CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+	CHECK_EQ_INT(h.nended, 0);
+	/* Its last sample, counted before it exited, comes with a drain. */
+	sample_init(child, child, 4 * MS, "python3.11");
+	push(CODE_MAIN);
+	late = ev;
+	fb.next_count = &late;
+	now += 1000 * MS;
+	session__tick(f.s, now);
+	CHECK_EQ_INT(fb.drains_due, 1);
+	CHECK(near(profile__total_ns(h.made[1]), 4 * MS));
+	CHECK_EQ_INT(h.nended, 0);
+	now += 1000 * MS;
+	session__tick(f.s, now);
+	CHECK_EQ_INT(fb.drains_due, 2);
+	CHECK_EQ_INT(h.nended, 1);
+	CHECK_EQ_INT(h.ended_pid[0], child);
+	CHECK_EQ_INT(h.ended[0].why, END_EXIT);
+	CHECK_EQ_INT(h.ended[0].exit_code, 7 << 8);
+	CHECK_EQ_INT(h.ended[0].maxrss_kb, 16 * (getpagesize() / 1024));
+	CHECK_EQ_INT(h.ended[0].alloc_hits, 99);
+	CHECK(h.ended[0].profile == h.made[1]);
+	CHECK_EQ_INT(fb.drains_image, 0);
+	/* Its PID given to a new process before the drains: the end first,
+	 * with a drain of its own. */
+	send_proc(&f, EV_FORK, child + 1, pid, now);
+	r.hdr.tgid = child + 1;
+	CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+	CHECK_EQ_INT(h.nended, 1);
+	send_proc(&f, EV_FORK, child + 1, pid, now);
+	CHECK_EQ_INT(h.nended, 2);
+	CHECK_EQ_INT(h.ended_pid[1], child + 1);
+	CHECK_EQ_INT(h.ended[1].why, END_EXIT);
+	CHECK_EQ_INT(fb.drains_image, 1);
+	/* An interval's end: the new one exits, and ends with it. */
+	r.hdr.tgid = child + 1;
+	CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+	CHECK_EQ_INT(h.nended, 2);
+	session__drain_counts(f.s);
+	CHECK_EQ_INT(h.nended, 3);
+	CHECK_EQ_INT(h.ended[2].why, END_EXIT);
+	/* The run's end: one that waits ends as exited, the parent as
+	 * running. */
+	send_proc(&f, EV_FORK, child + 2, pid, now);
+	r.hdr.tgid = child + 2;
+	CHECK_EQ_INT(session__handle(f.s, &r, sizeof(r)), 0);
+	session__end_all(f.s);
+	CHECK_EQ_INT(h.nended, 5);
+	CHECK_EQ_INT(h.ended_pid[3] == child + 2 ? h.ended[3].why : h.ended[4].why, END_EXIT);
+	CHECK_EQ_INT(h.ended_pid[3] == pid ? h.ended[3].why : h.ended[4].why, END_RUNNING);
+out:
+	host_done(&f, &h, pid);
 }
 
 /* A GPU library record of this process. */
@@ -1700,6 +1816,7 @@ int main(void)
 	RUN_TEST(test_malformed);
 	RUN_TEST(test_deep_stack);
 	RUN_TEST(test_host_mode);
+	RUN_TEST(test_host_end_waits_for_drains);
 	RUN_TEST(test_gpu);
 	return test_summary("session");
 }

@@ -170,12 +170,13 @@ void profile__restart(struct profile *p)
 		struct stack_stats *st = p->stacks[i];
 
 		st->count = 0;
-		st->python_ns = st->native_ns = st->system_ns = 0;
+		st->python_ns = st->native_ns = st->system_ns = st->gil_ns = 0;
 		st->malloc_bytes = st->gpu_ns = 0;
 	}
 	if (p->overflow) {
 		p->overflow->count = 0;
 		p->overflow->python_ns = p->overflow->native_ns = p->overflow->system_ns = 0;
+		p->overflow->gil_ns = 0;
 		p->overflow->malloc_bytes = p->overflow->gpu_ns = 0;
 	}
 	p->stacks_dropped = 0;
@@ -666,7 +667,8 @@ const struct profile_timeline *profile__timeline(const struct profile *p)
 	return &p->timeline;
 }
 
-static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked)
+static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked,
+		      double gil)
 {
 	struct stack_key k = { s->frames, s->nframes, s->native_sym, s->native_module,
 			       s->truncated };
@@ -682,6 +684,7 @@ static void add_stack(struct profile *p, const struct sample_in *s, double cpu, 
 	}
 	st->count += s->count ? s->count : 1;
 	add_split(&st->python_ns, &st->native_ns, &st->system_ns, s, cpu, blocked);
+	st->gil_ns += gil;
 }
 
 /*
@@ -1026,7 +1029,7 @@ static int attribute(struct profile *p, const struct sample_in *s, double cpu, d
 						 : UNATTR_NOT_PROFILED;
 	}
 	if (s->nframes)
-		add_stack(p, s, cpu, blocked);
+		add_stack(p, s, cpu, blocked, gil);
 	if (at < 0) {
 		if (reason < 0 || reason >= UNATTR_MAX)
 			reason = UNATTR_UNREADABLE;

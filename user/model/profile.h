@@ -263,6 +263,7 @@ struct stack_stats {
 	bool overflow;
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
+	double gil_ns;	     /* of system_ns: waiting for the GIL */
 	double malloc_bytes; /* net malloc samples on this stack */
 	double gpu_ns;	     /* device time of the work launched from it */
 };

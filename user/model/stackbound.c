@@ -103,6 +103,7 @@ static void entry_add(struct stack_entry *e, const struct stack_stats *st)
 	e->python_ns += st->python_ns;
 	e->native_ns += st->native_ns;
 	e->system_ns += st->system_ns;
+	e->gil_ns += st->gil_ns;
 	e->malloc_bytes += st->malloc_bytes;
 	e->gpu_ns += st->gpu_ns;
 }

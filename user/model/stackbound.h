@@ -48,7 +48,7 @@ struct stack_entry {
 	bool all;	  /* the single entry of everything not written whole */
 	uint64_t members; /* stacks in it */
 	uint64_t count;
-	double python_ns, native_ns, system_ns, malloc_bytes, gpu_ns;
+	double python_ns, native_ns, system_ns, gil_ns, malloc_bytes, gpu_ns;
 };
 
 struct stack_bound {

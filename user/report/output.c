@@ -874,6 +874,28 @@ static struct json_object *gpu_stacks_json(const struct stack_bound *b)
 
 /* emitted[i]: the index in combined_stacks of profile stack i (whole or
  * merged), or -1. */
+/* The GIL wait (s) in the CPU stacks that have any, as [index, seconds]
+ * with the index of the entry in stacks and combined_stacks: part of the
+ * system time their cpu_samples count (Scalene's stacks have no place for
+ * it). */
+static struct json_object *gil_stacks_json(const struct stack_bound *cpu)
+{
+	struct json_object *arr = json_object_new_array();
+	int i;
+
+	for (i = 0; arr && i < cpu->n; i++) {
+		struct json_object *pair;
+
+		if (!(cpu->e[i].gil_ns > 0))
+			continue;
+		pair = json_object_new_array();
+		json_object_array_add(pair, json_object_new_int(i));
+		json_object_array_add(pair, jdouble(cpu->e[i].gil_ns / 1e9));
+		json_object_array_add(arr, pair);
+	}
+	return arr;
+}
+
 static void build_stacks(struct sink *snk, const struct profile *p, double total, bool memory,
 			 struct json_object *extra, int *emitted)
 {
@@ -942,6 +964,9 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 	for (i = 0; i < mem.n; i++)
 		sink_add(snk, NULL, weighed_entry(&mem.e[i], mem.e[i].malloc_bytes / MB));
 	sink_close(snk);
+	/* The table the stacks come from: with --continuous it keeps those
+	 * of earlier intervals too (their weights zeroed at each cut). */
+	json_object_object_add(facts, "stacks_kept", json_object_new_int(n));
 	if (ok) {
 		json_object_object_add(facts, "cpu", bound_facts(&cpu, ncpu));
 		if (memory)
@@ -951,6 +976,8 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 	}
 	if (extra && ok && ngpu)
 		json_object_object_add(extra, "gpu_stacks", gpu_stacks_json(&gpu));
+	if (extra && ok)
+		json_object_object_add(extra, "gil_wait_stacks", gil_stacks_json(&cpu));
 	if (extra)
 		json_object_object_add(extra, "stack_bounds", facts);
 	else

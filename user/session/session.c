@@ -531,6 +531,7 @@ static void detect_soon(struct session *s, struct tproc *tp)
 }
 
 static void drain_counts(struct session *s, int which);
+static void end_due(struct session *s, bool now);
 
 /* When the process's own work is due next (UINT64_MAX: none). */
 static uint64_t tproc_due_ns(const struct session *s, const struct tproc *tp)
@@ -571,6 +572,7 @@ void session__tick(struct session *s, uint64_t now)
 
 	if (s->bpf.drain_counts && now >= s->next_drain_ns) {
 		drain_counts(s, SESSION_COUNTS_DUE);
+		end_due(s, false);
 		s->next_drain_ns = now + s->drain_ns;
 	}
 	if (s->profile && now > GPU_SETTLE_NS)
@@ -736,6 +738,65 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 
 static void retire_exited(struct session *s);
 
+/* A followed process that exited (system-wide): its profile is handed to
+ * the host and it is let go. */
+static void finish_end(struct session *s, struct tproc *tp, const struct proc_record *r)
+{
+	if (tp->end_pending)
+		s->npending_ends--;
+	tp->end_pending = false;
+	end_image(s, tp, END_EXIT, (int)r->exit_code, r->maxrss_pages * (getpagesize() / 1024),
+		  r->ts, r);
+	let_go(s, tp);
+}
+
+/*
+ * With counted samples, a process's end waits for two periodic drains
+ * (end_due): the first closes the epoch it last ran in and hands it out,
+ * the second what a sample racing that drain added.  Ending at once instead
+ * reads the whole count table for each exit, which a host that forks
+ * children by the second pays for in full (the table holds every process's
+ * counts since the last drain).  Not when it cannot wait: the table of those
+ * waiting is bounded.
+ */
+#define MAX_PENDING_ENDS 1024
+
+static bool defer_end(struct session *s, struct tproc *tp, const struct proc_record *r)
+{
+	if (!s->bpf.drain_counts || tp->drained || s->npending_ends >= MAX_PENDING_ENDS)
+		return false;
+	tp->end_rec = *r;
+	tp->end_pending = true;
+	tp->end_drains = 0;
+	/* Nothing more is looked at in it. */
+	tp->exited = true;
+	sasync_stop(tp);
+	s->npending_ends++;
+	return true;
+}
+
+/* After a periodic drain: the ends that waited two; all of them
+ * (now) when the run or an interval ends, each with a drain of its own. */
+static void end_due(struct session *s, bool now)
+{
+	size_t it = 0;
+	void *v;
+
+	if (!s->npending_ends)
+		return;
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		if (!tp->end_pending)
+			continue;
+		if (!now && ++tp->end_drains < 2)
+			continue;
+		/* Two drains since: every count of it came with them. */
+		tp->drained = !now;
+		finish_end(s, tp, &tp->end_rec);
+	}
+}
+
 static void handle_exit(struct session *s, const struct proc_record *r)
 {
 	struct tproc *tp = hmap__get(s->procs, &(int){ (int)r->hdr.tgid });
@@ -746,11 +807,8 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 
 	pr_debug("process %d exited\n", (int)r->hdr.tgid);
 	if (s->host) {
-		if (tp) {
-			end_image(s, tp, END_EXIT, (int)r->exit_code,
-				  r->maxrss_pages * (getpagesize() / 1024), r->ts, r);
-			let_go(s, tp);
-		}
+		if (tp && !defer_end(s, tp, r))
+			finish_end(s, tp, r);
 		return;
 	}
 	if (tp && !tp->exited) {
@@ -1377,6 +1435,14 @@ int session__handle(void *ctx, const void *data, size_t size)
 		s->bad_records++;
 		return 0;
 	}
+	/* A process event of a PID whose end waits (its PID given again): the
+	 * end first. */
+	if (s->npending_ends && (h.type == EV_FORK || h.type == EV_EXEC || h.type == EV_EXIT)) {
+		struct tproc *tp = hmap__get(s->procs, &(int){ (int)h.tgid });
+
+		if (tp && tp->end_pending)
+			finish_end(s, tp, &tp->end_rec);
+	}
 	records[h.type].handle(s, data, size);
 	return 0;
 }
@@ -1790,6 +1856,8 @@ void session__drain_counts(struct session *s)
 {
 	if (s->host && s->bpf.drain_counts) {
 		drain_counts(s, SESSION_COUNTS_DUE);
+		/* An interval ends: those that ended in it are in it. */
+		end_due(s, true);
 		s->next_drain_ns = mono_ns() + s->drain_ns;
 	}
 }
@@ -1813,7 +1881,10 @@ void session__end_all(struct session *s)
 		struct tproc *tp = v;
 
 		tp->drained = true;
-		end_image(s, tp, END_RUNNING, 0, 0, now, NULL);
+		if (tp->end_pending)
+			finish_end(s, tp, &tp->end_rec);
+		else
+			end_image(s, tp, END_RUNNING, 0, 0, now, NULL);
 	}
 }
 

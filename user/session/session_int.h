@@ -89,6 +89,11 @@ struct tproc {
 	uint32_t gen;	     /* the image, as BPF numbers them (proc_info.gen) */
 	bool drained;	     /* its counts were drained at its end */
 	uint64_t start_ns;   /* its fork or exec record's time, 0 if found running */
+	/* System-wide, counted samples: exited, its end waits for its counts
+	 * to come with the periodic drains (end_drains of them so far). */
+	bool end_pending;
+	int end_drains;
+	struct proc_record end_rec;
 };
 
 struct mem_summary {
@@ -204,6 +209,7 @@ struct session {
 	uint64_t procs_due_ns;
 	void *held[MAX_HELD]; /* struct held_record */
 	int nheld;
+	int npending_ends; /* processes whose end waits for the drains */
 	/* Memory samples held back to be weighed later (session__hold_memory):
 	 * struct held_mem, in order. */
 	bool mem_hold;

@@ -58,6 +58,7 @@ enum weight {
 	W_PYTHON,  /* of W_TIME: in Python code (ns) */
 	W_NATIVE,  /* of W_TIME: in native code (ns) */
 	W_SYSTEM,  /* of W_TIME: in the kernel or blocked (ns): the rest */
+	W_GIL,	   /* of W_SYSTEM: blocked waiting for the GIL (ns) */
 	W_BYTES,   /* memory: sampled bytes allocated */
 	W_GPU,	   /* GPU: device time (ns) of the work launched */
 	W_KINDS,
@@ -83,6 +84,7 @@ struct model {
 	struct stacks cpu, mem, gpu;
 	bool have_time;	   /* cpu stacks carry time_ns */
 	bool have_split;   /* and its split (W_PYTHON, W_NATIVE, W_SYSTEM) */
+	bool have_gil;	   /* and GIL wait (W_GIL) on some */
 	int64_t period_ns; /* the sampling period, 0 when not stated */
 	int64_t time_nanos, duration_nanos;
 };
@@ -370,6 +372,42 @@ static bool stacks_match(struct json_object *s, struct json_object *c, int64_t c
 	return k == json_object_array_length(sf);
 }
 
+/* Our profiles' GIL wait of each CPU stack with any (scalene_bpf.
+ * gil_wait_stacks: [index in stacks, seconds]), part of its system time.  A
+ * profile with none, or one that does not say, has no such values. */
+static void read_gil(struct model *m, struct json_object *pairs, size_t nsrc)
+{
+	int *at = NULL;
+	size_t i, n = pairs ? json_object_array_length(pairs) : 0;
+	int k;
+
+	if (!n || !nsrc || !(at = malloc(nsrc * sizeof(*at))))
+		return;
+	for (i = 0; i < nsrc; i++)
+		at[i] = -1;
+	for (k = 0; k < m->cpu.n; k++)
+		if (m->cpu.v[k].src >= 0 && (size_t)m->cpu.v[k].src < nsrc)
+			at[m->cpu.v[k].src] = k;
+	for (i = 0; i < n; i++) {
+		struct json_object *pair = json_object_array_get_idx(pairs, i);
+		double idx = vj_num_at(pair, 0), s = vj_num_at(pair, 1);
+		struct stack *st;
+
+		if (!json_object_is_type(pair, json_type_array) ||
+		    json_object_array_length(pair) != 2 ||
+		    !json_object_is_type(json_object_array_get_idx(pair, 0), json_type_int) ||
+		    !(idx >= 0 && idx < nsrc && idx == (size_t)idx) || at[(size_t)idx] < 0 ||
+		    !(s >= 0 && s * 1e9 < MAX_VALUE))
+			continue;
+		st = &m->cpu.v[at[(size_t)idx]];
+		st->w[W_GIL] = llround(s * 1e9);
+		if (st->w[W_GIL] > st->w[W_SYSTEM])
+			st->w[W_GIL] = st->w[W_SYSTEM];
+		m->have_gil = true;
+	}
+	free(at);
+}
+
 /*
  * Our profiles state each stack's sampled time: `stacks` holds, entry for
  * entry with combined_stacks, the fraction cpu_samples of the total that
@@ -417,6 +455,8 @@ static void read_times(struct model *m, struct json_object *doc, struct json_obj
 	}
 	m->have_time = true;
 	m->have_split = split;
+	if (split)
+		read_gil(m, vj_array(facts, "gil_wait_stacks"), json_object_array_length(combined));
 }
 
 /* The facts beside the stacks: sampling period, start and duration. */
@@ -802,14 +842,16 @@ static int pp_locations(struct pprof *pp, struct model *m, struct json_object *f
 }
 
 /* Sample types: samples and time for CPU, and the time split as the
- * percentages split it (python_time, native_time, system_time), alloc_space
- * for memory, gpu_time for GPU; the names pprof and OTLP give them. */
+ * percentages split it (python_time, native_time, system_time, and of the
+ * last gil_wait_time), alloc_space for memory, gpu_time for GPU; the names
+ * pprof and OTLP give them. */
 static const char *const weight_names[W_KINDS][2] = {
 	[W_SAMPLES] = { "samples", "count" },
 	[W_TIME] = { "time", "nanoseconds" },
 	[W_PYTHON] = { "python_time", "nanoseconds" },
 	[W_NATIVE] = { "native_time", "nanoseconds" },
 	[W_SYSTEM] = { "system_time", "nanoseconds" },
+	[W_GIL] = { "gil_wait_time", "nanoseconds" },
 	[W_BYTES] = { "alloc_space", "bytes" },
 	[W_GPU] = { "gpu_time", "nanoseconds" },
 };
@@ -827,6 +869,8 @@ static const struct stacks *weight_stacks(const struct model *m, enum weight w)
 	case W_NATIVE:
 	case W_SYSTEM:
 		return m->cpu.n && m->have_split ? &m->cpu : NULL;
+	case W_GIL:
+		return m->cpu.n && m->have_gil ? &m->cpu : NULL;
 	case W_BYTES:
 		return m->mem.n ? &m->mem : NULL;
 	case W_GPU:
@@ -839,7 +883,7 @@ static const struct stacks *weight_stacks(const struct model *m, enum weight w)
 /* The sampling period applies to the CPU kinds. */
 static bool weight_sampled(enum weight w)
 {
-	return w <= W_SYSTEM;
+	return w <= W_GIL;
 }
 
 /* The export kind (view.h: EXPORT_KIND_*) a weight is of. */
