@@ -201,21 +201,29 @@ static void sink_member(struct sink *s, const char *key)
 	}
 }
 
-/* Adds val under key (ignored in an array); takes the reference. */
-static void sink_add(struct sink *s, const char *key, struct json_object *val)
+/* Collecting: val goes into the innermost open container, under key
+ * (ignored in an array); takes the reference. */
+static void sink_collect(struct sink *s, const char *key, struct json_object *val)
 {
 	struct json_object *top = s->open[s->depth - 1];
 
+	if (json_object_is_type(top, json_type_array))
+		json_object_array_add(top, val);
+	else
+		json_object_object_add(top, key, val);
+}
+
+/* Adds val under key (ignored in an array); takes the reference. */
+static void sink_add(struct sink *s, const char *key, struct json_object *val)
+{
 	if (s->writing) {
 		sink_member(s, key);
 		sink_value_text(s, val);
 	}
-	if (!s->collecting)
-		json_object_put(val);
-	else if (json_object_is_type(top, json_type_array))
-		json_object_array_add(top, val);
+	if (s->collecting)
+		sink_collect(s, key, val);
 	else
-		json_object_object_add(top, key, val);
+		json_object_put(val);
 }
 
 static void sink_open(struct sink *s, const char *key, bool array)
@@ -228,10 +236,7 @@ static void sink_open(struct sink *s, const char *key, bool array)
 	}
 	if (s->collecting) {
 		c = array ? json_object_new_array() : json_object_new_object();
-		if (json_object_is_type(s->open[s->depth - 1], json_type_array))
-			json_object_array_add(s->open[s->depth - 1], c);
-		else
-			json_object_object_add(s->open[s->depth - 1], key, c);
+		sink_collect(s, key, c);
 	}
 	if (s->writing) {
 		sink_member(s, key);
@@ -872,8 +877,6 @@ static struct json_object *gpu_stacks_json(const struct stack_bound *b)
 	return a;
 }
 
-/* emitted[i]: the index in combined_stacks of profile stack i (whole or
- * merged), or -1. */
 /* The GIL wait (s) in the CPU stacks that have any, as [index, seconds]
  * with the index of the entry in stacks and combined_stacks: part of the
  * system time their cpu_samples count (Scalene's stacks have no place for
@@ -896,6 +899,8 @@ static struct json_object *gil_stacks_json(const struct stack_bound *cpu)
 	return arr;
 }
 
+/* emitted[i]: the index in combined_stacks of profile stack i (whole or
+ * merged), or -1. */
 static void build_stacks(struct sink *snk, const struct profile *p, double total, bool memory,
 			 struct json_object *extra, int *emitted)
 {
@@ -1434,7 +1439,8 @@ int output_emit(int fd, void *job)
 	const struct output_job *j = job;
 
 	if (j->keep) {
-		/* A second try (outfile_stream's) builds it again. */
+		/* Called again with the same job (a write tried once more):
+		 * the document is built anew. */
 		json_object_put(*j->keep);
 		*j->keep = NULL;
 	}

@@ -791,7 +791,8 @@ static void end_due(struct session *s, bool now)
 			continue;
 		if (!now && ++tp->end_drains < 2)
 			continue;
-		/* Two drains since: every count of it came with them. */
+		/* After two drains every count of it came with them; now, a
+		 * drain of its own brings them (end_image). */
 		tp->drained = !now;
 		finish_end(s, tp, &tp->end_rec);
 	}
