@@ -9,7 +9,8 @@
  * hands out the epoch it closed, then what was added to it late, once, and
  * deletes it; an image's drain takes only its counts; a count whose stack
  * is not known has no frames, and its stack is forgotten in BPF so that it
- * is sent again; a full table of stacks starts again.
+ * is sent again; a full table of stacks starts again; a stack not counted
+ * for a while is forgotten.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -104,7 +105,7 @@ struct maps {
 
 /* Real BPF maps of the program's types; false (and a skip) when this
  * process may not make them. */
-static bool maps_new(struct maps *m, uint32_t max)
+static bool maps_new_idle(struct maps *m, uint32_t max, uint64_t stack_idle_ns)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
 	struct counts_maps cm;
@@ -124,11 +125,17 @@ static bool maps_new(struct maps *m, uint32_t max)
 	cm = (struct counts_maps){ .counts_fd = m->counts_fd,
 				   .stacks_fd = m->stacks_fd,
 				   .max_counts = max,
-				   .epoch = &epoch };
+				   .epoch = &epoch,
+				   .stack_idle_ns = stack_idle_ns };
 	memset(&got, 0, sizeof(got));
 	m->c = counts__new(&cm, on_event, &got);
 	CHECK(m->c != NULL);
 	return m->c != NULL;
+}
+
+static bool maps_new(struct maps *m, uint32_t max)
+{
+	return maps_new_idle(m, max, 0);
 }
 
 static void maps_free(struct maps *m)
@@ -585,6 +592,70 @@ static void test_stack_table_reset(void)
 	maps_free(&m);
 }
 
+/* A stack not counted for the idle time (1 ns here: not at the last
+ * periodic drain) leaves BPF's table of sent ids, so that its next count
+ * sends it again; a count made just before that still finds its frames,
+ * and two periodic drains later the stack is gone from here too. */
+static void test_idle_stacks_forgotten(void)
+{
+	struct agg_key a = key(10, 1, 1, 0), b = key(10, 2, 2, 0), k;
+	uint64_t id;
+	struct counts_stats st;
+	__u8 one = 1;
+	struct maps m;
+
+	SKIP_WITHOUT_MAPS();
+	if (!maps_new_idle(&m, 64, 1))
+		return;
+	for (id = 1; id <= 2; id++) {
+		CHECK_EQ_INT(bpf_map_update_elem(m.stacks_fd, &id, &one, BPF_ANY), 0);
+		add_stack(m.c, id, 2, 0);
+	}
+	set_count(&m, &a, 1, 100);
+	set_count(&m, &b, 1, 100);
+	counts__next_epoch(m.c);
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_PERIODIC, 0, 0), 2);
+	CHECK_EQ_INT(map_entries(m.stacks_fd, sizeof(__u64)), 2);
+
+	/* Only stack 1 is counted: stack 2 leaves BPF's table. */
+	k = key(10, 3, 1, 1);
+	set_count(&m, &k, 1, 100);
+	counts__next_epoch(m.c);
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_PERIODIC, 0, 0), 1);
+	id = 1;
+	CHECK(in_map(m.stacks_fd, &id));
+	id = 2;
+	CHECK(!in_map(m.stacks_fd, &id));
+
+	/* A count of stack 2 made before it left still has its frames. */
+	memset(&got, 0, sizeof(got));
+	k = key(10, 4, 2, 2);
+	set_count(&m, &k, 1, 100);
+	counts__next_epoch(m.c);
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_PERIODIC, 0, 0), 1);
+	CHECK(got_tid(4) && got_tid(4)->nframes == 2 && got_tid(4)->status == WALK_OK);
+	counts__stats(m.c, &st);
+	CHECK_EQ_INT(st.stacks_forgotten, 0);
+	/* Two drains after it left BPF's table it is gone here. */
+	counts__next_epoch(m.c);
+	counts__drain(m.c, COUNTS_PERIODIC, 0, 0);
+	counts__stats(m.c, &st);
+	CHECK_EQ_INT(st.stacks_forgotten, 1);
+	CHECK_EQ_INT(map_entries(m.stacks_fd, sizeof(__u64)), 0);
+
+	/* BPF sends it again at its next count, and the count has frames. */
+	memset(&got, 0, sizeof(got));
+	add_stack(m.c, 2, 3, 0);
+	k = key(10, 5, 2, 0);
+	set_count(&m, &k, 1, 100);
+	counts__next_epoch(m.c);
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_PERIODIC, 0, 0), 1);
+	CHECK(got_tid(5) && got_tid(5)->nframes == 3);
+	counts__stats(m.c, &st);
+	CHECK_EQ_INT(st.stacks_missing, 0);
+	maps_free(&m);
+}
+
 int main(void)
 {
 	RUN_TEST(test_stack_records_checked);
@@ -598,5 +669,6 @@ int main(void)
 	RUN_TEST(test_final_drains);
 	RUN_TEST(test_many_and_huge);
 	RUN_TEST(test_stack_table_reset);
+	RUN_TEST(test_idle_stacks_forgotten);
 	return test_summary("counts");
 }

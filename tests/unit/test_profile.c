@@ -1037,13 +1037,16 @@ static const struct mem_stats *mem_at(const struct profile *p, int line)
 /* --continuous: a restart zeroes what was counted where it lies (the
  * same entries, so pointers into the model stay good) and the next counts
  * start from nothing; a block allocated before it and freed after is
- * still followed. */
+ * still followed.  The stack table starts again empty, so a long run holds
+ * one interval's stacks. */
 static void test_restart(void)
 {
 	struct profile *p = new_profile("/prog");
 	struct frame_ref a[] = { fr(p, "/prog/a.py", "f", 3, 5),
 				 fr(p, "/prog/a.py", "<module>", 1, 9) };
-	struct sample_in s = sample(a, 2, 10 * MS);
+	struct frame_ref b[] = { fr(p, "/prog/a.py", "g", 12, 14),
+				 fr(p, "/prog/a.py", "<module>", 1, 10) };
+	struct sample_in s = sample(a, 2, 10 * MS), sb = sample(b, 2, 1 * MS);
 	const struct line_stats *before, *after;
 	const struct stack_stats *st;
 	const struct thread_stats *t;
@@ -1053,10 +1056,12 @@ static void test_restart(void)
 	profile__add(p, &s);
 	s.offcpu_ns = 4 * MS;
 	profile__add(p, &s);
+	profile__add(p, &sb);
 	mem_event(p, a, MEM_MALLOC, 2 * MIB, 2 * MIB, 0xa000, false);
 	before = line_of(p, "/prog/a.py", 5);
 	CHECK(before && before->samples == 3 && before->mem);
-	CHECK(profile__total_ns(p) == 34 * MS);
+	CHECK(profile__total_ns(p) == 35 * MS);
+	CHECK_EQ_INT(profile__nstacks(p), 2);
 
 	profile__restart(p);
 	after = line_of(p, "/prog/a.py", 5);
@@ -1065,8 +1070,8 @@ static void test_restart(void)
 	CHECK(after->mem->malloc_bytes == 0 && after->mem->net_bytes == 0);
 	CHECK(profile__total_ns(p) == 0 && profile__samples(p) == 0);
 	CHECK(profile__memory(p)->malloc_bytes == 0);
-	st = profile__stack(p, 0);
-	CHECK(st && st->count == 0 && st->python_ns == 0);
+	CHECK_EQ_INT(profile__nstacks(p), 0);
+	CHECK(!profile__stack(p, 0));
 	t = profile__thread(p, 0);
 	CHECK(t && t->samples == 0 && t->cpu_ns == 0 && t->blocked_ns == 0);
 	CHECK_EQ_INT(profile__timeline(p)->n, 0);
@@ -1078,8 +1083,15 @@ static void test_restart(void)
 	CHECK(profile__total_ns(p) == 7 * MS && py == 7 * MS && sys == 0);
 	CHECK(after->samples == 1 && after->python_ns == 7 * MS);
 	CHECK_EQ_INT(profile__nstacks(p), 1);
-	CHECK(profile__stack(p, 0)->count == 1);
-	CHECK(profile__thread(p, 0)->cpu_ns == 7 * MS);
+	st = profile__stack(p, 0);
+	CHECK(st && st->count == 1 && st->nframes == 2 && st->frames[1].line == 5);
+	/* The same stack again is found, not added. */
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__nstacks(p), 1);
+	CHECK(profile__stack(p, 0)->count == 2);
+	profile__add(p, &sb);
+	CHECK_EQ_INT(profile__nstacks(p), 2);
+	CHECK(profile__thread(p, 0)->cpu_ns == 15 * MS);
 	/* The block from before the restart is known at its free. */
 	mem_event(p, a, MEM_FREE, 2 * MIB, 0, 0xa000, false);
 	CHECK(profile__memory(p)->frees_unknown == 0);
@@ -1538,6 +1550,39 @@ static void test_gpu_calls_of_threads_without_python(void)
  * taken while it ran wait for it (not a fixed delay), so they read the GPU
  * as busy; a call that brings no record holds them GPU_OPEN_WAIT_NS (30 s)
  * at most. */
+/* A launch site's stack outlives a restart (--continuous): a call made
+ * before the cut whose kernel is delivered after it puts its device time
+ * on that stack, which the next interval's profile has; the stacks no site
+ * points at are gone. */
+static void test_gpu_site_stack_kept_at_restart(void)
+{
+	struct profile *p = new_profile("/app");
+	const uint64_t t0 = 100000 * MS;
+	struct frame_ref launch[] = { fr(p, "/app/main.py", "step", 4, 6),
+				      fr(p, "/app/main.py", "<module>", 1, 20) };
+	struct frame_ref other[] = { fr(p, "/app/main.py", "<module>", 1, 21) };
+	struct sample_in s = sample(other, 1, 5 * MS);
+	const struct stack_stats *st;
+
+	profile__gpu_start(p, 100, 1);
+	profile__add(p, &s);
+	profile__gpu_call(p, 100, 1, profile__gpu_site(p, launch, 2), t0);
+	CHECK_EQ_INT(profile__nstacks(p), 2);
+	profile__restart(p);
+	CHECK_EQ_INT(profile__nstacks(p), 1);
+	st = profile__stack(p, 0);
+	CHECK(st && st->nframes == 2 && st->frames[1].line == 6 && st->gpu_ns == 0);
+	kernel_rec(p, 1, t0, 2 * MS);
+	st = profile__stack(p, 0);
+	CHECK(st && near_gpu(st->gpu_ns, 2 * MS));
+	/* The site's stack is the one a sample on it finds. */
+	s = sample(launch, 2, 3 * MS);
+	profile__add(p, &s);
+	CHECK_EQ_INT(profile__nstacks(p), 1);
+	CHECK(profile__stack(p, 0)->count == 1);
+	profile__free(p);
+}
+
 static void test_gpu_settle_waits_for_records(void)
 {
 	struct profile *p = new_profile("/app");
@@ -1710,6 +1755,7 @@ int main(void)
 	RUN_TEST(test_gpu_sampled_readings);
 	RUN_TEST(test_gpu_calls_of_threads_without_python);
 	RUN_TEST(test_gpu_host_memory_apart);
+	RUN_TEST(test_gpu_site_stack_kept_at_restart);
 	RUN_TEST(test_gpu_settle_waits_for_records);
 	RUN_TEST(test_gpu_mixed_fractions);
 	return test_summary("profile");

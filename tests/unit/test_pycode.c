@@ -372,6 +372,37 @@ static void test_code_reuse_same_first_line(void)
 	pycode_cache__free(c);
 }
 
+/* The names a user keeps with a code object are its under its key only:
+ * another key (another profile) finds none, and keeping them for it takes
+ * the first's place. */
+static void test_kept_names(void)
+{
+	struct py_proc pp = proc(&py_offsets_3_12, 12);
+	struct pycode_cache *c = pycode_cache__new(16);
+	uint64_t a = make_code(0, "/app/main.py", "f", 3);
+	static const char fa[] = "/app/main.py", qa[] = "f", fb[] = "/app/main.py", qb[] = "f";
+	const struct pycode *pa;
+	const char *f = NULL, *q = NULL;
+
+	CHECK(c != NULL);
+	if (!c)
+		return;
+	pa = pycode_cache__load(c, &pp, 1, a, tag_of(&py_offsets_3_12, a, 3));
+	CHECK(pa != NULL);
+	if (!pa) {
+		pycode_cache__free(c);
+		return;
+	}
+	CHECK(!pycode__names(pa, 7, &f, &q));
+	pycode__keep_names(pa, 7, fa, qa);
+	CHECK(pycode__names(pa, 7, &f, &q) && f == fa && q == qa);
+	CHECK(!pycode__names(pa, 8, &f, &q));
+	pycode__keep_names(pa, 8, fb, qb);
+	CHECK(pycode__names(pa, 8, &f, &q) && f == fb && q == qb);
+	CHECK(!pycode__names(pa, 7, &f, &q));
+	pycode_cache__free(c);
+}
+
 int main(void)
 {
 	RUN_TEST(test_compact_ascii);
@@ -385,5 +416,6 @@ int main(void)
 	RUN_TEST(test_layout_39);
 	RUN_TEST(test_code_cache);
 	RUN_TEST(test_code_reuse_same_first_line);
+	RUN_TEST(test_kept_names);
 	return test_summary("pycode");
 }

@@ -7,7 +7,8 @@
  * hands out what was added since (a program that read the epoch just before
  * it moved), and deletes them.  A process image that ends has its entries
  * handed out and deleted at once, so that its profile is complete when it
- * is written.
+ * is written.  A stack not counted for a while is forgotten (see
+ * sweep_stacks).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include <bpf/bpf.h>
 
 #include "collect/counts.h"
+#include "base/clock.h"
 #include "base/hmap.h"
 #include "base/log.h"
 
@@ -24,10 +26,15 @@
 #define MAX_STACKS 65536
 /* Entries read per batch. */
 #define BATCH 1024
+/* A stack not counted for this long is forgotten (counts_maps.stack_idle_ns
+ * unless told). */
+#define STACK_IDLE_NS (60 * 1000000000ULL)
 
 struct stack_entry {
 	uint32_t nframes;
 	uint32_t elided;
+	uint64_t used_ns; /* the periodic drain that last used it */
+	uint32_t left;	  /* the periodic drain it left BPF's table at, or 0 */
 	struct py_frame frames[];
 };
 
@@ -43,7 +50,9 @@ struct counts {
 	struct agg_key *dead;
 	uint32_t ndead;
 	struct sample_event *ev;
-	uint32_t closed; /* the epoch counts__next_epoch() closed */
+	uint32_t closed;		      /* the epoch counts__next_epoch() closed */
+	uint32_t periodic;		      /* periodic drains so far */
+	uint64_t drain_ns, swept_ns, idle_ns; /* see sweep_stacks */
 	struct counts_stats st;
 };
 
@@ -59,6 +68,8 @@ struct counts *counts__new(const struct counts_maps *maps, counts_event_fn fn, v
 	c->cap = maps->max_counts ? maps->max_counts : 1;
 	/* Nothing closed yet: the first periodic drain closes epoch 0. */
 	c->closed = AGG_EPOCHS - 1;
+	c->idle_ns = maps->stack_idle_ns ? maps->stack_idle_ns : STACK_IDLE_NS;
+	c->drain_ns = c->swept_ns = clock_ns(CLOCK_MONOTONIC);
 	c->stacks = hmap__new(sizeof(uint64_t));
 	c->shadow = hmap__new(sizeof(struct agg_key));
 	c->keys = calloc(c->cap, sizeof(*c->keys));
@@ -137,6 +148,8 @@ void counts__add_stack(struct counts *c, const void *data, size_t size)
 		return;
 	e->nframes = r->nframes;
 	e->elided = r->elided;
+	e->used_ns = c->drain_ns;
+	e->left = 0;
 	memcpy(e->frames, r->frames, n);
 	old = hmap__get(c->stacks, &r->id);
 	if (hmap__put(c->stacks, &r->id, e)) {
@@ -153,7 +166,7 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 		    enum counts_drain how)
 {
 	struct sample_event *ev = c->ev;
-	const struct stack_entry *st = NULL;
+	struct stack_entry *st = NULL;
 	uint32_t n = 0;
 
 	if (!d->count)
@@ -161,6 +174,8 @@ static int hand_out(struct counts *c, const struct agg_key *k, const struct agg_
 	memset(ev, 0, SAMPLE_HDR_SIZE);
 	if (k->stack) {
 		st = c->stacks ? hmap__get(c->stacks, &k->stack) : NULL;
+		if (st)
+			st->used_ns = c->drain_ns;
 		if (!st) {
 			/* Sent again at its next use. */
 			c->st.stacks_missing += d->count;
@@ -280,6 +295,49 @@ void counts__next_epoch(struct counts *c)
 	__atomic_store_n(c->maps.epoch, (e + 1) % AGG_EPOCHS, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * Each distinct walk is a stack (the instruction offsets are part of it),
+ * so a service that runs for days sends new ones all along.  A stack not
+ * counted for idle_ns leaves BPF's table of sent ids first: a count of it
+ * from then on sends it again, and the record replaces the entry here.  It
+ * leaves this table two periodic drains later, once every count made
+ * before it left BPF's table has been handed out (the closed epoch, then
+ * what was added to it late).  Both tables then hold the stacks of the last
+ * minute or so, not every stack seen.
+ */
+static void sweep_stacks(struct counts *c)
+{
+	uint64_t *gone = NULL, *grown;
+	size_t it = 0, n = 0, cap = 0, i;
+	const void *k;
+	void *v;
+
+	if (!c->stacks || c->drain_ns - c->swept_ns < c->idle_ns / 4)
+		return;
+	c->swept_ns = c->drain_ns;
+	while (hmap__next(c->stacks, &it, &k, &v)) {
+		struct stack_entry *e = v;
+
+		if (e->left && c->periodic - e->left >= 2) {
+			if (n == cap) {
+				cap = cap ? 2 * cap : 256;
+				grown = realloc(gone, cap * sizeof(*gone));
+				if (!grown)
+					break;
+				gone = grown;
+			}
+			gone[n++] = *(const uint64_t *)k;
+		} else if (!e->left && c->drain_ns - e->used_ns >= c->idle_ns) {
+			bpf_map_delete_elem(c->maps.stacks_fd, k);
+			e->left = c->periodic;
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(hmap__del(c->stacks, &gone[i]));
+	c->st.stacks_forgotten += n;
+	free(gone);
+}
+
 int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t gen)
 {
 	uint32_t closed = c->closed, earlier, i;
@@ -290,6 +348,10 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 	if (n < 0)
 		return n;
 	c->st.drains++;
+	if (how == COUNTS_PERIODIC) {
+		c->periodic++;
+		c->drain_ns = clock_ns(CLOCK_MONOTONIC);
+	}
 	c->ndead = 0;
 	for (i = 0; i < (uint32_t)n; i++) {
 		const struct agg_key *k = &c->keys[i];
@@ -321,6 +383,8 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 		}
 	}
 	delete_dead(c);
+	if (how == COUNTS_PERIODIC)
+		sweep_stacks(c);
 	return how == COUNTS_ALL_KNOWN ? left : out;
 }
 

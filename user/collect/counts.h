@@ -21,6 +21,8 @@ struct counts_maps {
 	int stacks_fd; /* agg_stacks */
 	uint32_t max_counts;
 	volatile __u32 *epoch; /* agg_epoch, in the program's memory */
+	/* A stack not counted for this long is forgotten (0: a minute). */
+	uint64_t stack_idle_ns;
 };
 
 struct counts;
@@ -50,12 +52,13 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 
 struct counts_stats {
 	uint64_t drains;
-	uint64_t records;	 /* sample records handed out */
-	uint64_t samples;	 /* the samples they stand for */
-	uint64_t late;		 /* of them, added after their epoch was read */
-	uint64_t stacks;	 /* stacks received */
-	uint64_t stacks_missing; /* samples whose stack was not known: given no frames */
-	uint64_t stack_resets;	 /* the table of stacks was full and started again */
+	uint64_t records;	   /* sample records handed out */
+	uint64_t samples;	   /* the samples they stand for */
+	uint64_t late;		   /* of them, added after their epoch was read */
+	uint64_t stacks;	   /* stacks received */
+	uint64_t stacks_missing;   /* samples whose stack was not known: given no frames */
+	uint64_t stack_resets;	   /* the table of stacks was full and started again */
+	uint64_t stacks_forgotten; /* not counted for a while: gone (sent again if used) */
 };
 
 void counts__stats(const struct counts *c, struct counts_stats *out);

@@ -52,6 +52,10 @@ struct probe_link {
 	bool held;
 };
 
+/* How often the sampling timers' periods are drawn again (redraw_periods). */
+#define REDRAW_NS (20 * 1000 * 1000ull)
+#define REDRAW_HOST_NS (100 * 1000 * 1000ull)
+
 struct loader {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
@@ -67,8 +71,9 @@ struct loader {
 	int ncpus;
 	uint64_t period_ns;
 	/* The timers' periods are drawn anew now and then (see redraw_periods);
-	 * next_draw_ns: when next, rng: the draws' state (nrand48). */
-	uint64_t next_draw_ns;
+	 * next_draw_ns: when next, redraw_ns: how often, rng: the draws' state
+	 * (nrand48). */
+	uint64_t next_draw_ns, redraw_ns;
 	unsigned short rng[3];
 	/* Each CPU's count of samples of followed threads at the last draw
 	 * (STAT_SAMPLES, per CPU); [ncpus] the read of the count now. */
@@ -1089,6 +1094,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 		return NULL;
 	}
 	l->period_ns = loader__period_ns(opts->rate_hz);
+	l->redraw_ns = opts->track_all ? REDRAW_HOST_NS : REDRAW_NS;
 	if (getrandom(l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
 		memcpy(l->rng, &(uint64_t){ mono_ns() ^ getpid() }, sizeof(l->rng));
 	err = probe_kernel(&l->kernel);
@@ -1500,9 +1506,10 @@ bool loader__counts_stats(struct loader *l, struct counts_stats *out)
  * sampled a followed thread since the last draw get one: the others record
  * nothing, and each change interrupts its CPU (an ioctl on another CPU's
  * event is a cross-CPU call), 50 times a second on every CPU of a large,
- * mostly idle host otherwise.
+ * mostly idle host otherwise.  System-wide (--all, an agent that runs for
+ * hours) a draw comes every REDRAW_HOST_NS: 100 samples a draw at 997 Hz,
+ * still ten draws a second on each busy CPU, and a fifth of the calls.
  */
-#define REDRAW_NS (20 * 1000 * 1000ull)
 
 static void redraw_periods(struct loader *l)
 {
@@ -1513,7 +1520,7 @@ static void redraw_periods(struct loader *l)
 
 	if (now < l->next_draw_ns || !l->pfds)
 		return;
-	l->next_draw_ns = now + REDRAW_NS;
+	l->next_draw_ns = now + l->redraw_ns;
 	all = bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.stats), &key, l->samples_now) != 0;
 	for (cpu = 0; cpu < l->ncpus; cpu++) {
 		if (l->pfds[cpu] < 0)

@@ -49,7 +49,10 @@ struct profile *profile__new(const struct profile_filter *filter)
 
 	if (!p)
 		return NULL;
+	static uint64_t serials;
+
 	p->filter = *filter;
+	p->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	p->strings = strtab__new();
 	p->files_by_path = hmap__new(sizeof(const char *));
 	p->funcs = hmap__new(sizeof(struct func_key));
@@ -65,6 +68,29 @@ struct profile *profile__new(const struct profile_filter *filter)
 		return NULL;
 	}
 	return p;
+}
+
+static void stack_nodes_free(struct hmap *by_hash)
+{
+	size_t it = 0;
+	void *v;
+
+	while (by_hash && hmap__next(by_hash, &it, NULL, &v)) {
+		struct stack_node *n = v;
+
+		while (n) {
+			struct stack_node *next = n->next;
+
+			free(n);
+			n = next;
+		}
+	}
+}
+
+static void stack_free(struct stack_stats *st)
+{
+	free((void *)st->frames);
+	free(st);
 }
 
 void profile__free(struct profile *p)
@@ -100,21 +126,9 @@ void profile__free(struct profile *p)
 		free(v);
 	hmap__free(p->blocks);
 	profile_gpu_free(p);
-	it = 0;
-	while (p->stacks_by_hash && hmap__next(p->stacks_by_hash, &it, NULL, &v)) {
-		struct stack_node *n = v;
-
-		while (n) {
-			struct stack_node *next = n->next;
-
-			free(n);
-			n = next;
-		}
-	}
-	for (i = 0; i < p->nstacks; i++) {
-		free((void *)p->stacks[i]->frames);
-		free(p->stacks[i]);
-	}
+	stack_nodes_free(p->stacks_by_hash);
+	for (i = 0; i < p->nstacks; i++)
+		stack_free(p->stacks[i]);
 	free(p->stacks);
 	free(p->overflow);
 	for (i = 0; i < p->nthreads; i++) {
@@ -152,6 +166,78 @@ static void line_restart(struct line_stats *st)
 		memset(st->gpu, 0, sizeof(*st->gpu));
 }
 
+static void stack_zero(struct stack_stats *st)
+{
+	st->count = 0;
+	st->python_ns = st->native_ns = st->system_ns = st->gil_ns = 0;
+	st->malloc_bytes = st->gpu_ns = 0;
+}
+
+static int stack_node_add(struct hmap *by_hash, uint64_t h, int index)
+{
+	struct stack_node *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	n->index = index;
+	n->next = hmap__get(by_hash, &h);
+	if (hmap__put(by_hash, &h, n)) {
+		free(n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The stack table starts again empty but for the stacks a GPU launch site
+ * points at (they keep their weights' places for calls still to come): a
+ * profile that restarts at every interval holds one interval's stacks, not
+ * every stack its process ever ran.  Out of memory, the table stays whole
+ * and only the weights restart. */
+static void stacks_restart(struct profile *p)
+{
+	struct hmap *by_hash = hmap__new(sizeof(uint64_t));
+	int i, kept = 0;
+
+	if (p->overflow)
+		stack_zero(p->overflow);
+	p->stacks_dropped = 0;
+	profile_gpu_hold_stacks(p);
+	for (i = 0; by_hash && i < p->nstacks; i++) {
+		if (p->stacks[i]->held && stack_node_add(by_hash, p->stacks[i]->hash, kept++)) {
+			stack_nodes_free(by_hash);
+			hmap__free(by_hash);
+			by_hash = NULL;
+		}
+	}
+	if (!by_hash) {
+		for (i = 0; i < p->nstacks; i++) {
+			p->stacks[i]->held = false;
+			stack_zero(p->stacks[i]);
+		}
+		return;
+	}
+	kept = 0;
+	for (i = 0; i < p->nstacks; i++) {
+		struct stack_stats *st = p->stacks[i];
+
+		if (!st->held) {
+			stack_free(st);
+			continue;
+		}
+		st->held = false;
+		stack_zero(st);
+		p->stacks[kept++] = st;
+	}
+	p->nstacks = kept;
+	if (!kept) { /* profile_grow starts an empty table afresh */
+		free(p->stacks);
+		p->stacks = NULL;
+	}
+	stack_nodes_free(p->stacks_by_hash);
+	hmap__free(p->stacks_by_hash);
+	p->stacks_by_hash = by_hash;
+}
+
 void profile__restart(struct profile *p)
 {
 	size_t it = 0;
@@ -166,20 +252,7 @@ void profile__restart(struct profile *p)
 	}
 	while (hmap__next(p->funcs, &it, NULL, &v))
 		line_restart(&((struct func_stats *)v)->st);
-	for (i = 0; i < p->nstacks; i++) {
-		struct stack_stats *st = p->stacks[i];
-
-		st->count = 0;
-		st->python_ns = st->native_ns = st->system_ns = st->gil_ns = 0;
-		st->malloc_bytes = st->gpu_ns = 0;
-	}
-	if (p->overflow) {
-		p->overflow->count = 0;
-		p->overflow->python_ns = p->overflow->native_ns = p->overflow->system_ns = 0;
-		p->overflow->gil_ns = 0;
-		p->overflow->malloc_bytes = p->overflow->gpu_ns = 0;
-	}
-	p->stacks_dropped = 0;
+	stacks_restart(p);
 	for (i = 0; i < p->nthreads; i++) {
 		struct thread_stats *t = p->threads[i];
 
@@ -203,6 +276,11 @@ void profile__restart(struct profile *p)
 const char *profile__intern(struct profile *p, const char *s)
 {
 	return strtab__intern(p->strings, s ? s : "");
+}
+
+uint64_t profile__serial(const struct profile *p)
+{
+	return p->serial;
 }
 
 static bool under_dir(const char *path, const char *dir)
@@ -508,6 +586,7 @@ struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key 
 	st->native_module = k->native_module;
 	st->native_offset = -1;
 	st->truncated = k->truncated;
+	st->hash = h;
 	n->index = p->nstacks;
 	n->next = head;
 	if (hmap__put(p->stacks_by_hash, &h, n)) {

@@ -261,6 +261,9 @@ struct stack_stats {
 	/* The one stack of every sample whose stack found the table full: no
 	 * frames, the weights kept (the last stack when there is one). */
 	bool overflow;
+	/* Kept when the profile restarts: a GPU launch site points at it. */
+	bool held;
+	uint64_t hash; /* its place in the profile's table */
 	uint64_t count;
 	double python_ns, native_ns, system_ns;
 	double gil_ns;	     /* of system_ns: waiting for the GIL */
@@ -452,6 +455,9 @@ void profile__free(struct profile *p);
  * profile that ends here counted it, as unattributed. */
 void profile__restart(struct profile *p);
 const char *profile__intern(struct profile *p, const char *s);
+/* A number no other profile of this process has had: what its interned
+ * strings can be remembered under elsewhere (pycode__names). */
+uint64_t profile__serial(const struct profile *p);
 bool profile__file_profiled(const struct profile *p, const char *path);
 void profile__add(struct profile *p, const struct sample_in *s);
 void profile__add_mem(struct profile *p, const struct mem_in *m);

@@ -977,6 +977,17 @@ void profile_gpu_free(struct profile *p)
 	p->gpu = NULL;
 }
 
+void profile_gpu_hold_stacks(struct profile *p)
+{
+	struct profile_gpu *g = p->gpu;
+	int i;
+
+	for (i = 0; g && i < g->nsites; i++) {
+		if (g->sites[i].stk)
+			g->sites[i].stk->held = true;
+	}
+}
+
 /* The GPU totals restart (profile__restart); calls awaiting records, the
  * launch sites and the device memory in use carry over, and the peak
  * starts again from what is in use. */

@@ -59,6 +59,7 @@ struct stack_node {
 struct profile {
 	struct profile_filter filter;
 	struct strtab *strings;
+	uint64_t serial;	    /* profile__serial */
 	struct hmap *files_by_path; /* interned path -> index + 1 */
 	struct file_stats **files;
 	int nfiles;
@@ -145,6 +146,8 @@ void profile_gpu_sample(struct profile *p, int tgid, uint64_t ts, double ns, str
 void profile_gpu_free(struct profile *p);
 /* profile__restart's parts in the files that own them. */
 void profile_gpu_restart(struct profile *p);
+/* Marks (held) the stacks the GPU launch sites point at. */
+void profile_gpu_hold_stacks(struct profile *p);
 void profile_mem_restart(struct profile *p);
 void profile_mem_stats_restart(struct mem_stats *m);
 void profile_await_restart(struct profile *p);

@@ -1165,6 +1165,8 @@ static void counts_json(struct host *h, struct json_object *doc, struct json_obj
 			       json_object_new_int64((int64_t)c.stacks_missing));
 	json_object_object_add(o, "stack_table_resets",
 			       json_object_new_int64((int64_t)c.stack_resets));
+	json_object_object_add(o, "stacks_forgotten",
+			       json_object_new_int64((int64_t)c.stacks_forgotten));
 	if (!session__bpf_stats(h->session, stats)) {
 		json_object_object_add(o, "table_full_samples",
 				       json_object_new_int64((int64_t)stats[STAT_AGG_FULL]));

@@ -982,6 +982,18 @@ static bool frame_identified(const struct py_frame *f)
 	return f->tag || f->ident;
 }
 
+void session_frame_names(struct profile *p, const struct pycode *pc, struct frame_ref *out)
+{
+	uint64_t key = profile__serial(p);
+
+	if (pycode__names(pc, key, &out->filename, &out->qualname))
+		return;
+	out->filename = profile__intern(p, pc->filename);
+	out->qualname = profile__intern(p, pc->qualname);
+	if (out->filename && out->qualname)
+		pycode__keep_names(pc, key, out->filename, out->qualname);
+}
+
 static int resolve_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
 			  struct frame_ref *out, int *offsets)
 {
@@ -1023,8 +1035,7 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 		if (pc->copied)
 			s->frames_from_copies++;
 		line = pycode__line(pc, f->offset);
-		out[k].filename = profile__intern(tp_profile(s, tp), pc->filename);
-		out[k].qualname = profile__intern(tp_profile(s, tp), pc->qualname);
+		session_frame_names(tp_profile(s, tp), pc, &out[k]);
 		out[k].firstlineno = pc->firstlineno;
 		out[k].line = line > 0 ? line : pc->firstlineno;
 		if (!out[k].filename || !out[k].qualname)

@@ -91,8 +91,7 @@ static int async_resolve(void *ctx, uint64_t code, uint64_t tag, int offset, str
 	if (!pc)
 		return -errno ? -errno : -EFAULT;
 	line = pycode__line(pc, offset);
-	out->filename = profile__intern(tp_profile(s, tp), pc->filename);
-	out->qualname = profile__intern(tp_profile(s, tp), pc->qualname);
+	session_frame_names(tp_profile(s, tp), pc, out);
 	out->firstlineno = pc->firstlineno;
 	out->line = line > 0 ? line : pc->firstlineno;
 	return out->filename && out->qualname ? 0 : -ENOMEM;

@@ -266,6 +266,10 @@ static inline void session_due(struct session *s, uint64_t at)
 		s->procs_due_ns = at;
 }
 
+/* A frame's names, interned in the profile its samples go to (NULL out of
+ * memory); each code object remembers them for the profile that last
+ * asked. */
+void session_frame_names(struct profile *p, const struct pycode *pc, struct frame_ref *out);
 /* The code object at code (cached; read from the process on first sight). */
 const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
 				      uint64_t tag);

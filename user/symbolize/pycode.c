@@ -440,6 +440,16 @@ int pycode_cache__put_snap(struct pycode_cache *c, const struct py_proc *pp, uin
 	return cache_put(c, &k, pc) ? 0 : -errno;
 }
 
+void pycode__keep_names(const struct pycode *pc, uint64_t key, const char *filename,
+			const char *qualname)
+{
+	struct pycode *w = (struct pycode *)pc;
+
+	w->names_key = key;
+	w->names[0] = filename;
+	w->names[1] = qualname;
+}
+
 int pycode__line(const struct pycode *pc, int offset)
 {
 	void *v = hmap__get(pc->memo, &offset);

@@ -30,7 +30,29 @@ struct pycode {
 	size_t table_len;
 	struct hmap *memo; /* byte offset -> line */
 	bool copied;	   /* read from the copy made as it was freed */
+	/* Its names as a user keeps them, under the user's key (see
+	 * pycode__names). */
+	uint64_t names_key;
+	const char *names[2];
 };
+
+/* The names a user keeps for pc (its filename and qualname interned in a
+ * profile, say) under a key of the user's (not 0): remembered with the
+ * code object, so that each sample's frames need not look them up again.
+ * false when pc holds none under that key. */
+static inline bool pycode__names(const struct pycode *pc, uint64_t key, const char **filename,
+				 const char **qualname)
+{
+	if (pc->names_key != key)
+		return false;
+	*filename = pc->names[0];
+	*qualname = pc->names[1];
+	return true;
+}
+
+/* Remembers them (the cache's entries keep what their users derive). */
+void pycode__keep_names(const struct pycode *pc, uint64_t key, const char *filename,
+			const char *qualname);
 
 struct pycode_cache;
 
