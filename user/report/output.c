@@ -13,6 +13,7 @@
 #include "report/regions.h"
 #include "model/stackbound.h"
 #include "target/target.h"
+#include "base/hmap.h"
 #include "base/utf8.h"
 
 #define MB (1024.0 * 1024.0)
@@ -681,6 +682,93 @@ static struct json_object *py_frame_obj(const struct frame_ref *fr)
 	return o;
 }
 
+/*
+ * A document's stacks share their frames: the outer ones recur in every
+ * stack below them.  Each distinct frame's two forms (the "py" object and
+ * the legacy "file qualname:line;" string) are made once per document and
+ * the stacks take references to them (json-c counts them), so a few hundred
+ * stacks make a few dozen frame objects, not thousands.  Keyed by the
+ * profile's interned names.
+ */
+struct frame_key {
+	const char *filename, *qualname;
+	int line;
+};
+
+struct frame_json {
+	struct json_object *obj, *str;
+};
+
+static struct hmap *frame_cache_new(void)
+{
+	return hmap__new(sizeof(struct frame_key));
+}
+
+static void frame_cache_free(struct hmap *cache)
+{
+	size_t it = 0;
+	void *v;
+
+	while (cache && hmap__next(cache, &it, NULL, &v)) {
+		struct frame_json *fj = v;
+
+		json_object_put(fj->obj);
+		json_object_put(fj->str);
+		free(fj);
+	}
+	hmap__free(cache);
+}
+
+/* The frame's entry in cache (made on first use), or NULL without one. */
+static struct frame_json *frame_cached(struct hmap *cache, const struct frame_ref *fr)
+{
+	struct frame_key k;
+	struct frame_json *fj;
+
+	if (!cache)
+		return NULL;
+	memset(&k, 0, sizeof(k));
+	k.filename = fr->filename;
+	k.qualname = fr->qualname;
+	k.line = fr->line;
+	fj = hmap__get(cache, &k);
+	if (fj)
+		return fj;
+	fj = calloc(1, sizeof(*fj));
+	if (!fj || hmap__put(cache, &k, fj)) {
+		free(fj);
+		return NULL;
+	}
+	return fj;
+}
+
+static struct json_object *frame_obj_of(struct hmap *cache, const struct frame_ref *fr)
+{
+	struct frame_json *fj = frame_cached(cache, fr);
+
+	if (!fj)
+		return py_frame_obj(fr);
+	if (!fj->obj)
+		fj->obj = py_frame_obj(fr);
+	return json_object_get(fj->obj);
+}
+
+static struct json_object *frame_str_of(struct hmap *cache, const struct frame_ref *fr)
+{
+	struct frame_json *fj = frame_cached(cache, fr);
+	struct json_object *o;
+	char *s;
+
+	if (fj && fj->str)
+		return json_object_get(fj->str);
+	s = frame_string(fr);
+	o = jstring(s);
+	free(s);
+	if (fj)
+		fj->str = json_object_get(o);
+	return o;
+}
+
 /* The outermost frame of a stack deeper than the walker goes: what is
  * above it was not seen, and is not guessed. */
 #define TRUNCATED_FRAME "[truncated]"
@@ -715,7 +803,7 @@ static struct json_object *truncated_frame_obj(void)
 /* The Scalene "py" frames of an entry, outermost first; with strings, also
  * the legacy "file qualname:line;" strings. */
 static void entry_frames_json(const struct stack_entry *e, struct json_object *cframes,
-			      struct json_object *frames)
+			      struct json_object *frames, struct hmap *cache)
 {
 	const struct stack_stats *st = e->rep;
 	int j;
@@ -735,14 +823,10 @@ static void entry_frames_json(const struct stack_entry *e, struct json_object *c
 			json_object_array_add(cframes, truncated_frame_obj());
 	}
 	for (j = 0; j < e->depth; j++) {
-		if (frames) {
-			char *s = frame_string(&st->frames[j]);
-
-			json_object_array_add(frames, jstring(s));
-			free(s);
-		}
+		if (frames)
+			json_object_array_add(frames, frame_str_of(cache, &st->frames[j]));
 		if (cframes)
-			json_object_array_add(cframes, py_frame_obj(&st->frames[j]));
+			json_object_array_add(cframes, frame_obj_of(cache, &st->frames[j]));
 	}
 	if (e->cut) {
 		const char *name = e->all ? ALL_MERGED_FRAME : MERGED_FRAME;
@@ -856,24 +940,25 @@ static void build_await_stacks(struct sink *snk, const struct profile *p, bool l
 
 /* A weighed stack entry: [frames, weight], as memory_stacks (MB) and
  * scalene_bpf.gpu_stacks (seconds) have them. */
-static struct json_object *weighed_entry(const struct stack_entry *e, double weight)
+static struct json_object *weighed_entry(const struct stack_entry *e, double weight,
+					 struct hmap *cache)
 {
 	struct json_object *frames = json_object_new_array(), *entry = json_object_new_array();
 
-	entry_frames_json(e, frames, NULL);
+	entry_frames_json(e, frames, NULL, cache);
 	json_object_array_add(entry, frames);
 	json_object_array_add(entry, jdouble(weight));
 	return entry;
 }
 
 /* scalene_bpf.gpu_stacks: the device time of the work each stack launched. */
-static struct json_object *gpu_stacks_json(const struct stack_bound *b)
+static struct json_object *gpu_stacks_json(const struct stack_bound *b, struct hmap *cache)
 {
 	struct json_object *a = json_object_new_array();
 	int i;
 
 	for (i = 0; a && i < b->n; i++)
-		json_object_array_add(a, weighed_entry(&b->e[i], b->e[i].gpu_ns / 1e9));
+		json_object_array_add(a, weighed_entry(&b->e[i], b->e[i].gpu_ns / 1e9, cache));
 	return a;
 }
 
@@ -905,6 +990,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 			 struct json_object *extra, int *emitted)
 {
 	struct json_object *facts = json_object_new_object();
+	struct hmap *cache = frame_cache_new();
 	const struct stack_stats **all;
 	struct stack_bound cpu = { 0 }, mem = { 0 }, gpu = { 0 };
 	int i, n = profile__nstacks(p), ncpu = 0, nmem = 0, ngpu = 0;
@@ -932,7 +1018,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		const struct stack_entry *e = &cpu.e[i];
 		struct json_object *frames = json_object_new_array(), *entry, *stats;
 
-		entry_frames_json(e, NULL, frames);
+		entry_frames_json(e, NULL, frames, cache);
 		stats = json_object_new_object();
 		json_object_object_add(stats, "count", json_object_new_int64(e->count));
 		json_object_object_add(stats, "python_time",
@@ -955,7 +1041,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 		const struct stack_entry *e = &cpu.e[i];
 		struct json_object *cframes = json_object_new_array(), *centry;
 
-		entry_frames_json(e, cframes, NULL);
+		entry_frames_json(e, cframes, NULL, cache);
 		if (!e->cut && e->rep->native_sym)
 			json_object_array_add(cframes, native_frame_obj(e->rep));
 		centry = json_object_new_array();
@@ -967,10 +1053,10 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 	sink_close(snk);
 	sink_open(snk, "memory_stacks", true);
 	for (i = 0; i < mem.n; i++)
-		sink_add(snk, NULL, weighed_entry(&mem.e[i], mem.e[i].malloc_bytes / MB));
+		sink_add(snk, NULL, weighed_entry(&mem.e[i], mem.e[i].malloc_bytes / MB, cache));
 	sink_close(snk);
-	/* The table the stacks come from: with --continuous it keeps those
-	 * of earlier intervals too (their weights zeroed at each cut). */
+	/* The table the stacks come from: with --continuous, this interval's
+	 * stacks and those a GPU launch site still points at. */
 	json_object_object_add(facts, "stacks_kept", json_object_new_int(n));
 	if (ok) {
 		json_object_object_add(facts, "cpu", bound_facts(&cpu, ncpu));
@@ -980,7 +1066,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 			json_object_object_add(facts, "gpu", bound_facts(&gpu, ngpu));
 	}
 	if (extra && ok && ngpu)
-		json_object_object_add(extra, "gpu_stacks", gpu_stacks_json(&gpu));
+		json_object_object_add(extra, "gpu_stacks", gpu_stacks_json(&gpu, cache));
 	if (extra && ok)
 		json_object_object_add(extra, "gil_wait_stacks", gil_stacks_json(&cpu));
 	if (extra)
@@ -990,6 +1076,7 @@ static void build_stacks(struct sink *snk, const struct profile *p, double total
 	stack_bound__free(&cpu);
 	stack_bound__free(&mem);
 	stack_bound__free(&gpu);
+	frame_cache_free(cache);
 	free(all);
 }
 
