@@ -139,6 +139,34 @@ def test_kernels_of_threads_without_python(tmp_path):
     assert rows[at["backward"] - 1]["n_cpu_percent_c"] > 0, rows[at["backward"] - 1]
 
 
+@needs_gpu_lib
+def test_cupti_lost_mid_run(tmp_path):
+    """Another CUPTI client finalizes CUPTI mid-run (torch.profiler's
+    teardown): the library's next flush fails, and from then on it asks
+    nothing of CUPTI.  The program runs to its end, the work delivered
+    before stays on its line, the launch after is not followed, and the
+    profile says the GPU profile stopped, why, and when."""
+    prog = program("gpu_cupti_lost.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(default_interpreter(), prog, [FAKE_CUPTI, side],
+                      tmp=tmp_path)
+    truth = json.loads(side.read_text())
+    gpu = res.profile["scalene_bpf"]["gpu"]
+    ctx = f"scalene_bpf.gpu: {gpu}"
+    (proc,) = gpu["processes"]
+    assert proc["status"].startswith("stopped mid-run"), ctx
+    assert proc["final"], ctx
+    assert proc["failed_call"] == 6 and proc["cupti_error"] == 7, ctx
+    assert truth["lost_after_s_at_least"] - 0.3 <= proc["stopped_after_s"] \
+        <= truth["lost_within_s"] + 0.5, ctx
+    assert proc["calls"] == 1 and proc["records"] == 1, ctx
+    at = markers(prog)
+    by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
+    assert set(by_line) == {at["before"]}, ctx
+    assert abs(by_line[at["before"]]["kernel_s"] - truth["kernel_s"]) < 1e-6, ctx
+    assert "the GPU profile of process" in res.stderr and "stops here" in res.stderr, res.stderr
+
+
 def test_no_gpu_option(tmp_path):
     """--no-gpu (and --cpu-only, as in Scalene): the program gets no
     library, and the profile says why."""

@@ -22,6 +22,8 @@ static struct CUpti_Subscriber_st *const the_subscriber = (void *)0x5ca1ab1e;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static CUptiResult subscribe_result = CUPTI_SUCCESS, enable_result = CUPTI_SUCCESS;
+static CUptiResult flush_result = CUPTI_SUCCESS;
+static uint8_t state_fatal_enabled;
 static uint32_t refused_domain, refused_cbid;
 static CUpti_CallbackFunc api_callback;
 static void *api_userdata;
@@ -38,6 +40,26 @@ static struct fake_cupti_stats st;
 void fake_cupti_subscribe_result(int result)
 {
 	subscribe_result = (CUptiResult)result;
+}
+
+void fake_cupti_flush_result(int result)
+{
+	pthread_mutex_lock(&lock);
+	flush_result = (CUptiResult)result;
+	pthread_mutex_unlock(&lock);
+}
+
+int fake_cupti_fatal_error(int result, const char *message)
+{
+	CUpti_StateData d;
+
+	if (!st.subscribed || !api_callback || !state_fatal_enabled)
+		return 0;
+	memset(&d, 0, sizeof(d));
+	d.notification.result = (CUptiResult)result;
+	d.notification.message = message;
+	api_callback(api_userdata, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR, &d);
+	return 1;
 }
 
 void fake_cupti_enable_result(int result)
@@ -224,6 +246,12 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 		st.forced_flushes++;
 	else
 		st.flushes++;
+	if (flush_result != CUPTI_SUCCESS) {
+		CUptiResult res = flush_result;
+
+		pthread_mutex_unlock(&lock);
+		return res;
+	}
 	if (!pending_len || !buffer_requested) {
 		pthread_mutex_unlock(&lock);
 		return CUPTI_SUCCESS;
@@ -310,6 +338,10 @@ CUptiResult CUPTIAPI cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	if (domain == refused_domain && cbid == refused_cbid)
 		return CUPTI_ERROR_INVALID_PARAMETER;
+	if (domain == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
+		state_fatal_enabled = !!enable;
+		return CUPTI_SUCCESS;
+	}
 	if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE)
 		slot = &enabled_runtime[cbid];
 	else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE)

@@ -25,6 +25,12 @@ struct fake_cupti_stats {
 
 /* What cuptiSubscribe returns (CUPTI_SUCCESS by default). */
 void fake_cupti_subscribe_result(int result);
+/* What cuptiActivityFlushAll returns from now on (both flavours): another
+ * client's cuptiFinalize or teardown, as the client sees it. */
+void fake_cupti_flush_result(int result);
+/* CUPTI's CUPTI_CBID_STATE_FATAL_ERROR to the subscriber (when it enabled
+ * it): 1 if delivered. */
+int fake_cupti_fatal_error(int result, const char *message);
 /* What cuptiActivityEnable returns for every kind. */
 void fake_cupti_enable_result(int result);
 /* cuptiEnableCallback refuses this one id, as a CUPTI that does not know it. */

@@ -487,6 +487,111 @@ static void test_bad_flush_ms(void)
 	in_child(bad_flush_ms, "5x");
 }
 
+/* Waits up to 5 s for the library's status to become want. */
+static int wait_status(unsigned int want)
+{
+	int i;
+
+	for (i = 0; i < 500 && st->status != want; i++)
+		usleep(10000);
+	return st->status == want;
+}
+
+/* Waits up to 5 s for the flush thread to be gone. */
+static int flush_thread_gone(void)
+{
+	int i;
+
+	for (i = 0; i < 500 && thread_named("sbpf-gpu-flush") == 1; i++)
+		usleep(10000);
+	return thread_named("sbpf-gpu-flush") == 0;
+}
+
+/* Runs after the library's exit handler (registered later): a lost CUPTI
+ * is not flushed at exit, and the state stays lost. */
+static void lost_at_exit(void)
+{
+	struct fake_cupti_stats f;
+
+	fake_cupti_stats(&f);
+	if (f.forced_flushes || st->status != GPU_S_LOST) {
+		fprintf(stderr, "lost_at_exit: %llu forced flushes, status %u\n",
+			(unsigned long long)f.forced_flushes, st->status);
+		_exit(1);
+	}
+}
+
+/* Another client finalizes CUPTI (torch.profiler's teardown): our next
+ * flush fails.  From then on nothing is asked of CUPTI: the flush thread
+ * ends, calls are not probed, the exit does not flush, and the state says
+ * when and why. */
+static void flush_lost(void)
+{
+	static char text[2048];
+	struct fake_cupti_stats f;
+	struct test_stderr c;
+	uint64_t before, calls, flushes;
+
+	atexit(lost_at_exit);
+	CHECK_EQ_INT(init(), 1);
+	CHECK_EQ_INT(st->status, GPU_S_ACTIVE);
+	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 1);
+	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 1);
+	CHECK_EQ_INT(st->api_calls, 1);
+	before = now_ns();
+	test_stderr_begin(&c);
+	fake_cupti_flush_result(CUPTI_ERROR_INVALID_OPERATION);
+	CHECK(wait_status(GPU_S_LOST));
+	CHECK(flush_thread_gone());
+	test_stderr_end(&c, text, sizeof(text));
+	CHECK_EQ_INT(st->failed_call, GPU_FAIL_FLUSH);
+	CHECK_EQ_INT(st->cupti_error, CUPTI_ERROR_INVALID_OPERATION);
+	CHECK(st->lost_ns >= before && st->lost_ns <= now_ns());
+	CHECK(strstr(text, "stops here: cuptiActivityFlushAll failed") != NULL);
+	CHECK_EQ_INT(lines(text), 1);
+	fake_cupti_stats(&f);
+	flushes = f.flushes;
+	usleep(100000);
+	fake_cupti_stats(&f);
+	CHECK_EQ_INT(f.flushes, flushes);
+	calls = st->api_calls;
+	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0, 2);
+	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 1, 2);
+	CHECK_EQ_INT(st->api_calls, calls);
+	CHECK_EQ_INT(flush(), -ENODEV);
+	/* A fatal error after it changes nothing. */
+	fake_cupti_fatal_error(CUPTI_ERROR_UNKNOWN, "late");
+	CHECK_EQ_INT(st->failed_call, GPU_FAIL_FLUSH);
+}
+
+/* CUPTI's fatal-error callback: the same stop, its message said. */
+static void fatal_error(void)
+{
+	static char text[2048];
+	struct test_stderr c;
+	int delivered;
+
+	atexit(lost_at_exit);
+	CHECK_EQ_INT(init(), 1);
+	test_stderr_begin(&c);
+	delivered = fake_cupti_fatal_error(CUPTI_ERROR_UNKNOWN, "device lost");
+	test_stderr_end(&c, text, sizeof(text));
+	CHECK_EQ_INT(delivered, 1);
+	CHECK_EQ_INT(st->status, GPU_S_LOST);
+	CHECK_EQ_INT(st->failed_call, GPU_FAIL_FATAL);
+	CHECK_EQ_INT(st->cupti_error, CUPTI_ERROR_UNKNOWN);
+	CHECK(st->lost_ns > 0);
+	CHECK(strstr(text, "CUPTI fatal error (device lost") != NULL);
+	CHECK(flush_thread_gone());
+	CHECK_EQ_INT(flush(), -ENODEV);
+}
+
+static void test_cupti_lost(void)
+{
+	in_child(flush_lost, "20");
+	in_child(fatal_error, "20");
+}
+
 int main(void)
 {
 	RUN_TEST(test_active_setup);
@@ -497,6 +602,7 @@ int main(void)
 	RUN_TEST(test_other_subscriber);
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_bad_flush_ms);
+	RUN_TEST(test_cupti_lost);
 	return test_summary("gpu_inject");
 }
 

@@ -161,6 +161,11 @@ enum gpu_status {
 	GPU_S_CUPTI_ERROR = 3,	    /* a CUPTI call failed: cupti_error, failed_call */
 	GPU_S_EXITED = 4,	    /* the final flush at exit has run */
 	GPU_S_NO_CUPTI = 5,	    /* no CUPTI found that opens (cuptiload.h) */
+	/* Collecting stopped mid-run: a flush failed or CUPTI reported a
+	 * fatal error (another client finalized it, as torch.profiler's
+	 * teardown may): failed_call and cupti_error say which, lost_ns when;
+	 * nothing is asked of CUPTI from then on. */
+	GPU_S_LOST = 6,
 };
 
 /* scalene_bpf_gpu_state.cupti_from: where the CUPTI in use was found
@@ -182,6 +187,8 @@ enum gpu_failed_call {
 	GPU_FAIL_ENABLE_API = 3, /* cuptiEnableCallback on every launch API */
 	GPU_FAIL_ACTIVITY = 4,	 /* cuptiActivityEnable on every kind */
 	GPU_FAIL_THREAD = 5,	 /* the flush thread could not start */
+	GPU_FAIL_FLUSH = 6,	 /* cuptiActivityFlushAll, mid-run (GPU_S_LOST) */
+	GPU_FAIL_FATAL = 7,	 /* CUPTI_CBID_STATE_FATAL_ERROR (GPU_S_LOST) */
 };
 
 /* scalene_bpf_gpu_state.kinds: the activity kinds CUPTI accepted. */
@@ -244,7 +251,8 @@ struct scalene_bpf_gpu_state {
 	/* Buffers CUPTI could not walk to their end (a record it could not
 	 * step over): the records after the bad one are lost, uncounted. */
 	__u64 buffers_malformed;
-	__u64 reserved[4];
+	__u64 lost_ns; /* CLOCK_MONOTONIC when collecting stopped (GPU_S_LOST) */
+	__u64 reserved[3];
 };
 
 #ifndef __bpf__

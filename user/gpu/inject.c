@@ -64,6 +64,8 @@ SBG_EXPORT _Alignas(64) struct scalene_bpf_gpu_state scalene_bpf_gpu_state = {
 static struct cupti_api cupti;
 static CUpti_SubscriberHandle subscriber;
 static pid_t init_pid;
+/* CUPTI stopped answering (lose): nothing more is asked of it. */
+static int lost;
 
 /* Class of each traced callback id, filled from gpu_api_table before the
  * callbacks are enabled; read on every traced call. */
@@ -190,6 +192,8 @@ static int draw(struct api_tls *t)
 	return (x >> 11) % state.call_sample == 0;
 }
 
+static void lose(enum gpu_failed_call call, CUptiResult res, const char *detail);
+
 static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			    const void *data)
 {
@@ -197,6 +201,18 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
 	struct api_tls *t = &api_tls;
 	unsigned int class = 0;
 
+	/* The state domain's data is not an API call's. */
+	if (domain == CUPTI_CB_DOMAIN_STATE) {
+		const CUpti_StateData *sd = data;
+
+		if (cbid == CUPTI_CBID_STATE_FATAL_ERROR)
+			lose(GPU_FAIL_FATAL, sd ? sd->notification.result : CUPTI_ERROR_UNKNOWN,
+			     sd ? sd->notification.message : NULL);
+		return;
+	}
+	/* Calls made once collecting stopped bring no records: not probed. */
+	if (__atomic_load_n(&lost, __ATOMIC_ACQUIRE))
+		return;
 	if (cb->callbackSite != CUPTI_API_ENTER) {
 		/* An exit whose entry came before the callbacks were enabled
 		 * (the call that ran cuInit) finds depth 0. */
@@ -355,6 +371,7 @@ static uint64_t CUPTIAPI monotonic_ns(void)
 static void *flush_main(void *arg)
 {
 	struct timespec deadline;
+	CUptiResult res;
 
 	pthread_mutex_lock(&flush_lock);
 	while (!flush_stop) {
@@ -365,10 +382,12 @@ static void *flush_main(void *arg)
 		while (!flush_stop &&
 		       pthread_cond_timedwait(&flush_cond, &flush_lock, &deadline) != ETIMEDOUT)
 			;
-		if (flush_stop)
+		if (flush_stop || __atomic_load_n(&lost, __ATOMIC_ACQUIRE))
 			break;
 		pthread_mutex_unlock(&flush_lock);
-		cupti.ActivityFlushAll(0);
+		res = cupti.ActivityFlushAll(0);
+		if (res != CUPTI_SUCCESS)
+			lose(GPU_FAIL_FLUSH, res, NULL);
 		pthread_mutex_lock(&flush_lock);
 	}
 	pthread_mutex_unlock(&flush_lock);
@@ -421,8 +440,10 @@ static void at_exit(void)
 	if (getpid() != init_pid)
 		return;
 	flush_join();
-	cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-	state.status = GPU_S_EXITED;
+	if (!__atomic_load_n(&lost, __ATOMIC_ACQUIRE)) {
+		cupti.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+		state.status = GPU_S_EXITED;
+	}
 	scalene_bpf_probe_gpu_exit(&state);
 }
 
@@ -442,6 +463,40 @@ static void fail(enum gpu_failed_call call, const char *what, CUptiResult res)
 	state.cupti_error = res;
 	state.status = GPU_S_CUPTI_ERROR;
 	say_off(what, res);
+}
+
+/*
+ * CUPTI went away under us: a flush failed mid-run (another client's
+ * cuptiFinalize, torch.profiler's teardown among them) or CUPTI reported a
+ * fatal error.  Whatever is touched then may be another client's state, so
+ * nothing more is asked of CUPTI: the flush thread ends, calls are no
+ * longer probed, the exit does not flush.  The loader hears it at once
+ * (the init probe again, with the new status), and the profile says from
+ * when.  Once.
+ */
+static void lose(enum gpu_failed_call call, CUptiResult res, const char *detail)
+{
+	const char *msg = NULL;
+
+	if (__atomic_exchange_n(&lost, 1, __ATOMIC_ACQ_REL))
+		return;
+	state.failed_call = call;
+	state.cupti_error = res;
+	state.lost_ns = monotonic_ns();
+	state.status = GPU_S_LOST;
+	if (call == GPU_FAIL_FLUSH && (cupti.GetResultString(res, &msg) != CUPTI_SUCCESS || !msg))
+		msg = "unknown error";
+	fprintf(stderr,
+		"scalene-bpf: the GPU profile of process %d stops here: %s (%s, %d); another "
+		"CUPTI client (torch.profiler, Nsight) may have finalized CUPTI; nothing more is "
+		"collected from it\n",
+		(int)getpid(),
+		call == GPU_FAIL_FLUSH ? "cuptiActivityFlushAll failed" : "CUPTI fatal error",
+		call == GPU_FAIL_FLUSH ? msg
+		: detail	       ? detail
+				       : "no message",
+		(int)res);
+	scalene_bpf_probe_gpu_init(&state, SCALENE_BPF_GPU_ABI);
 }
 
 static void read_env(void)
@@ -606,11 +661,16 @@ SBG_EXPORT int InitializeInjection(void)
 	enable_api_callbacks();
 	if (!state.api_callbacks)
 		state.failed_call = GPU_FAIL_ENABLE_API;
+	/* CUPTI's word that it stopped; a CUPTI without it still fails the
+	 * flushes. */
+	cupti.EnableCallback(1, subscriber, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
 	/* Without the thread, buffers come back when full and at exit. */
 	if (flush_start())
 		state.failed_call = GPU_FAIL_THREAD;
 	atexit(at_exit);
-	state.status = GPU_S_ACTIVE;
+	/* Unless it was lost already (a flush fails within flush_ms). */
+	if (!__atomic_load_n(&lost, __ATOMIC_ACQUIRE))
+		state.status = GPU_S_ACTIVE;
 out:
 	scalene_bpf_probe_gpu_init(&state, SCALENE_BPF_GPU_ABI);
 	return 1;

@@ -223,6 +223,9 @@ struct facts_gpu_proc {
 	int pid;
 	bool final;   /* its state as the exit handler left it */
 	int read_err; /* reading its state: 0 or -errno */
+	/* GPU_S_LOST: seconds from when it began collecting to when it
+	 * stopped (-1: not known) */
+	double lost_after_s;
 	struct scalene_bpf_gpu_state st;
 };
 

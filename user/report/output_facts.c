@@ -211,6 +211,9 @@ static const char *gpu_status_name(uint32_t st)
 		return "exited";
 	case GPU_S_NO_CUPTI:
 		return "no CUPTI found (the program's stderr names where it looked)";
+	case GPU_S_LOST:
+		return "stopped mid-run: CUPTI failed a flush or reported a fatal error (another "
+		       "CUPTI client, such as torch.profiler's teardown, may have finalized it)";
 	default:
 		return "unknown";
 	}
@@ -247,10 +250,12 @@ static struct json_object *gpu_proc_json(const struct facts_gpu_proc *g)
 	}
 	add(o, "status", json_object_new_string(gpu_status_name(st->status)));
 	add(o, "final", json_object_new_boolean(g->final));
-	if (st->status == GPU_S_CUPTI_ERROR) {
+	if (st->status == GPU_S_CUPTI_ERROR || st->status == GPU_S_LOST) {
 		add(o, "failed_call", json_object_new_int((int)st->failed_call));
 		add(o, "cupti_error", json_object_new_int((int)st->cupti_error));
 	}
+	if (st->status == GPU_S_LOST && g->lost_after_s >= 0)
+		add(o, "stopped_after_s", json_object_new_double(g->lost_after_s));
 	add(o, "cupti_version", json_object_new_int((int)st->cupti_version));
 	if (gpu_cupti_from_name(st->cupti_from))
 		add(o, "cupti_found", json_object_new_string(gpu_cupti_from_name(st->cupti_from)));

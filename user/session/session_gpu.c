@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/hmap.h"
 #include "model/profile.h"
 #include "session/session_int.h"
@@ -44,6 +45,8 @@ static void on_state(struct session *s, struct tproc *tp, const struct gpu_recor
 		if (!r->read_err && st.magic == SCALENE_BPF_GPU_MAGIC) {
 			g->st = st;
 			g->final = r->phase == GPU_EXIT;
+			if (st.status == GPU_S_ACTIVE && !g->active_ns)
+				g->active_ns = mono_ns();
 		}
 	}
 	/* Its samples wait for the device's use from now on, when CUPTI
@@ -129,6 +132,12 @@ void sgpu_facts(struct session *s, struct facts_gpu *out)
 		out->procs[i].final = s->gpu[i].final;
 		out->procs[i].read_err = s->gpu[i].read_err;
 		out->procs[i].st = s->gpu[i].st;
+		/* Both CLOCK_MONOTONIC (the library's clock and ours). */
+		out->procs[i].lost_after_s =
+			s->gpu[i].st.status == GPU_S_LOST && s->gpu[i].active_ns &&
+					s->gpu[i].st.lost_ns > s->gpu[i].active_ns
+				? (s->gpu[i].st.lost_ns - s->gpu[i].active_ns) / 1e9
+				: -1;
 	}
 	out->nprocs = i;
 	out->procs_past = s->gpu_procs_past;

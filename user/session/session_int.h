@@ -156,8 +156,9 @@ struct mem_summary {
 
 struct session_gpu_proc {
 	int pid;
-	bool final;   /* its exit probe fired: the state is final */
-	int read_err; /* the last state read: 0 or -errno */
+	bool final;	    /* its exit probe fired: the state is final */
+	int read_err;	    /* the last state read: 0 or -errno */
+	uint64_t active_ns; /* when its state first said collecting, 0: never */
 	struct scalene_bpf_gpu_state st;
 };
 
