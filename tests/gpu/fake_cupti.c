@@ -23,6 +23,8 @@ static struct CUpti_Subscriber_st *const the_subscriber = (void *)0x5ca1ab1e;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static CUptiResult subscribe_result = CUPTI_SUCCESS, enable_result = CUPTI_SUCCESS;
 static CUptiResult flush_result = CUPTI_SUCCESS;
+static char incumbent[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN],
+	subscriber_name[CUPTI_SUBSCRIBER_NAME_MAX_LEN];
 static uint8_t state_fatal_enabled;
 static uint32_t refused_domain, refused_cbid;
 static CUpti_CallbackFunc api_callback;
@@ -40,6 +42,16 @@ static struct fake_cupti_stats st;
 void fake_cupti_subscribe_result(int result)
 {
 	subscribe_result = (CUptiResult)result;
+}
+
+void fake_cupti_incumbent(const char *name)
+{
+	snprintf(incumbent, sizeof(incumbent), "%s", name);
+}
+
+const char *fake_cupti_subscriber_name(void)
+{
+	return subscriber_name;
 }
 
 void fake_cupti_flush_result(int result)
@@ -318,6 +330,25 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *subscriber, CUpti_Ca
 	st.subscribed = 1;
 	*subscriber = the_subscriber;
 	return CUPTI_SUCCESS;
+}
+
+/* As cuptiSubscribe, under the client's name; refused, the name of the
+ * client already there (fake_cupti_incumbent) is written where asked. */
+CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subscriber,
+				       CUpti_CallbackFunc callback, void *userdata,
+				       CUpti_SubscriberParams *params)
+{
+	CUptiResult res;
+
+	if (params && params->structSize < CUpti_SubscriberParams_STRUCT_SIZE)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	res = cuptiSubscribe(subscriber, callback, userdata);
+	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && params &&
+	    params->oldSubscriberName && params->oldSubscriberSize)
+		snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", incumbent);
+	if (res == CUPTI_SUCCESS && params && params->subscriberName)
+		snprintf(subscriber_name, sizeof(subscriber_name), "%s", params->subscriberName);
+	return res;
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)

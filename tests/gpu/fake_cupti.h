@@ -25,6 +25,12 @@ struct fake_cupti_stats {
 
 /* What cuptiSubscribe returns (CUPTI_SUCCESS by default). */
 void fake_cupti_subscribe_result(int result);
+/* The name cuptiSubscribe_v2 gives, when it refuses, of the client
+ * already subscribed. */
+void fake_cupti_incumbent(const char *name);
+/* The name the client subscribed under with cuptiSubscribe_v2 ("" if
+ * none). */
+const char *fake_cupti_subscriber_name(void);
 /* What cuptiActivityFlushAll returns from now on (both flavours): another
  * client's cuptiFinalize or teardown, as the client sees it. */
 void fake_cupti_flush_result(int result);

@@ -197,6 +197,8 @@ static void active_setup(void)
 	after = now_ns();
 	CHECK(ts >= before && ts <= after);
 	CHECK_EQ_INT(thread_named("sbpf-gpu-flush"), 1);
+	/* Subscribed under its name (cuptiSubscribe_v2). */
+	CHECK_EQ_STR(fake_cupti_subscriber_name(), "scalene-bpf");
 	/* The driver calls it once; a second call changes nothing. */
 	CHECK_EQ_INT(init(), 1);
 	fake_cupti_stats(&f);
@@ -415,12 +417,14 @@ static void other_subscriber(void)
 	int ret;
 
 	fake_cupti_subscribe_result(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+	/* CUPTI names the client already there. */
+	fake_cupti_incumbent("CUPTI for torch.profiler");
 	out = captured_init(&ret);
 	CHECK_EQ_INT(ret, 1);
 	CHECK_EQ_INT(st->status, GPU_S_OTHER_SUBSCRIBER);
 	CHECK_EQ_INT(st->cupti_error, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
 	CHECK_EQ_INT(lines(out), 1);
-	CHECK(strstr(out, "another CUPTI client") != NULL);
+	CHECK(strstr(out, "another CUPTI client (CUPTI for torch.profiler) is active") != NULL);
 	fake_cupti_stats(&f);
 	CHECK_EQ_INT(f.kinds_enabled, 0);
 	CHECK_EQ_INT(f.callbacks_enabled, 0);

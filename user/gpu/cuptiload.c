@@ -146,6 +146,9 @@ static int fill(void *h, struct cupti_api *api, const char *path, char *why, siz
 		}
 		memcpy((char *)api + fns[i].off, &f, sizeof(f));
 	}
+#ifdef CUPTI_SUBSCRIBER_NAME_MAX_LEN
+	*(void **)&api->Subscribe_v2 = dlsym(h, "cuptiSubscribe_v2");
+#endif
 	return 0;
 }
 

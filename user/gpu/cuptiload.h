@@ -39,6 +39,11 @@ struct cupti_api {
 	__typeof__(cuptiActivityFlushAll) *ActivityFlushAll;
 	__typeof__(cuptiActivityGetNextRecord) *ActivityGetNextRecord;
 	__typeof__(cuptiActivityGetNumDroppedRecords) *ActivityGetNumDroppedRecords;
+#ifdef CUPTI_SUBSCRIBER_NAME_MAX_LEN
+	/* Optional (NULL when the CUPTI lacks it): a subscribe that gives our
+	 * name and, when refused, the name of the client already there. */
+	__typeof__(cuptiSubscribe_v2) *Subscribe_v2;
+#endif
 };
 
 /*

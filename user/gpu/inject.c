@@ -597,6 +597,33 @@ static void set_activity_attributes(void)
 		state.clock = GPU_CLOCK_MONOTONIC;
 }
 
+/* Room for the name CUPTI gives of a client already subscribed. */
+#ifdef CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN
+#define CUPTI_OLD_SUBSCRIBER_NAME_MIN CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN
+#else
+#define CUPTI_OLD_SUBSCRIBER_NAME_MIN 64
+#endif
+
+/* Subscribes under our name where the CUPTI can take one; refused, the
+ * client already there is named in incumbent ("" when CUPTI does not say). */
+static CUptiResult subscribe(char *incumbent, size_t n)
+{
+	incumbent[0] = 0;
+#ifdef CUPTI_SUBSCRIBER_NAME_MAX_LEN
+	if (cupti.Subscribe_v2) {
+		CUpti_SubscriberParams p;
+
+		memset(&p, 0, sizeof(p));
+		p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+		p.subscriberName = "scalene-bpf";
+		p.oldSubscriberName = incumbent;
+		p.oldSubscriberSize = n;
+		return cupti.Subscribe_v2(&subscriber, on_api, NULL, &p);
+	}
+#endif
+	return cupti.Subscribe(&subscriber, on_api, NULL);
+}
+
 /*
  * Called by the driver inside cuInit(), once per process, on the thread
  * that initialises CUDA.  CUPTI is opened first (cuptiload.h: the one that
@@ -608,7 +635,7 @@ SBG_EXPORT int InitializeInjection(void)
 {
 	static int entered;
 	enum gpu_cupti_from from = GPU_CUPTI_UNKNOWN;
-	char path[4096], why[1024];
+	char path[4096], why[1024], incumbent[CUPTI_OLD_SUBSCRIBER_NAME_MIN];
 	CUptiResult res;
 	uint32_t version = 0;
 
@@ -627,15 +654,16 @@ SBG_EXPORT int InitializeInjection(void)
 		state.cupti_version = version;
 	read_env();
 
-	res = cupti.Subscribe(&subscriber, on_api, NULL);
+	res = subscribe(incumbent, sizeof(incumbent));
 	if (res == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
 		state.status = GPU_S_OTHER_SUBSCRIBER;
 		state.failed_call = GPU_FAIL_SUBSCRIBE;
 		state.cupti_error = res;
+		incumbent[sizeof(incumbent) - 1] = 0;
 		fprintf(stderr,
-			"scalene-bpf: no GPU profile for process %d: another CUPTI client "
-			"(Nsight, torch.profiler, ...) is active, and CUPTI allows one\n",
-			(int)getpid());
+			"scalene-bpf: no GPU profile for process %d: another CUPTI client (%s) is "
+			"active, and CUPTI allows one\n",
+			(int)getpid(), incumbent[0] ? incumbent : "Nsight, torch.profiler, ...");
 		goto out;
 	}
 	if (res != CUPTI_SUCCESS) {
