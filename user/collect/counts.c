@@ -33,7 +33,7 @@
 struct stack_entry {
 	uint32_t nframes;
 	uint32_t elided;
-	uint64_t used_ns; /* the periodic drain that last used it */
+	uint64_t used_ns; /* when the periodic drain that last used it ran */
 	uint32_t left;	  /* the periodic drain it left BPF's table at, or 0 */
 	struct py_frame frames[];
 };

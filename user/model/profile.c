@@ -43,14 +43,15 @@ static void *profile_entry_new(void *arr, int n, size_t size, void **grown)
 	return e;
 }
 
+/* profile__serial's source: one number per profile made. */
+static uint64_t serials;
+
 struct profile *profile__new(const struct profile_filter *filter)
 {
 	struct profile *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
-	static uint64_t serials;
-
 	p->filter = *filter;
 	p->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	p->strings = strtab__new();
@@ -568,12 +569,10 @@ struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key 
 	if (p->nstacks >= MAX_STACKS)
 		goto dropped;
 	st = calloc(1, sizeof(*st));
-	n = calloc(1, sizeof(*n));
 	copy = malloc((nframes ? nframes : 1) * sizeof(*copy));
 	stacks = profile_grow(p->stacks, p->nstacks, sizeof(*stacks));
-	if (!st || !n || !copy || !stacks) {
+	if (!st || !copy || !stacks) {
 		free(st);
-		free(n);
 		free(copy);
 		goto dropped;
 	}
@@ -587,12 +586,8 @@ struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key 
 	st->native_offset = -1;
 	st->truncated = k->truncated;
 	st->hash = h;
-	n->index = p->nstacks;
-	n->next = head;
-	if (hmap__put(p->stacks_by_hash, &h, n)) {
-		free(st);
-		free(n);
-		free(copy);
+	if (stack_node_add(p->stacks_by_hash, h, p->nstacks)) {
+		stack_free(st);
 		goto dropped;
 	}
 	*index = p->nstacks;
