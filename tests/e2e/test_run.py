@@ -312,7 +312,21 @@ def test_freed_code_objects_are_named(python, tmp_path):
     bpf = res.profile["scalene_bpf"]["bpf"]
     ctx = (f"loops took {spent * 1e3:.1f} ms of CPU; bpf {bpf}; hot lines "
            f"{hot_lines(res.profile)}")
-    assert bpf["frames_unreadable"] == 0, ctx
+    # Every frame whose code object BPF read as it took the sample is named,
+    # those freed since from their copies, once the probe that copies them
+    # is in place.  Before that (placed at the process's recognition: 0.02-
+    # 0.1 ms mostly, up to 22 ms the first time a file takes a uprobe),
+    # code freed is not copied; how many frames that cost depends on the
+    # kernel's time to place it, which the test does not control.
+    assert bpf["frames_unreadable"] == (bpf["frames_unreadable_in_bpf"] +
+                                        bpf["frames_unreadable_before_probe"]), ctx
+    # What BPF cannot read as it takes a sample (a page of the object being
+    # moved or reclaimed just then: a failed read, not a freed object) is a
+    # sampling accident, no part of what the copies do: at most 1 % of the
+    # walks (a CI run saw 2 frames unreadable in 647 walks, with a failed
+    # frame read and a torn frame in the same run, before the kinds were
+    # told apart).
+    assert bpf["frames_unreadable_in_bpf"] <= 0.01 * bpf["walks"], ctx
     assert bpf["freed_code_copies_unused"] == 0, ctx
     # Copies are made of code that walks read: the exec'd loops at least.
     assert bpf["code_objects_read_as_freed"] > 0, ctx

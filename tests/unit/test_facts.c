@@ -212,6 +212,8 @@ static struct facts *full_facts(void)
 	f->bpf.bad_records = 202;
 	f->bpf.frames_unreadable = 203;
 	f->bpf.frames_from_copies = 17;
+	f->bpf.frames_unread_in_bpf = 5;
+	f->bpf.frames_unread_before_probe = 6;
 	f->bpf.code_copies_unused = 2;
 	f->bpf.code_cache_evictions = 204;
 	f->bpf.code_probes_placed = 2;
@@ -374,7 +376,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	/* Each counter under a name of its own (a name used twice would
 	 * leave fewer keys), in the enum's order, then what is derived from
 	 * them and the session's own counters. */
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 9);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 1 + 5 + 11);
 	json_object_object_foreach (b, key, v) {
 		if (i < STAT_MAX && (uint64_t)json_object_get_int64(v) != stats[i]) {
 			fprintf(stderr, "  bpf.%s is not counter %d\n", key, i);
@@ -394,6 +396,8 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	CHECK_EQ_INT(num(b, "records"), 201);
 	CHECK_EQ_INT(num(b, "bad_records"), 202);
 	CHECK_EQ_INT(num(b, "frames_unreadable"), 203);
+	CHECK_EQ_INT(num(b, "frames_unreadable_in_bpf"), 5);
+	CHECK_EQ_INT(num(b, "frames_unreadable_before_probe"), 6);
 	CHECK_EQ_INT(num(b, "frames_named_from_freed_code_copies"), 17);
 	CHECK_EQ_INT(num(b, "freed_code_copies_unused"), 2);
 	CHECK_EQ_INT(num(b, "code_cache_evictions"), 204);
@@ -600,10 +604,10 @@ static void test_least(void)
 	/* Counters that could not be read are left out, not written as 0;
 	 * rates without their counts too. */
 	b = get(o, "bpf");
-	CHECK_KEYS(b, "records", "bad_records", "frames_unreadable",
-		   "frames_named_from_freed_code_copies", "freed_code_copies_unused",
-		   "code_cache_evictions", "code_dealloc_probes", "stacks_dropped",
-		   "truncated_stacks");
+	CHECK_KEYS(b, "records", "bad_records", "frames_unreadable", "frames_unreadable_in_bpf",
+		   "frames_unreadable_before_probe", "frames_named_from_freed_code_copies",
+		   "freed_code_copies_unused", "code_cache_evictions", "code_dealloc_probes",
+		   "stacks_dropped", "truncated_stacks");
 	/* No probe placed or failed: nothing to say why. */
 	CHECK_KEYS(get(b, "code_dealloc_probes"), "placed", "failed");
 	CHECK_EQ_INT(json_object_array_length(get(o, "threads")), 0);
@@ -648,15 +652,15 @@ static void test_host_counters(void)
 	CHECK_EQ_INT(num(b, "samples"), 40);
 	CHECK_EQ_INT(num(b, "host_samples"), 900);
 	CHECK_EQ_STR(str(b, "counters_of"), "host");
-	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 2 + 1 + 9);
+	CHECK_EQ_INT(json_object_object_length(b), STAT_MAX + 2 + 1 + 11);
 	json_object_put(o);
 	f->bpf.have_stats = false;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(get(o, "bpf"), "host_samples", "samples", "counters_of", "ns_per_sample",
-		   "records", "bad_records", "frames_unreadable",
-		   "frames_named_from_freed_code_copies", "freed_code_copies_unused",
-		   "code_cache_evictions", "code_dealloc_probes", "stacks_dropped",
-		   "truncated_stacks");
+		   "records", "bad_records", "frames_unreadable", "frames_unreadable_in_bpf",
+		   "frames_unreadable_before_probe", "frames_named_from_freed_code_copies",
+		   "freed_code_copies_unused", "code_cache_evictions", "code_dealloc_probes",
+		   "stacks_dropped", "truncated_stacks");
 	json_object_put(o);
 out:
 	facts__free(f);

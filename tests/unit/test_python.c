@@ -244,9 +244,9 @@ static void test_detect_live(void)
  */
 static void check_startup(const char *python)
 {
-	struct py_proc pp;
+	struct py_proc pp, fp;
 	char why[512];
-	int status, sig = 0, calls = 0, err = -EAGAIN, again = 0;
+	int status, sig = 0, calls = 0, err = -EAGAIN, again = 0, files_err;
 	bool in_call = false;
 	pid_t pid = fork();
 
@@ -261,6 +261,13 @@ static void check_startup(const char *python)
 		return;
 	}
 	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)PTRACE_O_TRACESYSGOOD);
+	/* Just exec'ed, nothing but the executable and the dynamic loader
+	 * mapped: the code deallocator's place from the files alone. */
+	files_err = python__code_dealloc_in_files(pid, &fp);
+	if (files_err)
+		fprintf(stderr, "%s: the code deallocator from its files: %s\n", python,
+			strerror(-files_err));
+	CHECK_EQ_INT(files_err, 0);
 	while (calls < 10000) {
 		if (ptrace(PTRACE_SYSCALL, pid, NULL, (void *)(long)sig) ||
 		    waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status))
@@ -285,6 +292,16 @@ static void check_startup(const char *python)
 	CHECK_EQ_INT(err, 0);
 	/* The loaded library was seen before it could be read. */
 	CHECK(again > 0);
+	/* The files said what the running interpreter says: the same file
+	 * and offset, where the probe is placed before the file is mapped. */
+	if (!err && !files_err) {
+		CHECK(pp.code_dealloc_off != 0);
+		CHECK_EQ_INT(fp.code_dealloc_off, pp.code_dealloc_off);
+		CHECK_EQ_INT(fp.file_inode, pp.file_inode);
+		CHECK_EQ_INT(fp.file_dev_major, pp.file_dev_major);
+		CHECK_EQ_INT(fp.file_dev_minor, pp.file_dev_minor);
+		CHECK_EQ_STR(fp.path, pp.path);
+	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 }

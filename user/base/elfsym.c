@@ -390,7 +390,9 @@ int elf_file__section(const struct elf_file *e, const char *name, const void **d
 	return -ENOENT;
 }
 
-const char *elf_file__needed(const struct elf_file *e, const char *prefix)
+/* The string of the first dynamic entry with tag `tag` whose string starts
+ * with prefix, or NULL. */
+static const char *dyn_string(const struct elf_file *e, int64_t tag, const char *prefix)
 {
 	Elf_Scn *scn = NULL;
 	size_t plen = strlen(prefix);
@@ -412,7 +414,7 @@ const char *elf_file__needed(const struct elf_file *e, const char *prefix)
 
 			if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
 				break;
-			if (dyn.d_tag != DT_NEEDED)
+			if (dyn.d_tag != tag)
 				continue;
 			name = elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val);
 			if (name && !strncmp(name, prefix, plen))
@@ -420,6 +422,61 @@ const char *elf_file__needed(const struct elf_file *e, const char *prefix)
 		}
 	}
 	return NULL;
+}
+
+const char *elf_file__needed(const struct elf_file *e, const char *prefix)
+{
+	return dyn_string(e, DT_NEEDED, prefix);
+}
+
+const char *elf_file__search_path(const struct elf_file *e)
+{
+	const char *p = dyn_string(e, DT_RUNPATH, "");
+
+	return p ? p : dyn_string(e, DT_RPATH, "");
+}
+
+#ifndef R_AARCH64_RELATIVE
+#define R_AARCH64_RELATIVE 1027
+#endif
+
+int elf_file__pointer_at(const struct elf_file *e, uint64_t vaddr, uint64_t *value)
+{
+	Elf_Scn *scn = NULL;
+	uint64_t off;
+
+	while ((scn = elf_nextscn(e->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			return -EINVAL;
+		n = data->d_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Rela r;
+			uint32_t type;
+
+			if (!gelf_getrela(data, (int)i, &r))
+				return -EINVAL;
+			if (r.r_offset != vaddr)
+				continue;
+			type = GELF_R_TYPE(r.r_info);
+			if (type != R_X86_64_RELATIVE && type != R_AARCH64_RELATIVE)
+				return -ENOTSUP;
+			*value = (uint64_t)r.r_addend;
+			return 0;
+		}
+	}
+	/* No relocation: a position-dependent file holds the address itself. */
+	if (e->type != ET_EXEC)
+		return -ENOENT;
+	if (elf_file__vaddr_to_offset(e, vaddr, &off))
+		return -ENOENT;
+	return elf_file__read(e, off, value, sizeof(*value));
 }
 
 /* The name of symbol `slot` (as stored in the index) and the symbol. */

@@ -33,6 +33,19 @@ int elf_file__section(const struct elf_file *e, const char *name, const void **d
  * elf_file__free), or NULL. */
 const char *elf_file__needed(const struct elf_file *e, const char *prefix);
 
+/* DT_RUNPATH, else DT_RPATH, as written (':'-separated, $ORIGIN unexpanded;
+ * valid until elf_file__free), or NULL. */
+const char *elf_file__search_path(const struct elf_file *e);
+
+/*
+ * The pointer the dynamic loader leaves at link-time address vaddr before
+ * the program runs, as a link-time address: the addend of a relative
+ * relocation there, or, in a position-dependent file without one, the bytes
+ * of the file.  0, -ENOTSUP (a relocation against a symbol), -ENOENT (none
+ * known), or -errno.
+ */
+int elf_file__pointer_at(const struct elf_file *e, uint64_t vaddr, uint64_t *value);
+
 /*
  * Looks name up in .symtab, then in .dynsym (defined symbols only).
  * Returns 0 or -ENOENT; value and size may be NULL.

@@ -116,6 +116,9 @@ struct facts_bpf {
 	uint64_t run_ns, run_cnt;
 	uint64_t records, bad_records, frames_unreadable, code_cache_evictions;
 	uint64_t frames_from_copies, code_copies_unused;
+	/* Of frames_unreadable: BPF could not read the code object; the
+	 * sample came before the code deallocator's probe was placed. */
+	uint64_t frames_unread_in_bpf, frames_unread_before_probe;
 	uint64_t stacks_dropped, truncated_stacks;
 	const char *offcpu_hook; /* loader__offcpu_hook(), NULL: not known */
 	/* Interpreter files given the probe on their code-object deallocator

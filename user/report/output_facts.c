@@ -444,6 +444,9 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 	add(o, "records", json_object_new_int64(b->records));
 	add(o, "bad_records", json_object_new_int64(b->bad_records));
 	add(o, "frames_unreadable", json_object_new_int64(b->frames_unreadable));
+	add(o, "frames_unreadable_in_bpf", json_object_new_int64(b->frames_unread_in_bpf));
+	add(o, "frames_unreadable_before_probe",
+	    json_object_new_int64(b->frames_unread_before_probe));
 	add(o, "frames_named_from_freed_code_copies", json_object_new_int64(b->frames_from_copies));
 	add(o, "freed_code_copies_unused", json_object_new_int64(b->code_copies_unused));
 	add(o, "code_cache_evictions", json_object_new_int64(b->code_cache_evictions));

@@ -82,9 +82,10 @@ struct session *session__new(const struct session_opts *opts)
 	s->elves = elf_cache__new(NULL);
 	s->not_python_exes = hmap__new(sizeof(struct exe_key));
 	s->code_probes = hmap__new(sizeof(struct code_probe_key));
+	s->dealloc_exes = hmap__new(sizeof(struct exe_key));
 	s->next_space = 1;
 	if (!s->procs || !s->tnames || !s->codes || !s->elves || !s->not_python_exes ||
-	    !s->code_probes) {
+	    !s->code_probes || !s->dealloc_exes) {
 		session__free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -120,6 +121,7 @@ void session__free(struct session *s)
 	hmap__free(s->procs);
 	hmap__free(s->not_python_exes);
 	hmap__free(s->code_probes);
+	hmap__free(s->dealloc_exes);
 	sgpu_free(s);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
@@ -277,14 +279,20 @@ static bool host_python(struct session *s, struct tproc *tp, const struct tproc 
 	return true;
 }
 
+/* s->code_probes' value for a file whose probe could not be placed; else
+ * the time it was in place from (CLOCK_MONOTONIC). */
+#define CODE_PROBE_FAILED 1
+
 /*
  * Whether walks of the process may keep what they read of code objects from
  * one walk to the next (struct pywalk_owner): only once the probe on its
  * interpreter's code-object deallocator is in place, placed once per
- * interpreter file for every process that maps it.  Without it (a type we
- * could not find, a failed attach), each walk reads its code objects anew.
+ * interpreter file for every process that maps it; since when, in
+ * *placed_ns (0: not placed).  Without it (a type we could not find, a
+ * failed attach), each walk reads its code objects anew.
  */
-static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp)
+static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp,
+			   uint64_t *placed_ns)
 {
 	struct code_probe_key k = {
 		.inode = pp->file_inode,
@@ -293,15 +301,29 @@ static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp)
 		.dev_minor = pp->file_dev_minor,
 	};
 	char path[PATH_MAX + 32];
+	const void *key;
+	size_t it = 0;
 	uintptr_t had;
 	uint64_t t0;
+	void *val;
 	int err;
 
+	*placed_ns = 0;
 	if (!s->bpf.code_probe || !pp->code_dealloc_off)
 		return false;
 	had = (uintptr_t)hmap__get(s->code_probes, &k);
-	if (had)
-		return had == 1;
+	/* Placed from the files before the process mapped them, the file
+	 * may carry stat's device number, and the maps' here (an overlay). */
+	while (!had && hmap__next(s->code_probes, &it, &key, &val)) {
+		const struct code_probe_key *o = key;
+
+		if (o->inode == k.inode && o->off == k.off)
+			had = (uintptr_t)val;
+	}
+	if (had) {
+		*placed_ns = had == CODE_PROBE_FAILED ? 0 : had;
+		return had != CODE_PROBE_FAILED;
+	}
 	t0 = mono_ns();
 	err = procmaps__file_in_root(path, sizeof(path), pid, pp->path);
 	if (!err)
@@ -316,9 +338,51 @@ static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp)
 		s->code_probes_failed++;
 	} else {
 		s->code_probes_placed++;
+		*placed_ns = mono_ns();
 	}
-	hmap__put(s->code_probes, &k, (void *)(uintptr_t)(err ? 2 : 1));
+	hmap__put(s->code_probes, &k, (void *)(uintptr_t)(err ? CODE_PROBE_FAILED : *placed_ns));
 	return !err;
+}
+
+/*
+ * A process starting an interpreter: the probe on its code deallocator is
+ * placed now, before any of its code runs, rather than after its first
+ * walks (set_python), so that no code freed at its start goes uncopied.
+ * From its memory once its interpreter file is mapped and relocated (pp,
+ * partly filled by a detection not ready yet); before that, from the files
+ * it will load, found through its executable (a shared libpython is mapped
+ * too close to the runtime's start for the loader to see it in between):
+ * placed on a file no process maps yet, the probe costs nothing to place,
+ * and the dynamic loader maps the file with it.
+ */
+static bool exe_key(int pid, struct exe_key *k);
+
+static void early_code_probe(struct session *s, struct tproc *tp, const struct py_proc *pp)
+{
+	struct exe_key k;
+	struct py_proc fp;
+	int err;
+
+	if (pp->code_dealloc_off) {
+		code_cache_for(s, tp->pid, pp, &(uint64_t){ 0 });
+		return;
+	}
+	if (tp->dealloc_files_read)
+		return;
+	tp->dealloc_files_read = true;
+	/* Read once per executable (a host starts the same one again and
+	 * again): what came of it stands. */
+	if (!exe_key(tp->pid, &k) || hmap__get(s->dealloc_exes, &k))
+		return;
+	if (hmap__count(s->dealloc_exes) < MAX_NOT_PYTHON_EXES)
+		hmap__put(s->dealloc_exes, &k, (void *)1);
+	err = python__code_dealloc_in_files(tp->pid, &fp);
+	if (err) {
+		pr_debug("process %d: the code deallocator is not found from its files: %s\n",
+			 tp->pid, strerror(-err));
+		return;
+	}
+	code_cache_for(s, tp->pid, &fp, &(uint64_t){ 0 });
 }
 
 static void set_python(struct session *s, struct tproc *tp, const struct py_proc *pp)
@@ -341,13 +405,14 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 		let_go(s, tp);
 		return;
 	}
-	/* The probe takes 0.02-22 ms to place the first time an interpreter
+	/* Unless it was placed while the process started (try_detect), the
+	 * probe takes 0.02-22 ms to place the first time an interpreter
 	 * file takes it: the process is walked meanwhile, reading its code
 	 * objects each time, and code freed in between is not copied.  (Placed
 	 * before the first walk instead, a program that allocated while it was
 	 * placed lost its walk configuration for its memory records in some
 	 * runs, for reasons not found: docs/faults-and-limits.md.) */
-	if (!err && code_cache_for(s, tp->pid, pp)) {
+	if (!err && code_cache_for(s, tp->pid, pp, &tp->code_probe_ns)) {
 		tp->pp.cfg.code_cache = 1;
 		err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo,
 					tp->pp.gil_hi);
@@ -483,6 +548,7 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 	if (err == -EAGAIN && now - tp->first_try_ns < DETECT_GIVE_UP_NS) {
 		pr_debug("process %d not ready %.1f ms after the first try: %s\n", tp->pid,
 			 (now - tp->first_try_ns) / 1e6, tp->why);
+		early_code_probe(s, tp, &pp);
 		tp->tries++;
 		tp->retry_ns = tp->tries <= DETECT_FAST_TRIES ? DETECT_RETRY_NS : tp->retry_ns * 2;
 		if (tp->retry_ns > DETECT_RETRY_MAX_NS)
@@ -726,6 +792,8 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->next_try_ns = 0;
 	tp->retry_ns = 0;
 	tp->tries = 0;
+	tp->dealloc_files_read = false;
+	tp->code_probe_ns = 0;
 	usyms__free(tp->usyms);
 	tp->usyms = NULL;
 	sasync_stop(tp);
@@ -1015,11 +1083,14 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 			continue; /* interpreter shim */
 		if (!frame_identified(f)) {
 			s->frames_unreadable++;
+			s->frames_unread_in_bpf++;
 			continue;
 		}
 		pc = session_code_for(s, tp, f->code, pycode_tag(f->tag, f->ident));
 		if (!pc) {
 			s->frames_unreadable++;
+			if (!tp->code_probe_ns || ev->ts < tp->code_probe_ns)
+				s->frames_unread_before_probe++;
 			/* Sooner reads help samples that come by the ring
 			 * buffer; counted ones come a drain late whatever
 			 * the poll (their stacks' code objects were read as
@@ -1027,9 +1098,12 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 			if (!s->bpf.drain_counts)
 				s->fast_until_ns = mono_ns() + FAST_WINDOW_NS;
 			pr_debug("process %d: code object 0x%llx (frame %u of %u) unreadable "
-				 "%.1f ms after the sample: %s\n",
+				 "%.1f ms after the sample, taken %.1f ms after the process was "
+				 "recognised: %s\n",
 				 tp->pid, (unsigned long long)f->code, i + 1, n,
-				 (mono_ns() - ev->ts) / 1e6, strerror(errno));
+				 (mono_ns() - ev->ts) / 1e6,
+				 ((double)ev->ts - (double)tp->recognised_ns) / 1e6,
+				 strerror(errno));
 			continue;
 		}
 		if (pc->copied)
@@ -1786,6 +1860,8 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	}
 	b->frames_unreadable = s->frames_unreadable;
 	b->frames_from_copies = s->frames_from_copies;
+	b->frames_unread_in_bpf = s->frames_unread_in_bpf;
+	b->frames_unread_before_probe = s->frames_unread_before_probe;
 	b->code_copies_unused = s->code_copies_unused;
 	b->code_cache_evictions = pycode_cache__evictions(s->codes);
 	b->code_probes_placed = s->code_probes_placed;

@@ -48,8 +48,14 @@ struct tproc {
 	struct py_proc pp;
 	struct usyms *usyms;
 	uint64_t next_try_ns, first_try_ns, last_try_ns, retry_ns;
-	unsigned int tries;	/* at recognising this image, so far */
+	unsigned int tries; /* at recognising this image, so far */
+	/* Its interpreter's files were read for the code deallocator's place
+	 * (python__code_dealloc_in_files), once per image. */
+	bool dealloc_files_read;
 	uint64_t recognised_ns; /* when it was found to be Python */
+	/* Since when the probe on its interpreter's code deallocator has been
+	 * in place (CLOCK_MONOTONIC; 0: none). */
+	uint64_t code_probe_ns;
 	uint64_t last_refresh_ns;
 	char why[256];
 	/* The allocation sampler in this process, as its probes reported. */
@@ -202,6 +208,11 @@ struct session {
 	/* Frames named by code objects copied as they were freed; copies of
 	 * no use (a process not known as Python, a copy not whole). */
 	uint64_t frames_from_copies, code_copies_unused;
+	/* Of frames_unreadable, those whose code object BPF could not read as
+	 * it took the sample, and those of samples taken before the probe on
+	 * the interpreter's code deallocator was in place (code freed then is
+	 * not copied); the rest were freed with no copy although it was. */
+	uint64_t frames_unread_in_bpf, frames_unread_before_probe;
 	uint64_t next_drain_ns;
 	uint64_t drain_ns; /* how often (COUNTS_DRAIN_NS unless told) */
 	/* The earliest per-process work due (a recognition try, an event-loop
@@ -240,6 +251,9 @@ struct session {
 	/* Interpreter files whose code-object deallocator has our probe
 	 * (value 1) or could not have it (2); what the last failure was. */
 	struct hmap *code_probes;
+	/* Executables whose interpreter files were read for the code
+	 * deallocator's place (early_code_probe): exe_key -> 1. */
+	struct hmap *dealloc_exes;
 	uint64_t code_probes_placed, code_probes_failed;
 	char code_probe_why[160];
 	/* GPU (session_gpu.c). */

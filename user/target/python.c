@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "cpython.h"
@@ -878,6 +880,137 @@ static void find_code_dealloc(struct py_proc *pp, const struct procmaps *m,
 	pp->file_dev_minor = me->dev_minor;
 }
 
+/* Whether a file name says a free-threaded build: python3.13t,
+ * libpython3.13t.so. */
+static bool free_threaded_name(const char *name)
+{
+	const char *p = strstr(name, "python3.");
+
+	if (!p)
+		return false;
+	p += strlen("python3.");
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return *p == 't';
+}
+
+/* The interpreter file a process that exec'ed `exe` loads: exe itself when
+ * it holds _PyRuntime, else the libpython it needs, where its run path
+ * names ($ORIGIN expanded).  Its path as the process sees it in path. */
+static int interpreter_file(int pid, const char *exe, struct elf_file *e, char *path, size_t n,
+			    struct elf_file **out)
+{
+	const char *name, *sp, *p;
+	char dir[PATH_MAX], origin[PATH_MAX];
+
+	if (!elf_file__find_symbol(e, "_PyRuntime", NULL, NULL)) {
+		snprintf(path, n, "%s", exe);
+		*out = e;
+		return 0;
+	}
+	name = elf_file__needed(e, "libpython3");
+	sp = elf_file__search_path(e);
+	if (!name || !sp)
+		return -ENOENT;
+	snprintf(origin, sizeof(origin), "%s", exe);
+	if (strrchr(origin, '/'))
+		*strrchr(origin, '/') = '\0';
+	for (p = sp; *p; p += *p == ':') {
+		size_t len = strcspn(p, ":");
+
+		int w;
+
+		if (!strncmp(p, "$ORIGIN", 7) && (len == 7 || p[7] == '/'))
+			w = snprintf(dir, sizeof(dir), "%s%.*s", origin, (int)(len - 7), p + 7);
+		else if (!strncmp(p, "${ORIGIN}", 9) && (len == 9 || p[9] == '/'))
+			w = snprintf(dir, sizeof(dir), "%s%.*s", origin, (int)(len - 9), p + 9);
+		else
+			w = snprintf(dir, sizeof(dir), "%.*s", (int)len, p);
+		p += len;
+		if (w < 0 || (size_t)w >= sizeof(dir) || dir[0] != '/')
+			continue;
+		w = snprintf(path, n, "%s/%s", dir, name);
+		if (w < 0 || (size_t)w >= n)
+			continue;
+		if (!open_module(pid, path, out) &&
+		    !elf_file__find_symbol(*out, "_PyRuntime", NULL, NULL))
+			return 0;
+		if (*out)
+			elf_file__free(*out);
+		*out = NULL;
+	}
+	return -ENOENT;
+}
+
+int python__code_dealloc_in_files(int pid, struct py_proc *pp)
+{
+	static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	struct elf_file *e = NULL, *ie = NULL;
+	char exe[PATH_MAX], link[64], rooted[PATH_MAX + 64];
+	uint64_t type, fn, off, ranges[8][2], vers = 0, sym_off;
+	const struct py_offsets *o;
+	uint8_t entry[sizeof(nop5)];
+	const char *sym;
+	struct stat st;
+	ssize_t len;
+	int ver, i, n, err;
+
+	memset(pp, 0, sizeof(*pp));
+	pp->pid = pid;
+	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+	len = readlink(link, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return -errno;
+	exe[len] = '\0';
+	err = open_module(pid, exe, &e);
+	if (err)
+		return err;
+	err = interpreter_file(pid, exe, e, pp->path, sizeof(pp->path), &ie);
+	if (err)
+		goto out;
+	ver = python__minor_from_name(basename(pp->path));
+	/* 3.11+ says its version in Py_Version. */
+	if (!elf_file__find_symbol(ie, "Py_Version", &fn, NULL) &&
+	    !elf_file__vaddr_to_offset(ie, fn, &off) && !elf_file__read(ie, off, &vers, 4) &&
+	    (vers >> 24) == 3)
+		ver = (int)((vers >> 16) & 0xff);
+	o = offsets_for(ver, free_threaded_name(basename(pp->path)));
+	err = -ENOTSUP;
+	if (!o)
+		goto out;
+	/* What the dynamic loader will write into PyCode_Type's tp_dealloc:
+	 * a function of the file's executable code, at its first byte where
+	 * the symbols say (a stripped build has no symbol for it). */
+	err = -ENOENT;
+	if (elf_file__find_symbol(ie, "PyCode_Type", &type, NULL) ||
+	    elf_file__pointer_at(ie, type + o->type_dealloc, &fn))
+		goto out;
+	n = elf_file__exec_ranges(ie, ranges, 8);
+	for (i = 0; i < n && (fn < ranges[i][0] || fn >= ranges[i][1]); i++)
+		;
+	if (i >= n || elf_file__vaddr_to_offset(ie, fn, &off))
+		goto out;
+	if (!elf_file__symbolize(ie, fn, &sym, &sym_off) && sym_off)
+		goto out;
+	if (elf_file__read(ie, off, entry, sizeof(entry)) || !memcmp(entry, nop5, sizeof(nop5)))
+		goto out;
+	if (procmaps__file_in_root(rooted, sizeof(rooted), pid, pp->path) || stat(rooted, &st)) {
+		err = -errno;
+		goto out;
+	}
+	pp->minor = ver;
+	pp->code_dealloc_off = off;
+	pp->file_inode = st.st_ino;
+	pp->file_dev_major = major(st.st_dev);
+	pp->file_dev_minor = minor(st.st_dev);
+	err = 0;
+out:
+	if (ie && ie != e)
+		elf_file__free(ie);
+	elf_file__free(e);
+	return err;
+}
+
 int python__detect(int pid, struct py_proc *pp, char *why, size_t whylen)
 {
 	return python__detect_cached(pid, pp, NULL, why, whylen);
@@ -988,6 +1121,11 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 		if (err == -EAGAIN)
 			snprintf(why, whylen, "the GIL is not created yet");
 	}
+	/* Not ready, but the interpreter's file is mapped and relocated (or
+	 * its deallocator's address leads nowhere yet): where that is, so
+	 * that its probe can be in place before the first code runs. */
+	if (err == -EAGAIN)
+		find_code_dealloc(pp, m, e, bias, path);
 	if (err)
 		goto cleanup;
 	/* The code ranges as mapped now that the interpreter runs: the maps
