@@ -590,6 +590,74 @@ static void fatal_error(void)
 	CHECK_EQ_INT(flush(), -ENODEV);
 }
 
+/*
+ * tools/gpu-check's check without BPF: probelog.c, loaded ahead of the
+ * library (as LD_PRELOAD puts it), takes the library's probe calls (made
+ * through its PLT) and writes each as a JSON line.  The child makes a launch
+ * with a nested driver call, hands over its kernel and exits; the parent
+ * reads the log.
+ */
+static char probe_log_path[64];
+
+static void probe_log_run(void)
+{
+	CHECK_EQ_INT(init(), 1);
+	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_ENTER, 7);
+	fake_cupti_api(DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_ENTER, 8);
+	fake_cupti_api(DRV, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_API_EXIT, 8);
+	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, 7);
+	fake_cupti_kernel_named(8, 1000, 3000, "_Z9gt_kernelv");
+	CHECK_EQ_INT(wait_for(&st->records, 1), 1);
+}
+
+static void test_probe_log(void)
+{
+	char line[1024], *text = NULL;
+	size_t len = 0, got;
+	FILE *f;
+	int fd;
+
+	snprintf(probe_log_path, sizeof(probe_log_path), "/tmp/probelog-XXXXXX");
+	fd = mkstemp(probe_log_path);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	close(fd);
+	setenv("GPU_CHECK_PROBE_LOG", probe_log_path, 1);
+	if (!dlopen(PROBELOG_SO_PATH, RTLD_NOW | RTLD_GLOBAL)) {
+		CHECK(!"probelog.so loads");
+		unlink(probe_log_path);
+		return;
+	}
+	in_child(probe_log_run, "20");
+	f = fopen(probe_log_path, "r");
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof(line), f)) {
+		got = strlen(line);
+		text = realloc(text, len + got + 1);
+		memcpy(text + len, line, got + 1);
+		len += got;
+	}
+	if (f)
+		fclose(f);
+	unlink(probe_log_path);
+	CHECK(text != NULL);
+	if (!text)
+		return;
+	/* The launch once (the driver call inside it as its alias), its
+	 * kernel with the name read in-process, the state at start and
+	 * after the flush at exit. */
+	CHECK(strstr(text, "{\"ev\":\"init\"") &&
+	      strstr(text, "\"state\":{\"abi\":2,\"status\":1,"));
+	CHECK(strstr(text, "\"corr\":7,\"cbid\":211,\"domain\":2,\"class\":1}"));
+	CHECK(strstr(text, "\"inner\":8,\"outer\":7}"));
+	CHECK(strstr(text, "{\"ev\":\"rec\",\"kind\":1,\"corr\":8,\"start\":1000,\"end\":3000,"));
+	CHECK(strstr(text, "\"name\":\"_Z9gt_kernelv\"}"));
+	CHECK(strstr(text, "{\"ev\":\"exit\"") && strstr(text, "\"status\":4,") &&
+	      strstr(text, "\"records\":1,"));
+	free(text);
+}
+
 static void test_cupti_lost(void)
 {
 	in_child(flush_lost, "20");
@@ -607,6 +675,7 @@ int main(void)
 	RUN_TEST(test_refusals);
 	RUN_TEST(test_bad_flush_ms);
 	RUN_TEST(test_cupti_lost);
+	RUN_TEST(test_probe_log);
 	return test_summary("gpu_inject");
 }
 

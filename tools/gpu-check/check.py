@@ -110,33 +110,53 @@ def work(gt, out):
     truth = {"program": os.path.realpath(__file__), "lib": os.path.realpath(sys.argv[2])}
     truth.update(init(gt))
     marks = truth["marks"] = {}
+    # When each marked line ran (CLOCK_MONOTONIC ns): what the GPU library
+    # probed then is that line's, for the check without BPF (probelog.c).
+    win = truth["windows"] = {}
+    now = time.monotonic_ns
 
     def ok(err, what):
         if err:
             fail(what, err, gt)
 
     # The busy kernel through each launch path, each waited for alone.
+    t = now()
     ok(gt.gt_busy_chevron(BUSY_NS["chevron"]), "<<<>>>")  # LINE: chevron
+    win["chevron"] = (t, now())
     ok(gt.gt_sync(), "sync")
+    t = now()
     ok(gt.gt_busy_runtime(BUSY_NS["runtime"]), "cudaLaunchKernel")  # LINE: runtime
+    win["runtime"] = (t, now())
     ok(gt.gt_sync(), "sync")
+    t = now()
     ok(gt.gt_busy_driver(BUSY_NS["driver"]), "cuLaunchKernel")  # LINE: driver
+    win["driver"] = (t, now())
     ok(gt.gt_sync(), "sync")
     for name, ns in BUSY_NS.items():
         marks[name] = {"calls": 1, "kernels": 1, "kernel_s": ns / 1e9}
     ok(gt.gt_graph_create(GRAPH_NS), "graph creation")
+    t = now()
     ok(gt.gt_graph_launch(), "cudaGraphLaunch")  # LINE: graph
+    win["graph"] = (t, now())
     ok(gt.gt_sync(), "sync")
     ok(gt.gt_graph_destroy(), "graph destruction")
     marks["graph"] = {"calls": 1, "kernels": 3, "kernel_s": 3 * GRAPH_NS / 1e9}
 
     dev = ctypes.c_void_p()
     host = ctypes.create_string_buffer(COPY)  # pageable, zeroed (touched)
+    t = now()
     ok(gt.gt_malloc(ALLOC, ctypes.byref(dev)), "cudaMalloc")  # LINE: alloc
+    win["alloc"] = (t, now())
+    t = now()
     ok(gt.gt_htod(dev, host, COPY), "cudaMemcpy HtoD")  # LINE: htod
+    win["htod"] = (t, now())
+    t = now()
     ok(gt.gt_memset(dev, 7, MEMSET), "cudaMemset")  # LINE: memset
+    win["memset"] = (t, now())
     ok(gt.gt_sync(), "sync")
+    t = now()
     ok(gt.gt_dtoh(host, dev, COPY), "cudaMemcpy DtoH")  # LINE: dtoh
+    win["dtoh"] = (t, now())
     if ctypes.string_at(host, 16) != b"\x07" * 16:
         print("check.py: the copy back did not return the memset's bytes", file=sys.stderr)
         sys.exit(1)
@@ -146,18 +166,26 @@ def work(gt, out):
     marks["dtoh"] = {"calls": 1, "copies": 1, "copy_mb": {"dtoh": COPY / MIB}}
 
     # Scalene's GPU %: this line waits while the GPU runs a long kernel.
+    t = now()
     ok(gt.gt_busy_chevron(SYNC_NS), "<<<>>>")  # LINE: sync_launch
+    win["sync_launch"] = (t, now())
     t0 = time.monotonic()
+    t = now()
     ok(gt.gt_sync(), "cudaDeviceSynchronize")  # LINE: sync
+    win["sync"] = (t, now())
     truth["sync_wait_s"] = time.monotonic() - t0
     marks["sync_launch"] = {"calls": 1, "kernels": 1, "kernel_s": SYNC_NS / 1e9}
     marks["sync"] = {"n_gpu_percent_min": 80}
 
+    t = now()
     ok(gt.gt_free(dev), "cudaFree")  # LINE: free
+    win["free"] = (t, now())
     marks["free"] = {"calls": 1, "free_mb": ALLOC / MIB}
 
     issue, total = ctypes.c_ulonglong(), ctypes.c_ulonglong()
+    t = now()
     err = gt.gt_tiny_loop(TINY, ctypes.byref(issue), ctypes.byref(total))  # LINE: tiny
+    win["tiny"] = (t, now())
     ok(err, "empty-kernel launches")
     marks["tiny"] = {"calls": TINY, "kernels": TINY}
     truth["tiny_issue_ns_per_launch"] = issue.value / TINY

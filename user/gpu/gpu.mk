@@ -83,11 +83,17 @@ $(GPU_FAKE_DIR)/libcupti.so.13: tests/gpu/fake_cupti.c tests/gpu/fake_cupti.h \
 	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -g -O2 -fPIC -shared -pthread $(WARNINGS) \
 		-Wl,-soname,libcupti.so.13 -Wl,--version-script=tests/gpu/fake_cupti.map -o $@ $<
 
+# tools/gpu-check's probe log (probelog.c), which the test preloads.
+$(OUT)/tests/libprobelog.so: tools/gpu-check/probelog.c user/gpu/gpu.h | $(OUT)/tests
+	$(CC) -Iuser/gpu -g -O2 -fPIC -shared -pthread $(WARNINGS) -o $@ $<
+
 $(OUT)/tests/test_gpu_inject: tests/unit/test_gpu_inject.c tests/gpu/fake_cupti.h user/gpu/gpu.h \
-		$(GPU_SO) $(GPU_FAKE_DIR)/libcupti.so.13 $(OUT)/gpu/config | $(OUT)/tests
+		$(GPU_SO) $(GPU_FAKE_DIR)/libcupti.so.13 $(OUT)/tests/libprobelog.so \
+		$(OUT)/gpu/config | $(OUT)/tests
 	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP -pthread \
-		-DGPU_SO_PATH='"$(abspath $(GPU_SO))"' -o $@ $< $(GPU_FAKE_DIR)/libcupti.so.13 \
-		-Wl,-rpath,$(abspath $(GPU_FAKE_DIR)) -ldl
+		-DGPU_SO_PATH='"$(abspath $(GPU_SO))"' \
+		-DPROBELOG_SO_PATH='"$(abspath $(OUT)/tests/libprobelog.so)"' -o $@ $< \
+		$(GPU_FAKE_DIR)/libcupti.so.13 -Wl,-rpath,$(abspath $(GPU_FAKE_DIR)) -ldl
 
 # Where the library finds CUPTI (user/gpu/cuptiload.c), against the fake
 # CUPTI and a fake CUDA runtime laid out as the toolkit and the nvidia-*
