@@ -312,6 +312,16 @@ static int bpf_code_probe(void *ctx, const char *path, uint64_t off)
 	return loader__attach_code_probe(ctx, path, off);
 }
 
+static int bpf_code_probe_begin(void *ctx, const char *path, uint64_t off)
+{
+	return loader__code_probe_begin(ctx, path, off);
+}
+
+static int bpf_code_probe_result(void *ctx, int id)
+{
+	return loader__code_probe_result(ctx, id);
+}
+
 static int bpf_code_copies(void *ctx)
 {
 	return loader__drain_code_copies(ctx);
@@ -395,6 +405,8 @@ static int setup(struct run_state *rs)
 		.seed_threads = bpf_seed_threads,
 		.set_python = bpf_set_python,
 		.code_probe = bpf_code_probe,
+		.code_probe_begin = bpf_code_probe_begin,
+		.code_probe_result = bpf_code_probe_result,
 		.code_copies = bpf_code_copies,
 		.alloc_hits = bpf_alloc_hits,
 		.stats = bpf_stats,

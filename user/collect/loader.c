@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -65,7 +66,9 @@ struct loader {
 	struct probe_link gpu_links[6];
 	struct probe_link **alloc_links;
 	int nalloc_links;
-	struct detacher *detacher; /* allocation uprobes let go during the run */
+	struct detacher *detacher;	   /* allocation uprobes let go during the run */
+	struct code_probe_job **code_jobs; /* code-deallocator probes placed by threads */
+	int ncode_jobs;
 	struct loader_link_stats link_stats;
 	int *pfds;
 	int ncpus;
@@ -729,6 +732,111 @@ int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_
 }
 
 /*
+ * The same probe placed by a thread of its own, for a process that is still
+ * starting: placing a uprobe took up to 30 ms at times, and a program that
+ * ends within that time would end before the loader, blocked meanwhile, had
+ * recognised it.  done is set by the thread as it ends.
+ */
+struct code_probe_job {
+	pthread_t thread;
+	struct bpf_program *prog;
+	char path[PATH_MAX + 32];
+	uint64_t off;
+	struct probe_link link;
+	int err;
+	int done;   /* __atomic: placed, or failed */
+	bool taken; /* joined, and its link kept with the others */
+};
+
+static void *code_probe_thread(void *arg)
+{
+	struct code_probe_job *j = arg;
+
+	j->err = attach_probe(j->prog, -1, j->path, j->off, &j->link);
+	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+int loader__code_probe_begin(struct loader *l, const char *path, uint64_t file_offset)
+{
+	struct code_probe_job *j, **jobs;
+	sigset_t all, old;
+	int err;
+
+	jobs = realloc(l->code_jobs, (l->ncode_jobs + 1) * sizeof(*jobs));
+	if (!jobs)
+		return -ENOMEM;
+	l->code_jobs = jobs;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->prog = l->skel->progs.on_code_dealloc;
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	j->off = file_offset;
+	/* Signals stay with the loader's own thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&j->thread, NULL, code_probe_thread, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		free(j);
+		return -err;
+	}
+	l->code_jobs[l->ncode_jobs] = j;
+	return l->ncode_jobs++;
+}
+
+/* Joins job j's thread and keeps its link with the run's other uprobes. */
+static int code_probe_take(struct loader *l, struct code_probe_job *j)
+{
+	struct probe_link *kept, **links;
+
+	if (j->taken)
+		return j->err;
+	pthread_join(j->thread, NULL);
+	j->taken = true;
+	if (j->err)
+		return j->err;
+	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
+	if (links)
+		l->alloc_links = links;
+	kept = links ? malloc(sizeof(*kept)) : NULL;
+	if (!kept) {
+		probe_link_destroy(&j->link);
+		return j->err = -ENOMEM;
+	}
+	*kept = j->link;
+	l->alloc_links[l->nalloc_links++] = kept;
+	return 0;
+}
+
+int loader__code_probe_result(struct loader *l, int id)
+{
+	struct code_probe_job *j;
+
+	if (id < 0 || id >= l->ncode_jobs)
+		return -EINVAL;
+	j = l->code_jobs[id];
+	if (!j->taken && !__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+		return -EINPROGRESS;
+	return code_probe_take(l, j);
+}
+
+/* At the end: every placing finished, its link kept to go with the rest. */
+static void code_jobs_free(struct loader *l)
+{
+	int i;
+
+	for (i = 0; i < l->ncode_jobs; i++) {
+		code_probe_take(l, l->code_jobs[i]);
+		free(l->code_jobs[i]);
+	}
+	free(l->code_jobs);
+	l->code_jobs = NULL;
+	l->ncode_jobs = 0;
+}
+
+/*
  * Letting go of a uprobe link waits for the kernel to remove the probe (on
  * the kernels measured, tens of milliseconds to 0.1 s a link, most of it
  * waiting for a grace period after the breakpoints are gone).  During a run
@@ -1242,6 +1350,7 @@ void loader__free(struct loader *l)
 
 	if (!l)
 		return;
+	code_jobs_free(l);
 	ring_buffer__free(l->rb);
 	ring_buffer__free(l->code_rb);
 	/* Each uprobe link waits for the kernel to quiesce as it goes (see
@@ -1366,6 +1475,8 @@ static bool hand_off_uprobes(struct loader *l)
 
 void loader__free_detached(struct loader *l)
 {
+	if (l)
+		code_jobs_free(l);
 	if (l && hand_off_uprobes(l))
 		pr_debug("uprobes handed to a child to release after exit\n");
 	loader__free(l);

@@ -136,6 +136,12 @@ int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid,
  * file_offset of the interpreter at path, for every process that maps it
  * (see struct pywalk_owner).  0 or -errno. */
 int loader__attach_code_probe(struct loader *l, const char *path, uint64_t file_offset);
+/* The same, placed by a thread of its own: the placing's id, or -errno when
+ * it could not start. */
+int loader__code_probe_begin(struct loader *l, const char *path, uint64_t file_offset);
+/* How placing id went: -EINPROGRESS while it goes on, then 0 (placed, its
+ * link kept with the others) or -errno, the same at every later call. */
+int loader__code_probe_result(struct loader *l, int id);
 /* Lets go of an allocation probe during the run: in a thread of the
  * loader's, as the kernel takes its time to remove a uprobe.  0, -ENOENT
  * (not ours), -ENOMEM (kept until the end). */

@@ -120,6 +120,9 @@ void session__free(struct session *s)
 		tproc_free(v);
 	hmap__free(s->procs);
 	hmap__free(s->not_python_exes);
+	it = 0;
+	while (s->code_probes && hmap__next(s->code_probes, &it, NULL, &v))
+		free(v);
 	hmap__free(s->code_probes);
 	hmap__free(s->dealloc_exes);
 	sgpu_free(s);
@@ -279,20 +282,117 @@ static bool host_python(struct session *s, struct tproc *tp, const struct tproc 
 	return true;
 }
 
-/* s->code_probes' value for a file whose probe could not be placed; else
- * the time it was in place from (CLOCK_MONOTONIC). */
-#define CODE_PROBE_FAILED 1
+/* An interpreter file's probe on its code deallocator (s->code_probes). */
+enum {
+	CODE_PROBE_PENDING = 1,
+	CODE_PROBE_PLACED,
+	CODE_PROBE_FAILED
+};
+
+struct code_probe {
+	int state;
+	int job;	    /* the loader's placing, while pending */
+	uint64_t t0;	    /* when its placing began */
+	uint64_t placed_ns; /* when it was in place (CLOCK_MONOTONIC) */
+	char path[PATH_MAX];
+};
+
+static bool same_file(const struct code_probe_key *k, const struct py_proc *pp)
+{
+	return k->inode == pp->file_inode && k->off == pp->code_dealloc_off;
+}
+
+/* The file's probe, placed or being placed; NULL: none yet.  Placed from
+ * the files before the process mapped them, its key may carry stat's
+ * device number, and the maps' that of the file underneath (an overlay):
+ * the inode and the offset decide. */
+static struct code_probe *code_probe_of(struct session *s, const struct code_probe_key *k)
+{
+	struct code_probe *cp = hmap__get(s->code_probes, k);
+	const void *key;
+	size_t it = 0;
+	void *val;
+
+	while (!cp && hmap__next(s->code_probes, &it, &key, &val)) {
+		const struct code_probe_key *o = key;
+
+		if (o->inode == k->inode && o->off == k->off)
+			cp = val;
+	}
+	return cp;
+}
+
+/* Its placing ended (err: how): the processes of the file recognised
+ * meanwhile may now keep what their walks read of code objects. */
+static void code_probe_done(struct session *s, const struct code_probe_key *k,
+			    struct code_probe *cp, int err)
+{
+	size_t it = 0;
+	void *v;
+
+	if (cp->state == CODE_PROBE_PENDING)
+		s->code_probes_pending--;
+	pr_debug("the probe on %s's code-object deallocator took %.2f ms\n", cp->path,
+		 (mono_ns() - cp->t0) / 1e6);
+	if (err) {
+		cp->state = CODE_PROBE_FAILED;
+		snprintf(s->code_probe_why, sizeof(s->code_probe_why),
+			 "no probe on %.100s's code-object deallocator: %s", cp->path,
+			 strerror(-err));
+		pr_debug("%s\n", s->code_probe_why);
+		s->code_probes_failed++;
+		return;
+	}
+	cp->state = CODE_PROBE_PLACED;
+	cp->placed_ns = mono_ns();
+	s->code_probes_placed++;
+	while (hmap__next(s->procs, &it, NULL, &v)) {
+		struct tproc *tp = v;
+
+		if (tp->state != TP_PYTHON || tp->exited || tp->pp.cfg.code_cache ||
+		    !same_file(k, &tp->pp))
+			continue;
+		tp->code_probe_ns = cp->placed_ns;
+		tp->pp.cfg.code_cache = 1;
+		err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo,
+					tp->pp.gil_hi);
+		if (err)
+			pr_warn("failed to configure process %d: %s\n", tp->pid, strerror(-err));
+	}
+}
+
+/* The background placings that have ended since the last look. */
+static void code_probes_check(struct session *s)
+{
+	const void *k;
+	size_t it = 0;
+	void *v;
+	int err;
+
+	while (s->code_probes_pending && hmap__next(s->code_probes, &it, &k, &v)) {
+		struct code_probe *cp = v;
+
+		if (cp->state != CODE_PROBE_PENDING)
+			continue;
+		err = s->bpf.code_probe_result(s->bpf.ctx, cp->job);
+		if (err != -EINPROGRESS)
+			code_probe_done(s, k, cp, err);
+	}
+}
 
 /*
  * Whether walks of the process may keep what they read of code objects from
  * one walk to the next (struct pywalk_owner): only once the probe on its
  * interpreter's code-object deallocator is in place, placed once per
  * interpreter file for every process that maps it; since when, in
- * *placed_ns (0: not placed).  Without it (a type we could not find, a
- * failed attach), each walk reads its code objects anew.
+ * *placed_ns (0: not placed).  Not placed yet, it is placed now, or, for a
+ * process still starting (background), by a loader thread, and
+ * code_probe_done gives the file's processes their cache when it ends.
+ * Without it (a type we could not find, a failed attach), each walk reads
+ * its code objects anew.
  */
 static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp,
-			   uint64_t *placed_ns)
+			   uint64_t *placed_ns, bool background)
 {
 	struct code_probe_key k = {
 		.inode = pp->file_inode,
@@ -301,46 +401,40 @@ static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp,
 		.dev_minor = pp->file_dev_minor,
 	};
 	char path[PATH_MAX + 32];
-	const void *key;
-	size_t it = 0;
-	uintptr_t had;
-	uint64_t t0;
-	void *val;
+	struct code_probe *cp;
 	int err;
 
 	*placed_ns = 0;
 	if (!s->bpf.code_probe || !pp->code_dealloc_off)
 		return false;
-	had = (uintptr_t)hmap__get(s->code_probes, &k);
-	/* Placed from the files before the process mapped them, the file
-	 * may carry stat's device number, and the maps' here (an overlay). */
-	while (!had && hmap__next(s->code_probes, &it, &key, &val)) {
-		const struct code_probe_key *o = key;
-
-		if (o->inode == k.inode && o->off == k.off)
-			had = (uintptr_t)val;
+	cp = code_probe_of(s, &k);
+	if (cp && cp->state == CODE_PROBE_PENDING)
+		code_probes_check(s);
+	if (cp) {
+		*placed_ns = cp->state == CODE_PROBE_PLACED ? cp->placed_ns : 0;
+		return cp->state == CODE_PROBE_PLACED;
 	}
-	if (had) {
-		*placed_ns = had == CODE_PROBE_FAILED ? 0 : had;
-		return had != CODE_PROBE_FAILED;
+	cp = calloc(1, sizeof(*cp));
+	if (!cp || hmap__put(s->code_probes, &k, cp)) {
+		free(cp);
+		return false;
 	}
-	t0 = mono_ns();
+	cp->t0 = mono_ns();
+	snprintf(cp->path, sizeof(cp->path), "%s", pp->path);
 	err = procmaps__file_in_root(path, sizeof(path), pid, pp->path);
-	if (!err)
+	if (!err && background && s->bpf.code_probe_begin) {
+		err = s->bpf.code_probe_begin(s->bpf.ctx, path, pp->code_dealloc_off);
+		if (err >= 0) {
+			cp->state = CODE_PROBE_PENDING;
+			cp->job = err;
+			s->code_probes_pending++;
+			return false;
+		}
+	} else if (!err) {
 		err = s->bpf.code_probe(s->bpf.ctx, path, pp->code_dealloc_off);
-	pr_debug("process %d: the probe on %s's code-object deallocator took %.2f ms\n", pid,
-		 pp->path, (mono_ns() - t0) / 1e6);
-	if (err) {
-		snprintf(s->code_probe_why, sizeof(s->code_probe_why),
-			 "no probe on %.100s's code-object deallocator: %s", pp->path,
-			 strerror(-err));
-		pr_debug("%s\n", s->code_probe_why);
-		s->code_probes_failed++;
-	} else {
-		s->code_probes_placed++;
-		*placed_ns = mono_ns();
 	}
-	hmap__put(s->code_probes, &k, (void *)(uintptr_t)(err ? CODE_PROBE_FAILED : *placed_ns));
+	code_probe_done(s, &k, cp, err);
+	*placed_ns = cp->placed_ns;
 	return !err;
 }
 
@@ -364,7 +458,7 @@ static void early_code_probe(struct session *s, struct tproc *tp, const struct p
 	int err;
 
 	if (pp->code_dealloc_off) {
-		code_cache_for(s, tp->pid, pp, &(uint64_t){ 0 });
+		code_cache_for(s, tp->pid, pp, &(uint64_t){ 0 }, true);
 		return;
 	}
 	if (tp->dealloc_files_read)
@@ -382,7 +476,7 @@ static void early_code_probe(struct session *s, struct tproc *tp, const struct p
 			 tp->pid, strerror(-err));
 		return;
 	}
-	code_cache_for(s, tp->pid, &fp, &(uint64_t){ 0 });
+	code_cache_for(s, tp->pid, &fp, &(uint64_t){ 0 }, true);
 }
 
 static void set_python(struct session *s, struct tproc *tp, const struct py_proc *pp)
@@ -412,7 +506,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	 * before the first walk instead, a program that allocated while it was
 	 * placed lost its walk configuration for its memory records in some
 	 * runs, for reasons not found: docs/faults-and-limits.md.) */
-	if (!err && code_cache_for(s, tp->pid, pp, &tp->code_probe_ns)) {
+	if (!err && code_cache_for(s, tp->pid, pp, &tp->code_probe_ns, false)) {
 		tp->pp.cfg.code_cache = 1;
 		err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo,
 					tp->pp.gil_hi);
@@ -618,9 +712,12 @@ static uint64_t ms_until(uint64_t now, uint64_t at)
 
 int session__poll_ms(const struct session *s, uint64_t now)
 {
-	uint64_t ms = now < s->fast_until_ns ? FAST_POLL_MS
-		      : s->host		     ? HOST_SLOW_POLL_MS
-					     : SLOW_POLL_MS;
+	/* Fast while code objects come and go, and while a probe is placed
+	 * in the background (its processes' walks wait for it to keep code
+	 * objects). */
+	uint64_t ms = now < s->fast_until_ns || s->code_probes_pending ? FAST_POLL_MS
+		      : s->host					       ? HOST_SLOW_POLL_MS
+								       : SLOW_POLL_MS;
 
 	if (s->bpf.drain_counts && ms_until(now, s->next_drain_ns) < ms)
 		ms = ms_until(now, s->next_drain_ns);
@@ -641,6 +738,7 @@ void session__tick(struct session *s, uint64_t now)
 		end_due(s, false);
 		s->next_drain_ns = now + s->drain_ns;
 	}
+	code_probes_check(s);
 	if (s->profile && now > GPU_SETTLE_NS)
 		profile__gpu_settle(s->profile, now - GPU_SETTLE_NS);
 	/* A host's hundreds of processes are looked at only when one of

@@ -114,6 +114,11 @@ struct session_bpf {
 	 * file offset off of path (for every process mapping it); NULL: none.
 	 * 0 or -errno. */
 	int (*code_probe)(void *ctx, const char *path, uint64_t off);
+	/* The same placed in the background, for a process still starting:
+	 * an id for code_probe_result, or -errno; NULL: none. */
+	int (*code_probe_begin)(void *ctx, const char *path, uint64_t off);
+	/* How that placing went: -EINPROGRESS, then 0 or -errno. */
+	int (*code_probe_result)(void *ctx, int id);
 	/* Hands the code objects copied as they were freed (EV_CODE records)
 	 * to session__handle now; NULL: none are. */
 	int (*code_copies)(void *ctx);

@@ -250,7 +250,8 @@ struct session {
 	uint64_t exec_cache_hits;
 	/* Interpreter files whose code-object deallocator has our probe
 	 * (value 1) or could not have it (2); what the last failure was. */
-	struct hmap *code_probes;
+	struct hmap *code_probes; /* code_probe_key -> struct code_probe */
+	int code_probes_pending;  /* placed in the background, not ended yet */
 	/* Executables whose interpreter files were read for the code
 	 * deallocator's place (early_code_probe): exe_key -> 1. */
 	struct hmap *dealloc_exes;
