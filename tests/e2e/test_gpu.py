@@ -167,6 +167,36 @@ def test_cupti_lost_mid_run(tmp_path):
     assert "the GPU profile of process" in res.stderr and "stops here" in res.stderr, res.stderr
 
 
+@needs_gpu_lib
+def test_virtual_memory_management(tmp_path):
+    """Memory taken with cuMemCreate (PyTorch's expandable segments), of
+    which CUPTI writes no record: the library makes one from the call, so
+    the device's goes to its line and into the lines' device memory while
+    held, the pinned host memory is counted apart, and the release takes
+    back what the create took."""
+    prog = program("gpu_fake_vmm.py")
+    side = tmp_path / "truth.json"
+    res = profile_run(default_interpreter(), prog, [FAKE_CUPTI, side], tmp=tmp_path)
+    prof = res.profile
+    truth = json.loads(side.read_text())
+    gpu = prof["scalene_bpf"]["gpu"]
+    ctx = f"scalene_bpf.gpu: {gpu}"
+    assert gpu["calls"] == truth["calls"] and gpu["records"] == 3, ctx
+    assert gpu["records_unmatched"] == 0, ctx
+    at = markers(prog)
+    by_line = {r["line"]: r for r in gpu["lines"] if r["file"] == prog}
+    assert by_line[at["create"]]["alloc_mb"] == truth["device_mb"], ctx
+    assert by_line[at["create"]]["host_alloc_mb"] == 0, ctx
+    assert by_line[at["pinned"]]["host_alloc_mb"] == truth["pinned_mb"], ctx
+    assert by_line[at["pinned"]]["alloc_mb"] == 0, ctx
+    assert by_line[at["release"]]["free_mb"] == truth["device_mb"], ctx
+    assert gpu["alloc_mb"] == gpu["free_mb"] == truth["device_mb"], ctx
+    assert gpu["peak_memory_mb"] == truth["device_mb"], ctx
+    # While it is held, the spinning line's samples see it.
+    held = lines_by_marker(prof, prog)["held"]
+    assert abs(held["n_gpu_peak_memory_mb"] - truth["device_mb"]) < 0.01, held
+
+
 def test_no_gpu_option(tmp_path):
     """--no-gpu (and --cpu-only, as in Scalene): the program gets no
     library, and the profile says why."""

@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <time.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cupti.h>
@@ -106,7 +107,8 @@ void fake_cupti_stats(struct fake_cupti_stats *out)
 	pthread_mutex_unlock(&lock);
 }
 
-void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id)
+void fake_cupti_api_call(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id,
+			 const void *params, const void *ret)
 {
 	CUpti_CallbackData cb;
 
@@ -116,7 +118,14 @@ void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlati
 	cb.callbackSite = site ? CUPTI_API_EXIT : CUPTI_API_ENTER;
 	cb.functionName = "fake";
 	cb.correlationId = correlation_id;
+	cb.functionParams = params;
+	cb.functionReturnValue = (void *)ret;
 	api_callback(api_userdata, (CUpti_CallbackDomain)domain, cbid, &cb);
+}
+
+void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id)
+{
+	fake_cupti_api_call(domain, cbid, site, correlation_id, NULL, NULL);
 }
 
 struct native_call {

@@ -49,6 +49,10 @@ void fake_cupti_stats(struct fake_cupti_stats *out);
 /* A traced API call's entry (site 0) or exit (site 1) on the calling
  * thread; delivered only when that callback id is enabled, as CUPTI does. */
 void fake_cupti_api(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id);
+/* ... with the call's parameters (the cbid's generated_cuda_meta.h struct)
+ * and its return value, as CUPTI passes them. */
+void fake_cupti_api_call(uint32_t domain, uint32_t cbid, int site, uint32_t correlation_id,
+			 const void *params, const void *ret);
 /* The entry and exit of a call made by a new thread with no Python frame,
  * which then queues the record of a kernel of kernel_ns that starts now
  * (none when 0) and keeps its CPU busy for busy_ms; the caller waits for it

@@ -37,6 +37,7 @@ int main(void)
 #include <time.h>
 #include <unistd.h>
 
+#include <cuda.h>
 #include <cupti.h>
 
 #include "fake_cupti.h"
@@ -599,6 +600,56 @@ static void fatal_error(void)
  */
 static char probe_log_path[64];
 
+/* Whether the log's line that starts with start also holds want. */
+static int line_has(const char *text, const char *start, const char *want)
+{
+	const char *l = strstr(text, start), *end, *at;
+
+	if (!l)
+		return 0;
+	end = strchr(l, '\n');
+	at = strstr(l, want);
+	return at && (!end || at < end);
+}
+
+/* One driver call, entry and exit, with its parameters and result. */
+static void driver_call(uint32_t cbid, uint32_t corr, const void *params, CUresult ret)
+{
+	fake_cupti_api_call(DRV, cbid, 0, corr, params, &ret);
+	fake_cupti_api_call(DRV, cbid, 1, corr, params, &ret);
+}
+
+/*
+ * Virtual memory management, which CUPTI has no MEMORY2 record of: a
+ * device allocation and a pinned host one made by cuMemCreate, a failed
+ * create, the device one released (its size from the create), and the
+ * release of a handle made before we subscribed (nothing known: no record).
+ */
+static void vmm_calls(void)
+{
+	CUmemGenericAllocationHandle dev = 0x5000, host = 0x6000, none = 0, old = 0x7000;
+	CUmemAllocationProp on_dev = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				       .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE,
+						     .id = 1 } };
+	CUmemAllocationProp on_host = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+					.location = { .type = CU_MEM_LOCATION_TYPE_HOST } };
+	cuMemCreate_params create_dev = { .handle = &dev, .size = 20 << 20, .prop = &on_dev };
+	cuMemCreate_params create_host = { .handle = &host, .size = 2 << 20, .prop = &on_host };
+	cuMemCreate_params create_failed = { .handle = &none, .size = 4 << 20, .prop = &on_dev };
+	cuMemRelease_params release_dev = { .handle = dev }, release_old = { .handle = old };
+	uint64_t before = st->records;
+
+	CHECK(fake_cupti_callback_enabled(DRV, CUPTI_DRIVER_TRACE_CBID_cuMemCreate));
+	CHECK(fake_cupti_callback_enabled(DRV, CUPTI_DRIVER_TRACE_CBID_cuMemRelease));
+	driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, 20, &create_dev, CUDA_SUCCESS);
+	driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, 21, &create_host, CUDA_SUCCESS);
+	driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, 22, &create_failed,
+		    CUDA_ERROR_OUT_OF_MEMORY);
+	driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, 23, &release_dev, CUDA_SUCCESS);
+	driver_call(CUPTI_DRIVER_TRACE_CBID_cuMemRelease, 24, &release_old, CUDA_SUCCESS);
+	CHECK_EQ_INT(st->records - before, 3);
+}
+
 static void probe_log_run(void)
 {
 	CHECK_EQ_INT(init(), 1);
@@ -608,6 +659,7 @@ static void probe_log_run(void)
 	fake_cupti_api(RT, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_API_EXIT, 7);
 	fake_cupti_kernel_named(8, 1000, 3000, "_Z9gt_kernelv");
 	CHECK_EQ_INT(wait_for(&st->records, 1), 1);
+	vmm_calls();
 }
 
 static void test_probe_log(void)
@@ -653,8 +705,20 @@ static void test_probe_log(void)
 	CHECK(strstr(text, "\"inner\":8,\"outer\":7}"));
 	CHECK(strstr(text, "{\"ev\":\"rec\",\"kind\":1,\"corr\":8,\"start\":1000,\"end\":3000,"));
 	CHECK(strstr(text, "\"name\":\"_Z9gt_kernelv\"}"));
+	/* The memory of virtual memory management, on its calls' ids: the
+	 * device's (memory kind 3, device 1) and the host's (pinned, 2),
+	 * then the device's released with its size. */
+	CHECK(line_has(text, "{\"ev\":\"rec\",\"kind\":4,\"corr\":20,",
+		       "\"bytes\":20971520,\"flags\":32,\"copy_kind\":0,\"memory_kind\":3,"
+		       "\"stream\":4294967295,\"device\":1,"));
+	CHECK(line_has(text, "{\"ev\":\"rec\",\"kind\":4,\"corr\":21,",
+		       "\"bytes\":2097152,\"flags\":32,\"copy_kind\":0,\"memory_kind\":2,"));
+	CHECK(line_has(text, "{\"ev\":\"rec\",\"kind\":5,\"corr\":23,",
+		       "\"bytes\":20971520,\"flags\":32,\"copy_kind\":0,\"memory_kind\":3,"));
+	CHECK(!strstr(text, "{\"ev\":\"rec\",\"kind\":4,\"corr\":22,"));
+	CHECK(!strstr(text, "{\"ev\":\"rec\",\"kind\":5,\"corr\":24,"));
 	CHECK(strstr(text, "{\"ev\":\"exit\"") && strstr(text, "\"status\":4,") &&
-	      strstr(text, "\"records\":1,"));
+	      strstr(text, "\"records\":4,"));
 	free(text);
 }
 

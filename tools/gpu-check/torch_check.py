@@ -15,6 +15,9 @@ Cases:
   profiler  torch.profiler records CUDA activity inside the run: the program
             must run on, and what its trace holds is reported
   streams   two Python threads, each launching on a stream of its own
+  expandable  a 1 GiB tensor under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+            (run sets it): the caching allocator takes memory with cuMemCreate,
+            which CUPTI has no record of; the library makes them
   exit      kernels, then os._exit(0): no exit handlers run
   sigterm   kernels, then SIGTERM to itself (default action: killed)
 
@@ -171,6 +174,19 @@ def streams(out, rounds=100):
                 "expect": {"stream_work": {"kernels_min": 2 * rounds}}})
 
 
+def expandable(out):
+    if "expandable_segments:True" not in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        print("torch_check.py: expandable needs PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+              file=sys.stderr)
+        sys.exit(2)
+    x = torch.ones(1 << 28, device="cuda")  # LINE: expand_alloc
+    torch.cuda.synchronize()
+    del x
+    torch.cuda.empty_cache()  # LINE: expand_release
+    write(out, {"expect": {"expand_alloc": {"alloc_mb_min": 1024},
+                           "expand_release": {"free_mb_min": 1024}}})
+
+
 def exit_now(out, rounds=100, how="exit"):
     a = torch.randn(2048, 2048, device="cuda")
     for _ in range(rounds):
@@ -187,7 +203,7 @@ def exit_now(out, rounds=100, how="exit"):
 
 
 CASES = {"train": train, "compile": compiled, "graph": graph, "libs": libs,
-         "profiler": profiler, "streams": streams, "exit": exit_now,
+         "profiler": profiler, "streams": streams, "expandable": expandable, "exit": exit_now,
          "sigterm": lambda out: exit_now(out, how="sigterm")}
 
 

@@ -104,6 +104,9 @@ enum gpu_rec_flags {
 	/* Its call was not probed (SCALENE_BPF_GPU_CALL_SAMPLE > 1), as far as
 	 * the library remembers (the last 2^20 correlation ids). */
 	GPU_REC_F_UNSAMPLED = 1 << 4,
+	/* Made by the library from a cuMemCreate / cuMemRelease call (virtual
+	 * memory management has no MEMORY2 record); address is its handle. */
+	GPU_REC_F_VMM = 1 << 5,
 };
 
 /* The direction of a copy: CUPTI's CUpti_ActivityMemcpyKind values. */

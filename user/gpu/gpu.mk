@@ -37,9 +37,9 @@ GPU_CPPFLAGS	:= -D_GNU_SOURCE -Iuser/gpu -Iuser -isystem $(CUDA_HOME)/include \
 GPU_CUPTI_BUILD_DIR ?= $(GPU_CUPTI_LIB)
 GPU_CFLAGS	:= -g -O2 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -MMD -MP
 GPU_LDFLAGS	:= -shared -pthread -Wl,-z,now -Wl,-z,relro -Wl,-z,nodelete -Wl,--no-undefined
-GPU_OBJS	:= $(OUT)/gpu/inject.o $(OUT)/gpu/gpurec.o $(OUT)/gpu/cuptiload.o
+GPU_OBJS	:= $(OUT)/gpu/inject.o $(OUT)/gpu/gpurec.o $(OUT)/gpu/cuptiload.o $(OUT)/gpu/vmm.o
 GPU_TESTS	:= $(OUT)/tests/test_gpurec $(OUT)/tests/test_gpu_nodriver $(OUT)/tests/test_cuptiload \
-		   $(OUT)/tests/test_gpu_inject
+		   $(OUT)/tests/test_gpu_inject $(OUT)/tests/test_vmm
 
 .PHONY: gpu
 all: gpu
@@ -113,6 +113,11 @@ $(GPU_LAYOUT)/.made: tests/gpu/fake_cudart.c $(GPU_FAKE_DIR)/libcupti.so.13
 	ln -sf libcupti.so.13 $(GPU_LAYOUT)/toolkit/extras/CUPTI/lib64/libcupti.so
 	touch $@
 
+$(OUT)/tests/test_vmm: tests/unit/test_vmm.c user/gpu/vmm.c user/gpu/vmm.h user/gpu/gpu.h \
+		$(OUT)/gpu/config | $(OUT)/tests
+	$(CC) $(GPU_CPPFLAGS) -Itests/unit -g -O2 $(WARNINGS) -MMD -MP -pthread \
+		-o $@ $(filter %.c,$^)
+
 $(OUT)/tests/test_cuptiload: tests/unit/test_cuptiload.c user/gpu/cuptiload.c user/gpu/cuptiload.h \
 		user/gpu/gpu.h $(GPU_LAYOUT)/.made $(OUT)/gpu/config | $(OUT)/tests
 	$(CC) $(GPU_CPPFLAGS) -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
@@ -130,6 +135,10 @@ $(OUT)/tests/test_gpu_nodriver: tests/unit/test_gpu_nodriver.c $(OUT)/gpu/config
 		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
 
 $(OUT)/tests/test_gpu_inject: tests/unit/test_gpu_inject.c $(OUT)/gpu/config | $(OUT)/tests
+	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
+		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
+
+$(OUT)/tests/test_vmm: tests/unit/test_vmm.c $(OUT)/gpu/config | $(OUT)/tests
 	$(CC) -D_GNU_SOURCE -Iuser/gpu -Itests/unit -g -O2 $(WARNINGS) -MMD -MP \
 		-DGPU_SKIP_REASON='"$(GPU_MISSING): libscalene-bpf-gpu.so not built"' -o $@ $<
 endif

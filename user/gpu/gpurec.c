@@ -466,6 +466,9 @@ const struct gpu_api gpu_api_table[] = {
 	DRV(cuMemFree_v2, FREE),
 	DRV(cuMemFreeAsync, FREE),
 	DRV(cuMemFreeAsync_ptsz, FREE),
+	/* Virtual memory management: the library makes their records (vmm.c). */
+	DRV(cuMemCreate, ALLOC),
+	DRV(cuMemRelease, FREE),
 };
 const unsigned int gpu_api_count = sizeof(gpu_api_table) / sizeof(gpu_api_table[0]);
 

@@ -42,6 +42,7 @@
 #include "cuptiload.h"
 #include "probes.h"
 #include "gpurec.h"
+#include "vmm.h"
 
 #define SBG_EXPORT __attribute__((visibility("default")))
 
@@ -194,6 +195,26 @@ static int draw(struct api_tls *t)
 
 static void lose(enum gpu_failed_call call, CUptiResult res, const char *detail);
 
+static void emit_batch(const struct scalene_bpf_gpu_rec *in, unsigned int n, void *ctx);
+
+/* A cuMemCreate or cuMemRelease just returned: its record, handed out at
+ * once (CUPTI makes none). */
+static void vmm_record(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	struct scalene_bpf_gpu_rec r;
+	struct timespec ts;
+
+	clock_gettime(state.clock == GPU_CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_REALTIME, &ts);
+	if (!vmm_call_record(cbid, cb, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+			     &r))
+		return;
+	emit_batch(&r, 1, NULL);
+	state_add(&state.records, 1);
+	state_add(&state.batches, 1);
+	state_min(&state.first_ns, r.start_ns);
+	state_max(&state.last_ns, r.end_ns);
+}
+
 static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 			    const void *data)
 {
@@ -218,6 +239,8 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
 		 * (the call that ran cuInit) finds depth 0. */
 		if (t->depth)
 			t->depth--;
+		if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+			vmm_record(cbid, cb);
 		return;
 	}
 	if (t->depth++) {
