@@ -687,19 +687,29 @@ static struct bpf_program *alloc_prog(struct loader *l, enum alloc_prog which)
 	}
 }
 
-/* A uprobe placed during the run, kept with the others in alloc_links (let
- * go at the end, or earlier by loader__detach_alloc_probe). */
+/* Keeps a uprobe placed during the run with the others in alloc_links (let
+ * go at the end, or earlier by loader__detach_alloc_probe); without room
+ * for it, it is let go now: -ENOMEM. */
+static int keep_link(struct loader *l, struct probe_link *link)
+{
+	struct probe_link **links;
+
+	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
+	if (!links) {
+		probe_link_free(link);
+		return -ENOMEM;
+	}
+	l->alloc_links = links;
+	l->alloc_links[l->nalloc_links++] = link;
+	return 0;
+}
+
 static int attach_kept(struct loader *l, struct bpf_program *prog, int pid, const char *path,
 		       uint64_t file_offset, struct probe_link **out)
 {
-	struct probe_link *link, **links;
+	struct probe_link *link = calloc(1, sizeof(*link));
 	int err;
 
-	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
-	if (!links)
-		return -ENOMEM;
-	l->alloc_links = links;
-	link = calloc(1, sizeof(*link));
 	if (!link)
 		return -ENOMEM;
 	err = attach_probe(prog, pid, path, file_offset, link);
@@ -707,10 +717,10 @@ static int attach_kept(struct loader *l, struct bpf_program *prog, int pid, cons
 		free(link);
 		return err;
 	}
-	l->alloc_links[l->nalloc_links++] = link;
-	if (out)
+	err = keep_link(l, link);
+	if (!err && out)
 		*out = link;
-	return 0;
+	return err;
 }
 
 int loader__attach_alloc_probe(struct loader *l, enum alloc_prog which, int pid, const char *path,
@@ -742,7 +752,7 @@ struct code_probe_job {
 	struct bpf_program *prog;
 	char path[PATH_MAX + 32];
 	uint64_t off;
-	struct probe_link link;
+	struct probe_link *link;
 	int err;
 	int done;   /* __atomic: placed, or failed */
 	bool taken; /* joined, and its link kept with the others */
@@ -752,7 +762,7 @@ static void *code_probe_thread(void *arg)
 {
 	struct code_probe_job *j = arg;
 
-	j->err = attach_probe(j->prog, -1, j->path, j->off, &j->link);
+	j->err = attach_probe(j->prog, -1, j->path, j->off, j->link);
 	__atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -768,8 +778,12 @@ int loader__code_probe_begin(struct loader *l, const char *path, uint64_t file_o
 		return -ENOMEM;
 	l->code_jobs = jobs;
 	j = calloc(1, sizeof(*j));
-	if (!j)
+	if (j)
+		j->link = calloc(1, sizeof(*j->link));
+	if (!j || !j->link) {
+		free(j);
 		return -ENOMEM;
+	}
 	j->prog = l->skel->progs.on_code_dealloc;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	j->off = file_offset;
@@ -779,6 +793,7 @@ int loader__code_probe_begin(struct loader *l, const char *path, uint64_t file_o
 	err = pthread_create(&j->thread, NULL, code_probe_thread, j);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
+		free(j->link);
 		free(j);
 		return -err;
 	}
@@ -789,25 +804,16 @@ int loader__code_probe_begin(struct loader *l, const char *path, uint64_t file_o
 /* Joins job j's thread and keeps its link with the run's other uprobes. */
 static int code_probe_take(struct loader *l, struct code_probe_job *j)
 {
-	struct probe_link *kept, **links;
-
 	if (j->taken)
 		return j->err;
 	pthread_join(j->thread, NULL);
 	j->taken = true;
 	if (j->err)
-		return j->err;
-	links = realloc(l->alloc_links, (l->nalloc_links + 1) * sizeof(*links));
-	if (links)
-		l->alloc_links = links;
-	kept = links ? malloc(sizeof(*kept)) : NULL;
-	if (!kept) {
-		probe_link_destroy(&j->link);
-		return j->err = -ENOMEM;
-	}
-	*kept = j->link;
-	l->alloc_links[l->nalloc_links++] = kept;
-	return 0;
+		free(j->link);
+	else
+		j->err = keep_link(l, j->link);
+	j->link = NULL;
+	return j->err;
 }
 
 int loader__code_probe_result(struct loader *l, int id)

@@ -438,19 +438,19 @@ static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp,
 	return !err;
 }
 
-/*
- * A process starting an interpreter: the probe on its code deallocator is
- * placed now, before any of its code runs, rather than after its first
- * walks (set_python), so that no code freed at its start goes uncopied.
- * From its memory once its interpreter file is mapped and relocated (pp,
- * partly filled by a detection not ready yet); before that, from the files
- * it will load, found through its executable (a shared libpython is mapped
- * too close to the runtime's start for the loader to see it in between):
- * placed on a file no process maps yet, the probe costs nothing to place,
- * and the dynamic loader maps the file with it.
- */
 static bool exe_key(int pid, struct exe_key *k);
 
+/*
+ * A process starting an interpreter: the probe on its code deallocator is
+ * placed now, by a loader thread, before any of its code runs, rather than
+ * after its first walks (set_python), so that no code freed at its start
+ * goes uncopied.  From its memory once its interpreter file is mapped and
+ * relocated (pp, partly filled by a detection not ready yet); before that,
+ * from the files it will load, found through its executable (a shared
+ * libpython is mapped too close to the runtime's start for the loader to
+ * see it in between): placed on a file the process has not mapped yet, the
+ * dynamic loader maps the file with it.
+ */
 static void early_code_probe(struct session *s, struct tproc *tp, const struct py_proc *pp)
 {
 	struct exe_key k;
@@ -506,7 +506,9 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	 * before the first walk instead, a program that allocated while it was
 	 * placed lost its walk configuration for its memory records in some
 	 * runs, for reasons not found: docs/faults-and-limits.md.) */
-	if (!err && code_cache_for(s, tp->pid, pp, &tp->code_probe_ns, false)) {
+	/* (Placed just now, code_probe_done gave it its cache already.) */
+	if (!err && code_cache_for(s, tp->pid, pp, &tp->code_probe_ns, false) &&
+	    !tp->pp.cfg.code_cache) {
 		tp->pp.cfg.code_cache = 1;
 		err = s->bpf.set_python(s->bpf.ctx, tp->pid, &tp->pp.cfg, tp->pp.gil_lo,
 					tp->pp.gil_hi);

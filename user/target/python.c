@@ -30,7 +30,9 @@
 #define MAX_INTERPS 64
 #define MAX_THREADS 100000
 
-int python__minor_from_name(const char *name)
+/* The minor version a name says ("python3.12", "libpython3.13t.so"), or
+ * -1; *ft: whether it says a free-threaded build ('t' after it). */
+static int name_version(const char *name, bool *ft)
 {
 	const char *p = name;
 
@@ -42,10 +44,20 @@ int python__minor_from_name(const char *name)
 		minor = strtol(p, &end, 10);
 		if (end != p && minor >= 0 && minor < 100 &&
 		    (*end == '\0' || *end == '.' || *end == '-' || *end == 'd' || *end == 't' ||
-		     *end == 'm'))
+		     *end == 'm')) {
+			*ft = *end == 't';
 			return (int)minor;
+		}
 	}
+	*ft = false;
 	return -1;
+}
+
+int python__minor_from_name(const char *name)
+{
+	bool ft;
+
+	return name_version(name, &ft);
 }
 
 void python__version_string(uint32_t hex, char *buf, size_t n)
@@ -880,20 +892,6 @@ static void find_code_dealloc(struct py_proc *pp, const struct procmaps *m,
 	pp->file_dev_minor = me->dev_minor;
 }
 
-/* Whether a file name says a free-threaded build: python3.13t,
- * libpython3.13t.so. */
-static bool free_threaded_name(const char *name)
-{
-	const char *p = strstr(name, "python3.");
-
-	if (!p)
-		return false;
-	p += strlen("python3.");
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return *p == 't';
-}
-
 /* The interpreter file a process that exec'ed `exe` loads: exe itself when
  * it holds _PyRuntime, else the libpython it needs, where its run path
  * names ($ORIGIN expanded).  Its path as the process sees it in path. */
@@ -954,6 +952,7 @@ int python__code_dealloc_in_files(int pid, struct py_proc *pp)
 	struct stat st;
 	ssize_t len;
 	int ver, i, n, err;
+	bool ft;
 
 	memset(pp, 0, sizeof(*pp));
 	pp->pid = pid;
@@ -968,13 +967,13 @@ int python__code_dealloc_in_files(int pid, struct py_proc *pp)
 	err = interpreter_file(pid, exe, e, pp->path, sizeof(pp->path), &ie);
 	if (err)
 		goto out;
-	ver = python__minor_from_name(basename(pp->path));
+	ver = name_version(basename(pp->path), &ft);
 	/* 3.11+ says its version in Py_Version. */
 	if (!elf_file__find_symbol(ie, "Py_Version", &fn, NULL) &&
 	    !elf_file__vaddr_to_offset(ie, fn, &off) && !elf_file__read(ie, off, &vers, 4) &&
 	    (vers >> 24) == 3)
 		ver = (int)((vers >> 16) & 0xff);
-	o = offsets_for(ver, free_threaded_name(basename(pp->path)));
+	o = offsets_for(ver, ft);
 	err = -ENOTSUP;
 	if (!o)
 		goto out;
