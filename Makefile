@@ -315,7 +315,7 @@ docs-images: scalene-bpf sampler
 	tools/docs-images $(if $(DOCS_PROFILE),--profile $(DOCS_PROFILE))
 
 # Debian packages needed to build and test.
-DEB_DEPS := clang libclang-rt-dev llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
+DEB_DEPS := clang libclang-rt-dev llvm clang-format systemtap-sdt-dev libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev libjson-c-dev pkg-config make gcc \
 	    protobuf-c-compiler libprotobuf-c-dev libcurl4-openssl-dev python3 python3-venv
 .PHONY: deps
 deps:

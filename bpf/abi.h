@@ -66,6 +66,7 @@ enum event_type {
 	EV_GPU_CALL = 8, /* a traced CUDA call, its stack sent once (struct gpu_call_record) */
 	EV_GPU_NAME = 9, /* a kernel's name (struct gpu_name_record) */
 	EV_CODE = 10,	 /* a code object as it was freed (struct code_snap_record) */
+	EV_NATIVE = 11,	 /* a CPU sample with its native stack (--native: struct native_sample) */
 };
 
 /* Where the thread was when the sample was taken. */
@@ -191,7 +192,7 @@ struct py_walk_cfg {
 	__u16 str_compact_size;
 	__u16 str_kind_shift;
 	__u16 var_size;
-	__u16 pad_cfg;
+	__u16 f_entry; /* 3.11: is_entry (the frame's eval loop was entered from C), else 0xffff */
 	__u32 str_kind_mask;
 	__u32 str_ascii_mask;
 	__u32 str_compact_mask;
@@ -270,8 +271,14 @@ struct py_frame {
 	__s32 offset; /* byte offset of the instruction; < 0: before the first one */
 	__u32 tag;
 	__u32 ident;
-	__u32 pad;
+	__u32 flags; /* PY_FRAME_F_* */
 };
+
+/* py_frame.flags.  PY_FRAME_F_ENTRY (3.11): the interpreter's eval loop was
+ * entered from C for this frame, so it is the outermost Python frame of one
+ * C-level call of the eval loop (3.12+ mark that with a shim frame below it;
+ * up to 3.10 every frame has its own call). */
+#define PY_FRAME_F_ENTRY (1u << 0)
 
 /* The identity of a code object from its co_filename and co_name pointers:
  * the same mix in BPF and in user space. */
@@ -368,6 +375,46 @@ struct sample_event {
 #define SAMPLE_F_CALL (1u << 0)
 
 #define SAMPLE_HDR_SIZE (sizeof(struct sample_event) - MAX_FRAMES * sizeof(struct py_frame))
+
+/*
+ * --native: a CPU sample goes with what unwinding its native stack needs, in
+ * user space (user/symbolize/unwind.c): the thread's user registers as it
+ * was interrupted (or as it entered the kernel), a copy of its user stack
+ * from the stack pointer up, and, for a sample in the kernel, the kernel's
+ * own frames.  The copy is taken a page at a time and ends at the first page
+ * that cannot be read (the top of the stack).
+ */
+#define NATIVE_STACK_BYTES 16384
+#define NATIVE_KFRAMES 64
+
+/* The registers kept: x86_64's DWARF numbering needs these to start an
+ * unwind (rip, rsp, rbp, and the callee-saved ones a frame's rule may name). */
+enum native_reg {
+	NATIVE_REG_IP,
+	NATIVE_REG_SP,
+	NATIVE_REG_BP,
+	NATIVE_REG_BX,
+	NATIVE_REG_R12,
+	NATIVE_REG_R13,
+	NATIVE_REG_R14,
+	NATIVE_REG_R15,
+	NATIVE_REGS,
+};
+
+struct native_tail {
+	__u64 regs[NATIVE_REGS]; /* all 0: the user registers were not read */
+	__u32 stack_len;	 /* bytes of stack copied from regs[NATIVE_REG_SP] */
+	__u32 nkframes;		 /* kernel frames in kips, innermost first */
+	__u64 kips[NATIVE_KFRAMES];
+	__u8 stack[NATIVE_STACK_BYTES];
+};
+
+struct native_sample {
+	struct sample_event ev; /* hdr.type EV_NATIVE; the sample as EV_SAMPLE has it */
+	struct native_tail nt;
+};
+
+#define NATIVE_HDR_SIZE (__builtin_offsetof(struct native_sample, nt.stack))
 
 struct proc_record {
 	struct record_hdr hdr; /* EV_EXEC, EV_FORK, EV_EXIT */

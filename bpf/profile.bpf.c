@@ -209,6 +209,9 @@ const volatile __u32 nprobe_text = 0;
 const volatile __u8 probe_check = 0;
 /* Samples are counted in agg_counts (system-wide). */
 const volatile __u8 aggregate = 0;
+/* --native: CPU samples go as EV_NATIVE records, with what unwinding their
+ * native stacks needs (struct native_sample). */
+const volatile __u8 native_stacks = 0;
 /* The epoch counts go into, moved on by the loader at each drain. */
 volatile __u32 agg_epoch = 0;
 /* Code objects freed in the interpreters that have the probe below: a walk
@@ -400,6 +403,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct sample_event);
 } scratch SEC(".maps");
+
+/* --native: where the perf_event program builds its sample and copies the
+ * thread's stack (off the BPF stack: 19 KB). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct native_sample);
+} native_scratch SEC(".maps");
 
 /* The rest of what counting needs, off the BPF stack. */
 struct agg_scratch {
@@ -648,8 +660,11 @@ static __always_inline void record_comm(struct sample_event *ev)
 static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 lost_stat, __u32 slot)
 {
 	struct sample_event *ev;
+	__u32 zero = 0;
 
-	if (aggregate && slot < RECORD_ONLY)
+	if (native_stacks && slot == 0)
+		ev = bpf_map_lookup_elem(&native_scratch, &zero);
+	else if (aggregate && slot < RECORD_ONLY)
 		ev = bpf_map_lookup_elem(&scratch, &slot);
 	else
 		ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
@@ -696,8 +711,11 @@ static __always_inline long stack_hash_step(__u32 i, void *arg)
 		return 1;
 	h = (h ^ f->code) * 0xff51afd7ed558ccdULL;
 	h ^= h >> 31;
-	h = (h ^ ((__u64)(__u32)f->offset << 32 | f->tag)) * 0xc4ceb9fe1a85ec53ULL;
-	h ^= (h >> 29) ^ f->ident;
+	/* A shim's tag and ident are where it lies, not what it is. */
+	if (f->code) {
+		h = (h ^ ((__u64)(__u32)f->offset << 32 | f->tag)) * 0xc4ceb9fe1a85ec53ULL;
+		h ^= (h >> 29) ^ f->ident;
+	}
 	sh->h = h;
 	return 0;
 }
@@ -813,6 +831,8 @@ static __always_inline void finish_record(struct sample_event *ev, const struct 
 {
 	__u32 n = ev->nframes;
 
+	if (native_stacks && slot == 0)
+		return;
 	if (!aggregate) {
 		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 		return;
@@ -841,7 +861,7 @@ static __always_inline void finish_record(struct sample_event *ev, const struct 
 /* A record that is not kept. */
 static __always_inline void drop_record(struct sample_event *ev)
 {
-	if (!aggregate)
+	if (!aggregate && !native_stacks)
 		bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
 }
 
@@ -980,15 +1000,97 @@ static __always_inline __u64 cpu_since_last(struct task_struct *task, struct tra
  * The context is read at full width only.
  */
 enum ctx_reg {
+	CTX_REG_R15 = 0,
+	CTX_REG_R14 = 1,
+	CTX_REG_R13 = 2,
+	CTX_REG_R12 = 3,
+	CTX_REG_BP = 4,
+	CTX_REG_BX = 5,
 	CTX_REG_IP = 16,
 	CTX_REG_CS = 17,
+	CTX_REG_SP = 19,
 };
 _Static_assert(__builtin_offsetof(struct pt_regs, ip) == CTX_REG_IP * sizeof(__u64), "pt_regs.ip");
 _Static_assert(__builtin_offsetof(struct pt_regs, cs) == CTX_REG_CS * sizeof(__u64), "pt_regs.cs");
+_Static_assert(__builtin_offsetof(struct pt_regs, sp) == CTX_REG_SP * sizeof(__u64), "pt_regs.sp");
+_Static_assert(__builtin_offsetof(struct pt_regs, bp) == CTX_REG_BP * sizeof(__u64), "pt_regs.bp");
+_Static_assert(__builtin_offsetof(struct pt_regs, r15) == CTX_REG_R15 * sizeof(__u64),
+	       "pt_regs.r15");
 
 static __always_inline __u64 ctx_reg(struct bpf_perf_event_data *ctx, enum ctx_reg r)
 {
 	return *(volatile __u64 *)((char *)ctx + r * sizeof(__u64));
+}
+
+/*
+ * --native: sends the sample (built in native_scratch) with the thread's user
+ * registers, a copy of its user stack from the stack pointer up, a page at a
+ * time to the first page that cannot be read (the stack's top) or
+ * NATIVE_STACK_BYTES, and, for a sample in the kernel, the kernel's frames.
+ * User space unwinds the copy (user/symbolize/unwind.c).
+ */
+static __always_inline void native_send(struct bpf_perf_event_data *ctx, struct task_struct *task,
+					struct sample_event *ev)
+{
+	struct native_sample *ns = (struct native_sample *)ev;
+	struct native_tail *nt = &ns->nt;
+	__u32 i, len = 0, first;
+	__u64 sp, size;
+	long n;
+
+	if (ev->mode == MODE_USER) {
+		/* The context's registers, in words (ctx_reg). */
+		nt->regs[NATIVE_REG_IP] = ctx_reg(ctx, CTX_REG_IP);
+		nt->regs[NATIVE_REG_SP] = ctx_reg(ctx, CTX_REG_SP);
+		nt->regs[NATIVE_REG_BP] = ctx_reg(ctx, CTX_REG_BP);
+		nt->regs[NATIVE_REG_BX] = ctx_reg(ctx, CTX_REG_BX);
+		nt->regs[NATIVE_REG_R12] = ctx_reg(ctx, CTX_REG_R12);
+		nt->regs[NATIVE_REG_R13] = ctx_reg(ctx, CTX_REG_R13);
+		nt->regs[NATIVE_REG_R14] = ctx_reg(ctx, CTX_REG_R14);
+		nt->regs[NATIVE_REG_R15] = ctx_reg(ctx, CTX_REG_R15);
+	} else {
+		struct pt_regs *uregs = task_regs(task);
+
+		__builtin_memset(nt->regs, 0, sizeof(nt->regs));
+		if (uregs) {
+			nt->regs[NATIVE_REG_IP] = REGS_READ(uregs, ip);
+			nt->regs[NATIVE_REG_SP] = REGS_READ(uregs, sp);
+			nt->regs[NATIVE_REG_BP] = REGS_READ(uregs, bp);
+			nt->regs[NATIVE_REG_BX] = REGS_READ(uregs, bx);
+			nt->regs[NATIVE_REG_R12] = REGS_READ(uregs, r12);
+			nt->regs[NATIVE_REG_R13] = REGS_READ(uregs, r13);
+			nt->regs[NATIVE_REG_R14] = REGS_READ(uregs, r14);
+			nt->regs[NATIVE_REG_R15] = REGS_READ(uregs, r15);
+		}
+	}
+	sp = nt->regs[NATIVE_REG_SP];
+	first = 4096 - (__u32)(sp & 4095);
+	if (sp && first <= 4096 && !bpf_probe_read_user(nt->stack, first, (const void *)sp)) {
+		len = first;
+		for (i = 0; i < NATIVE_STACK_BYTES / 4096 - 1; i++) {
+			__u32 off = len;
+
+			/* verifier: the bound checked as the read sees it. */
+			pywalk_barrier_var(off);
+			if (off > NATIVE_STACK_BYTES - 4096 ||
+			    bpf_probe_read_user(nt->stack + off, 4096, (const void *)(sp + off)))
+				break;
+			len += 4096;
+		}
+	}
+	nt->stack_len = len;
+	nt->nkframes = 0;
+	if (ev->mode == MODE_KERNEL) {
+		n = bpf_get_stack(ctx, nt->kips, sizeof(nt->kips), 0);
+		nt->nkframes = n > 0 ? n / sizeof(__u64) : 0;
+	}
+	ev->hdr.type = EV_NATIVE;
+	size = NATIVE_HDR_SIZE + (__u64)len;
+	pywalk_barrier_var(size);
+	if (size > sizeof(*ns))
+		return;
+	if (bpf_ringbuf_output(&events, ns, size, BPF_RB_NO_WAKEUP))
+		stat_inc(STAT_RINGBUF_FULL);
 }
 
 SEC("perf_event")
@@ -1053,7 +1155,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		ev->gil_ns = 0;
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_SAMPLE);
-	finish_record(ev, p, 0);
+	if (native_stacks)
+		native_send(ctx, task, ev);
+	else
+		finish_record(ev, p, 0);
 	/* The cost per sample, measured where it is spent. */
 	stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 	return 0;

@@ -314,10 +314,10 @@ static __always_inline int pywalk_first_frame(const struct py_walk_cfg *c, __u64
  * buffers once. */
 struct pywalk_layout {
 	int innermost; /* the next frame read is the innermost one */
-	__u32 f_code, f_prev, f_instr, f_owner, rd;
+	__u32 f_code, f_prev, f_instr, f_owner, f_entry, rd;
 	__u32 co_base, co_fl, co_fn, co_nm, co_len;
 	__u32 co_cc; /* <= 3.10: the co_code pointer, read with the span */
-	int has_owner, has_cc;
+	int has_owner, has_entry, has_cc;
 };
 
 static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pywalk_layout *l)
@@ -335,14 +335,19 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 	l->co_nm = c->co_name - l->co_base;
 	l->co_len = l->co_nm + 8;
 	l->has_owner = l->f_owner != PYOFF_UNSET;
+	l->f_entry = c->f_entry;
+	l->has_entry = c->minor == 11 && l->f_entry != PYOFF_UNSET;
 	l->co_cc = c->co_code - l->co_base;
 	l->has_cc = c->minor <= 10 && c->co_code != PYOFF_UNSET && c->co_code >= l->co_base &&
 		    l->co_cc + 8 <= l->co_len && !(l->co_cc & 7);
 	/* verifier: offsets come from a map; bound them to the buffer. */
 	if (!l->has_owner)
 		l->f_owner = 0;
+	if (!l->has_entry)
+		l->f_entry = 0;
 	if (l->f_code > FRAME_BUF - 8 || l->f_prev > FRAME_BUF - 8 || l->f_instr > FRAME_BUF - 8 ||
-	    l->f_owner > FRAME_BUF - 1 || (l->f_code | l->f_prev | l->f_instr) & 7)
+	    l->f_owner > FRAME_BUF - 1 || l->f_entry > FRAME_BUF - 1 ||
+	    (l->f_code | l->f_prev | l->f_instr) & 7)
 		return WALK_NO_CONFIG;
 	if (l->rd == 0 || l->rd > FRAME_BUF)
 		l->rd = FRAME_BUF;
@@ -350,7 +355,7 @@ static __always_inline int pywalk_layout(const struct py_walk_cfg *c, struct pyw
 	 * earlier walk left in the buffer. */
 	if (l->rd < l->f_code + 8 || l->rd < l->f_prev + 8 ||
 	    l->rd < l->f_instr + (c->minor >= 11 ? 8 : 4) ||
-	    (l->has_owner && l->rd < l->f_owner + 1))
+	    (l->has_owner && l->rd < l->f_owner + 1) || (l->has_entry && l->rd < l->f_entry + 1))
 		return WALK_NO_CONFIG;
 	if (c->co_filename < l->co_base || c->co_name < l->co_base || l->co_len > CODE_BUF ||
 	    (l->co_fn | l->co_nm) & 7 || l->co_fl & 3)
@@ -383,6 +388,7 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	struct pywalk_memo *memo;
 	__u64 code, ip = 0;
 	__s32 off;
+	__u32 flags = 0;
 	int shim = 0, at;
 
 	if (!pywalk_user_ptr(f))
@@ -407,6 +413,8 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 			return PYWALK_NOT_A_FRAME;
 		if (owner >= 3)
 			shim = 1;
+		if (l->has_entry && s->mem[pywalk_masked(at + l->f_entry, MEM_MASK)])
+			flags |= PY_FRAME_F_ENTRY;
 		/* A new 3.11/3.12 frame points one unit before the first
 		 * instruction, giving -2: reported as the first line. */
 		off = (__s32)(ip - code - c->co_adaptive);
@@ -433,9 +441,13 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	memo = &s->memo[s->memo_set & (MEMO_SETS - 1)][pywalk_memo_slot(code) & (WALK_MEMO - 1)];
 	if (shim) {
 		/* A shim names no code of the program (3.12+: the
-		 * interpreter's trampoline): nothing to read. */
-		out->tag = 0;
-		out->ident = 0;
+		 * interpreter's trampoline): nothing to read.  Its address,
+		 * in tag (low half) and ident, says where on the C stack the
+		 * eval loop's call that pushed it is (a local variable of
+		 * that call): --native places the Python frames above it
+		 * there.  Not part of a stack's identity (stack_id). */
+		out->tag = (__u32)f;
+		out->ident = (__u32)(f >> 32);
 	} else if (memo->code == code) {
 		out->tag = memo->tag;
 		out->ident = memo->ident;
@@ -462,7 +474,7 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 	}
 	out->code = shim ? 0 : code;
 	out->offset = off;
-	out->pad = 0;
+	out->flags = flags;
 	return WALK_OK;
 }
 

@@ -305,7 +305,9 @@ static inline uint64_t pyimg__push_shim(struct pyimg *p, uint8_t owner)
 
 	pyimg__write_frame(p, f, code, 0, p->top, owner, 0);
 	pyimg__set_top(p, f);
-	pyimg__expect(p, 0, 0, 0);
+	/* Reported with its address (tag: the low half, ident the high). */
+	pyimg__expect(p, 0, 0, (uint32_t)f);
+	p->want[p->nwant - 1].ident = (uint32_t)(f >> 32);
 	return f;
 }
 

@@ -124,7 +124,8 @@ static void check_frames(const struct pyimg *p, __u32 n)
 	for (i = 0; i < n && i < nout && i < p->nwant; i++) {
 		const struct py_frame *w = pyimg__want(p, i);
 		int bad = out[i].code != w->code || out[i].tag != w->tag ||
-			  (w->code && out[i].offset != w->offset);
+			  (w->code && out[i].offset != w->offset) ||
+			  (!w->code && out[i].ident != w->ident);
 
 		if (bad && shown++ < 5)
 			fprintf(stderr,
@@ -329,6 +330,12 @@ static void test_311_entry_frames_kept(void)
 	CHECK_EQ_INT(walk_default(p), WALK_OK);
 	check_frames(p, 4);
 	CHECK(out[0].code == b && out[3].code == a);
+	/* is_entry comes out as PY_FRAME_F_ENTRY (--native: where each call
+	 * of the eval loop begins). */
+	CHECK_EQ_INT(out[0].flags, PY_FRAME_F_ENTRY);
+	CHECK_EQ_INT(out[1].flags, 0);
+	CHECK_EQ_INT(out[2].flags, PY_FRAME_F_ENTRY);
+	CHECK_EQ_INT(out[3].flags, PY_FRAME_F_ENTRY);
 	pyimg__free(p);
 }
 
@@ -340,12 +347,14 @@ static void check_shims(unsigned int minor)
 	uint64_t mod = pyimg__code(p, 1), key = pyimg__code(p, 20), gen = pyimg__code(p, 23);
 	uint64_t spin = pyimg__code(p, 15), heap_reads;
 
+	uint64_t shim;
+
 	pyimg__push(p, mod, 50);
 	pyimg__push_shim(p, 3);
 	pyimg__push_full(p, p->frames, gen, 12, 1, 0);
 	pyimg__push_shim(p, 4); /* 3.14 numbering: FRAME_OWNED_BY_CSTACK = 4 */
 	pyimg__push(p, key, fresh_off(minor));
-	pyimg__push_shim(p, 3);
+	shim = pyimg__push_shim(p, 3);
 	pyimg__push(p, spin, 6);
 	heap_reads = p->m->r[p->heap].reads;
 	CHECK_EQ_INT(walk_default(p), WALK_OK);
@@ -355,7 +364,10 @@ static void check_shims(unsigned int minor)
 	CHECK_EQ_INT(p->m->r[p->heap].reads - heap_reads, 1 + 4);
 	CHECK_EQ_INT(out[0].code, spin);
 	CHECK_EQ_INT(out[1].code, 0);
-	CHECK_EQ_INT(out[1].tag, 0);
+	/* Where the shim lies: --native finds its eval-loop call by it. */
+	CHECK_EQ_INT(out[1].tag, (uint32_t)shim);
+	CHECK_EQ_INT(out[1].ident, (uint32_t)(shim >> 32));
+	CHECK_EQ_INT(out[0].flags, 0);
 	CHECK_EQ_INT(out[2].code, key);
 	CHECK_EQ_INT(out[3].code, 0);
 	CHECK_EQ_INT(out[4].code, gen);
@@ -798,11 +810,19 @@ static void test_bad_code_pointers(void)
 	for (minor = FIRST_MINOR; minor <= LAST_MINOR; minor++) {
 		struct pyimg *p = pyimg__new(minor);
 
+		uint64_t f;
+
 		pyimg__push(p, pyimg__code(p, 1), 10);
 		pyimg__push(p, HOLE_ADDR + 0x100, 2);
-		pyimg__push(p, KERNEL_ADDR, 4);
+		/* Code pointers that cannot be user code: taken as shims, so
+		 * reported with their addresses. */
+		f = pyimg__push(p, KERNEL_ADDR, 4);
 		p->want[p->nwant - 1].code = 0;
-		pyimg__push(p, 0, 6);
+		p->want[p->nwant - 1].tag = (uint32_t)f;
+		p->want[p->nwant - 1].ident = (uint32_t)(f >> 32);
+		f = pyimg__push(p, 0, 6);
+		p->want[p->nwant - 1].tag = (uint32_t)f;
+		p->want[p->nwant - 1].ident = (uint32_t)(f >> 32);
 		pyimg__push(p, pyimg__code(p, 3), 8);
 		CHECK_EQ_INT(walk_default(p), WALK_OK);
 		check_frames(p, 5);

@@ -360,7 +360,9 @@ int elf_file__type(const struct elf_file *e)
 	return e->type;
 }
 
-int elf_file__section(const struct elf_file *e, const char *name, const void **data, size_t *size)
+/* The section called name: its header and its bytes. */
+static int section_of(const struct elf_file *e, const char *name, GElf_Shdr *out, const void **data,
+		      size_t *size)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -383,11 +385,63 @@ int elf_file__section(const struct elf_file *e, const char *name, const void **d
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf)
 			return -ENOENT;
+		*out = sh;
 		*data = d->d_buf;
 		*size = d->d_size;
 		return 0;
 	}
 	return -ENOENT;
+}
+
+int elf_file__section(const struct elf_file *e, const char *name, const void **data, size_t *size)
+{
+	GElf_Shdr sh;
+
+	return section_of(e, name, &sh, data, size);
+}
+
+/* .eh_frame_hdr's encodings (the LSB's DWARF extensions): a table of 4-byte
+ * signed values relative to the section's start is what linkers write. */
+#define EH_PE_OMIT 0xff
+#define EH_PE_DATAREL_SDATA4 0x3b
+
+int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *start)
+{
+	const uint8_t *h;
+	const int32_t *t;
+	uint64_t base;
+	uint32_t count;
+	size_t size, lo, hi;
+	GElf_Shdr sh;
+	int skip;
+
+	if (section_of(e, ".eh_frame_hdr", &sh, (const void **)&h, &size) || size < 12 ||
+	    h[0] != 1 || h[2] == EH_PE_OMIT || h[3] != EH_PE_DATAREL_SDATA4)
+		return -ENOENT;
+	/* eh_frame_ptr, then fde_count: 4-byte encodings only. */
+	skip = (h[1] & 0x0f) == 0x0b || (h[1] & 0x0f) == 0x03 ? 4 : -1;
+	if (skip < 0 || ((h[2] & 0x0f) != 0x03 && (h[2] & 0x0f) != 0x0b))
+		return -ENOENT;
+	memcpy(&count, h + 4 + skip, sizeof(count));
+	t = (const int32_t *)(const void *)(h + 8 + skip);
+	if (!count || (size - 8 - skip) / 8 < count)
+		return -ENOENT;
+	base = sh.sh_addr;
+	/* The last entry whose function starts at or below vaddr. */
+	lo = 0;
+	hi = count;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (base + (int64_t)t[2 * mid] <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -ENOENT;
+	*start = base + (int64_t)t[2 * (lo - 1)];
+	return 0;
 }
 
 /* The string of the first dynamic entry with tag `tag` whose string starts

@@ -29,6 +29,10 @@ int elf_file__type(const struct elf_file *e);
  * -ENOENT / -EINVAL. */
 int elf_file__section(const struct elf_file *e, const char *name, const void **data, size_t *size);
 
+/* Where the function holding vaddr starts, from the unwind data's sorted
+ * table (.eh_frame_hdr): for code no symbol names.  0, or -ENOENT. */
+int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *start);
+
 /* The first DT_NEEDED entry that starts with prefix (valid until
  * elf_file__free), or NULL. */
 const char *elf_file__needed(const struct elf_file *e, const char *prefix);

@@ -52,6 +52,8 @@
  * ring buffer carries process events, stacks, and the samples that found the
  * count table full. */
 #define RINGBUF_BYTES_ALL (16 << 20)
+/* --native: a CPU sample takes up to 20 KB (a copy of the thread's stack). */
+#define RINGBUF_BYTES_NATIVE (64 << 20)
 #define COUNTS_MAX 65536
 /* --continuous: the counts are drained every 2 s, not four times a
  * second: a fleet's agent pays for each drain (the stacks of a drain are
@@ -384,6 +386,7 @@ static int setup(struct run_state *rs)
 		.rate_hz = rs->opts->rate_hz,
 		.follow_children = !rs->opts->no_follow,
 		.count_idle = rs->opts->idle,
+		.native_stacks = rs->opts->native,
 		.max_procs = MAX_PROCS,
 		.ringbuf_bytes = RINGBUF_BYTES,
 		.sampler_path = rs->memory ? rs->sampler : NULL,
@@ -396,6 +399,7 @@ static int setup(struct run_state *rs)
 	};
 	struct session_opts so = { .memory = rs->memory,
 				   .async_waits = !rs->opts->no_async,
+				   .native = rs->opts->native,
 				   .gpu_library = rs->gpu ? rs->gpu_lib : NULL,
 				   .gpu_off = !rs->gpu && rs->gpu_off[0] ? rs->gpu_off : NULL,
 				   .creds = &rs->creds };
@@ -413,11 +417,14 @@ static int setup(struct run_state *rs)
 		.prog_runtime = bpf_prog_runtime,
 	};
 
+	if (rs->opts->native)
+		lo.ringbuf_bytes = RINGBUF_BYTES_NATIVE;
 	if (rs->host) {
 		/* Every exec on the host is looked at; each Python process
 		 * gets a profile of its own. */
 		lo.track_all = true;
-		lo.ringbuf_bytes = RINGBUF_BYTES_ALL;
+		if (!rs->opts->native)
+			lo.ringbuf_bytes = RINGBUF_BYTES_ALL;
 		/* One loader keeps up with a whole host: samples are counted
 		 * in BPF and drained on a timer. */
 		lo.aggregate = true;

@@ -25,6 +25,7 @@ enum {
 	OPT_PID,
 	OPT_DURATION,
 	OPT_IDLE,
+	OPT_NATIVE,
 	OPT_NO_FOLLOW,
 	OPT_PROFILE_BUILTIN,
 	OPT_CLI,
@@ -77,6 +78,7 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "idle", no_argument, NULL, OPT_IDLE },
+	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "profile-builtin", no_argument, NULL, OPT_PROFILE_BUILTIN },
 	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
@@ -218,6 +220,11 @@ void options_usage(FILE *f)
 	      "      --cpu-percent-threshold P  leave out files under P% of the time [1]\n"
 	      "      --profile-interval SECONDS also write the profile this often while running\n"
 	      "      --idle                     count the waiting of parked worker threads too\n"
+	      "      --native                   native and kernel frames in the stacks, between\n"
+	      "                                 and below the Python frames (each CPU sample\n"
+	      "                                 copies up to 16 KiB of the thread's stack,\n"
+	      "                                 unwound by libdw: it costs more, see "
+	      "docs/stacks.md)\n"
 	      "      --no-follow                do not follow child processes\n"
 	      "      --profile-builtin          run: provide Scalene's @profile builtin even when\n"
 	      "                                 no .py file under the program's folder uses it\n"
@@ -579,6 +586,9 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		return 0;
 	case OPT_IDLE:
 		o->idle = true;
+		return 0;
+	case OPT_NATIVE:
+		o->native = true;
 		return 0;
 	case OPT_NO_FOLLOW:
 		o->no_follow = true;

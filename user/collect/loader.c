@@ -41,6 +41,8 @@ _Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
 _Static_assert(sizeof(struct agg_key) == 32, "agg_key layout");
 _Static_assert(sizeof(struct agg_val) == 64, "agg_val layout");
 _Static_assert(STACK_HDR_SIZE == 24, "agg_stack_record layout");
+_Static_assert(NATIVE_HDR_SIZE == 128 + MAX_FRAMES * 24 + 8 * NATIVE_REGS + 8 + 8 * NATIVE_KFRAMES,
+	       "native_sample layout");
 _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
 	       "sampler state block size");
@@ -1227,6 +1229,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 	if (opts->aggregate && opts->max_counts)
 		bpf_map__set_max_entries(l->skel->maps.agg_counts, opts->max_counts);
 	l->skel->rodata->count_idle = opts->count_idle;
+	l->skel->rodata->native_stacks = opts->native_stacks;
 	l->skel->rodata->nr_futex = SYS_futex;
 #ifdef SYS_futex_waitv
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;

@@ -48,6 +48,9 @@ struct loader_opts {
 	bool follow_children;
 	bool track_all;	 /* every exec on the host becomes an EV_EXEC record */
 	bool count_idle; /* parked threads' waiting becomes records too */
+	/* CPU samples go with what unwinding their native stacks needs
+	 * (EV_NATIVE records, never counted in BPF). */
+	bool native_stacks;
 	/* CPU and off-CPU samples are counted in BPF and drained with
 	 * loader__drain_counts() (system-wide). */
 	bool aggregate;

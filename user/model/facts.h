@@ -127,6 +127,21 @@ struct facts_bpf {
 	const char *code_probe_why;
 };
 
+/* --native: how the samples' native stacks were had (session_native.c;
+ * the unwinds are counted for the whole run). */
+struct facts_native {
+	uint64_t stack_copy_bytes; /* of each sample's stack, at most */
+	uint64_t samples;	   /* given a whole stack */
+	uint64_t unwinds, frames;  /* native frames found */
+	/* Why the unwinds ended: at the thread's first frame, at the end of
+	 * the copy, at code with no unwind data, at the depth limit, with no
+	 * user registers. */
+	uint64_t ended_root, ended_copy, ended_no_cfi, ended_depth, ended_no_regs;
+	uint64_t calls_unpaired; /* eval-loop frames and Python calls did not pair up */
+	uint64_t no_unwinder;	 /* samples of a process libdw could not take */
+	bool frame_sp;		 /* libdw gives frames' stack pointers (0.188+) */
+};
+
 /* Memory from the preloaded sampler (run): its exact counts, what the
  * profile holds, what was lost. */
 struct facts_memory {
@@ -261,6 +276,8 @@ struct facts {
 	double unattributed_ns[UNATTR_MAX];
 	double native_threads_ns; /* credited to the main thread's line */
 	struct facts_bpf bpf;
+	bool has_native;
+	struct facts_native native;
 	bool has_kernel;
 	struct loader_kernel_report kernel;
 	bool has_memory;

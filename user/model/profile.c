@@ -91,6 +91,7 @@ static void stack_nodes_free(struct hmap *by_hash)
 static void stack_free(struct stack_stats *st)
 {
 	free((void *)st->frames);
+	free((void *)st->ips);
 	free(st);
 }
 
@@ -580,6 +581,13 @@ struct stack_stats *profile_stack_get(struct profile *p, const struct stack_key 
 	for (i = 0; i < nframes; i++)
 		copy[i] = frames[nframes - 1 - i];
 	st->frames = copy;
+	if (k->ips && nframes > 0) {
+		uint64_t *ips = malloc((size_t)nframes * sizeof(*ips));
+
+		for (i = 0; ips && i < nframes; i++)
+			ips[i] = k->ips[nframes - 1 - i];
+		st->ips = ips;
+	}
 	st->nframes = nframes;
 	st->native_sym = k->native_sym;
 	st->native_module = k->native_module;
@@ -744,8 +752,11 @@ const struct profile_timeline *profile__timeline(const struct profile *p)
 static void add_stack(struct profile *p, const struct sample_in *s, double cpu, double blocked,
 		      double gil)
 {
-	struct stack_key k = { s->frames, s->nframes, s->native_sym, s->native_module,
-			       s->truncated };
+	/* A whole stack names its native frames itself. */
+	struct stack_key k = s->stack ? (struct stack_key){ s->stack, s->nstack,    NULL,
+							    NULL,     s->truncated, s->stack_ips }
+				      : (struct stack_key){ s->frames, s->nframes, s->native_sym,
+							    s->native_module, s->truncated };
 	int index = -1;
 	struct stack_stats *st = profile_stack_get(p, &k, &index);
 

@@ -29,6 +29,21 @@ struct frame_ref {
 	int line;
 };
 
+/* A native or kernel frame of a whole stack (sample_in.stack, --native):
+ * filename is its object file (a kernel frame's: KERNEL_MODULE, or the
+ * kernel module's name in brackets), qualname its symbol, line 0, and
+ * firstlineno one of these; a Python frame's first line is >= 0. */
+enum frame_native_kind {
+	FRAME_NATIVE = -1,
+	FRAME_KERNEL = -2,
+};
+#define KERNEL_MODULE "[kernel]"
+
+static inline bool frame_ref_native(const struct frame_ref *f)
+{
+	return f->firstlineno < 0;
+}
+
 enum sample_where {
 	WHERE_PYTHON = 0, /* user mode, in the interpreter, not under a call */
 	WHERE_NATIVE,	  /* user mode, anywhere else, or C code a call runs */
@@ -64,6 +79,13 @@ struct sample_in {
 	int unattributed;		/* -1, or an enum unattributed_reason */
 	const struct frame_ref *frames; /* innermost first */
 	int nframes;
+	/* --native: the whole stack, innermost first, for the stack table: the
+	 * Python frames of frames with the native and kernel frames between and
+	 * below them, and each frame's address (0 for a Python frame).  NULL:
+	 * the stack is frames and the leaf native symbol. */
+	const struct frame_ref *stack;
+	const uint64_t *stack_ips;
+	int nstack;
 };
 
 enum mem_kind {
@@ -252,6 +274,9 @@ struct file_stats {
 struct stack_stats {
 	const struct frame_ref *frames; /* outermost first */
 	int nframes;
+	/* With native frames (--native): each frame's address in the stack's
+	 * first sample, 0 for a Python frame; else NULL. */
+	const uint64_t *ips;
 	const char *native_sym; /* leaf native frame, if any */
 	const char *native_module;
 	/* The first sample's address in it (Scalene keeps one per stack too). */

@@ -129,6 +129,9 @@ struct stack_key {
 	const char *native_sym;
 	const char *native_module;
 	bool truncated;
+	/* Each frame's address (0 for a Python frame), or NULL: kept from the
+	 * stack's first sample, not part of its identity. */
+	const uint64_t *ips;
 };
 
 void *profile_grow(void *arr, int n, size_t elem);

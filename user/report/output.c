@@ -669,6 +669,22 @@ static char *frame_string(const struct frame_ref *fr)
 	return s;
 }
 
+/* A native or kernel frame of a whole stack (--native), as Scalene writes a
+ * native frame: its symbol, its object file ("[kernel]" for the kernel's),
+ * the address it had in the stack's first sample. */
+static struct json_object *native_ref_obj(const struct frame_ref *fr, uint64_t ip)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "kind", json_object_new_string("native"));
+	json_object_object_add(o, "display_name", jstring(fr->qualname));
+	json_object_object_add(o, "filename_or_module", jstring(fr->filename));
+	json_object_object_add(o, "line", NULL);
+	json_object_object_add(o, "ip", ip ? json_object_new_int64((int64_t)ip) : NULL);
+	json_object_object_add(o, "offset", NULL);
+	return o;
+}
+
 static struct json_object *py_frame_obj(const struct frame_ref *fr)
 {
 	struct json_object *o = json_object_new_object();
@@ -742,14 +758,17 @@ static struct frame_json *frame_cached(struct hmap *cache, const struct frame_re
 	return fj;
 }
 
-static struct json_object *frame_obj_of(struct hmap *cache, const struct frame_ref *fr)
+/* ip: a native frame's address (the first stack's to make the frame's
+ * object keeps its own). */
+static struct json_object *frame_obj_of(struct hmap *cache, const struct frame_ref *fr, uint64_t ip)
 {
 	struct frame_json *fj = frame_cached(cache, fr);
+	bool native = frame_ref_native(fr);
 
 	if (!fj)
-		return py_frame_obj(fr);
+		return native ? native_ref_obj(fr, ip) : py_frame_obj(fr);
 	if (!fj->obj)
-		fj->obj = py_frame_obj(fr);
+		fj->obj = native ? native_ref_obj(fr, ip) : py_frame_obj(fr);
 	return json_object_get(fj->obj);
 }
 
@@ -823,10 +842,12 @@ static void entry_frames_json(const struct stack_entry *e, struct json_object *c
 			json_object_array_add(cframes, truncated_frame_obj());
 	}
 	for (j = 0; j < e->depth; j++) {
-		if (frames)
+		/* The legacy strings are Scalene's Python stacks. */
+		if (frames && !frame_ref_native(&st->frames[j]))
 			json_object_array_add(frames, frame_str_of(cache, &st->frames[j]));
 		if (cframes)
-			json_object_array_add(cframes, frame_obj_of(cache, &st->frames[j]));
+			json_object_array_add(cframes, frame_obj_of(cache, &st->frames[j],
+								    st->ips ? st->ips[j] : 0));
 	}
 	if (e->cut) {
 		const char *name = e->all ? ALL_MERGED_FRAME : MERGED_FRAME;

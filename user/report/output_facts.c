@@ -457,6 +457,36 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 }
 
 /*
+ * --native: the stacks' native frames, from a copy of each sample's stack
+ * unwound by libdw; where the Python frames were placed among them (the
+ * entry frame's address on the C stack, else the eval loop's name); why the
+ * unwinds ended (a stack deeper than the copy ends there: its outer Python
+ * frames then follow without the native frames between them).
+ */
+static struct json_object *native_json(const struct facts_native *n)
+{
+	struct json_object *o = json_object_new_object(), *ended = json_object_new_object();
+
+	add(o, "method", json_object_new_string("stack copy unwound by libdw"));
+	add(o, "stack_copy_bytes", json_object_new_int64((int64_t)n->stack_copy_bytes));
+	add(o, "python_frames_placed_by",
+	    json_object_new_string(n->frame_sp ? "entry frame address, else eval loop symbol"
+					       : "eval loop symbol"));
+	add(o, "samples", json_object_new_int64((int64_t)n->samples));
+	add(o, "unwinds", json_object_new_int64((int64_t)n->unwinds));
+	add(o, "native_frames", json_object_new_int64((int64_t)n->frames));
+	add(ended, "at_thread_start", json_object_new_int64((int64_t)n->ended_root));
+	add(ended, "at_end_of_copy", json_object_new_int64((int64_t)n->ended_copy));
+	add(ended, "no_unwind_data", json_object_new_int64((int64_t)n->ended_no_cfi));
+	add(ended, "depth_limit", json_object_new_int64((int64_t)n->ended_depth));
+	add(ended, "no_registers", json_object_new_int64((int64_t)n->ended_no_regs));
+	add(o, "unwinds_ended", ended);
+	add(o, "calls_unpaired", json_object_new_int64((int64_t)n->calls_unpaired));
+	add(o, "samples_without_unwinder", json_object_new_int64((int64_t)n->no_unwinder));
+	return o;
+}
+
+/*
  * The kernel, what the BPF side used of it, and each fallback taken for
  * what it lacks (loader__kernel_report): build is how the walker's loops
  * were verified ("iterators", Linux 6.4+; "bpf_loop", 5.17+; "bounded", the
@@ -797,6 +827,8 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 	 * the line their process's main thread was at. */
 	add(o, "native_threads_credited_s", seconds(f->native_threads_ns));
 	add(o, "bpf", bpf_json(&f->bpf));
+	if (f->has_native)
+		add(o, "native", native_json(&f->native));
 	if (f->has_kernel)
 		add(o, "kernel", kernel_json(&f->kernel));
 	if (f->has_gpu)

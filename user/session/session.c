@@ -30,6 +30,7 @@
 #include "session/session.h"
 #include "collect/loader.h"
 #include "session/session_int.h"
+#include "symbolize/unwind.h"
 #include "symbolize/usyms.h"
 
 /* About 600 bytes an entry: bounds the cache near 10 MB.  Past it the cache
@@ -72,6 +73,7 @@ struct session *session__new(const struct session_opts *opts)
 	s->creds = opts->creds;
 	s->memory = opts->memory;
 	s->async_waits = opts->async_waits;
+	s->native = opts->native;
 	s->async_live_gap_ns = s->async_live_gap_max_ns = ASYNC_POLL_NS;
 	s->gpu_library = opts->gpu_library;
 	s->gpu_off = opts->gpu_off;
@@ -100,6 +102,7 @@ void session__set_bpf(struct session *s, const struct session_bpf *bpf)
 
 static void tproc_free(struct tproc *tp)
 {
+	unwind__free(tp->unwind);
 	usyms__free(tp->usyms);
 	sasync_stop(tp);
 	if (tp->root_fd >= 0)
@@ -126,6 +129,7 @@ void session__free(struct session *s)
 	hmap__free(s->code_probes);
 	hmap__free(s->dealloc_exes);
 	sgpu_free(s);
+	snative_free(s);
 	hmap__free(s->tnames);
 	pycode_cache__free(s->codes);
 	elf_cache__free(s->elves);
@@ -1052,9 +1056,11 @@ static enum sample_where interpreter_where(const struct tproc *tp, const struct 
 	return WHERE_NATIVE;
 }
 
-static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, struct sample_in *in)
+int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, const char **module,
+			const char **sym, int64_t *offset)
 {
-	struct usym sym;
+	struct profile *p = tp_profile(s, tp);
+	struct usym u;
 	uint64_t now;
 	int err;
 
@@ -1063,31 +1069,40 @@ static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, stru
 
 		tp->usyms = usyms__new(tp->pid, &o);
 		if (!tp->usyms)
-			return;
+			return -ENOENT;
 	}
-	err = usyms__resolve(tp->usyms, ip, &sym);
+	err = usyms__resolve(tp->usyms, ip, &u);
 	if (err == -ENOENT) {
 		/* A library loaded since: re-read the maps, at most every 100 ms. */
 		now = mono_ns();
 		if (now - tp->last_refresh_ns < 100000000ULL)
-			return;
+			return -ENOENT;
 		tp->last_refresh_ns = now;
-		if (usyms__refresh(tp->usyms) || usyms__resolve(tp->usyms, ip, &sym))
-			return;
+		if (usyms__refresh(tp->usyms) || usyms__resolve(tp->usyms, ip, &u))
+			return -ENOENT;
 	} else if (err) {
-		return;
+		return -ENOENT;
 	}
-	in->native_module = profile__intern(tp_profile(s, tp), sym.module);
-	in->native_sym = profile__intern(tp_profile(s, tp), sym.name ? sym.name : "");
-	in->native_ip = ip;
-	/* Without a symbol, sym.offset is a file offset, not one from a start. */
-	in->native_offset = sym.name && sym.name[0] ? (int64_t)sym.offset : -1;
-	if (!sym.name || !sym.name[0]) {
+	*module = profile__intern(p, u.module);
+	/* Without a symbol, u.offset is a file offset, not one from a start. */
+	if (!u.name || !u.name[0]) {
 		char buf[64];
 
-		snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)sym.offset);
-		in->native_sym = profile__intern(tp_profile(s, tp), buf);
+		snprintf(buf, sizeof(buf), "+0x%llx", (unsigned long long)u.offset);
+		*sym = profile__intern(p, buf);
+		*offset = -1;
+	} else {
+		*sym = profile__intern(p, u.name);
+		*offset = (int64_t)u.offset;
 	}
+	return *module && *sym ? 0 : -ENOMEM;
+}
+
+static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, struct sample_in *in)
+{
+	if (session_native_name(s, tp, ip, &in->native_module, &in->native_sym, &in->native_offset))
+		return;
+	in->native_ip = ip;
 }
 
 const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint64_t code,
@@ -1162,25 +1177,57 @@ void session_frame_names(struct profile *p, const struct pycode *pc, struct fram
 		pycode__keep_names(pc, key, out->filename, out->qualname);
 }
 
+/* Whether the raw frame is the outermost Python frame of one C-level call of
+ * the interpreter's eval loop (abi.h: PY_FRAME_F_ENTRY): up to 3.10 every
+ * frame has its own call; 3.11 marks the frame; 3.12+ push a shim below it
+ * (next: the frame below, NULL at the bottom). */
+static bool eval_call_ends(int minor, const struct py_frame *f, const struct py_frame *next)
+{
+	if (minor <= 10)
+		return true;
+	if (minor == 11)
+		return f->flags & PY_FRAME_F_ENTRY;
+	return next && !next->code;
+}
+
+/* The sample's frames, resolved, innermost first; with segs, each one's eval
+ * loop call (segs->seg), counted from the innermost (0) as eval_call_ends
+ * tells them apart (frames left out still count their calls), and where each
+ * call's entry frame lies on the C stack (3.12+: the shim's address; else 0). */
 static int resolve_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
-			  struct frame_ref *out, int *offsets)
+			  struct frame_ref *out, int *offsets, struct frame_segs *segs)
 {
 	uint32_t i, n = ev->nframes < MAX_FRAMES ? ev->nframes : MAX_FRAMES;
-	int k = 0;
+	int k = 0, seg = 0;
 
 	for (i = 0; i < n; i++) {
 		const struct py_frame *f = &ev->frames[frame_slot(ev, i)];
 		const struct pycode *pc;
-		int line;
+		int line, this_seg;
 
 		if (ev->elided && i == INNER_FRAMES) {
 			out[k] = elided_frame;
 			if (offsets)
 				offsets[k] = -1;
+			if (segs)
+				segs->seg[k] = seg;
 			k++;
 		}
 		if (!f->code)
 			continue; /* interpreter shim */
+		this_seg = seg;
+		if (segs) {
+			const struct py_frame *next =
+				i + 1 < n ? &ev->frames[frame_slot(ev, i + 1)] : NULL;
+
+			if (eval_call_ends(tp->pp.minor, f, next)) {
+				segs->entry[seg] = next && !next->code
+							   ? (uint64_t)next->ident << 32 | next->tag
+							   : 0;
+				seg++;
+				segs->n = seg;
+			}
+		}
 		if (!frame_identified(f)) {
 			s->frames_unreadable++;
 			s->frames_unread_in_bpf++;
@@ -1216,6 +1263,8 @@ static int resolve_frames(struct session *s, struct tproc *tp, const struct samp
 			continue;
 		if (offsets)
 			offsets[k] = f->offset;
+		if (segs)
+			segs->seg[k] = this_seg;
 		k++;
 	}
 	return k;
@@ -1230,7 +1279,8 @@ static bool not_python(const struct tproc *tp, const struct sample_event *ev)
 /* A sample's resolved frames, innermost first: their count; when there are
  * none, the reason goes to *unattributed. */
 static int sample_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
-			 struct frame_ref *frames, int *offsets, int *unattributed)
+			 struct frame_ref *frames, int *offsets, struct frame_segs *segs,
+			 int *unattributed)
 {
 	/* A stack of interpreter shims only (3.12+ entry frames with no Python
 	 * frame above them yet: start-up, finalisation) has no Python frame,
@@ -1247,7 +1297,7 @@ static int sample_frames(struct session *s, struct tproc *tp, const struct sampl
 		*unattributed = UNATTR_UNREADABLE;
 		return 0;
 	}
-	n = resolve_frames(s, tp, ev, frames, offsets);
+	n = resolve_frames(s, tp, ev, frames, offsets, segs);
 	if (!n)
 		*unattributed = unread_before < s->frames_unreadable ? UNATTR_UNREADABLE
 								     : UNATTR_NO_PYTHON_THREAD;
@@ -1259,7 +1309,7 @@ int session_frames(struct session *s, struct tproc *tp, const struct sample_even
 {
 	if (not_python(tp, ev))
 		return 0;
-	return sample_frames(s, tp, ev, frames, NULL, unattributed);
+	return sample_frames(s, tp, ev, frames, NULL, NULL, unattributed);
 }
 
 /* A memory sample held back, resolved (its frames are read while they are
@@ -1352,7 +1402,7 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 	if (!m.not_python) {
 		m.frames = frames;
 		m.offsets = offsets;
-		m.nframes = sample_frames(s, tp, ev, frames, offsets, &m.unattributed);
+		m.nframes = sample_frames(s, tp, ev, frames, offsets, NULL, &m.unattributed);
 	}
 	if (s->mem_hold)
 		hold_mem(s, tp_profile(s, tp), &m);
@@ -1398,11 +1448,35 @@ static bool hold(struct session *s, const struct sample_event *ev, size_t size)
 	return true;
 }
 
+/* Room for a whole stack (--native): the Python frames, the native ones
+ * unwound, the kernel's. */
+#define WHOLE_FRAMES (SAMPLE_FRAMES + 128 + NATIVE_KFRAMES)
+
+/* An EV_NATIVE record's native part, or NULL (an EV_SAMPLE, or a record not
+ * whole: counted as bad, the sample kept). */
+static const struct native_tail *native_part(struct session *s, const struct sample_event *ev,
+					     size_t size)
+{
+	const struct native_sample *ns = (const struct native_sample *)ev;
+
+	if (ev->hdr.type != EV_NATIVE)
+		return NULL;
+	if (size < NATIVE_HDR_SIZE || ns->nt.stack_len > NATIVE_STACK_BYTES ||
+	    size < NATIVE_HDR_SIZE + ns->nt.stack_len || ns->nt.nkframes > NATIVE_KFRAMES) {
+		s->bad_records++;
+		return NULL;
+	}
+	return &ns->nt;
+}
+
 static void on_sample(struct session *s, const struct sample_event *ev, size_t size, bool retry)
 {
-	struct frame_ref frames[SAMPLE_FRAMES];
+	struct frame_ref frames[SAMPLE_FRAMES], whole[WHOLE_FRAMES];
+	uint64_t whole_ips[WHOLE_FRAMES];
+	struct frame_segs segs;
 	struct sample_in in = { .unattributed = -1, .native_offset = -1 };
 	uint32_t count = ev->count ? ev->count : 1;
+	const struct native_tail *nt;
 	struct profile *p;
 	struct tproc *tp;
 
@@ -1412,6 +1486,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->bad_records++;
 		return;
 	}
+	nt = native_part(s, ev, size);
 	tp = hmap__get(s->procs, &(int){ (int)ev->hdr.tgid });
 	if (s->bpf.drain_counts && ev->mode < MODE_MALLOC && (!tp || ev->gen != tp->gen) &&
 	    !retry && hold(s, ev, size))
@@ -1464,7 +1539,11 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		native_symbol(s, tp, ev->user_ip, &in);
 	if (!in.not_python) {
 		in.frames = frames;
-		in.nframes = sample_frames(s, tp, ev, frames, NULL, &in.unattributed);
+		segs.n = 0;
+		in.nframes =
+			sample_frames(s, tp, ev, frames, NULL, nt ? &segs : NULL, &in.unattributed);
+		if (nt && in.nframes)
+			snative_stack(s, tp, ev, nt, &segs, &in, whole, whole_ips, WHOLE_FRAMES);
 	}
 	profile__add(p, &in);
 }
@@ -1601,6 +1680,7 @@ static const struct {
 	[EV_GPU_CALL] = { sizeof(struct gpu_call_record), rec_gpu_call },
 	[EV_GPU_NAME] = { sizeof(struct gpu_name_record), rec_gpu_name },
 	[EV_CODE] = { offsetof(struct code_snap_record, table), rec_code },
+	[EV_NATIVE] = { SAMPLE_HDR_SIZE, rec_sample },
 };
 
 int session__handle(void *ctx, const void *data, size_t size)
@@ -1934,6 +2014,10 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 			 s->gpu_library ? s->gpu_library : "");
 		snprintf(f->gpu.off, sizeof(f->gpu.off), "%s", s->gpu_off ? s->gpu_off : "");
 		sgpu_facts(s, &f->gpu);
+	}
+	if (s->native) {
+		f->has_native = true;
+		snative_facts(s, &f->native);
 	}
 	f->rate_hz = s->rate_hz;
 	f->period_ns = s->period_ns;

@@ -79,6 +79,7 @@ struct session_opts {
 	int ncpus;
 	bool memory;	  /* the allocation sampler is preloaded into the program */
 	bool async_waits; /* await attribution (pyasync.h) */
+	bool native;	  /* CPU samples come with their native stacks (--native) */
 	/* System-wide: the counts kept in BPF are drained this often (0:
 	 * COUNTS_DRAIN_NS). */
 	uint64_t drain_ns;

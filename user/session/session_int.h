@@ -22,6 +22,11 @@
 #include "sampler/sampler.h"
 #include "session/session.h"
 
+struct frame_ref;
+struct ksyms;
+struct sample_in;
+struct unwind;
+
 struct asyncprobe;
 struct elf_cache;
 struct hmap;
@@ -47,6 +52,10 @@ struct tproc {
 	uint64_t parent_space; /* the parent's, for code objects inherited at fork */
 	struct py_proc pp;
 	struct usyms *usyms;
+	/* --native: its stacks' unwinder (session_native.c); made at the first
+	 * native sample, unwind_failed when it could not be. */
+	struct unwind *unwind;
+	bool unwind_failed;
 	uint64_t next_try_ns, first_try_ns, last_try_ns, retry_ns;
 	unsigned int tries; /* at recognising this image, so far */
 	/* Its interpreter's files were read for the code deallocator's place
@@ -266,6 +275,13 @@ struct session {
 	struct hmap *gpu_stacks; /* stack id -> struct sample_event (malloc'ed) */
 	struct hmap *gpu_sites;	 /* struct gpu_site_key -> profile site + 1 */
 	uint64_t gpu_stacks_dropped, gpu_calls_no_stack;
+	/* --native (session_native.c): the kernel's symbols, read at the first
+	 * kernel frame; stacks whose eval-loop frames and Python calls did
+	 * not pair up, of whole stacks. */
+	bool native;
+	struct ksyms *ksyms;
+	bool ksyms_tried;
+	uint64_t native_stacks, native_mismatched, native_no_unwinder;
 };
 
 /* The profile a process's records go to: its own (system-wide), or the
@@ -294,6 +310,32 @@ const struct pycode *session_code_for(struct session *s, struct tproc *tp, uint6
  * reason in *unattributed). */
 int session_frames(struct session *s, struct tproc *tp, const struct sample_event *ev,
 		   struct frame_ref *frames, int *unattributed);
+
+/* A native address's module, symbol and offset from the symbol's start, as
+ * the process maps it (names interned in the profile its samples go to;
+ * without a symbol, "+0x<file offset>" and offset -1): 0, or -ENOENT. */
+int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, const char **module,
+			const char **sym, int64_t *offset);
+
+/* A sample's Python frames grouped by the C-level calls of the eval loop
+ * that run them (session.c: resolve_frames): each resolved frame's call,
+ * counted from the innermost (0), and each call's entry frame's address on
+ * the C stack (3.12+; else 0). */
+struct frame_segs {
+	int seg[MAX_FRAMES + 1];
+	uint64_t entry[MAX_FRAMES + 1];
+	int n; /* calls */
+};
+
+/* --native (session_native.c): a sample's whole stack into in->stack (room
+ * for max frames in stack and ips): the Python frames in->frames holds, each
+ * call of the eval loop where its native frame is, with the native frames
+ * between and below them and the kernel's. */
+void snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		   const struct native_tail *nt, const struct frame_segs *segs,
+		   struct sample_in *in, struct frame_ref *stack, uint64_t *ips, int max);
+void snative_free(struct session *s);
+void snative_facts(const struct session *s, struct facts_native *out);
 
 /* GPU (session_gpu.c): the library's records and launch sites. */
 void sgpu_record(struct session *s, struct tproc *tp, const struct gpu_record *r);

@@ -263,10 +263,59 @@ int usyms__resolve(struct usyms *u, uint64_t addr, struct usym *out)
 	if (!m)
 		return 0;
 	elf = mod_elf(u, m, e);
-	if (!elf || elf_file__offset_to_vaddr(elf, fileoff, &vaddr) ||
-	    elf_file__symbolize(elf, vaddr, &name, &symoff))
+	if (!elf || elf_file__offset_to_vaddr(elf, fileoff, &vaddr))
 		return 0;
+	if (elf_file__symbolize(elf, vaddr, &name, &symoff)) {
+		uint64_t start, off;
+
+		/* No symbol: the function's start from the unwind data, the
+		 * same for every address in it. */
+		if (!elf_file__func_start(elf, vaddr, &start) &&
+		    !elf_file__vaddr_to_offset(elf, start, &off))
+			out->offset = off;
+		return 0;
+	}
 	out->name = name;
 	out->offset = symoff;
+	return 0;
+}
+
+int usyms__each_text(struct usyms *u,
+		     int (*fn)(void *arg, const char *module, const char *path, uint64_t bias),
+		     void *arg)
+{
+	size_t i, n = procmaps__count(u->maps);
+	struct umod *last = NULL;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		const struct map_entry *e = procmaps__get(u->maps, i);
+		struct umod *m = u->entry_mod[i];
+		struct elf_file *elf;
+		uint64_t bias, vaddr;
+		char *path;
+
+		/* One call per file: its text mapping. */
+		if (!m || !e->x || m == last)
+			continue;
+		elf = mod_elf(u, m, e);
+		if (!elf)
+			continue;
+		if (procmaps_load_bias(u->maps, e->path, elf, &bias)) {
+			if (elf_file__offset_to_vaddr(elf, e->offset, &vaddr))
+				continue;
+			bias = e->start - vaddr;
+		}
+		last = m;
+		/* As open_mapped_file names it. */
+		if (e->deleted ? asprintf(&path, "%s/map_files/%" PRIx64 "-%" PRIx64, u->proc,
+					  e->start, e->end) < 0
+			       : asprintf(&path, "%s/root%s", u->proc, e->path) < 0)
+			return -ENOMEM;
+		err = fn(arg, e->path, path, bias);
+		free(path);
+		if (err)
+			return err;
+	}
 	return 0;
 }

@@ -27,7 +27,9 @@ struct usym {
 	const char *name;   /* NULL when no function symbol covers the address */
 	/*
 	 * With a name: the offset from the function's start.  Without one: the
-	 * file offset of the address in module (what "module+0x..." means).
+	 * file offset in module (what "module+0x..." means) of the start of the
+	 * function holding the address, where the file's unwind data tells it
+	 * (.eh_frame_hdr), else of the address itself.
 	 */
 	uint64_t offset;
 };
@@ -44,5 +46,15 @@ int usyms__refresh(struct usyms *u);
  * stay valid until the next usyms__refresh() or usyms__free().
  */
 int usyms__resolve(struct usyms *u, uint64_t addr, struct usym *out);
+
+/*
+ * Calls fn once for each file the process maps code from, with the path the
+ * process's maps show (module), the name this process opens it under (path)
+ * and its load bias (a link-time address plus the bias is where it is in the
+ * process): the first non-zero return, or 0.
+ */
+int usyms__each_text(struct usyms *u,
+		     int (*fn)(void *arg, const char *module, const char *path, uint64_t bias),
+		     void *arg);
 
 #endif /* USYMS_H */

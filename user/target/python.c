@@ -783,6 +783,7 @@ void python__walk_cfg(const struct py_offsets *o, uint64_t tss_key_addr, int64_t
 	c->f_instr = o->frame_instr;
 	/* 3.11 has owner but no shim frames; only 3.12+ marks them with it. */
 	c->f_owner = o->minor >= 12 ? o->frame_owner : PYOFF_NONE;
+	c->f_entry = o->minor == 11 ? o->frame_is_entry : PYOFF_NONE;
 	c->frame_read = o->frame_size < FRAME_BUF ? o->frame_size : FRAME_BUF;
 	c->co_adaptive = o->code_code_adaptive == PYOFF_NONE ? 0 : o->code_code_adaptive;
 	c->co_firstlineno = o->code_firstlineno;

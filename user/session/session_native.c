@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * --native: a sample's whole stack, Python, native and kernel frames in one
+ * (session_int.h: snative_stack).
+ *
+ * The native stack (unwound from the sample's stack copy) holds one frame of
+ * the interpreter's eval loop for each C-level call of it; the Python frames
+ * the walk found fall into the same calls (resolve_frames' segments), the
+ * innermost call's frames at the innermost eval-loop frame.  So each
+ * eval-loop frame is replaced by its call's Python frames, in order, and the
+ * native frames stay where they are: a Python line calling C that calls back
+ * into Python reads line, C functions, callback line.  As Scalene writes its
+ * stacks, the interpreter's own runtime (its start, its eval loop, the
+ * generic call dispatch) is left out: everything below the outermost Python
+ * frame, and the functions runtime_frame() names.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "model/profile.h"
+#include "session/session_int.h"
+#include "symbolize/ksyms.h"
+#include "symbolize/unwind.h"
+
+/* Native frames unwound per sample, at most. */
+#define NATIVE_FRAMES_MAX 128
+
+/* The eval loop's own function (and its compiler-split parts). */
+static bool eval_frame(const char *sym)
+{
+	return !strncmp(sym, "_PyEval_EvalFrameDefault", 24);
+}
+
+/* The interpreter's runtime, as Scalene leaves it out of its stacks: process
+ * entry, running the main module, the generic call dispatch. */
+static bool runtime_frame(const char *sym)
+{
+	static const char *const names[] = {
+		"Py_RunMain",
+		"Py_BytesMain",
+		"Py_Main",
+		"PyEval_EvalCode",
+		"_PyEval_Vector",
+		"call_method",
+		"slot_tp_init",
+		"type_call",
+		"builtin_exec",
+		"run_mod",
+		"_start",
+		"__libc_start_main",
+		"__libc_start_call_main",
+	};
+	static const char *const prefixes[] = { "PyObject_Vectorcall", "_PyObject_Vectorcall",
+						"pymain_" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(sym, names[i]))
+			return true;
+	}
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (!strncmp(sym, prefixes[i], strlen(prefixes[i])))
+			return true;
+	}
+	return false;
+}
+
+static void kernel_frame(struct session *s, struct profile *p, uint64_t ip, struct frame_ref *out)
+{
+	const char *name = NULL, *module = "";
+	uint64_t off;
+	char buf[160];
+
+	if (!s->ksyms_tried) {
+		s->ksyms_tried = true;
+		s->ksyms = ksyms__load(NULL);
+		if (!s->ksyms || !ksyms__count(s->ksyms))
+			pr_info("--native: the kernel's symbols are not readable "
+				"(/proc/kallsyms, kernel.kptr_restrict): kernel frames go "
+				"unnamed\n");
+	}
+	if (s->ksyms)
+		name = ksyms__resolve(s->ksyms, ip, &module, &off);
+	if (!name) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)ip);
+		name = buf;
+	}
+	out->qualname = profile__intern(p, name);
+	if (module[0]) {
+		snprintf(buf, sizeof(buf), "[%s]", module);
+		out->filename = profile__intern(p, buf);
+	} else {
+		out->filename = profile__intern(p, KERNEL_MODULE);
+	}
+	out->firstlineno = FRAME_KERNEL;
+	out->line = 0;
+}
+
+/*
+ * Whether native frame i (of n, innermost first) is the eval-loop call whose
+ * entry frame is at `entry` on the C stack: the call's locals hold it, so it
+ * lies between the frame's stack pointer and its caller's.  Without either
+ * (up to 3.11, or a libdw before 0.188), the frame's name tells.
+ */
+static bool holds_call(uint64_t entry, const uint64_t *sps, int i, int n, const char *sym)
+{
+	if (!entry || !sps[i])
+		return eval_frame(sym);
+	return entry >= sps[i] && (i + 1 >= n || !sps[i + 1] || entry < sps[i + 1]);
+}
+
+void snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		   const struct native_tail *nt, const struct frame_segs *segs,
+		   struct sample_in *in, struct frame_ref *stack, uint64_t *ips, int max)
+{
+	struct profile *p = tp_profile(s, tp);
+	uint64_t pcs[NATIVE_FRAMES_MAX], sps[NATIVE_FRAMES_MAX];
+	int npcs = 0, n = 0, k = 0, seg = 0, evals = 0, outer = 0;
+	enum unwind_end end = UNWIND_END_NO_REGS;
+	uint32_t i;
+
+	if (!tp->unwind && !tp->unwind_failed) {
+		const char *m, *sym;
+		int64_t off;
+
+		/* Its maps, read as native_symbol does. */
+		session_native_name(s, tp, nt->regs[NATIVE_REG_IP], &m, &sym, &off);
+		tp->unwind = tp->usyms ? unwind__new(tp->pid, tp->usyms) : NULL;
+		tp->unwind_failed = !tp->unwind;
+	}
+	if (tp->unwind)
+		npcs = unwind__stack(tp->unwind, (int)ev->tid, nt, pcs, sps, NATIVE_FRAMES_MAX,
+				     &end);
+	else
+		s->native_no_unwinder++;
+	for (i = 0; i < nt->nkframes && i < NATIVE_KFRAMES && n < max; i++) {
+		kernel_frame(s, p, nt->kips[i], &stack[n]);
+		if (!stack[n].filename || !stack[n].qualname)
+			continue;
+		ips[n++] = nt->kips[i];
+	}
+	for (i = 0; i < (uint32_t)npcs && n < max; i++) {
+		const char *module, *sym;
+		int64_t off;
+
+		if (session_native_name(s, tp, pcs[i], &module, &sym, &off)) {
+			module = profile__intern(p, "");
+			sym = profile__intern(p, "[unknown]");
+			if (!module || !sym)
+				continue;
+		}
+		if (seg < segs->n && holds_call(segs->entry[seg], sps, (int)i, npcs, sym)) {
+			/* Its call's Python frames. */
+			for (; k < in->nframes && segs->seg[k] == seg && n < max; k++) {
+				stack[n] = in->frames[k];
+				ips[n++] = 0;
+				outer = n;
+			}
+			seg++;
+			evals++;
+			continue;
+		}
+		if (eval_frame(sym) || runtime_frame(sym))
+			continue;
+		stack[n].filename = module;
+		stack[n].qualname = sym;
+		stack[n].firstlineno = FRAME_NATIVE;
+		stack[n].line = 0;
+		ips[n++] = pcs[i];
+	}
+	/* Python frames whose eval-loop frames lie beyond what was unwound. */
+	for (; k < in->nframes && n < max; k++) {
+		stack[n] = in->frames[k];
+		ips[n++] = 0;
+		outer = n;
+	}
+	/* Below the outermost Python frame: the runtime's start, the thread's. */
+	if (outer)
+		n = outer;
+	s->native_stacks++;
+	if (end == UNWIND_END_ROOT && evals != segs->n) {
+		s->native_mismatched++;
+		pr_debug("process %d: %d eval-loop frames for %d calls of Python frames\n", tp->pid,
+			 evals, segs->n);
+	}
+	in->stack = stack;
+	in->stack_ips = ips;
+	in->nstack = n;
+}
+
+void snative_facts(const struct session *s, struct facts_native *out)
+{
+	struct unwind_stats u;
+
+	unwind__stats(&u);
+	out->stack_copy_bytes = NATIVE_STACK_BYTES;
+	out->samples = s->native_stacks;
+	out->unwinds = u.stacks;
+	out->frames = u.frames;
+	out->ended_root = u.ends[UNWIND_END_ROOT];
+	out->ended_copy = u.ends[UNWIND_END_COPY];
+	out->ended_no_cfi = u.ends[UNWIND_END_NO_CFI];
+	out->ended_depth = u.ends[UNWIND_END_DEPTH];
+	out->ended_no_regs = u.ends[UNWIND_END_NO_REGS];
+	out->calls_unpaired = s->native_mismatched;
+	out->no_unwinder = s->native_no_unwinder;
+	out->frame_sp = unwind__frame_sp();
+}
+
+void snative_free(struct session *s)
+{
+	ksyms__free(s->ksyms);
+	s->ksyms = NULL;
+}
