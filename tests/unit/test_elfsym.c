@@ -106,6 +106,18 @@ static void check_roundtrip(const struct elf_file *e, const char *name, uint64_t
 	CHECK_EQ_INT(off, delta);
 }
 
+/* The unwind data's table gives a function's start from any address in
+ * it: the symbol's value. */
+static void check_func_start(const struct elf_file *e, const char *name, uint64_t delta)
+{
+	uint64_t value, size, start = 0;
+
+	CHECK_EQ_INT(elf_file__find_symbol(e, name, &value, &size), 0);
+	CHECK(size > delta);
+	CHECK_EQ_INT(elf_file__func_start(e, value + delta, &start), 0);
+	CHECK_EQ_INT(start, value);
+}
+
 static void test_libpython312(void)
 {
 	uint64_t value, size, vaddr, off, bias = 0, ranges[4][2];
@@ -133,6 +145,11 @@ static void test_libpython312(void)
 	check_roundtrip(e, "_PyEval_EvalFrameDefault", 16);
 	check_roundtrip(e, "_PyEval_EvalFrameDefault", 0);
 	check_roundtrip(e, "PyObject_GetAttr", 1);
+	check_func_start(e, "_PyEval_EvalFrameDefault", 4000);
+	check_func_start(e, "PyObject_GetAttr", 1);
+	check_func_start(e, "PyObject_GetAttr", 0);
+	/* Below the first function the unwind data covers: none. */
+	CHECK_EQ_INT(elf_file__func_start(e, 0, &value), -ENOENT);
 
 	CHECK_EQ_INT(elf_file__first_load(e, &vaddr, &off), 0);
 	CHECK_EQ_INT(vaddr, 0);
@@ -172,6 +189,9 @@ static void test_debian_python311(void)
 	CHECK_EQ_INT(elf_file__find_symbol(e, "_PyEval_EvalFrameDefault.cold", NULL, NULL),
 		     -ENOENT);
 	check_roundtrip(e, "_PyEval_EvalFrameDefault", 16);
+	/* Stripped of .symtab, the unwind data still knows where each
+	 * function starts. */
+	check_func_start(e, "_PyEval_EvalFrameDefault", 16);
 	CHECK_EQ_INT(elf_file__first_load(e, &vaddr, &off), 0);
 	CHECK_EQ_INT(vaddr, 0x400000);
 	CHECK_EQ_INT(off, 0);

@@ -133,6 +133,7 @@ struct facts_native {
 	uint64_t stack_copy_bytes; /* of each sample's stack, at most */
 	uint64_t samples;	   /* given a whole stack */
 	uint64_t unwinds, frames;  /* native frames found */
+	uint64_t copied_bytes;	   /* of the stacks copied for them */
 	/* Why the unwinds ended: at the thread's first frame, at the end of
 	 * the copy, at code with no unwind data, at the depth limit, with no
 	 * user registers. */

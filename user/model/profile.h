@@ -30,8 +30,8 @@ struct frame_ref {
 };
 
 /* A native or kernel frame of a whole stack (sample_in.stack, --native):
- * filename is its object file (a kernel frame's: KERNEL_MODULE, or the
- * kernel module's name in brackets), qualname its symbol, line 0, and
+ * filename is its object file (a kernel frame's: KERNEL_MODULE, or
+ * "[kernel:NAME]" in a kernel module), qualname its symbol, line 0, and
  * firstlineno one of these; a Python frame's first line is >= 0. */
 enum frame_native_kind {
 	FRAME_NATIVE = -1,

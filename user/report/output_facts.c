@@ -475,6 +475,9 @@ static struct json_object *native_json(const struct facts_native *n)
 	add(o, "samples", json_object_new_int64((int64_t)n->samples));
 	add(o, "unwinds", json_object_new_int64((int64_t)n->unwinds));
 	add(o, "native_frames", json_object_new_int64((int64_t)n->frames));
+	if (n->unwinds)
+		add(o, "stack_bytes_per_unwind",
+		    json_object_new_double((double)n->copied_bytes / (double)n->unwinds));
 	add(ended, "at_thread_start", json_object_new_int64((int64_t)n->ended_root));
 	add(ended, "at_end_of_copy", json_object_new_int64((int64_t)n->ended_copy));
 	add(ended, "no_unwind_data", json_object_new_int64((int64_t)n->ended_no_cfi));

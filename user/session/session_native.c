@@ -88,7 +88,7 @@ static void kernel_frame(struct session *s, struct profile *p, uint64_t ip, stru
 	}
 	out->qualname = profile__intern(p, name);
 	if (module[0]) {
-		snprintf(buf, sizeof(buf), "[%s]", module);
+		snprintf(buf, sizeof(buf), "[kernel:%s]", module);
 		out->filename = profile__intern(p, buf);
 	} else {
 		out->filename = profile__intern(p, KERNEL_MODULE);
@@ -198,6 +198,7 @@ void snative_facts(const struct session *s, struct facts_native *out)
 	out->samples = s->native_stacks;
 	out->unwinds = u.stacks;
 	out->frames = u.frames;
+	out->copied_bytes = u.copied_bytes;
 	out->ended_root = u.ends[UNWIND_END_ROOT];
 	out->ended_copy = u.ends[UNWIND_END_COPY];
 	out->ended_no_cfi = u.ends[UNWIND_END_NO_CFI];

@@ -1,23 +1,25 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Kernel symbols from /proc/kallsyms (ksyms.h). */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/strtab.h"
 #include "symbolize/ksyms.h"
 
 struct ksym {
 	uint64_t addr;
-	const char *name, *module; /* interned */
+	const char *name;   /* into text */
+	const char *module; /* interned */
 };
 
 struct ksyms {
 	struct ksym *syms;
 	size_t n;
-	struct strtab *names;
+	char *text; /* the file, its names cut out in place */
+	struct strtab *modules;
 };
 
 static int ksym_cmp(const void *a, const void *b)
@@ -27,31 +29,95 @@ static int ksym_cmp(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The whole file: /proc files have no size to ask for. */
+static char *slurp(const char *path)
+{
+	size_t len = 0, cap = 1 << 22;
+	char *buf = malloc(cap), *grown;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	if (fd < 0 || !buf)
+		goto fail;
+	for (;;) {
+		if (cap - len < 65536) {
+			grown = realloc(buf, cap * 2);
+			if (!grown)
+				goto fail;
+			buf = grown;
+			cap *= 2;
+		}
+		got = read(fd, buf + len, cap - len - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			goto fail;
+		if (!got)
+			break;
+		len += got;
+	}
+	buf[len] = '\0';
+	close(fd);
+	return buf;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* One "ADDR TYPE NAME[\t[MODULE]]" line at p (cut out in place): its
+ * symbol in *s when it is a function's; the next line. */
+static char *parse_line(struct ksyms *k, char *p, struct ksym *s, int *ok)
+{
+	char *nl = strchr(p, '\n'), *end, *name, *mod = NULL;
+	uint64_t a;
+	char type;
+
+	*ok = 0;
+	if (nl)
+		*nl = '\0';
+	a = strtoull(p, &end, 16);
+	if (end == p || end[0] != ' ' || !end[1] || end[2] != ' ')
+		goto next;
+	type = end[1];
+	/* Functions only (text, and weak text); zero: hidden from us. */
+	if (!a || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
+		goto next;
+	name = end + 3;
+	end = name + strcspn(name, " \t");
+	if (*end) {
+		mod = strchr(end + 1, '[');
+		if (mod) {
+			mod++;
+			mod[strcspn(mod, "]")] = '\0';
+		}
+	}
+	*end = '\0';
+	s->addr = a;
+	s->name = name;
+	s->module = strtab__intern(k->modules, mod ? mod : "");
+	*ok = s->module ? 1 : -1;
+next:
+	return nl ? nl + 1 : NULL;
+}
+
 struct ksyms *ksyms__load(const char *path)
 {
 	struct ksyms *k = calloc(1, sizeof(*k));
-	char line[512], name[256], module[128];
 	size_t cap = 0;
-	uint64_t a;
-	char type;
-	FILE *f;
-	int err = 0;
+	char *p;
+	int err = 0, ok;
 
 	if (!k)
 		return NULL;
-	k->names = strtab__new();
-	f = fopen(path ? path : "/proc/kallsyms", "re");
-	if (!k->names || !f) {
-		err = k->names ? errno : ENOMEM;
+	k->modules = strtab__new();
+	k->text = slurp(path ? path : "/proc/kallsyms");
+	if (!k->modules || !k->text) {
+		err = k->modules ? errno : ENOMEM;
 		goto out;
 	}
-	while (fgets(line, sizeof(line), f)) {
-		int got = sscanf(line, "%" SCNx64 " %c %255s [%127[^]]]", &a, &type, name, module);
-		struct ksym *s;
-
-		/* Functions only (text, and weak text); zero: hidden from us. */
-		if (got < 3 || !a || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
-			continue;
+	for (p = k->text; p && *p;) {
 		if (k->n == cap) {
 			size_t c = cap ? cap * 2 : 65536;
 			struct ksym *grown = reallocarray(k->syms, c, sizeof(*grown));
@@ -63,20 +129,15 @@ struct ksyms *ksyms__load(const char *path)
 			k->syms = grown;
 			cap = c;
 		}
-		s = &k->syms[k->n];
-		s->addr = a;
-		s->name = strtab__intern(k->names, name);
-		s->module = strtab__intern(k->names, got == 4 ? module : "");
-		if (!s->name || !s->module) {
+		p = parse_line(k, p, &k->syms[k->n], &ok);
+		if (ok < 0) {
 			err = ENOMEM;
 			goto out;
 		}
-		k->n++;
+		k->n += ok;
 	}
 	qsort(k->syms, k->n, sizeof(*k->syms), ksym_cmp);
 out:
-	if (f)
-		fclose(f);
 	if (err) {
 		ksyms__free(k);
 		errno = err;
@@ -90,7 +151,8 @@ void ksyms__free(struct ksyms *k)
 	if (!k)
 		return;
 	free(k->syms);
-	strtab__free(k->names);
+	free(k->text);
+	strtab__free(k->modules);
 	free(k);
 }
 

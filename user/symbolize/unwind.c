@@ -268,6 +268,7 @@ int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint6
 
 	*end = UNWIND_END_NO_REGS;
 	if (!nt->regs[NATIVE_REG_IP] || !nt->regs[NATIVE_REG_SP] || max <= 0) {
+		stats.stacks++;
 		stats.ends[*end]++;
 		return 0;
 	}
@@ -301,6 +302,7 @@ int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint6
 	w->nt = NULL;
 	stats.stacks++;
 	stats.frames += w->n;
+	stats.copied_bytes += nt->stack_len;
 	stats.ends[*end]++;
 	return w->n;
 }

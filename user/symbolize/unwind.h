@@ -53,6 +53,7 @@ bool unwind__frame_sp(void);
 /* Samples unwound, and frames found, by every unwinder so far. */
 struct unwind_stats {
 	uint64_t stacks, frames;
+	uint64_t copied_bytes; /* of the stacks' copies */
 	uint64_t ends[UNWIND_END_NO_REGS + 1];
 	uint64_t refreshes; /* maps read again for code of no known file */
 };

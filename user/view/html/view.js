@@ -124,12 +124,17 @@ FILES.forEach(function (f) {
 	sources.set(str(f.name), m);
 });
 
+/* Kernel frames (--native) are native frames of "[kernel]" or
+ * "[kernel:module]". */
 function frame(i) {
-	var f = arr(FRAMES[i]);
-	return { kind: f[0] === 'native' ? 'native' : 'py', name: str(f[1]), file: str(f[2]), line: num(f[3]) };
+	var f = arr(FRAMES[i]), file = str(f[2]);
+	var kind = f[0] !== 'native' ? 'py' : file.lastIndexOf('[kernel', 0) === 0 ? 'kernel' : 'native';
+	return { kind: kind, name: str(f[1]), file: file, line: num(f[3]) };
 }
-function frameLabel(f) { return f.name || base(f.file) || (f.kind === 'native' ? '[unknown native]' : '?'); }
+function frameLabel(f) { return f.name || base(f.file) || (f.kind !== 'py' ? '[unknown native]' : '?'); }
 function frameWhere(f) {
+	if (f.kind === 'kernel')
+		return f.file + ' (kernel)';
 	if (f.kind === 'native')
 		return (f.file || 'unknown module') + ' (native)';
 	return (f.file || '?') + (f.line > 0 ? ':' + f.line : '');
@@ -512,6 +517,8 @@ function flameColor(n, palette) {
 		return 'hsl(' + (265 + h % 45) + ',55%,' + (62 + (h >> 8) % 14) + '%)';
 	if (n.f.kind === 'native')
 		return 'hsl(' + (190 + h % 35) + ',60%,' + (60 + (h >> 8) % 14) + '%)';
+	if (n.f.kind === 'kernel')
+		return 'hsl(' + (200 + h % 20) + ',8%,' + (62 + (h >> 8) % 14) + '%)';
 	return 'hsl(' + (12 + h % 38) + ',85%,' + (58 + (h >> 8) % 14) + '%)';
 }
 

@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""--native: Python, native and kernel frames in one stack, in the order they
+call each other, on every interpreter (programs/native_mixed.py):
+
+- Python -> C -> Python: the samples at the comparator's line, called back
+  by libc's qsort through ctypes, read: the qsort line, libc's qsort, ...,
+  the comparator's line (outermost first);
+- native below a line: zlib.compress's samples end in libz;
+- kernel below a line: os.read of /dev/zero's samples end in the kernel's
+  read path;
+- BLAS below a numpy line (the test venv's interpreter, which has numpy).
+
+A sample whose unwind stops short (a frame in code with no unwind data: the
+few instructions of libffi's closure trampolines) keeps its Python frames
+without the native frames between them, so each check allows that: the
+share of samples in order must be what a correct profile gives when at least
+FAITHFUL of them unwind whole, by the binomial range at their count.  The
+profile must also say how its stacks were had (scalene_bpf.native).
+"""
+
+import pytest
+
+from e2e_helpers import (BUILD, check_share, find_interpreter, markers,
+                         profile_run, program)
+
+PROGRAM = program("native_mixed.py")
+LINES = markers(PROGRAM)
+# The least share of samples whose stacks come whole, taken as the truth:
+# measured 96-100 % on all ten interpreters (the rest stop in libffi's
+# trampolines, or in a page past the stack's copy).
+FAITHFUL = 0.9
+# Samples each checked line must have (0.6 s at 997 Hz gives about 550).
+MIN_SAMPLES = 150
+
+
+def entries(profile):
+    """(frames, count) of combined_stacks written whole."""
+    out = []
+    for frames, count in profile["combined_stacks"]:
+        if any(f["kind"] == "py" and f["display_name"].startswith("[")
+               for f in frames):
+            continue  # merged or cut: not judged
+        out.append((frames, count))
+    return out
+
+
+def at(f, name):
+    return (f["kind"] == "py" and f["filename_or_module"].endswith("native_mixed.py")
+            and f["line"] == LINES[name])
+
+
+def innermost_py(frames):
+    for i in range(len(frames) - 1, -1, -1):
+        if frames[i]["kind"] == "py":
+            return i
+    return None
+
+
+def check_ordered(profile, what, ok, n):
+    assert n >= MIN_SAMPLES, f"{what}: {n} samples, fewer than {MIN_SAMPLES}"
+    check_share(ok / n, FAITHFUL, n, what, side="low")
+
+
+def below_line(profile, name, native):
+    """Samples whose innermost Python frame is at the line, and of those the
+    ones with a frame `native` accepts inside it."""
+    ok = n = 0
+    for frames, count in entries(profile):
+        i = innermost_py(frames)
+        if i is None or not at(frames[i], name):
+            continue
+        n += count
+        if any(native(f) for f in frames[i + 1:]):
+            ok += count
+    return ok, n
+
+
+def callbacks_in_order(profile):
+    """Samples at the comparator's line, and of those the ones whose stack
+    reads qsort line, libc's qsort, comparator line."""
+    ok = n = 0
+    for frames, count in entries(profile):
+        cb = next((i for i, f in enumerate(frames) if at(f, "callback")), None)
+        if cb is None:
+            continue
+        n += count
+        line = next((i for i, f in enumerate(frames) if at(f, "qsort")), None)
+        qsort = next((i for i, f in enumerate(frames)
+                      if f["kind"] == "native"
+                      and f["display_name"].startswith("qsort")
+                      and "libc" in f["filename_or_module"]), None)
+        if line is not None and qsort is not None and line < qsort < cb:
+            ok += count
+    return ok, n
+
+
+def check_native_facts(profile):
+    n = profile["scalene_bpf"]["native"]
+    assert n["method"] == "stack copy unwound by libdw"
+    assert n["samples"] > 0 and n["unwinds"] == n["samples"]
+    ended = n["unwinds_ended"]
+    assert sum(ended.values()) == n["unwinds"]
+    check_share(ended["at_thread_start"] / n["unwinds"], FAITHFUL, n["unwinds"],
+                "unwinds that reached the thread's first frame", side="low")
+
+
+def test_mixed_order(python, tmp_path):
+    profile = profile_run(python, PROGRAM, tmp=tmp_path,
+                          opts=["--native", "--cpu-only"]).profile
+    check_native_facts(profile)
+    check_ordered(profile, "comparator samples under qsort under the qsort line",
+                  *callbacks_in_order(profile))
+    check_ordered(profile, "zlib line samples in libz", *below_line(
+        profile, "zlib", lambda f: f["kind"] == "native"
+        and "libz" in f["filename_or_module"]))
+    check_ordered(profile, "read line samples in the kernel's read", *below_line(
+        profile, "read", lambda f: f["filename_or_module"] == "[kernel]"
+        and "read" in f["display_name"]))
+
+
+def test_blas_under_numpy_line(tmp_path):
+    """The test venv's interpreter has numpy: a matrix product's samples end
+    in its BLAS (OpenBLAS, one thread)."""
+    python = BUILD / "venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no test venv (make test-venv)")
+    profile = profile_run(str(python), PROGRAM, tmp=tmp_path,
+                          opts=["--native", "--cpu-only"]).profile
+    check_ordered(profile, "numpy line samples in BLAS", *below_line(
+        profile, "blas", lambda f: f["kind"] == "native"
+        and "blas" in f["filename_or_module"].lower()))
+
+
+def test_without_native_no_native_frames(tmp_path):
+    """Without --native, the stacks are Python frames and at most the leaf
+    native symbol, as before."""
+    python = find_interpreter("py3.12")
+    profile = profile_run(python, PROGRAM, ["0.2"], tmp=tmp_path,
+                          opts=["--cpu-only"]).profile
+    assert "native" not in profile["scalene_bpf"]
+    for frames, _ in profile["combined_stacks"]:
+        kinds = [f["kind"] for f in frames]
+        assert "native" not in kinds[:-1], kinds
+        assert all(f["filename_or_module"] != "[kernel]" for f in frames)
