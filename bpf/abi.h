@@ -199,6 +199,10 @@ struct py_walk_cfg {
 	__u32 ntext;		       /* ranges used in text[] */
 	__u64 call_ops[4];	       /* CALL-family opcodes: bit n of word n / 64 (pyoffsets) */
 	__u64 text[PY_TEXT_RANGES][2]; /* the interpreter's code: [start, end) */
+	/* The main interpreter's collector runs while the int here is set
+	 * (its gc.collecting): a sample then is garbage collection's
+	 * (SAMPLE_F_GC).  0: not known. */
+	__u64 gc_collecting;
 };
 
 /* Per-process state in the `procs` map (key: tgid). */
@@ -373,6 +377,9 @@ struct sample_event {
  * opcode: the interpreter is running the C function that call invoked (a
  * builtin, a method of a built-in type, a C module), which is native time. */
 #define SAMPLE_F_CALL (1u << 0)
+/* SAMPLE_F_GC: the interpreter's garbage collector was running (a CPU
+ * sample of a Python thread; py_walk_cfg.gc_collecting). */
+#define SAMPLE_F_GC (1u << 1)
 
 #define SAMPLE_HDR_SIZE (sizeof(struct sample_event) - MAX_FRAMES * sizeof(struct py_frame))
 

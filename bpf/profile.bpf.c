@@ -548,6 +548,15 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 			stat_inc(STAT_WALK_TRUNCATED);
 		else if (status == WALK_NO_TSTATE || status == WALK_TID_MISMATCH)
 			stat_inc(STAT_NO_TSTATE);
+		/* The collector running: the sample is its. */
+		if (n && p->cfg.gc_collecting) {
+			__s32 on = 0;
+
+			if (!bpf_probe_read_user(&on, sizeof(on),
+						 (const void *)p->cfg.gc_collecting) &&
+			    on)
+				ev->flags |= SAMPLE_F_GC;
+		}
 		/* In the interpreter's code under a call: the called C
 		 * function's time (native), not the eval loop's. */
 		if (n && ev->mode == MODE_USER && pywalk_in_interpreter(&p->cfg, ev->user_ip)) {

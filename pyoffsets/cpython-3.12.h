@@ -117,6 +117,7 @@ static const struct py_offsets py_offsets_3_12 = {
 	.gil_locks = 32,
 	.gil_size = 208,
 	.gil_enabled = PYOFF_NONE,
+	.interp_gc_collecting = 312,
 	.frame_globals = 24,
 	.frame_localsplus = 72,
 	.frame_stacktop = 64,

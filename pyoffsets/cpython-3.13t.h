@@ -120,6 +120,7 @@ static const struct py_offsets py_offsets_3_13t = {
 	.gil_locks = 40,
 	.gil_size = 216,
 	.gil_enabled = 0,
+	.interp_gc_collecting = 7600,
 	.frame_globals = 24,
 	.frame_localsplus = 72,
 	.frame_stacktop = 64,

@@ -122,6 +122,7 @@ static const struct py_offsets py_offsets_3_15 = {
 	.gil_locks = 32,
 	.gil_size = 208,
 	.gil_enabled = PYOFF_NONE,
+	.interp_gc_collecting = 7512,
 	.frame_globals = 24,
 	.frame_localsplus = 80,
 	.frame_stacktop = PYOFF_NONE,

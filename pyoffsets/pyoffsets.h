@@ -125,7 +125,7 @@ struct py_offsets {
 	 * blocks in futex on a word of cond or mutex (take_gil) or switch_cond
 	 * (drop_gil handing it over), all in [gil + gil_locks, gil + gil_size). */
 	uint16_t runtime_ceval_gil;   /* ceval.gil: the GIL itself (<=3.11), else NONE */
-	uint16_t runtime_interp_main; /* interpreters.main (3.12+), else NONE */
+	uint16_t runtime_interp_main; /* interpreters.main */
 	uint16_t interp_ceval_gil;    /* ceval.gil: pointer to the GIL (3.12+), else NONE */
 	uint16_t gil_locked;	      /* _gil_runtime_state.locked (int: -1 before creation) */
 	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
@@ -134,6 +134,9 @@ struct py_offsets {
 	 * its GIL is off (PYTHON_GIL=1, or an extension that needs it, turns it
 	 * on); NONE in a build that always has its GIL. */
 	uint16_t gil_enabled;
+	/* Garbage collection: the main interpreter's collector is running
+	 * while gc.collecting (int) is set. */
+	uint16_t interp_gc_collecting;
 
 	/* Reading an event loop's tasks from outside (async attribution). */
 	uint16_t frame_globals;	   /* f_globals */

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from e2e_helpers import (ASYNC_FILE, BIN, REPO, async_profile, clean_env,
-                         compat, profile_run, reference_dir, sudo_env)
+                         compat, default_interpreter, markers, profile_run,
+                         program, reference_dir, sudo_env)
 
 REFERENCE = reference_dir()
 REFERENCE_FILES = sorted(REFERENCE.glob("*.json")) if REFERENCE.is_dir() \
@@ -1119,3 +1120,35 @@ def test_numbers_rounded_once(tmp_path):
     assert embedded_model(html)["elapsed"] == 1.5050001
     probe = render_ok(html)
     assert "elapsed 1.51 s" in probe["header"], probe["header"]
+
+
+def test_timeline_tracks(tmp_path):
+    """The timeline draws scalene_bpf.tracks: a GC row and an I/O row, whose
+    bars are the tracks' intervals, the collect line's in the tooltip, in
+    their colours on the screen (programs/gc_io.py: test_tracks.py judges
+    the numbers)."""
+    res = profile_run(default_interpreter(), program("gc_io.py"), ["0.6"],
+                      tmp=tmp_path, opts=["--cpu-only"])
+    tracks = res.profile["scalene_bpf"]["tracks"]["intervals"]
+    want = {k: sum(1 for i in tracks if i[0] == k) for k in ("gc", "io")}
+    assert want["gc"] and want["io"], tracks
+    gc_line = markers(program("gc_io.py"))["collect"]
+    html = page_of(res.path, tmp_path)
+    actions = r"""(() => {
+      document.getElementById('timeline').scrollIntoView();
+      const gc = [...document.querySelectorAll('#timeline rect.track-gc')];
+      const io = [...document.querySelectorAll('#timeline rect.track-io')];
+      const longest = gc.sort((a, b) => b.getAttribute('width') - a.getAttribute('width'))[0];
+      const r = longest.getBoundingClientRect();
+      longest.dispatchEvent(new MouseEvent('mousemove', {clientX: r.x + 1, clientY: r.y + 1, bubbles: true}));
+      const tip = document.getElementById('tip');
+      return {gc: gc.length, io: io.length, tip: tip.hidden ? '' : tip.textContent};
+    })()"""
+    shot = tmp_path / "timeline.png"
+    probe = render_ok(html, actions=actions, screenshot=shot)
+    got = probe["actions"]
+    assert got["gc"] == want["gc"] and got["io"] == want["io"], (got, want)
+    assert got["tip"].startswith("GC") and f"gc_io.py:{gc_line}" in got["tip"], got["tip"]
+    _, _, colours, _ = png_pixels(shot)
+    assert bytes((0xd9, 0x53, 0x4f)) in colours, "no GC bar on the screen"
+    assert bytes((0x2a, 0x9d, 0x8f)) in colours, "no I/O bar on the screen"

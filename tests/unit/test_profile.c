@@ -476,6 +476,82 @@ static void test_outside_warning(void)
 	profile__free(p);
 }
 
+/* The tracks: a thread's garbage collection samples a period apart are one
+ * interval per line; another line, another thread or a gap of more than two
+ * periods begins a new one; off-CPU records give I/O and GIL intervals that
+ * end with the block; when they fill, the gap doubles and the count stays
+ * bounded. */
+static void test_tracks(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref a[] = { fr(p, "/app/main.py", "main", 1, 10) };
+	struct frame_ref b[] = { fr(p, "/app/main.py", "main", 1, 11) };
+	const struct profile_tracks *t = profile__tracks(p);
+	struct sample_in s;
+	uint64_t ts = 1000000000ULL;
+	int i;
+
+	for (i = 0; i < 5; i++) { /* line 10: 5 ms of collection */
+		s = sample(a, 1, 1000000);
+		s.gc = true;
+		s.period_ns = 1000000;
+		s.ts_ns = ts += 1000000;
+		profile__add(p, &s);
+	}
+	s = sample(b, 1, 1000000); /* line 11 next: its own interval */
+	s.gc = true;
+	s.period_ns = 1000000;
+	s.ts_ns = ts += 1000000;
+	profile__add(p, &s);
+	s = sample(a, 1, 1000000); /* line 10 again, 10 ms later: a new one */
+	s.gc = true;
+	s.period_ns = 1000000;
+	s.ts_ns = ts += 10000000;
+	profile__add(p, &s);
+	s = sample(a, 1, 1000000); /* not collecting: no interval */
+	s.period_ns = 1000000;
+	s.ts_ns = ts += 1000000;
+	profile__add(p, &s);
+	CHECK_EQ_INT(t->n, 3);
+	CHECK_EQ_INT(t->iv[0].kind, TRACK_GC);
+	CHECK_EQ_INT(t->iv[0].line, 10);
+	CHECK_EQ_INT(t->iv[0].end_ns - t->iv[0].start_ns, 5000000);
+	CHECK_EQ_INT(t->iv[1].line, 11);
+	CHECK_EQ_INT(t->iv[2].line, 10);
+	CHECK(t->ns[TRACK_GC] == 7000000);
+	CHECK_EQ_INT(line_of(p, "/app/main.py", 10)->gc_ns, 6000000);
+
+	/* A block of 30 ms in I/O whose last 4 ms waited for the GIL. */
+	s = sample(a, 1, 0);
+	s.offcpu_ns = 30000000;
+	s.gil_ns = 4000000;
+	s.blocked_kind = BLOCKED_IO;
+	s.ts_ns = ts += 30000000;
+	profile__add(p, &s);
+	CHECK_EQ_INT(t->n, 5);
+	CHECK_EQ_INT(t->iv[3].kind, TRACK_GIL);
+	CHECK_EQ_INT(t->iv[3].end_ns, ts);
+	CHECK_EQ_INT(t->iv[3].end_ns - t->iv[3].start_ns, 4000000);
+	CHECK_EQ_INT(t->iv[4].kind, TRACK_IO);
+	CHECK_EQ_INT(t->iv[4].end_ns, ts - 4000000);
+	CHECK_EQ_INT(t->iv[4].end_ns - t->iv[4].start_ns, 26000000);
+
+	/* Many short collections far apart: thinned, never past the bound. */
+	for (i = 0; i < 3 * TRACK_MAX_INTERVALS; i++) {
+		s = sample(a, 1, 1000000);
+		s.gc = true;
+		s.period_ns = 1000000;
+		s.ts_ns = ts += 20000000;
+		profile__add(p, &s);
+	}
+	CHECK(t->n <= TRACK_MAX_INTERVALS);
+	CHECK(t->gap_ns > 2000000);
+	CHECK_EQ_INT(t->dropped, 0);
+	profile__restart(p);
+	CHECK_EQ_INT(t->n, 0);
+	profile__free(p);
+}
+
 static void test_zero_time_sample(void)
 {
 	struct profile *p = new_profile("/app");
@@ -1731,6 +1807,7 @@ int main(void)
 	RUN_TEST(test_unattributed_reasons);
 	RUN_TEST(test_outside_warning);
 	RUN_TEST(test_zero_time_sample);
+	RUN_TEST(test_tracks);
 	RUN_TEST(test_native_symbols_top_n);
 	RUN_TEST(test_cpu_times_reservoir);
 	RUN_TEST(test_enclosing_function);

@@ -162,8 +162,10 @@ static const struct presence presence[] = {
 	HAS(dbg_unicode_ascii_size, 13, LAST_MINOR),
 	/* GIL wait */
 	HAS(runtime_ceval_gil, 9, 11),
-	HAS(runtime_interp_main, 12, LAST_MINOR),
+	ALWAYS(runtime_interp_main),
 	HAS(interp_ceval_gil, 12, LAST_MINOR),
+	/* garbage collection */
+	ALWAYS(interp_gc_collecting),
 	ALWAYS(gil_locked),
 	ALWAYS(gil_locks),
 	ALWAYS(gil_size),

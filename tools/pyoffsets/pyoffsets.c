@@ -293,8 +293,11 @@ static int fill_call_ops(struct py_offsets *o)
  * interpreter's ceval.gil pointer since) and where its locks lie in it. */
 static void fill_gil(struct py_offsets *o)
 {
-#if PY_VERSION_HEX >= 0x030c0000
 	o->runtime_interp_main = OFF(_PyRuntimeState, interpreters.main);
+	/* The collector runs while its flag is set (a CPU sample then is
+	 * garbage collection's). */
+	o->interp_gc_collecting = OFF(PyInterpreterState, gc.collecting);
+#if PY_VERSION_HEX >= 0x030c0000
 	o->interp_ceval_gil = OFF(PyInterpreterState, ceval.gil);
 #else
 	o->runtime_ceval_gil = OFF(_PyRuntimeState, ceval.gil);
@@ -536,6 +539,7 @@ static const struct field fields[] = {
 	DEC(gil_locks),
 	DEC(gil_size),
 	DEC(gil_enabled),
+	DEC(interp_gc_collecting),
 	/* async */
 	DEC(frame_globals),
 	DEC(frame_localsplus),

@@ -149,6 +149,7 @@ void profile__free(struct profile *p)
 	free(p->await_stacks);
 	hmap__free(p->await_by_key);
 	free(p->timeline.ev);
+	free(p->tracks.iv);
 	strtab__free(p->strings);
 	free(p);
 }
@@ -270,6 +271,7 @@ void profile__restart(struct profile *p)
 	p->samples = p->truncated = 0;
 	p->timeline.n = 0;
 	p->timeline.t0 = p->timeline.slot_ns = p->timeline.dropped = 0;
+	profile_tracks_restart(p);
 	profile_mem_restart(p);
 	profile_await_restart(p);
 	profile_gpu_restart(p);
@@ -415,6 +417,8 @@ static void add_to_stats(struct profile *p, struct line_stats *st, const struct 
 	add_split(&st->python_ns, &st->native_ns, &st->system_ns, s, cpu, blocked);
 	st->blocked_ns += blocked;
 	st->gil_ns += gil;
+	if (s->gc)
+		st->gc_ns += cpu;
 	st->samples += n;
 	if (cpu > 0) {
 		st->util_sum += s->core_util * n;
@@ -1115,6 +1119,7 @@ static int attribute(struct profile *p, const struct sample_in *s, double cpu, d
 	}
 	if (s->nframes)
 		add_stack(p, s, cpu, blocked, gil);
+	profile_tracks_add(p, s, at >= 0 ? &s->frames[at] : NULL, cpu, blocked, gil);
 	if (at < 0) {
 		if (reason < 0 || reason >= UNATTR_MAX)
 			reason = UNATTR_UNREADABLE;

@@ -44,6 +44,13 @@ static inline bool frame_ref_native(const struct frame_ref *f)
 	return f->firstlineno < 0;
 }
 
+/* What a blocked thread waited in, as its session tells from the system
+ * call it blocked in. */
+enum blocked_kind {
+	BLOCKED_OTHER = 0, /* sleeps, locks, or not known */
+	BLOCKED_IO,	   /* reading, writing, polling files and sockets */
+};
+
 enum sample_where {
 	WHERE_PYTHON = 0, /* user mode, in the interpreter, not under a call */
 	WHERE_NATIVE,	  /* user mode, anywhere else, or C code a call runs */
@@ -67,11 +74,14 @@ struct sample_in {
 	uint64_t ts_ns;	 /* CLOCK_MONOTONIC */
 	uint64_t cpu_ns; /* on-CPU time */
 	enum sample_where where;
-	uint64_t offcpu_ns;	/* blocked time */
-	uint64_t gil_ns;	/* of offcpu_ns: waiting for the GIL */
-	bool not_python;	/* a process that is not (yet) Python: kept apart */
-	double core_util;	/* program's CPU use / cores around this sample, 0..1 */
-	const char *native_sym; /* leaf symbol of a native sample, interned, or NULL */
+	uint64_t offcpu_ns;		/* blocked time */
+	uint64_t gil_ns;		/* of offcpu_ns: waiting for the GIL */
+	enum blocked_kind blocked_kind; /* what offcpu_ns was spent in */
+	uint64_t period_ns;		/* the sampling period (0: 1 ms) */
+	bool gc;			/* on CPU in the interpreter's garbage collector */
+	bool not_python;		/* a process that is not (yet) Python: kept apart */
+	double core_util;		/* program's CPU use / cores around this sample, 0..1 */
+	const char *native_sym;		/* leaf symbol of a native sample, interned, or NULL */
 	const char *native_module;
 	uint64_t native_ip;		/* its instruction pointer, 0 if unknown */
 	int64_t native_offset;		/* ip - the symbol's start, -1 if unknown */
@@ -197,6 +207,7 @@ struct line_stats {
 	double python_ns, native_ns, system_ns;
 	double blocked_ns; /* part of system_ns spent off CPU */
 	double gil_ns;	   /* part of blocked_ns spent waiting for the GIL */
+	double gc_ns;	   /* CPU time spent collecting garbage, triggered here */
 	double util_sum;
 	uint64_t util_n;
 	uint64_t samples;
@@ -355,6 +366,41 @@ struct profile_memory {
  * from then on a sample joins its thread's event in its slot.  So the size is bounded whatever the run's length, and the
  * resolution is the same over the whole run.
  */
+/*
+ * The timeline's tracks (scalene_bpf.tracks): per thread, the intervals it
+ * spent in garbage collection (its CPU samples taken while the collector
+ * ran: each stands for the time since the thread's previous sample),
+ * blocked in I/O, and waiting for the GIL (its off-CPU records, which end
+ * with the block), each at the line it was at (for garbage collection, the
+ * line that triggered it).  An interval joins the thread's last one of its
+ * kind when that is at the same line and less than gap_ns away.  At
+ * most TRACK_MAX_INTERVALS: when they fill, the gap doubles and they are
+ * joined again, so the resolution is the same over the whole run.
+ */
+enum track_kind {
+	TRACK_GC = 0,
+	TRACK_IO,
+	TRACK_GIL,
+	TRACK_KINDS,
+};
+#define TRACK_MAX_INTERVALS 4000
+
+struct track_interval {
+	uint64_t start_ns, end_ns; /* CLOCK_MONOTONIC */
+	int tgid, tid;
+	int kind;	  /* enum track_kind */
+	const char *file; /* interned; NULL: at no line of the profiled files */
+	int line;
+};
+
+struct profile_tracks {
+	struct track_interval *iv;
+	int n, cap;
+	uint64_t gap_ns;
+	uint64_t dropped; /* intervals not kept: more threads than room */
+	double ns[TRACK_KINDS];
+};
+
 /* What view --html shows in full (MAX_TIMELINE there). */
 #define TIMELINE_MAX_EVENTS 5000
 #define TIMELINE_FIRST_SLOT_NS 1000000ULL
@@ -583,6 +629,7 @@ bool profile__is_decorated(const struct profile *p, const char *file, int firstl
 bool profile__line_reported(const struct profile *p, const char *file, int lineno);
 
 const struct profile_timeline *profile__timeline(const struct profile *p);
+const struct profile_tracks *profile__tracks(const struct profile *p);
 
 /* Iteration over files (in first-seen order), stacks and threads. */
 int profile__nfiles(const struct profile *p);

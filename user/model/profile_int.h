@@ -94,6 +94,7 @@ struct profile {
 	struct hmap *blocks; /* struct block_key -> struct live_block */
 	struct profile_memory mem;
 	struct profile_timeline timeline;
+	struct profile_tracks tracks;
 	struct decorated_fn *decorated;
 	int ndecorated;
 	struct hmap *decorated_by_code; /* struct decorated_key -> index + 1 */
@@ -135,6 +136,10 @@ struct stack_key {
 };
 
 void *profile_grow(void *arr, int n, size_t elem);
+/* profile_tracks.c: a sample's intervals (at: its line's frame, or NULL). */
+void profile_tracks_add(struct profile *p, const struct sample_in *s, const struct frame_ref *at,
+			double cpu, double blocked, double gil);
+void profile_tracks_restart(struct profile *p);
 struct file_stats *profile_file_get(struct profile *p, const char *path);
 struct line_stats *profile_line_get(struct file_stats *f, int line);
 /* profile_gpu.c: a sample of a process whose GPU library collects waits

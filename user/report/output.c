@@ -407,6 +407,8 @@ static void put_stats(struct json_object *o, const struct line_stats *st, const 
 		/* Of the blocked time, the part spent waiting for the GIL. */
 		json_object_object_add(o, "n_gil_wait_percent",
 				       jdouble(100.0 * st->gil_ns / total));
+		/* Of the CPU time, the part spent collecting garbage. */
+		json_object_object_add(o, "n_gc_percent", jdouble(100.0 * st->gc_ns / total));
 	}
 	if (cx->m->async_waits)
 		put_await(o, st ? st->aw : NULL, cx);
@@ -1172,6 +1174,70 @@ static int cmp_event(const void *a, const void *b)
 	return (x > y) - (x < y); /* stable: the recorded order */
 }
 
+/* Where combined_stacks_timeline's t_sec counts from: its first event. */
+static uint64_t timeline_t0(const struct profile *p)
+{
+	const struct profile_timeline *tl = profile__timeline(p);
+	uint64_t t0 = 0;
+	int i;
+
+	for (i = 0; i < tl->n; i++)
+		if (!t0 || tl->ev[i].ts_ns < t0)
+			t0 = tl->ev[i].ts_ns;
+	return t0;
+}
+
+/* A thread as the timeline names it: the root process's main thread by its
+ * pthread_t (main_thread_id), others by their kernel thread id. */
+static int64_t timeline_tid(const struct output_meta *m, int tgid, int tid)
+{
+	if (m->main_pid && tgid == m->main_pid && tid == tgid && m->main_thread_id)
+		return (int64_t)m->main_thread_id;
+	return tid;
+}
+
+/*
+ * scalene_bpf.tracks (profile.h: struct profile_tracks): per thread, when it
+ * collected garbage, was blocked in I/O, waited for the GIL, as [kind,
+ * thread, start, end, file, line] in the seconds of combined_stacks_timeline
+ * (an interval that began before its first event starts at 0).
+ */
+static struct json_object *build_tracks(const struct profile *p, const struct output_meta *m)
+{
+	static const char *const kinds[TRACK_KINDS] = { "gc", "io", "gil" };
+	const struct profile_tracks *t = profile__tracks(p);
+	struct json_object *o = json_object_new_object(), *list = json_object_new_array(),
+			   *total = json_object_new_object();
+	uint64_t t0 = timeline_t0(p);
+	int i;
+
+	for (i = 0; i < TRACK_KINDS; i++)
+		json_object_object_add(total, kinds[i], jdouble(t->ns[i] / 1e9));
+	for (i = 0; t0 && i < t->n; i++) {
+		const struct track_interval *v = &t->iv[i];
+		struct json_object *e = json_object_new_array();
+
+		json_object_array_add(e, json_object_new_string(kinds[v->kind]));
+		json_object_array_add(e, json_object_new_int64(timeline_tid(m, v->tgid, v->tid)));
+		json_object_array_add(
+			e, jdouble(v->start_ns > t0 ? round((v->start_ns - t0) / 1e3) / 1e6 : 0));
+		json_object_array_add(
+			e, jdouble(v->end_ns > t0 ? round((v->end_ns - t0) / 1e3) / 1e6 : 0));
+		json_object_array_add(e, v->file ? jstring(v->file) : NULL);
+		json_object_array_add(e, v->file ? json_object_new_int(v->line) : NULL);
+		json_object_array_add(list, e);
+	}
+	json_object_object_add(o, "kinds",
+			       json_object_new_string("gc: garbage collection, io: "
+						      "blocked in I/O, gil: waiting "
+						      "for the GIL"));
+	json_object_object_add(o, "total_s", total);
+	json_object_object_add(o, "gap_s", jdouble(t->gap_ns / 1e9));
+	json_object_object_add(o, "intervals_dropped", json_object_new_int64((int64_t)t->dropped));
+	json_object_object_add(o, "intervals", list);
+	return o;
+}
+
 /* Scalene's combined_stacks_timeline: events in time order, t_sec from the
  * first one (to 1 us), the root process's main thread under its pthread_t
  * (main_thread_id), other threads under their kernel thread id. */
@@ -1202,8 +1268,7 @@ static struct json_object *build_timeline(const struct profile *p, const struct 
 
 		if (idx < 0)
 			continue;
-		if (m->main_pid && e->tgid == m->main_pid && e->tid == e->tgid && m->main_thread_id)
-			tid = (int64_t)m->main_thread_id;
+		tid = timeline_tid(m, e->tgid, e->tid);
 		if (last && idx == last_idx && tid == last_tid) {
 			last_count += e->count;
 			json_object_object_add(last, "count", json_object_new_int64(last_count));
@@ -1451,6 +1516,8 @@ static void build_doc(struct sink *snk, const struct profile *p, const struct ou
 	build_stacks(snk, p, total, mem, extra, emitted);
 	sink_add(snk, "combined_stacks_timeline", build_timeline(p, m, emitted));
 	free(emitted);
+	if (extra)
+		json_object_object_add(extra, "tracks", build_tracks(p, m));
 	if (churn)
 		json_object_object_add(extra, "allocation_churn",
 				       churn_object(pm, m->no_footprint, churn));

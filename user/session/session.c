@@ -1452,6 +1452,34 @@ static bool hold(struct session *s, const struct sample_event *ev, size_t size)
  * unwound, the kernel's. */
 #define WHOLE_FRAMES (SAMPLE_FRAMES + 128 + NATIVE_KFRAMES)
 
+/* Whether a thread blocked in this system call waits for I/O: files,
+ * sockets, pipes, and the polls of event loops. */
+static bool io_syscall(int nr)
+{
+	static const int io[] = {
+		SYS_read,	    SYS_write,	      SYS_pread64, SYS_pwrite64,  SYS_readv,
+		SYS_writev,	    SYS_preadv,	      SYS_pwritev, SYS_preadv2,	  SYS_pwritev2,
+		SYS_recvfrom,	    SYS_sendto,	      SYS_recvmsg, SYS_sendmsg,	  SYS_recvmmsg,
+		SYS_sendmmsg,	    SYS_poll,	      SYS_ppoll,   SYS_select,	  SYS_pselect6,
+		SYS_epoll_wait,	    SYS_epoll_pwait,  SYS_accept,  SYS_accept4,	  SYS_connect,
+		SYS_open,	    SYS_openat,	      SYS_fsync,   SYS_fdatasync, SYS_sendfile,
+		SYS_splice,	    SYS_io_getevents,
+#ifdef SYS_epoll_pwait2
+		SYS_epoll_pwait2,
+#endif
+#ifdef SYS_io_uring_enter
+		SYS_io_uring_enter,
+#endif
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
+		if (nr == io[i])
+			return true;
+	}
+	return false;
+}
+
 /* An EV_NATIVE record's native part, or NULL (an EV_SAMPLE, or a record not
  * whole: counted as bad, the sample kept). */
 static const struct native_tail *native_part(struct session *s, const struct sample_event *ev,
@@ -1524,6 +1552,9 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.cpu_ns = ev->cpu_ns;
 	in.offcpu_ns = ev->offcpu_ns;
 	in.gil_ns = ev->gil_ns;
+	in.gc = ev->flags & SAMPLE_F_GC;
+	in.blocked_kind = ev->offcpu_ns && io_syscall(ev->syscall_nr) ? BLOCKED_IO : BLOCKED_OTHER;
+	in.period_ns = s->period_ns;
 	/* Shells, launchers (pyenv's shims), the interpreter before it is
 	 * recognised: their time is reported apart, not in the percentages. */
 	in.not_python = not_python(tp, ev);

@@ -608,6 +608,19 @@ static int check_tsd(struct py_proc *pp, const struct elf_file *e, uint64_t bias
  * gil_why says why (GIL wait is then not measured; the rest of the profile
  * does not depend on it).  -EAGAIN while the GIL is not created yet.
  */
+/* Where the main interpreter's collector says it is running (its
+ * gc.collecting), or 0 where the table or the process does not tell. */
+static uint64_t gc_flag(const struct py_proc *pp)
+{
+	const struct py_offsets *o = pp->off;
+	uint64_t interp = 0;
+
+	if (o->runtime_interp_main == PYOFF_NONE || o->interp_gc_collecting == PYOFF_NONE ||
+	    mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp) || !interp)
+		return 0;
+	return interp + o->interp_gc_collecting;
+}
+
 static int find_gil(struct py_proc *pp)
 {
 	const struct py_offsets *o = pp->off;
@@ -1146,6 +1159,7 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 	python__walk_cfg(pp->off, pp->cfg.tss_key_addr, pp->cfg.tls_off, &pp->cfg);
 	memcpy(pp->cfg.text, pp->text, sizeof(pp->cfg.text));
 	pp->cfg.ntext = pp->ntext;
+	pp->cfg.gc_collecting = gc_flag(pp);
 	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
 		 (unsigned long long)pp->runtime);
 cleanup:

@@ -37,6 +37,8 @@
 #define MAX_STACKS 2000
 #define MAX_DEPTH 256
 #define MAX_TIMELINE 5000
+/* Intervals of the timeline's tracks (garbage collection, I/O, GIL) shown. */
+#define MAX_TRACKS 4000
 #define MAX_FOOTPRINT 2000
 #define MAX_LINE_SAMPLES 200
 #define MAX_SOURCE_BYTES 1000
@@ -497,6 +499,22 @@ cleanup:
 	return out;
 }
 
+/* scalene_bpf.tracks' intervals as they are ([kind, thread, start, end, file,
+ * line]), the first MAX_TRACKS of them. */
+static struct json_object *tracks_model(struct json_object *iv)
+{
+	struct json_object *out = json_object_new_array();
+	size_t n = iv ? json_object_array_length(iv) : 0, i;
+
+	for (i = 0; out && i < n && i < MAX_TRACKS; i++) {
+		struct json_object *e = json_object_array_get_idx(iv, i);
+
+		if (json_object_is_type(e, json_type_array) && json_object_array_length(e) >= 4)
+			json_object_array_add(out, json_object_get(e));
+	}
+	return out;
+}
+
 /* combined_stacks_timeline as [[t_s, stack, count, thread], ...], stack being
  * the index in the CPU flame graph's stacks or -1 (a stack left out). */
 static struct json_object *timeline_model(struct model *m, struct json_object *ev, const int *remap,
@@ -684,6 +702,9 @@ static void stacks_model(struct model *m, struct json_object *doc)
 		add(m->root, "gpu_flame", gpu);
 	add(m->root, "timeline",
 	    timeline_model(m, vj_array(doc, "combined_stacks_timeline"), remap, n));
+	add(m->root, "tracks",
+	    tracks_model(
+		    vj_array(vj_object(vj_object(doc, "scalene_bpf"), "tracks"), "intervals")));
 	free(remap);
 }
 

@@ -612,6 +612,11 @@ function timeline() {
 	var s = section('timeline', 'Timeline');
 	var fp = arr(D.footprint).filter(function (p) { return Array.isArray(p) && p.length >= 2; });
 	var ev = arr(D.timeline).filter(function (e) { return Array.isArray(e) && e.length >= 3; });
+	/* Tracks: garbage collection, blocked in I/O, waiting for the GIL, all
+	 * threads on one row each (scalene_bpf.tracks). */
+	var TRACKS = [['gc', 'GC', '#d9534f'], ['io', 'I/O', '#2a9d8f'], ['gil', 'GIL wait', '#8e6bbf']];
+	var tv = arr(D.tracks).filter(function (e) { return Array.isArray(e) && e.length >= 4; });
+	var rows = TRACKS.filter(function (k) { return tv.some(function (e) { return e[0] === k[0]; }); });
 	if (!fp.length && !ev.length) {
 		s.appendChild(el('p', 'note', 'This profile has no timeline: no memory footprint samples and no stack timeline.'));
 		return;
@@ -619,6 +624,7 @@ function timeline() {
 	var T = num(D.elapsed);
 	fp.forEach(function (p) { T = Math.max(T, num(p[0])); });
 	ev.forEach(function (e) { T = Math.max(T, num(e[0])); });
+	tv.forEach(function (e) { T = Math.max(T, num(e[3])); });
 	T = T || 1;
 	var holder = el('div', 'timeline-holder');
 	var stacks = arr(obj(D.cpu) ? D.cpu.stacks : null);
@@ -647,7 +653,8 @@ function timeline() {
 	function draw() {
 		var W = Math.max(300, (holder.clientWidth || app.clientWidth || 1000) - 2), L = 64, R = 10;
 		var PW = W - L - R, FH = fp.length ? 120 : 0, LH = 16, top = 8;
-		var H = top + FH + (fp.length ? 10 : 0) + lanes.length * (LH + 2) + 22;
+		var TH = 8, tracksH = rows.length * (TH + 3);
+		var H = top + FH + (fp.length ? 10 : 0) + tracksH + lanes.length * (LH + 2) + 22;
 		var svg = sv('svg', { width: W, height: H, 'class': 'chart' });
 		function X(t) { return L + num(t) / T * PW; }
 		if (fp.length) {
@@ -676,7 +683,27 @@ function timeline() {
 			hit.addEventListener('mouseleave', hideTip);
 			svg.appendChild(hit);
 		}
-		var y0 = top + FH + (fp.length ? 10 : 0);
+		var yt = top + FH + (fp.length ? 10 : 0);
+		rows.forEach(function (k, ri) {
+			var y = yt + ri * (TH + 3);
+			var lt = sv('text', { x: 4, y: y + TH });
+			lt.textContent = k[1];
+			svg.appendChild(lt);
+			tv.forEach(function (e) {
+				if (e[0] !== k[0])
+					return;
+				var t0 = num(e[2]), t1 = Math.max(num(e[3]), t0);
+				var r = sv('rect', { x: X(t0).toFixed(2), y: y, width: Math.max(1, X(t1) - X(t0)).toFixed(2), height: TH,
+						     fill: k[2], 'class': 'track track-' + k[0] });
+				r.addEventListener('mousemove', function (m) {
+					showTip(m, [el('b', null, k[1]), '\n' + secs(t1 - t0) + ' from ' + secs(t0) + ', thread ' + num(e[1]) +
+						    (e[4] ? '\n' + e[4] + ':' + num(e[5]) : '')]);
+				});
+				r.addEventListener('mouseleave', hideTip);
+				svg.appendChild(r);
+			});
+		});
+		var y0 = yt + tracksH;
 		lanes.forEach(function (lane, li) {
 			var y = y0 + li * (LH + 2);
 			var lt = sv('text', { x: 4, y: y + 12 });
@@ -715,6 +742,10 @@ function timeline() {
 	var what = [];
 	if (fp.length)
 		what.push('the process\u2019s memory footprint (MB)');
+	if (rows.length)
+		what.push('when threads ' + rows.map(function (k) {
+			return k[0] === 'gc' ? 'collected garbage' : k[0] === 'io' ? 'were blocked in I/O' : 'waited for the GIL';
+		}).join(', ') + ' (one row each)');
 	if (ev.length)
 		what.push('the innermost Python function of each run of CPU samples' + (lanes.length > 1 ? ', one band per thread' : ''));
 	s.appendChild(el('p', 'note', 'Over the ' + secs(T) + ' of the run: ' + what.join('; ') + '.' +
