@@ -100,10 +100,19 @@ void session__set_bpf(struct session *s, const struct session_bpf *bpf)
 	s->bpf = *bpf;
 }
 
-static void tproc_free(struct tproc *tp)
+/* Its image's symbols and unwinder (read again if asked for). */
+static void drop_symbols(struct tproc *tp)
 {
 	unwind__free(tp->unwind);
+	tp->unwind = NULL;
+	tp->unwind_failed = false;
 	usyms__free(tp->usyms);
+	tp->usyms = NULL;
+}
+
+static void tproc_free(struct tproc *tp)
+{
+	drop_symbols(tp);
 	sasync_stop(tp);
 	if (tp->root_fd >= 0)
 		close(tp->root_fd);
@@ -898,8 +907,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->tries = 0;
 	tp->dealloc_files_read = false;
 	tp->code_probe_ns = 0;
-	usyms__free(tp->usyms);
-	tp->usyms = NULL;
+	drop_symbols(tp);
 	sasync_stop(tp);
 	/* The old image's memory is gone; a new sampler will announce itself. */
 	if (!s->host)
@@ -987,8 +995,8 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 	if (tp && !tp->exited) {
 		tp->exited = true;
 		/* Its symbols are not needed any more. */
-		usyms__free(tp->usyms);
-		tp->usyms = NULL;
+		drop_symbols(tp);
+		tp->unwind_failed = true;
 		sasync_stop(tp);
 	}
 	profile__proc_exit(s->profile, r->hdr.tgid, r->ts);
@@ -1858,7 +1866,7 @@ static void retire_exited(struct session *s)
 		if (!tp->exited || tp->pid == s->root_pid)
 			continue;
 		summarise_proc(tp, &s->retired);
-		usyms__free(tp->usyms);
+		drop_symbols(tp);
 		sasync_stop(tp);
 		/* Deleting leaves a tombstone: the iteration goes on. */
 		hmap__del(s->procs, k);

@@ -141,13 +141,19 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 		ips[n++] = nt->kips[i];
 	}
 	for (i = 0; i < (uint32_t)npcs && n < max; i++) {
-		const char *module, *sym;
+		const char *module, *sym, *name;
+		uint64_t noff;
 		int64_t off;
 
 		if (session_native_name(s, tp, pcs[i], &module, &sym, &off)) {
 			module = profile__intern(p, "");
 			sym = profile__intern(p, "[unknown]");
 			if (!module || !sym)
+				continue;
+		} else if (off < 0 && (name = unwind__name(tp->unwind, pcs[i], &noff))) {
+			/* Named by a debug file or the file's mini debug info. */
+			sym = profile__intern(p, name);
+			if (!sym)
 				continue;
 		}
 		if (seg < segs->n && holds_call(segs->entry[seg], sps, (int)i, npcs, sym)) {

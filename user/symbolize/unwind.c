@@ -42,6 +42,8 @@ static struct {
 	void (*state_register_pc)(Dwfl_Thread *, Dwarf_Word);
 	bool (*frame_pc)(Dwfl_Frame *, Dwarf_Addr *, bool *);
 	int (*frame_reg)(Dwfl_Frame *, unsigned, Dwarf_Word *); /* 0.188+, else NULL */
+	const char *(*addrinfo)(Dwfl_Module *, GElf_Addr, GElf_Off *, GElf_Sym *, GElf_Word *,
+				Elf **, Dwarf_Addr *);
 	int (*find_elf)(Dwfl_Module *, void **, const char *, Dwarf_Addr, char **, Elf **);
 	int (*find_debuginfo)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
 			      const char *, GElf_Word, char **);
@@ -86,7 +88,12 @@ int unwind__available(void)
 	SYM(frame_pc, "dwfl_frame_pc");
 	SYM(find_elf, "dwfl_linux_proc_find_elf");
 	SYM(find_debuginfo, "dwfl_standard_find_debuginfo");
+	SYM(addrinfo, "dwfl_module_addrinfo");
 #undef SYM
+	/* Debug files are looked for on this machine only: a libdw built with
+	 * debuginfod would otherwise fetch them over the network while the
+	 * samples wait. */
+	unsetenv("DEBUGINFOD_URLS");
 	*(void **)&dw.frame_reg = dlsym(dl, "dwfl_frame_reg");
 	dw.state = 1;
 	return 0;
@@ -305,6 +312,20 @@ int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint6
 	stats.copied_bytes += nt->stack_len;
 	stats.ends[*end]++;
 	return w->n;
+}
+
+const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset)
+{
+	Dwfl_Module *mod = dw.addrmodule(w->dwfl, pc);
+	const char *name;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+
+	name = mod ? dw.addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL) : NULL;
+	if (!name || !name[0])
+		return NULL;
+	*offset = off;
+	return name;
 }
 
 bool unwind__frame_sp(void)

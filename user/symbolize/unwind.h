@@ -47,6 +47,12 @@ enum unwind_end {
 int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint64_t *pcs,
 		  uint64_t *sps, int max, enum unwind_end *end);
 
+/* The function holding pc by libdw's symbols for its file: the file's own,
+ * else its .gnu_debugdata, else its debug file where installed (found by
+ * build id or debug link under /usr/lib/debug); its offset from the start.
+ * NULL when none names it. */
+const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset);
+
 /* Whether libdw gives each frame's stack pointer (elfutils 0.188+). */
 bool unwind__frame_sp(void);
 
