@@ -101,7 +101,9 @@ def check_native_facts(profile):
     # counted, not unwound.
     assert n["samples"] > 0
     assert n["unwinds"] + n["samples_without_unwinder"] == n["samples"], n
-    assert n["samples_without_unwinder"] <= 2, n
+    # (a forked child that exec'd another program or exited before the
+    # loader read its samples: ctypes.util.find_library runs ldconfig).
+    assert n["samples_without_unwinder"] <= max(2, n["samples"] // 100), n
     ended = n["unwinds_ended"]
     assert sum(ended.values()) == n["unwinds"]
     check_share(ended["at_thread_start"] / n["unwinds"], FAITHFUL, n["unwinds"],
@@ -146,3 +148,21 @@ def test_without_native_no_native_frames(tmp_path):
         kinds = [f["kind"] for f in frames]
         assert "native" not in kinds[:-1], kinds
         assert all(f["filename_or_module"] != "[kernel]" for f in frames)
+
+
+def test_native_at_a_low_rate(python, tmp_path):
+    """The same program at 97 samples a second, for the kernel matrix
+    (tools/vmtest), whose emulated guests run the loader too slowly for
+    --native at the default rate: the BPF side's copies and kernel frames
+    on each kernel's build, judged as above at their counts."""
+    profile = profile_run(python, PROGRAM, ["1.5"], tmp=tmp_path,
+                          opts=["--native", "--cpu-only", "--rate", "97"]).profile
+    check_native_facts(profile)
+    for what, (ok, n) in (
+            ("comparator samples under qsort under the qsort line",
+             callbacks_in_order(profile)),
+            ("read line samples in the kernel's read", below_line(
+                profile, "read", lambda f: f["filename_or_module"] == "[kernel]"
+                and "read" in f["display_name"]))):
+        assert n >= 20, f"{what}: {n} samples"
+        check_share(ok / n, FAITHFUL, n, what, side="low")

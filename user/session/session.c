@@ -530,6 +530,12 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	}
 	note_interpreter(s, tp);
 	sasync_start(s, tp);
+	/* Symbols read before (for a sample of a launcher that exec'd it,
+	 * whose exec record the loader may read only now) are not this
+	 * image's; --native reads its maps and files now, while it lives. */
+	drop_symbols(tp);
+	if (s->native)
+		snative_tick(s, tp, tp->recognised_ns);
 }
 
 static void try_detect(struct session *s, struct tproc *tp, uint64_t now);
@@ -711,11 +717,15 @@ static void end_due(struct session *s, bool now);
 /* When the process's own work is due next (UINT64_MAX: none). */
 static uint64_t tproc_due_ns(const struct session *s, const struct tproc *tp)
 {
+	uint64_t due = UINT64_MAX;
+
 	if (tp->state == TP_DETECTING && !tp->exited)
 		return tp->next_try_ns;
 	if (s->async_waits && sasync_due(tp))
-		return tp->next_async_ns;
-	return UINT64_MAX;
+		due = tp->next_async_ns;
+	if (s->native && tp->state == TP_PYTHON && !tp->exited && tp->next_native_ns < due)
+		due = tp->next_native_ns;
+	return due;
 }
 
 /* Milliseconds from now to `at`, rounded up: a wake-up before it is due
@@ -771,6 +781,8 @@ void session__tick(struct session *s, uint64_t now)
 			continue;
 		}
 		sasync_tick(s, tp, now);
+		if (s->native)
+			snative_tick(s, tp, now);
 		session_due(s, tproc_due_ns(s, tp));
 	}
 }

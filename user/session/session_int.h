@@ -56,6 +56,7 @@ struct tproc {
 	 * native sample, unwind_failed when it could not be. */
 	struct unwind *unwind;
 	bool unwind_failed;
+	uint64_t next_native_ns; /* its maps read again (snative_tick) */
 	uint64_t next_try_ns, first_try_ns, last_try_ns, retry_ns;
 	unsigned int tries; /* at recognising this image, so far */
 	/* Its interpreter's files were read for the code deallocator's place
@@ -335,6 +336,10 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 		   const struct native_tail *nt, const struct frame_segs *segs,
 		   struct sample_in *in, struct frame_ref *stack, uint64_t *ips, int max);
 void snative_free(struct session *s);
+/* --native: a Python process's maps and files are read as it is recognised
+ * and every NATIVE_MAPS_NS while it lives, so that its samples are unwound
+ * and named even when the loader reads them after it has exited. */
+void snative_tick(struct session *s, struct tproc *tp, uint64_t now);
 void snative_facts(const struct session *s, struct facts_native *out);
 
 /* GPU (session_gpu.c): the library's records and launch sites. */

@@ -22,9 +22,12 @@
 #include "session/session_int.h"
 #include "symbolize/ksyms.h"
 #include "symbolize/unwind.h"
+#include "symbolize/usyms.h"
 
 /* Native frames unwound per sample, at most. */
 #define NATIVE_FRAMES_MAX 128
+/* How often a live process's maps are read again for libraries it loaded. */
+#define NATIVE_MAPS_NS 1000000000ULL
 
 /* The eval loop's own function (and its compiler-split parts). */
 static bool eval_frame(const char *sym)
@@ -110,6 +113,29 @@ static bool holds_call(uint64_t entry, const uint64_t *sps, int i, int n, const 
 	return entry >= sps[i] && (i + 1 >= n || !sps[i + 1] || entry < sps[i + 1]);
 }
 
+static void open_unwinder(struct session *s, struct tproc *tp)
+{
+	if (!tp->usyms) {
+		struct usyms_opts o = { .cache = s->elves };
+
+		tp->usyms = usyms__new(tp->pid, &o);
+	}
+	tp->unwind = tp->usyms ? unwind__new(tp->pid, tp->usyms) : NULL;
+	tp->unwind_failed = !tp->unwind;
+}
+
+void snative_tick(struct session *s, struct tproc *tp, uint64_t now)
+{
+	if (tp->state != TP_PYTHON || tp->exited || now < tp->next_native_ns)
+		return;
+	tp->next_native_ns = now + NATIVE_MAPS_NS;
+	session_due(s, tp->next_native_ns);
+	if (!tp->unwind && !tp->unwind_failed)
+		open_unwinder(s, tp);
+	else if (tp->unwind)
+		unwind__refresh(tp->unwind);
+}
+
 void snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
 		   const struct native_tail *nt, const struct frame_segs *segs,
 		   struct sample_in *in, struct frame_ref *stack, uint64_t *ips, int max)
@@ -120,15 +146,8 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 	enum unwind_end end = UNWIND_END_NO_REGS;
 	uint32_t i;
 
-	if (!tp->unwind && !tp->unwind_failed) {
-		const char *m, *sym;
-		int64_t off;
-
-		/* Its maps, read as native_symbol does. */
-		session_native_name(s, tp, nt->regs[NATIVE_REG_IP], &m, &sym, &off);
-		tp->unwind = tp->usyms ? unwind__new(tp->pid, tp->usyms) : NULL;
-		tp->unwind_failed = !tp->unwind;
-	}
+	if (!tp->unwind && !tp->unwind_failed)
+		open_unwinder(s, tp);
 	if (tp->unwind)
 		npcs = unwind__stack(tp->unwind, (int)ev->tid, nt, pcs, sps, NATIVE_FRAMES_MAX,
 				     &end);

@@ -328,6 +328,16 @@ const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset)
 	return name;
 }
 
+int unwind__refresh(struct unwind *w)
+{
+	int err = usyms__refresh(w->u);
+
+	if (err)
+		return err;
+	w->refreshed_ns = mono_ns();
+	return report(w);
+}
+
 bool unwind__frame_sp(void)
 {
 	return dw.state > 0 && dw.frame_reg;

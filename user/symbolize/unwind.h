@@ -53,6 +53,10 @@ int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint6
  * NULL when none names it. */
 const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset);
 
+/* Reads the process's maps again and reports the files mapped since: 0 or
+ * -errno (the process gone). */
+int unwind__refresh(struct unwind *w);
+
 /* Whether libdw gives each frame's stack pointer (elfutils 0.188+). */
 bool unwind__frame_sp(void);
 

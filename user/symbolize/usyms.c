@@ -151,6 +151,12 @@ int usyms__refresh(struct usyms *u)
 	if (!maps)
 		return -errno;
 	n = procmaps__count(maps);
+	/* A process exiting has released its memory but not yet its /proc
+	 * entry: its maps read empty, and the ones read before still hold. */
+	if (!n && u->maps && procmaps__count(u->maps)) {
+		procmaps__free(maps);
+		return -ESRCH;
+	}
 	entry_mod = calloc(n ? n : 1, sizeof(*entry_mod));
 	if (!entry_mod) {
 		err = -ENOMEM;

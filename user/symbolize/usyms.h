@@ -38,7 +38,8 @@ struct usym {
 struct usyms *usyms__new(int pid, const struct usyms_opts *opts);
 void usyms__free(struct usyms *u);
 
-/* Re-reads the maps (after a dlopen, say); 0 or -errno. */
+/* Re-reads the maps (after a dlopen, say); 0 or -errno.  Maps read empty (a
+ * process exiting) leave the ones read before: -ESRCH. */
 int usyms__refresh(struct usyms *u);
 
 /*
