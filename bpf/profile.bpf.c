@@ -408,7 +408,7 @@ struct {
  * thread's stack (off the BPF stack: 19 KB). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 3); /* a walk slot each */
 	__type(key, __u32);
 	__type(value, struct native_sample);
 } native_scratch SEC(".maps");
@@ -666,13 +666,13 @@ static __always_inline void record_comm(struct sample_event *ev)
 /* new_record's slot for a record that always goes to the ring buffer. */
 #define RECORD_ONLY 2
 
-static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 lost_stat, __u32 slot)
+static __always_inline struct sample_event *new_record(__u64 pid_tgid, __u32 lost_stat, __u32 slot,
+						       bool native)
 {
 	struct sample_event *ev;
-	__u32 zero = 0;
 
-	if (native_stacks && slot == 0)
-		ev = bpf_map_lookup_elem(&native_scratch, &zero);
+	if (native)
+		ev = bpf_map_lookup_elem(&native_scratch, &slot);
 	else if (aggregate && slot < RECORD_ONLY)
 		ev = bpf_map_lookup_elem(&scratch, &slot);
 	else
@@ -840,8 +840,6 @@ static __always_inline void finish_record(struct sample_event *ev, const struct 
 {
 	__u32 n = ev->nframes;
 
-	if (native_stacks && slot == 0)
-		return;
 	if (!aggregate) {
 		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 		return;
@@ -1032,14 +1030,17 @@ static __always_inline __u64 ctx_reg(struct bpf_perf_event_data *ctx, enum ctx_r
 }
 
 /*
- * --native: sends the sample (built in native_scratch) with the thread's user
+ * --native: sends the record (built in native_scratch) with the thread's user
  * registers, a copy of its user stack from the stack pointer up, a page at a
  * time to the first page that cannot be read (the stack's top) or
- * NATIVE_STACK_BYTES, and, for a sample in the kernel, the kernel's frames.
- * User space unwinds the copy (user/symbolize/unwind.c).
+ * NATIVE_STACK_BYTES, and, for a CPU sample in the kernel, the kernel's
+ * frames.  User space unwinds the copy (user/symbolize/unwind.c).  `perf`:
+ * ctx is the CPU sample's, whose registers are the user's in user mode;
+ * elsewhere (an off-CPU record on the way back to user space, an
+ * allocation's uprobe) the task's saved user registers are.
  */
-static __always_inline void native_send(struct bpf_perf_event_data *ctx, struct task_struct *task,
-					struct sample_event *ev)
+static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool perf,
+					struct task_struct *task, struct sample_event *ev)
 {
 	struct native_sample *ns = (struct native_sample *)ev;
 	struct native_tail *nt = &ns->nt;
@@ -1047,7 +1048,7 @@ static __always_inline void native_send(struct bpf_perf_event_data *ctx, struct 
 	__u64 sp, size;
 	long n;
 
-	if (ev->mode == MODE_USER) {
+	if (perf && ev->mode == MODE_USER) {
 		/* The context's registers, in words (ctx_reg). */
 		nt->regs[NATIVE_REG_IP] = ctx_reg(ctx, CTX_REG_IP);
 		nt->regs[NATIVE_REG_SP] = ctx_reg(ctx, CTX_REG_SP);
@@ -1089,7 +1090,7 @@ static __always_inline void native_send(struct bpf_perf_event_data *ctx, struct 
 	}
 	nt->stack_len = len;
 	nt->nkframes = 0;
-	if (ev->mode == MODE_KERNEL) {
+	if (perf && ev->mode == MODE_KERNEL) {
 		n = bpf_get_stack(ctx, nt->kips, sizeof(nt->kips), 0);
 		nt->nkframes = n > 0 ? n / sizeof(__u64) : 0;
 	}
@@ -1114,7 +1115,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	p = tracked_proc(task, pid_tgid >> 32);
 	if (!p)
 		return 0;
-	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 0);
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 0, native_stacks);
 	if (!ev)
 		return 0;
 	t0 = ev->ts;
@@ -1165,7 +1166,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_SAMPLE);
 	if (native_stacks)
-		native_send(ctx, task, ev);
+		native_send(ctx, true, task, ev);
 	else
 		finish_record(ev, p, 0);
 	/* The cost per sample, measured where it is spent. */
@@ -1249,7 +1250,7 @@ static __always_inline void offcpu_record(struct pt_regs *regs)
 		stat_add(STAT_IDLE_NS, idle);
 		return;
 	}
-	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 1);
+	ev = new_record(pid_tgid, STAT_RINGBUF_FULL, 1, native_stacks);
 	if (!ev)
 		return;
 	t0 = ev->ts;
@@ -1261,7 +1262,10 @@ static __always_inline void offcpu_record(struct pt_regs *regs)
 	ev->syscall_nr = nr;
 	ev->user_ip = BPF_CORE_READ(regs, ip);
 	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
-	finish_record(ev, p, 1);
+	if (native_stacks)
+		native_send(NULL, false, task, ev);
+	else
+		finish_record(ev, p, 1);
 	/* Measured here: the kernel's statistics do not see a task work's
 	 * callback. */
 	stat_add(STAT_OFFCPU_NS, bpf_ktime_get_ns() - t0);
@@ -1493,7 +1497,10 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 	struct sample_event *ev;
 	__u64 t0;
 
-	ev = new_record(bpf_get_current_pid_tgid(), STAT_MEM_LOST, RECORD_ONLY);
+	/* A native stack for allocations only: frees and copies keep none. */
+	bool native = native_stacks && mode == MODE_MALLOC;
+
+	ev = new_record(bpf_get_current_pid_tgid(), STAT_MEM_LOST, RECORD_ONLY, native);
 	if (!ev)
 		return 0;
 	t0 = ev->ts;
@@ -1510,7 +1517,10 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 			stat_inc(STAT_TASK_STORAGE_FAIL);
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_PROBE);
-	bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	if (native)
+		native_send(NULL, false, task, ev);
+	else
+		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	stat_add(STAT_MEM_NS, bpf_ktime_get_ns() - t0);
 	return 0;
 }

@@ -94,7 +94,7 @@ def callbacks_in_order(profile):
     return ok, n
 
 
-def check_native_facts(profile):
+def check_native_facts(profile, whole=True):
     n = profile["scalene_bpf"]["native"]
     assert n["method"] == "stack copy unwound by libdw"
     # A sample of a process libdw could not take (gone as it came) is
@@ -106,6 +106,8 @@ def check_native_facts(profile):
     assert n["samples_without_unwinder"] <= max(2, n["samples"] // 100), n
     ended = n["unwinds_ended"]
     assert sum(ended.values()) == n["unwinds"]
+    if not whole:
+        return
     check_share(ended["at_thread_start"] / n["unwinds"], FAITHFUL, n["unwinds"],
                 "unwinds that reached the thread's first frame", side="low")
 
@@ -166,3 +168,73 @@ def test_native_at_a_low_rate(python, tmp_path):
                 and "read" in f["display_name"]))):
         assert n >= 20, f"{what}: {n} samples"
         check_share(ok / n, FAITHFUL, n, what, side="low")
+
+
+MEM_PROGRAM = program("native_mem_wait.py")
+MEM_LINES = markers(MEM_PROGRAM)
+
+
+def at_mem(f, name):
+    return (f["kind"] == "py" and f["filename_or_module"].endswith("native_mem_wait.py")
+            and f["line"] == MEM_LINES[name])
+
+
+def weighed_below(stacks, name, native):
+    """Of the memory stacks through the line (numpy's arrays are made in
+    numpy's own Python code below it): their megabytes, and those of the
+    ones with a frame `native` accepts inside their innermost Python frame;
+    and how many stacks there were."""
+    ok = total = 0.0
+    n = 0
+    for frames, mb in stacks:
+        i = innermost_py(frames)
+        if i is None or not any(at_mem(f, name) for f in frames[:i + 1]):
+            continue
+        n += 1
+        total += mb
+        if any(native(f) for f in frames[i + 1:]):
+            ok += mb
+    return ok, total, n
+
+
+def test_allocations_from_c(tmp_path):
+    """Memory stacks carry the C frames that allocated: zlib.compressobj's
+    state comes from libz's deflateInit2_, numpy's arrays from numpy's C
+    code; none of the allocation sampler's own frames are left in them."""
+    python = BUILD / "venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no test venv (make test-venv)")
+    profile = profile_run(str(python), MEM_PROGRAM, tmp=tmp_path, opts=["--native"]).profile
+    # (Allocations while numpy is imported come from stacks deeper than
+    # the copy: those end there, with their Python frames all the same.)
+    check_native_facts(profile, whole=False)
+    stacks = profile["memory_stacks"]
+    for frames, _ in stacks:
+        assert not any("scalene-bpf-sampler" in f["filename_or_module"] for f in frames), frames
+    rows = profile["files"][str(MEM_PROGRAM)]["lines"]
+    for name, lib in (("zlib", "libz"), ("numpy", "numpy")):
+        ok, total, n = weighed_below(stacks, name, lambda f: f["kind"] == "native"
+                                     and lib in f["filename_or_module"])
+        samples = rows[MEM_LINES[name] - 1]["n_mallocs"]
+        assert samples >= 20 and total > 0, (name, samples, total, n)
+        # Each sample's stack is one of the line's: the share of megabytes
+        # in stacks with the C frame, judged as a share of the samples.
+        check_share(ok / total, FAITHFUL, samples, f"{name} line's memory in {lib}", side="low")
+
+
+def test_waits_in_libc(python, tmp_path):
+    """Off-CPU stacks carry the native frames the thread blocked in: the
+    sleep line's blocked samples end in libc (clock_nanosleep, or select
+    up to 3.10)."""
+    profile = profile_run(python, MEM_PROGRAM, ["0.8"], tmp=tmp_path,
+                          opts=["--native", "--cpu-only"]).profile
+    ok = n = 0
+    for frames, count in entries(profile):
+        i = innermost_py(frames)
+        if i is None or not at_mem(frames[i], "sleep"):
+            continue
+        n += count
+        if any(f["kind"] == "native" and "libc" in f["filename_or_module"]
+               for f in frames[i + 1:]):
+            ok += count
+    check_ordered(profile, "sleep line samples in libc", ok, n)

@@ -98,6 +98,22 @@ static void add_stack(struct counts *c, uint64_t id, uint32_t nframes, uint32_t 
 
 static volatile __u32 epoch;
 
+/* The ring buffer, as counts reads it again for stacks that came late: a
+ * stack arrives at the read given. */
+static struct {
+	struct counts *c;
+	int reads, arrive_at;
+	uint64_t id;
+	uint32_t nframes;
+} ring;
+
+static int read_ring(void *ctx)
+{
+	if (++ring.reads == ring.arrive_at)
+		add_stack(ring.c, ring.id, ring.nframes, 0);
+	return 0;
+}
+
 struct maps {
 	int counts_fd, stacks_fd;
 	struct counts *c;
@@ -126,9 +142,12 @@ static bool maps_new_idle(struct maps *m, uint32_t max, uint64_t stack_idle_ns)
 				   .stacks_fd = m->stacks_fd,
 				   .max_counts = max,
 				   .epoch = &epoch,
-				   .stack_idle_ns = stack_idle_ns };
+				   .stack_idle_ns = stack_idle_ns,
+				   .read_ring = read_ring };
 	memset(&got, 0, sizeof(got));
+	memset(&ring, 0, sizeof(ring));
 	m->c = counts__new(&cm, on_event, &got);
+	ring.c = m->c;
 	CHECK(m->c != NULL);
 	return m->c != NULL;
 }
@@ -451,6 +470,48 @@ static void test_unknown_stack(void)
 	maps_free(&m);
 }
 
+/* A periodic drain that finds a count whose stack has not come leaves it:
+ * the next drain, which reads the ring buffer again for it, hands it out
+ * whole, with its frames; one whose stack never comes has none then. */
+static void test_stack_comes_late(void)
+{
+	struct agg_key k = key(10, 1, 7, 0), never = key(10, 2, 8, 0);
+	struct counts_stats st;
+	struct maps m;
+
+	SKIP_WITHOUT_MAPS();
+	if (!maps_new(&m, 64))
+		return;
+	set_count(&m, &k, 5, 500);
+	set_count(&m, &never, 2, 200);
+	counts__next_epoch(m.c);
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_PERIODIC, 0, 0), 0);
+	CHECK(got_tid(1) == NULL);
+	CHECK(in_map(m.counts_fd, &k));
+	/* Not due yet: the ring buffer is not read again for them. */
+	CHECK_EQ_INT(ring.reads, 0);
+	counts__stats(m.c, &st);
+	CHECK_EQ_INT(st.stacks_waited, 7);
+	CHECK_EQ_INT(st.stacks_missing, 0);
+
+	/* Due: one comes at the first read again, the other never. */
+	ring.id = 7;
+	ring.nframes = 3;
+	ring.arrive_at = 1;
+	memset(&got, 0, sizeof(got));
+	counts__next_epoch(m.c);
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_PERIODIC, 0, 0), 2);
+	CHECK_EQ_INT(ring.reads, 9);
+	CHECK(got_tid(1) && got_tid(1)->count == 5 && got_tid(1)->nframes == 3 &&
+	      got_tid(1)->status == WALK_OK);
+	CHECK(got_tid(2) && got_tid(2)->count == 2 && got_tid(2)->nframes == 0);
+	CHECK(!in_map(m.counts_fd, &k) && !in_map(m.counts_fd, &never));
+	counts__stats(m.c, &st);
+	CHECK_EQ_INT(st.samples, 7);
+	CHECK_EQ_INT(st.stacks_missing, 2);
+	maps_free(&m);
+}
+
 /* An image's drain: its counts only (that tgid and gen), whatever their
  * epoch, handed out whole less what a periodic drain gave already, then
  * deleted; the others stay. */
@@ -490,12 +551,13 @@ static void test_image_drain(void)
 	maps_free(&m);
 }
 
-/* At the end: first every count whose stack is known (the others wait for
- * their stack, and are counted), then all. */
+/* At the end, a count whose stack has not come has the ring buffer read
+ * again (here its stack comes at the second read), then all go out; one
+ * whose stack never comes goes out without frames after the last read. */
 static void test_final_drains(void)
 {
-	struct agg_key known = key(10, 1, 77, 0), unknown = key(10, 2, 88, 1),
-		       none = key(10, 3, 0, 2);
+	struct agg_key known = key(10, 1, 77, 0), late = key(10, 2, 88, 1), none = key(10, 3, 0, 2),
+		       never = key(10, 4, 99, 0);
 	struct counts_stats st;
 	struct maps m;
 
@@ -504,24 +566,29 @@ static void test_final_drains(void)
 		return;
 	add_stack(m.c, 77, 2, 0);
 	set_count(&m, &known, 1, 10);
-	set_count(&m, &unknown, 2, 20);
+	set_count(&m, &late, 2, 20);
 	set_count(&m, &none, 3, 30);
-	CHECK_EQ_INT(counts__drain(m.c, COUNTS_ALL_KNOWN, 0, 0), 1);
-	CHECK_EQ_INT(got.n, 2);
+	ring.id = 88;
+	ring.nframes = 4;
+	ring.arrive_at = 2;
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_ALL, 0, 0), 3);
+	CHECK_EQ_INT(ring.reads, 2);
 	CHECK(got_tid(1) && got_tid(1)->nframes == 2);
-	CHECK(got_tid(3) && got_tid(3)->nframes == 0);
-	CHECK(got_tid(2) == NULL);
-	CHECK(in_map(m.counts_fd, &unknown));
-	CHECK(!in_map(m.counts_fd, &known) && !in_map(m.counts_fd, &none));
-	/* Its stack arrives (the ring buffer read again). */
-	add_stack(m.c, 88, 4, 0);
-	memset(&got, 0, sizeof(got));
-	CHECK_EQ_INT(counts__drain(m.c, COUNTS_ALL, 0, 0), 1);
 	CHECK(got_tid(2) && got_tid(2)->nframes == 4 && got_tid(2)->count == 2);
+	CHECK(got_tid(3) && got_tid(3)->nframes == 0);
 	CHECK_EQ_INT(map_entries(m.counts_fd, sizeof(struct agg_key)), 0);
 	counts__stats(m.c, &st);
 	CHECK_EQ_INT(st.stacks_missing, 0);
-	CHECK_EQ_INT(st.records, 3);
+	CHECK_EQ_INT(st.ring_rereads, 2);
+
+	ring.reads = 0;
+	set_count(&m, &never, 5, 50);
+	memset(&got, 0, sizeof(got));
+	CHECK_EQ_INT(counts__drain(m.c, COUNTS_ALL, 0, 0), 1);
+	CHECK_EQ_INT(ring.reads, 9);
+	CHECK(got_tid(4) && got_tid(4)->nframes == 0 && got_tid(4)->status == WALK_READ_FAILED);
+	counts__stats(m.c, &st);
+	CHECK_EQ_INT(st.stacks_missing, 5);
 	maps_free(&m);
 }
 
@@ -665,6 +732,7 @@ int main(void)
 	RUN_TEST(test_record_fields);
 	RUN_TEST(test_periodic_epochs);
 	RUN_TEST(test_unknown_stack);
+	RUN_TEST(test_stack_comes_late);
 	RUN_TEST(test_image_drain);
 	RUN_TEST(test_final_drains);
 	RUN_TEST(test_many_and_huge);

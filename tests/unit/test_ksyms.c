@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
-#include "symbolize/ksyms.h"
+#include "base/ksyms.h"
 
 static const char sample[] = "ffffffff81000000 T _stext\n"
 			     "ffffffff81001000 t read_zero\n"

@@ -5,7 +5,8 @@
  * moves the epoch on, hands out the entries of the epoch it closed and
  * remembers what it handed out; the next one reads those entries once more,
  * hands out what was added since (a program that read the epoch just before
- * it moved), and deletes them.  A process image that ends has its entries
+ * it moved), and deletes them.  An entry whose stack has not arrived yet is
+ * handed out whole by that second drain.  A process image that ends has its entries
  * handed out and deleted at once, so that its profile is complete when it
  * is written.  A stack not counted for a while is forgotten (see
  * sweep_stacks).
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 
@@ -26,6 +28,9 @@
 #define MAX_STACKS 65536
 /* Entries read per batch. */
 #define BATCH 1024
+/* Reads of the ring buffer a drain makes for the stacks of its counts, at
+ * most: 1 + 2 + ... + 128 ms of waits between them. */
+#define READ_RING_TRIES 9
 /* A stack not counted for this long is forgotten (counts_maps.stack_idle_ns
  * unless told). */
 #define STACK_IDLE_NS (60 * 1000000000ULL)
@@ -47,6 +52,7 @@ struct counts {
 	struct agg_key *keys;
 	struct agg_val *vals;
 	uint32_t cap;
+	int n; /* entries read into keys and vals */
 	struct agg_key *dead;
 	uint32_t ndead;
 	struct sample_event *ev;
@@ -338,13 +344,65 @@ static void sweep_stacks(struct counts *c)
 	free(gone);
 }
 
+static bool stack_known(const struct counts *c, const struct agg_key *k)
+{
+	return !k->stack || (c->stacks && hmap__get(c->stacks, &k->stack));
+}
+
+/* Whether a count read would be handed out now with no stack: in a
+ * periodic drain's second look at an epoch, an image's drain, the end's. */
+static bool due_unknown(const struct counts *c, enum counts_drain how, uint32_t earlier, int tgid,
+			uint32_t gen)
+{
+	const struct agg_key *k;
+	uint32_t i;
+
+	for (i = 0; i < (uint32_t)c->n; i++) {
+		k = &c->keys[i];
+		if (stack_known(c, k))
+			continue;
+		if (how == COUNTS_ALL || (how == COUNTS_PERIODIC && k->epoch == earlier) ||
+		    (how == COUNTS_IMAGE && (int)k->tgid == tgid && k->gen == gen))
+			return true;
+	}
+	return false;
+}
+
+/* The table read, once the stacks its due counts name have come, or
+ * READ_RING_TRIES reads of the ring buffer later (waits of 1, 2, 4... ms
+ * between them), or when the ring buffer cannot be read from here (a drain
+ * from inside its callback: an image that ended, whose stacks came before
+ * the record that says so). */
+static int read_settled(struct counts *c, enum counts_drain how, uint32_t earlier, int tgid,
+			uint32_t gen)
+{
+	struct timespec ts;
+	int n, i;
+
+	for (i = 0;; i++) {
+		n = read_all(c);
+		c->n = n;
+		if (n < 0 || !c->maps.read_ring || i == READ_RING_TRIES ||
+		    !due_unknown(c, how, earlier, tgid, gen))
+			return n;
+		if (i) {
+			ts.tv_sec = 0;
+			ts.tv_nsec = 1000000L << (i - 1);
+			nanosleep(&ts, NULL);
+		}
+		if (c->maps.read_ring(c->maps.ring_ctx) < 0)
+			return n;
+		c->st.ring_rereads++;
+	}
+}
+
 int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t gen)
 {
 	uint32_t closed = c->closed, earlier, i;
-	int n, out = 0, left = 0;
+	int n, out = 0;
 
 	earlier = (closed + AGG_EPOCHS - 1) % AGG_EPOCHS;
-	n = read_all(c);
+	n = read_settled(c, how, earlier, tgid, gen);
 	if (n < 0)
 		return n;
 	c->st.drains++;
@@ -360,18 +418,19 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 		switch (how) {
 		case COUNTS_PERIODIC:
 			if (k->epoch == closed) {
+				/* Its stack has not come (see read_ring): the
+				 * count waits for the next drain, which hands
+				 * out the whole of it. */
+				if (!stack_known(c, k)) {
+					c->st.stacks_waited += c->vals[i].count;
+					break;
+				}
 				out += hand_out_delta(c, k, &c->vals[i], true, how);
 			} else if (k->epoch == earlier) {
 				out += hand_out_delta(c, k, &c->vals[i], false, how);
 				c->dead[c->ndead++] = *k;
 			}
 			break;
-		case COUNTS_ALL_KNOWN:
-			if (k->stack && (!c->stacks || !hmap__get(c->stacks, &k->stack))) {
-				left++;
-				break;
-			}
-			/* fall through */
 		case COUNTS_IMAGE:
 		case COUNTS_ALL:
 			mine = how != COUNTS_IMAGE || ((int)k->tgid == tgid && k->gen == gen);
@@ -385,7 +444,7 @@ int counts__drain(struct counts *c, enum counts_drain how, int tgid, uint32_t ge
 	delete_dead(c);
 	if (how == COUNTS_PERIODIC)
 		sweep_stacks(c);
-	return how == COUNTS_ALL_KNOWN ? left : out;
+	return out;
 }
 
 void counts__stats(const struct counts *c, struct counts_stats *out)

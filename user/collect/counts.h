@@ -23,6 +23,14 @@ struct counts_maps {
 	volatile __u32 *epoch; /* agg_epoch, in the program's memory */
 	/* A stack not counted for this long is forgotten (0: a minute). */
 	uint64_t stack_idle_ns;
+	/* Reads the ring buffer, where the stacks come (NULL: never; < 0: not
+	 * from here, inside its own callback): a drain that finds counts due
+	 * whose stack has not come calls it, a few times over a quarter of a
+	 * second at most, before it hands them out without one.  A stack's record comes before its first count, but
+	 * the ring buffer is read in order, and a record reserved ahead of it
+	 * on a CPU that was held up (a loaded virtual machine) holds it back. */
+	int (*read_ring)(void *ctx);
+	void *ring_ctx;
 };
 
 struct counts;
@@ -38,9 +46,6 @@ enum counts_drain {
 	COUNTS_PERIODIC, /* the epoch moves on; counts of the closed ones go out */
 	COUNTS_IMAGE,	 /* only the counts of one process image (it has ended) */
 	COUNTS_ALL,	 /* every count, at the end of the run */
-	/* Every count whose stack is known (the others stay, for a COUNTS_ALL
-	 * once the ring buffer has been read again): returns how many stay. */
-	COUNTS_ALL_KNOWN,
 };
 
 /* Before a periodic drain, and before the ring buffer is read for the
@@ -56,6 +61,8 @@ struct counts_stats {
 	uint64_t samples;	   /* the samples they stand for */
 	uint64_t late;		   /* of them, added after their epoch was read */
 	uint64_t stacks;	   /* stacks received */
+	uint64_t stacks_waited;	   /* samples whose stack came after the drain that found them */
+	uint64_t ring_rereads;	   /* ring buffer reads for them (read_ring) */
 	uint64_t stacks_missing;   /* samples whose stack was not known: given no frames */
 	uint64_t stack_resets;	   /* the table of stacks was full and started again */
 	uint64_t stacks_forgotten; /* not counted for a while: gone (sent again if used) */

@@ -27,6 +27,7 @@
 
 #include "base/clock.h"
 #include "base/elfsym.h"
+#include "base/ksyms.h"
 #include "collect/loader.h"
 #include "sampler/sampler.h"
 #include "base/log.h"
@@ -62,6 +63,7 @@ struct probe_link {
 struct loader {
 	struct profile_bpf *skel;
 	struct ring_buffer *rb;
+	int in_record;		     /* inside on_record (the ring buffer is being read) */
 	struct ring_buffer *code_rb; /* code_snaps: code objects copied as they were freed */
 	struct bpf_link **links;
 	struct probe_link sampler_links[5];
@@ -1075,30 +1077,6 @@ double loader__uprobe_cost_ns(struct loader *l)
 }
 #endif
 
-static int addr_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The end of the kernel function at start: the next text symbol's address
- * (addrs sorted), or 0. */
-static uint64_t symbol_end(const uint64_t *addrs, size_t n, uint64_t start)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (addrs[mid] <= start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n ? addrs[lo] : 0;
-}
-
 /* The kernel code of the uprobe machinery, found where it is not a symbol
  * of the kernel's own BTF (entry code, cold parts): the names are stable
  * across the kernels supported (the int3 entry has had its name since
@@ -1116,68 +1094,35 @@ static const char *const probe_text_syms[] = {
  */
 static int resolve_probe_text(struct profile_bpf *skel)
 {
-	uint64_t *addrs = NULL, *grown, starts[ARRAY_SIZE_(probe_text_syms)] = { 0 };
-	uint64_t entry = 0, a;
-	size_t n = 0, cap = 0, i;
-	char line[512], name[256], type;
+	struct ksyms *k = ksyms__load(NULL);
+	uint64_t entry = 0, entry_end = 0, start, end;
 	unsigned int found = 0;
-	FILE *f;
-	int err = 0;
+	size_t i;
 
-	f = fopen("/proc/kallsyms", "re");
-	if (!f)
+	if (!k)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		/* Kernel text only: module symbols carry a [module] column. */
-		if (sscanf(line, "%" SCNx64 " %c %255s", &a, &type, name) != 3 || !a ||
-		    strchr(line, '['))
-			continue;
-		if (type != 't' && type != 'T')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 65536;
-			grown = realloc(addrs, cap * sizeof(*addrs));
-			if (!grown) {
-				err = -ENOMEM;
-				goto out;
-			}
-			addrs = grown;
-		}
-		addrs[n++] = a;
-		if (!strcmp(name, probe_entry_sym))
-			entry = a;
-		for (i = 0; i < ARRAY_SIZE_(probe_text_syms); i++) {
-			if (!strcmp(name, probe_text_syms[i]))
-				starts[i] = a;
-		}
-	}
-	/* Zero addresses: kernel.kptr_restrict hides them from us. */
-	if (!entry && !starts[0]) {
-		err = -ENOENT;
-		goto out;
-	}
-	qsort(addrs, n, sizeof(*addrs), addr_cmp);
-	if (entry) {
+	/* Zero addresses: kernel.kptr_restrict hides them from us (and the
+	 * table is empty). */
+	ksyms__find(k, probe_entry_sym, &entry, &entry_end);
+	if (entry && entry_end) {
 		skel->rodata->probe_entry[0] = entry;
-		skel->rodata->probe_entry[1] = symbol_end(addrs, n, entry);
+		skel->rodata->probe_entry[1] = entry_end;
 	}
 	for (i = 0; i < ARRAY_SIZE_(probe_text_syms) && found < PROBE_TEXT_RANGES; i++) {
-		uint64_t end = starts[i] ? symbol_end(addrs, n, starts[i]) : 0;
-
-		if (!end)
+		if (ksyms__find(k, probe_text_syms[i], &start, &end) || !end)
 			continue;
-		skel->rodata->probe_text[found][0] = starts[i];
+		skel->rodata->probe_text[found][0] = start;
 		skel->rodata->probe_text[found][1] = end;
 		found++;
 	}
+	ksyms__free(k);
+	if (!entry && !found)
+		return -ENOENT;
 	skel->rodata->nprobe_text = found;
 	skel->rodata->probe_check = 1;
 	pr_debug("uprobe machinery: entry %#" PRIx64 "-%#" PRIx64 ", %u function ranges\n", entry,
-		 entry ? (uint64_t)skel->rodata->probe_entry[1] : 0, found);
-out:
-	free(addrs);
-	fclose(f);
-	return err;
+		 entry_end, found);
+	return 0;
 }
 
 /* The ring buffer's records: stacks for the counts stay here. */
@@ -1185,6 +1130,7 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	struct loader *l = ctx;
 	__u32 type;
+	int ret;
 
 	if (size >= sizeof(type)) {
 		memcpy(&type, data, sizeof(type));
@@ -1193,7 +1139,21 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (type == EV_STACK && l->counts)
 			counts__add_stack(l->counts, data, size);
 	}
-	return l->on_event(l->ctx, data, size);
+	l->in_record++;
+	ret = l->on_event(l->ctx, data, size);
+	l->in_record--;
+	return ret;
+}
+
+/* counts' read of the ring buffer for stacks that came late: not from its
+ * own callback (an image's drain as its exec or exit record is handled). */
+static int read_ring(void *ctx)
+{
+	struct loader *l = ctx;
+
+	if (l->in_record)
+		return -EBUSY;
+	return l->rb ? ring_buffer__consume(l->rb) : 0;
 }
 
 struct loader *loader__open(const struct loader_opts *opts)
@@ -1326,6 +1286,8 @@ struct loader *loader__open(const struct loader_opts *opts)
 			.stacks_fd = bpf_map__fd(l->skel->maps.agg_stacks),
 			.max_counts = bpf_map__max_entries(l->skel->maps.agg_counts),
 			.epoch = &l->skel->bss->agg_epoch,
+			.read_ring = read_ring,
+			.ring_ctx = l,
 		};
 
 		l->counts = counts__new(&maps, opts->on_event, opts->ctx);
@@ -1587,20 +1549,13 @@ int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint
 {
 	if (!l->counts)
 		return 0;
-	/* Stacks first: each count's stack was sent before it was counted.
-	 * An image's counts are drained while its exit or exec record is
-	 * handled, from the ring buffer's callback (which must not consume
+	/* Stacks first: each count's stack was sent before it was counted
+	 * (and counts__drain reads the ring buffer again for those that come
+	 * late).  An image's counts are drained while its exit or exec record
+	 * is handled, from the ring buffer's callback (which must not consume
 	 * again): its stacks came before that record. */
 	if (how == COUNTS_PERIODIC)
 		counts__next_epoch(l->counts);
-	/* At the end, BPF still counts while this runs: a count made after the
-	 * ring buffer was read may name a stack sent since.  Those are left
-	 * for one more read of it. */
-	if (how == COUNTS_ALL) {
-		ring_buffer__consume(l->rb);
-		if (counts__drain(l->counts, COUNTS_ALL_KNOWN, tgid, gen) <= 0)
-			return 0;
-	}
 	if (how != COUNTS_IMAGE)
 		ring_buffer__consume(l->rb);
 	return counts__drain(l->counts, how, tgid, gen);

@@ -123,6 +123,10 @@ struct mem_in {
 	const struct frame_ref *frames; /* innermost first */
 	const int *offsets;		/* each frame's instruction offset */
 	int nframes;
+	/* --native: the whole stack (as sample_in's), or NULL. */
+	const struct frame_ref *stack;
+	const uint64_t *stack_ips;
+	int nstack;
 };
 
 /* A footprint timeline: at most MEM_SERIES_MAX [time, bytes] points, evenly

@@ -400,7 +400,12 @@ void profile__add_mem(struct profile *p, const struct mem_in *m)
 			net.offset = m->offsets ? m->offsets[at] : 0;
 		}
 		if (m->nframes && !m->restored) {
-			struct stack_key k = { m->frames, m->nframes, NULL, NULL, m->truncated };
+			struct stack_key k =
+				m->stack
+					? (struct stack_key){ m->stack, m->nstack,    NULL,
+							      NULL,	m->truncated, m->stack_ips }
+					: (struct stack_key){ m->frames, m->nframes, NULL, NULL,
+							      m->truncated };
 			int index;
 
 			net.stack = profile_stack_get(p, &k, &index);

@@ -1161,6 +1161,8 @@ static void counts_json(struct host *h, struct json_object *doc, struct json_obj
 	json_object_object_add(o, "samples", json_object_new_int64((int64_t)c.samples));
 	json_object_object_add(o, "late_samples", json_object_new_int64((int64_t)c.late));
 	json_object_object_add(o, "stacks", json_object_new_int64((int64_t)c.stacks));
+	json_object_object_add(o, "stacks_waited", json_object_new_int64((int64_t)c.stacks_waited));
+	json_object_object_add(o, "ring_rereads", json_object_new_int64((int64_t)c.ring_rereads));
 	json_object_object_add(o, "stacks_missing",
 			       json_object_new_int64((int64_t)c.stacks_missing));
 	json_object_object_add(o, "stack_table_resets",

@@ -1076,12 +1076,11 @@ static enum sample_where interpreter_where(const struct tproc *tp, const struct 
 	return WHERE_NATIVE;
 }
 
-int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, const char **module,
-			const char **sym, int64_t *offset)
+int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, uint64_t ts_ns,
+			const char **module, const char **sym, int64_t *offset)
 {
 	struct profile *p = tp_profile(s, tp);
 	struct usym u;
-	uint64_t now;
 	int err;
 
 	if (!tp->usyms) {
@@ -1093,12 +1092,8 @@ int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, const 
 	}
 	err = usyms__resolve(tp->usyms, ip, &u);
 	if (err == -ENOENT) {
-		/* A library loaded since: re-read the maps, at most every 100 ms. */
-		now = mono_ns();
-		if (now - tp->last_refresh_ns < 100000000ULL)
-			return -ENOENT;
-		tp->last_refresh_ns = now;
-		if (usyms__refresh(tp->usyms) || usyms__resolve(tp->usyms, ip, &u))
+		/* A library loaded since: the maps again, at usyms' pace. */
+		if (usyms__refresh_for(tp->usyms, ts_ns) || usyms__resolve(tp->usyms, ip, &u))
 			return -ENOENT;
 	} else if (err) {
 		return -ENOENT;
@@ -1120,7 +1115,8 @@ int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, const 
 
 static void native_symbol(struct session *s, struct tproc *tp, uint64_t ip, struct sample_in *in)
 {
-	if (session_native_name(s, tp, ip, &in->native_module, &in->native_sym, &in->native_offset))
+	if (session_native_name(s, tp, ip, in->ts_ns, &in->native_module, &in->native_sym,
+				&in->native_offset))
 		return;
 	in->native_ip = ip;
 }
@@ -1339,6 +1335,7 @@ struct held_mem {
 	struct mem_in m;
 	struct frame_ref frames[SAMPLE_FRAMES];
 	int offsets[SAMPLE_FRAMES];
+	uint64_t *stack_ips; /* --native: m.nstack of them, then the frames */
 };
 
 static void hold_mem(struct session *s, struct profile *p, const struct mem_in *m)
@@ -1356,7 +1353,8 @@ static void hold_mem(struct session *s, struct profile *p, const struct mem_in *
 		s->held_mem = a;
 		s->cap_held_mem = cap;
 	}
-	h = malloc(sizeof(*h));
+	h = malloc(sizeof(*h) +
+		   (m->stack ? m->nstack * (sizeof(*m->stack_ips) + sizeof(*m->stack)) : 0));
 	if (!h) {
 		s->held_mem_dropped++;
 		return;
@@ -1366,6 +1364,15 @@ static void hold_mem(struct session *s, struct profile *p, const struct mem_in *
 	if (m->nframes > 0) {
 		memcpy(h->frames, m->frames, m->nframes * sizeof(*h->frames));
 		memcpy(h->offsets, m->offsets, m->nframes * sizeof(*h->offsets));
+	}
+	h->stack_ips = (uint64_t *)(h + 1);
+	if (m->stack) {
+		struct frame_ref *stack = (struct frame_ref *)(h->stack_ips + m->nstack);
+
+		memcpy(h->stack_ips, m->stack_ips, m->nstack * sizeof(*m->stack_ips));
+		memcpy(stack, m->stack, m->nstack * sizeof(*m->stack));
+		h->m.stack = stack;
+		h->m.stack_ips = h->stack_ips;
 	}
 	s->held_mem[s->nheld_mem++] = h;
 }
@@ -1397,10 +1404,17 @@ uint64_t session__memory_dropped(const struct session *s)
 	return s->held_mem_dropped;
 }
 
-static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev)
+/* Room for a whole stack (--native): the Python frames, the native ones
+ * unwound, the kernel's. */
+#define WHOLE_FRAMES (SAMPLE_FRAMES + 128 + NATIVE_KFRAMES)
+
+static void on_mem_sample(struct session *s, struct tproc *tp, const struct sample_event *ev,
+			  const struct native_tail *nt)
 {
-	struct frame_ref frames[SAMPLE_FRAMES];
+	struct frame_ref frames[SAMPLE_FRAMES], whole[WHOLE_FRAMES];
+	uint64_t whole_ips[WHOLE_FRAMES];
 	int offsets[SAMPLE_FRAMES];
+	struct frame_segs segs;
 	struct mem_in m = {
 		.tgid = ev->hdr.tgid,
 		.tid = ev->tid,
@@ -1422,7 +1436,16 @@ static void on_mem_sample(struct session *s, struct tproc *tp, const struct samp
 	if (!m.not_python) {
 		m.frames = frames;
 		m.offsets = offsets;
-		m.nframes = sample_frames(s, tp, ev, frames, offsets, NULL, &m.unattributed);
+		segs.n = 0;
+		m.nframes = sample_frames(s, tp, ev, frames, offsets, nt ? &segs : NULL,
+					  &m.unattributed);
+		/* The stack that allocated, C frames and all (--native). */
+		if (nt && m.nframes) {
+			m.nstack = snative_stack(s, tp, ev, nt, &segs, frames, m.nframes, whole,
+						 whole_ips, WHOLE_FRAMES);
+			m.stack = whole;
+			m.stack_ips = whole_ips;
+		}
 	}
 	if (s->mem_hold)
 		hold_mem(s, tp_profile(s, tp), &m);
@@ -1467,10 +1490,6 @@ static bool hold(struct session *s, const struct sample_event *ev, size_t size)
 	s->held[s->nheld++] = h;
 	return true;
 }
-
-/* Room for a whole stack (--native): the Python frames, the native ones
- * unwound, the kernel's. */
-#define WHOLE_FRAMES (SAMPLE_FRAMES + 128 + NATIVE_KFRAMES)
 
 /* Whether a thread blocked in this system call waits for I/O: files,
  * sockets, pipes, and the polls of event loops. */
@@ -1554,7 +1573,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	}
 	if (ev->mode >= MODE_MALLOC) {
 		if (ev->mode <= MODE_COPY)
-			on_mem_sample(s, tp, ev);
+			on_mem_sample(s, tp, ev, nt);
 		else
 			s->bad_records++;
 		return;
@@ -1593,8 +1612,12 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		segs.n = 0;
 		in.nframes =
 			sample_frames(s, tp, ev, frames, NULL, nt ? &segs : NULL, &in.unattributed);
-		if (nt && in.nframes)
-			snative_stack(s, tp, ev, nt, &segs, &in, whole, whole_ips, WHOLE_FRAMES);
+		if (nt && in.nframes) {
+			in.nstack = snative_stack(s, tp, ev, nt, &segs, frames, in.nframes, whole,
+						  whole_ips, WHOLE_FRAMES);
+			in.stack = whole;
+			in.stack_ips = whole_ips;
+		}
 	}
 	profile__add(p, &in);
 }

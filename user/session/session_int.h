@@ -66,7 +66,6 @@ struct tproc {
 	/* Since when the probe on its interpreter's code deallocator has been
 	 * in place (CLOCK_MONOTONIC; 0: none). */
 	uint64_t code_probe_ns;
-	uint64_t last_refresh_ns;
 	char why[256];
 	/* The allocation sampler in this process, as its probes reported. */
 	bool sampler_loaded;
@@ -314,9 +313,10 @@ int session_frames(struct session *s, struct tproc *tp, const struct sample_even
 
 /* A native address's module, symbol and offset from the symbol's start, as
  * the process maps it (names interned in the profile its samples go to;
- * without a symbol, "+0x<file offset>" and offset -1): 0, or -ENOENT. */
-int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, const char **module,
-			const char **sym, int64_t *offset);
+ * without a symbol, "+0x<file offset>" and offset -1): 0, or -ENOENT.
+ * ts_ns: when it was seen (usyms__refresh_for). */
+int session_native_name(struct session *s, struct tproc *tp, uint64_t ip, uint64_t ts_ns,
+			const char **module, const char **sym, int64_t *offset);
 
 /* A sample's Python frames grouped by the C-level calls of the eval loop
  * that run them (session.c: resolve_frames): each resolved frame's call,
@@ -328,13 +328,15 @@ struct frame_segs {
 	int n; /* calls */
 };
 
-/* --native (session_native.c): a sample's whole stack into in->stack (room
- * for max frames in stack and ips): the Python frames in->frames holds, each
- * call of the eval loop where its native frame is, with the native frames
- * between and below them and the kernel's. */
-void snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
-		   const struct native_tail *nt, const struct frame_segs *segs,
-		   struct sample_in *in, struct frame_ref *stack, uint64_t *ips, int max);
+/* --native (session_native.c): a record's whole stack into stack and ips
+ * (room for max frames), its length returned: the Python frames the walk
+ * found (frames, nframes, in segs' calls), each call of the eval loop where
+ * its native frame is, with the native frames between and below them and
+ * the kernel's. */
+int snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		  const struct native_tail *nt, const struct frame_segs *segs,
+		  const struct frame_ref *frames, int nframes, struct frame_ref *stack,
+		  uint64_t *ips, int max);
 void snative_free(struct session *s);
 /* --native: a Python process's maps and files are read as it is recognised
  * and every NATIVE_MAPS_NS while it lives, so that its samples are unwound

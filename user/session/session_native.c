@@ -20,7 +20,8 @@
 #include "base/log.h"
 #include "model/profile.h"
 #include "session/session_int.h"
-#include "symbolize/ksyms.h"
+#include "sampler/sampler.h"
+#include "base/ksyms.h"
 #include "symbolize/unwind.h"
 #include "symbolize/usyms.h"
 
@@ -136,9 +137,19 @@ void snative_tick(struct session *s, struct tproc *tp, uint64_t now)
 		unwind__refresh(tp->unwind);
 }
 
-void snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
-		   const struct native_tail *nt, const struct frame_segs *segs,
-		   struct sample_in *in, struct frame_ref *stack, uint64_t *ips, int max)
+/* The allocation sampler's own frames (its hooks, the probe they call): an
+ * allocation's stack ends at what called the allocator. */
+static bool sampler_frame(const char *module)
+{
+	const char *base = strrchr(module, '/');
+
+	return !strcmp(base ? base + 1 : module, SCALENE_BPF_SAMPLER_SONAME);
+}
+
+int snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
+		  const struct native_tail *nt, const struct frame_segs *segs,
+		  const struct frame_ref *frames, int nframes, struct frame_ref *stack,
+		  uint64_t *ips, int max)
 {
 	struct profile *p = tp_profile(s, tp);
 	uint64_t pcs[NATIVE_FRAMES_MAX], sps[NATIVE_FRAMES_MAX];
@@ -149,8 +160,8 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 	if (!tp->unwind && !tp->unwind_failed)
 		open_unwinder(s, tp);
 	if (tp->unwind)
-		npcs = unwind__stack(tp->unwind, (int)ev->tid, nt, pcs, sps, NATIVE_FRAMES_MAX,
-				     &end);
+		npcs = unwind__stack(tp->unwind, (int)ev->tid, nt, ev->ts, pcs, sps,
+				     NATIVE_FRAMES_MAX, &end);
 	else
 		s->native_no_unwinder++;
 	for (i = 0; i < nt->nkframes && i < NATIVE_KFRAMES && n < max; i++) {
@@ -164,7 +175,7 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 		uint64_t noff;
 		int64_t off;
 
-		if (session_native_name(s, tp, pcs[i], &module, &sym, &off)) {
+		if (session_native_name(s, tp, pcs[i], ev->ts, &module, &sym, &off)) {
 			module = profile__intern(p, "");
 			sym = profile__intern(p, "[unknown]");
 			if (!module || !sym)
@@ -177,8 +188,8 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 		}
 		if (seg < segs->n && holds_call(segs->entry[seg], sps, (int)i, npcs, sym)) {
 			/* Its call's Python frames. */
-			for (; k < in->nframes && segs->seg[k] == seg && n < max; k++) {
-				stack[n] = in->frames[k];
+			for (; k < nframes && segs->seg[k] == seg && n < max; k++) {
+				stack[n] = frames[k];
 				ips[n++] = 0;
 				outer = n;
 			}
@@ -186,7 +197,7 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 			evals++;
 			continue;
 		}
-		if (eval_frame(sym) || runtime_frame(sym))
+		if (eval_frame(sym) || runtime_frame(sym) || (!n && sampler_frame(module)))
 			continue;
 		stack[n].filename = module;
 		stack[n].qualname = sym;
@@ -195,8 +206,8 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 		ips[n++] = pcs[i];
 	}
 	/* Python frames whose eval-loop frames lie beyond what was unwound. */
-	for (; k < in->nframes && n < max; k++) {
-		stack[n] = in->frames[k];
+	for (; k < nframes && n < max; k++) {
+		stack[n] = frames[k];
 		ips[n++] = 0;
 		outer = n;
 	}
@@ -209,9 +220,7 @@ void snative_stack(struct session *s, struct tproc *tp, const struct sample_even
 		pr_debug("process %d: %d eval-loop frames for %d calls of Python frames\n", tp->pid,
 			 evals, segs->n);
 	}
-	in->stack = stack;
-	in->stack_ips = ips;
-	in->nstack = n;
+	return n;
 }
 
 void snative_facts(const struct session *s, struct facts_native *out)

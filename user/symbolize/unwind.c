@@ -105,7 +105,7 @@ struct unwind {
 	Dwfl *dwfl;
 	Dwfl_Callbacks cb;
 	bool attached;
-	uint64_t refreshed_ns; /* when the maps were last read again */
+	unsigned int reported_gen; /* usyms__gen() at the last report */
 	/* The files reported (struct reported), each once: libdwfl refuses a
 	 * module again at the same place. */
 	struct hmap *reported;
@@ -200,6 +200,7 @@ static int report_one(void *arg, const char *module, const char *path, uint64_t 
 /* Reports the files mapped since the last report. */
 static int report(struct unwind *w)
 {
+	w->reported_gen = usyms__gen(w->u);
 	w->reporting = 0;
 	usyms__each_text(w->u, report_one, w);
 	if (w->reporting && dw.report_end(w->dwfl, NULL, NULL))
@@ -268,45 +269,49 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	return w->n < w->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
-int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint64_t *pcs,
-		  uint64_t *sps, int max, enum unwind_end *end)
+/* One unwind of the sample into w's pcs and sps. */
+static enum unwind_end unwind_once(struct unwind *w, int tid, const struct native_tail *nt)
 {
 	int rc;
 
+	w->tid = tid;
+	w->nt = nt;
+	w->read_outside = false;
+	w->n = 0;
+	rc = dw.getthread_frames(w->dwfl, tid, on_frame, w);
+	w->nt = NULL;
+	if (rc == 0)
+		return UNWIND_END_ROOT;
+	if (w->n >= w->max)
+		return UNWIND_END_DEPTH;
+	return w->read_outside ? UNWIND_END_COPY : UNWIND_END_NO_CFI;
+}
+
+int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint64_t ts_ns,
+		  uint64_t *pcs, uint64_t *sps, int max, enum unwind_end *end)
+{
 	*end = UNWIND_END_NO_REGS;
 	if (!nt->regs[NATIVE_REG_IP] || !nt->regs[NATIVE_REG_SP] || max <= 0) {
 		stats.stacks++;
 		stats.ends[*end]++;
 		return 0;
 	}
-	/* Code of no file reported yet (a library loaded since): the maps
-	 * again, every 100 ms at most (code of no file at all: JIT). */
-	if (!dw.addrmodule(w->dwfl, nt->regs[NATIVE_REG_IP])) {
-		uint64_t now = mono_ns();
-
-		if (now - w->refreshed_ns >= 100000000ULL && !usyms__refresh(w->u)) {
-			w->refreshed_ns = now;
-			stats.refreshes++;
-			report(w);
-		}
-	}
-	w->tid = tid;
-	w->nt = nt;
-	w->read_outside = false;
+	/* The files mapped since the last report (the maps read again by the
+	 * symbols' user). */
+	if (usyms__gen(w->u) != w->reported_gen)
+		report(w);
 	w->pcs = pcs;
 	w->sps = sps;
-	w->n = 0;
 	w->max = max;
-	rc = dw.getthread_frames(w->dwfl, tid, on_frame, w);
-	if (rc == 0)
-		*end = UNWIND_END_ROOT;
-	else if (w->n >= max)
-		*end = UNWIND_END_DEPTH;
-	else if (w->read_outside)
-		*end = UNWIND_END_COPY;
-	else
-		*end = UNWIND_END_NO_CFI;
-	w->nt = NULL;
+	*end = unwind_once(w, tid, nt);
+	/* Ended in code of no file reported (a library loaded since the maps
+	 * were read): once more after reading them again. */
+	if (*end == UNWIND_END_NO_CFI && w->n && !dw.addrmodule(w->dwfl, pcs[w->n - 1]) &&
+	    !usyms__refresh_for(w->u, ts_ns)) {
+		stats.refreshes++;
+		report(w);
+		*end = unwind_once(w, tid, nt);
+	}
 	stats.stacks++;
 	stats.frames += w->n;
 	stats.copied_bytes += nt->stack_len;
@@ -332,10 +337,7 @@ int unwind__refresh(struct unwind *w)
 {
 	int err = usyms__refresh(w->u);
 
-	if (err)
-		return err;
-	w->refreshed_ns = mono_ns();
-	return report(w);
+	return err ? err : report(w);
 }
 
 bool unwind__frame_sp(void)

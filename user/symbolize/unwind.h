@@ -42,10 +42,12 @@ enum unwind_end {
  * instruction's last byte: a return address less one), and into sps each
  * frame's stack pointer (its locals lie between it and the next frame's; 0
  * where libdw cannot tell, before elfutils 0.188).  The frames found (>= 0),
- * why it ended in *end.
+ * why it ended in *end.  ts_ns: when the sample was taken (a frame in a file
+ * not known then has the maps read again, usyms__refresh_for, and the stack
+ * unwound again).
  */
-int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint64_t *pcs,
-		  uint64_t *sps, int max, enum unwind_end *end);
+int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint64_t ts_ns,
+		  uint64_t *pcs, uint64_t *sps, int max, enum unwind_end *end);
 
 /* The function holding pc by libdw's symbols for its file: the file's own,
  * else its .gnu_debugdata, else its debug file where installed (found by

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/elfcache.h"
 #include "base/elfsym.h"
 #include "base/procmaps.h"
@@ -42,6 +43,8 @@ struct usyms {
 	size_t nmods, capmods;
 	struct elf_cache *cache;
 	bool own_cache;
+	uint64_t tried_ns; /* the last read of the maps (usyms__refresh_for) */
+	unsigned int gen;  /* maps read so far */
 };
 
 static bool is_file_backed(const struct map_entry *e)
@@ -147,6 +150,7 @@ int usyms__refresh(struct usyms *u)
 	size_t i, n;
 	int err = 0;
 
+	u->tried_ns = mono_ns();
 	maps = procmaps__load(u->pid);
 	if (!maps)
 		return -errno;
@@ -185,6 +189,7 @@ int usyms__refresh(struct usyms *u)
 	free(u->entry_mod);
 	u->maps = maps;
 	u->entry_mod = entry_mod;
+	u->gen++;
 	return 0;
 cleanup:
 	/* Keep the old state; modules added on the way are unused but harmless. */
@@ -193,6 +198,18 @@ cleanup:
 	free(entry_mod);
 	procmaps__free(maps);
 	return err;
+}
+
+int usyms__refresh_for(struct usyms *u, uint64_t ts_ns)
+{
+	if (ts_ns < u->tried_ns || mono_ns() - u->tried_ns < USYMS_REFRESH_NS)
+		return -EAGAIN;
+	return usyms__refresh(u);
+}
+
+unsigned int usyms__gen(const struct usyms *u)
+{
+	return u->gen;
 }
 
 struct usyms *usyms__new(int pid, const struct usyms_opts *opts)

@@ -41,6 +41,17 @@ void usyms__free(struct usyms *u);
 /* Re-reads the maps (after a dlopen, say); 0 or -errno.  Maps read empty (a
  * process exiting) leave the ones read before: -ESRCH. */
 int usyms__refresh(struct usyms *u);
+/* For an address of no file known, seen at ts_ns (CLOCK_MONOTONIC): the
+ * maps again, unless they were read after ts_ns (they show what was mapped
+ * then, and the address is in no file: JIT code, say) or less than
+ * USYMS_REFRESH_NS ago (-EAGAIN then).  Every user of one usyms shares the
+ * one pace: a library loaded since the last read is found by the first
+ * sample in it. */
+#define USYMS_REFRESH_NS 20000000ULL
+int usyms__refresh_for(struct usyms *u, uint64_t ts_ns);
+/* Counts the reads of the maps that took: a user that keeps state per file
+ * (unwind.c) looks again when it moved. */
+unsigned int usyms__gen(const struct usyms *u);
 
 /*
  * Fills out for addr: 0, or -ENOENT when no mapping holds addr.  The strings

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Kernel symbols from /proc/kallsyms, for the kernel frames of --native's
- * samples: the kernel's text and its modules', sorted once.  Addresses are
+ * Kernel symbols from /proc/kallsyms: the kernel's text and its modules',
+ * sorted once, for the kernel frames of --native's samples and for the
+ * places of the kernel's uprobe code (the loader).  Addresses are
  * zero there unless the reader may see them (kernel.kptr_restrict): the
  * table is then empty and frames go unnamed.
  */
@@ -23,5 +24,9 @@ size_t ksyms__count(const struct ksyms *k);
  * does. */
 const char *ksyms__resolve(const struct ksyms *k, uint64_t addr, const char **module,
 			   uint64_t *offset);
+
+/* The kernel's own function `name`: its start and end (the next function's
+ * start, 0 for the last).  0, or -ENOENT. */
+int ksyms__find(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end);
 
 #endif /* KSYMS_H */

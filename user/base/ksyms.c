@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "base/strtab.h"
-#include "symbolize/ksyms.h"
+#include "base/ksyms.h"
 
 struct ksym {
 	uint64_t addr;
@@ -180,4 +180,20 @@ const char *ksyms__resolve(const struct ksyms *k, uint64_t addr, const char **mo
 	*module = k->syms[lo - 1].module;
 	*offset = addr - k->syms[lo - 1].addr;
 	return k->syms[lo - 1].name;
+}
+
+int ksyms__find(const struct ksyms *k, const char *name, uint64_t *start, uint64_t *end)
+{
+	size_t i, j;
+
+	for (i = 0; i < k->n; i++) {
+		if (k->syms[i].module[0] || strcmp(k->syms[i].name, name))
+			continue;
+		for (j = i + 1; j < k->n && k->syms[j].addr == k->syms[i].addr; j++)
+			;
+		*start = k->syms[i].addr;
+		*end = j < k->n ? k->syms[j].addr : 0;
+		return 0;
+	}
+	return -ENOENT;
 }
