@@ -284,11 +284,12 @@ struct {
  * Code objects that walks read lately, for the deallocator's probe
  * (on_code_dealloc): a slot per hash of (process, address) holds when a walk
  * last read it, in steps of 2^CODE_STAMP_SHIFT ns (16.8 ms; 0 is no walk's).
- * A code object read by a walk in the last CODE_STAMP_KEEP steps (4.3 s) may
+ * A code object read by a walk in the last CODE_STAMP_KEEP steps (17 s) may
  * be named by a sample the loader has not read yet (it reads records as they
- * come, but holds those of a process it has not recognised yet, and --pid
- * --memory's duty cycle holds a window's for up to a second): it is sent as
- * it is freed.  Two objects that share a slot cost one needless copy; a slot
+ * come, but holds those of a process it has not recognised yet, --pid
+ * --memory's duty cycle holds a window's for up to a second, and a loader
+ * on a slow machine falls behind: 5-10 s in the kernel matrix's emulated
+ * guests with --native): it is sent as it is freed.  Two objects that share a slot cost one needless copy; a slot
  * is never cleared.  Only code that samples named is marked: about 1000 a
  * second at most, so copies cost a program that compiles and drops code in
  * a loop 1-2 ms a second at most.
@@ -296,7 +297,7 @@ struct {
 #define CODE_STAMPS_BITS 15
 #define CODE_STAMPS (1u << CODE_STAMPS_BITS)
 #define CODE_STAMP_SHIFT 24
-#define CODE_STAMP_KEEP 256
+#define CODE_STAMP_KEEP 1024
 struct code_stamps {
 	__u16 when[CODE_STAMPS];
 };
