@@ -1335,7 +1335,7 @@ struct held_mem {
 	struct mem_in m;
 	struct frame_ref frames[SAMPLE_FRAMES];
 	int offsets[SAMPLE_FRAMES];
-	uint64_t *stack_ips; /* --native: m.nstack of them, then the frames */
+	/* --native: m.nstack addresses, then m.nstack frames, after it */
 };
 
 static void hold_mem(struct session *s, struct profile *p, const struct mem_in *m)
@@ -1365,14 +1365,14 @@ static void hold_mem(struct session *s, struct profile *p, const struct mem_in *
 		memcpy(h->frames, m->frames, m->nframes * sizeof(*h->frames));
 		memcpy(h->offsets, m->offsets, m->nframes * sizeof(*h->offsets));
 	}
-	h->stack_ips = (uint64_t *)(h + 1);
 	if (m->stack) {
-		struct frame_ref *stack = (struct frame_ref *)(h->stack_ips + m->nstack);
+		uint64_t *ips = (uint64_t *)(h + 1);
+		struct frame_ref *stack = (struct frame_ref *)(ips + m->nstack);
 
-		memcpy(h->stack_ips, m->stack_ips, m->nstack * sizeof(*m->stack_ips));
+		memcpy(ips, m->stack_ips, m->nstack * sizeof(*m->stack_ips));
 		memcpy(stack, m->stack, m->nstack * sizeof(*m->stack));
 		h->m.stack = stack;
-		h->m.stack_ips = h->stack_ips;
+		h->m.stack_ips = ips;
 	}
 	s->held_mem[s->nheld_mem++] = h;
 }
