@@ -296,6 +296,12 @@ def test_short_program_every_sample_attributed(python, tmp_path):
     # is looser.)
     got = function_time(res.profile, prog, "work").seconds
     assert 0.85 * spent - 0.002 <= got <= 1.5 * spent + 0.003, ctx
+    # Started by the interpreter's own file: its code deallocator had the
+    # probe before the exec, so no frame is lost to code freed before it.
+    bpf = facts["bpf"]
+    assert bpf["code_dealloc_probes"]["before_exec"] == 1, ctx
+    assert bpf["frames_unreadable_before_probe"] == 0, ctx
+    assert bpf["frames_unreadable"] == bpf["frames_unreadable_in_bpf"], ctx
 
 
 def test_freed_code_objects_are_named(python, tmp_path):
@@ -313,13 +319,13 @@ def test_freed_code_objects_are_named(python, tmp_path):
     ctx = (f"loops took {spent * 1e3:.1f} ms of CPU; bpf {bpf}; hot lines "
            f"{hot_lines(res.profile)}")
     # Every frame whose code object BPF read as it took the sample is named,
-    # those freed since from their copies, once the probe that copies them
-    # is in place.  Before that (placed at the process's recognition: 0.02-
-    # 0.1 ms mostly, up to 22 ms the first time a file takes a uprobe),
-    # code freed is not copied; how many frames that cost depends on the
-    # kernel's time to place it, which the test does not control.
-    assert bpf["frames_unreadable"] == (bpf["frames_unreadable_in_bpf"] +
-                                        bpf["frames_unreadable_before_probe"]), ctx
+    # those freed since from their copies: the interpreter's own file is
+    # the command, so the probe that copies them was placed before its exec
+    # (after it, a script's interpreter takes 0.02-22 ms to get it, and
+    # code freed meanwhile is not copied).
+    assert bpf["code_dealloc_probes"]["before_exec"] == 1, ctx
+    assert bpf["frames_unreadable_before_probe"] == 0, ctx
+    assert bpf["frames_unreadable"] == bpf["frames_unreadable_in_bpf"], ctx
     # What BPF cannot read as it takes a sample (a page of the object being
     # moved or reclaimed just then: a failed read, not a freed object) is a
     # sampling accident, no part of what the copies do: at most 1 % of the

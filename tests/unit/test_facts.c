@@ -217,6 +217,7 @@ static struct facts *full_facts(void)
 	f->bpf.code_copies_unused = 2;
 	f->bpf.code_cache_evictions = 204;
 	f->bpf.code_probes_placed = 2;
+	f->bpf.code_probes_before_exec = 1;
 	f->bpf.code_probes_failed = 1;
 	f->bpf.code_probe_why = "no probe on /usr/bin/python3.11's code-object deallocator: x";
 	f->bpf.stacks_dropped = 205;
@@ -403,6 +404,7 @@ static void check_bpf(struct json_object *b, const uint64_t *stats)
 	CHECK_EQ_INT(num(b, "code_cache_evictions"), 204);
 	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "placed"), 2);
 	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "failed"), 1);
+	CHECK_EQ_INT(num(get(b, "code_dealloc_probes"), "before_exec"), 1);
 	CHECK_EQ_STR(str(get(b, "code_dealloc_probes"), "why"),
 		     "no probe on /usr/bin/python3.11's code-object deallocator: x");
 	CHECK_EQ_INT(num(b, "stacks_dropped"), 205);
@@ -609,7 +611,7 @@ static void test_least(void)
 		   "freed_code_copies_unused", "code_cache_evictions", "code_dealloc_probes",
 		   "stacks_dropped", "truncated_stacks");
 	/* No probe placed or failed: nothing to say why. */
-	CHECK_KEYS(get(b, "code_dealloc_probes"), "placed", "failed");
+	CHECK_KEYS(get(b, "code_dealloc_probes"), "placed", "failed", "before_exec");
 	CHECK_EQ_INT(json_object_array_length(get(o, "threads")), 0);
 	CHECK_EQ_INT(json_object_array_length(get(o, "interpreters")), 0);
 	CHECK_EQ_INT(json_object_array_length(get(o, "warnings")), 0);

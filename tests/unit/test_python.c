@@ -244,11 +244,17 @@ static void test_detect_live(void)
  */
 static void check_startup(const char *python)
 {
-	struct py_proc pp, fp;
-	char why[512];
-	int status, sig = 0, calls = 0, err = -EAGAIN, again = 0, files_err;
+	struct py_proc pp, fp, xp;
+	char why[512], real[PATH_MAX];
+	int status, sig = 0, calls = 0, err = -EAGAIN, again = 0, files_err, exe_err = -ENOENT;
 	bool in_call = false;
-	pid_t pid = fork();
+	pid_t pid;
+
+	/* Before it runs at all (run, before its exec): from the file named. */
+	if (realpath(python, real))
+		exe_err = python__code_dealloc_in_files(getpid(), real, &xp);
+	CHECK_EQ_INT(exe_err, 0);
+	pid = fork();
 
 	if (pid == 0) {
 		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
@@ -263,7 +269,7 @@ static void check_startup(const char *python)
 	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)PTRACE_O_TRACESYSGOOD);
 	/* Just exec'ed, nothing but the executable and the dynamic loader
 	 * mapped: the code deallocator's place from the files alone. */
-	files_err = python__code_dealloc_in_files(pid, &fp);
+	files_err = python__code_dealloc_in_files(pid, NULL, &fp);
 	if (files_err)
 		fprintf(stderr, "%s: the code deallocator from its files: %s\n", python,
 			strerror(-files_err));
@@ -301,6 +307,11 @@ static void check_startup(const char *python)
 		CHECK_EQ_INT(fp.file_dev_major, pp.file_dev_major);
 		CHECK_EQ_INT(fp.file_dev_minor, pp.file_dev_minor);
 		CHECK_EQ_STR(fp.path, pp.path);
+	}
+	if (!err && !exe_err) {
+		CHECK_EQ_INT(xp.code_dealloc_off, pp.code_dealloc_off);
+		CHECK_EQ_INT(xp.file_inode, pp.file_inode);
+		CHECK_EQ_STR(xp.path, pp.path);
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);

@@ -306,6 +306,58 @@ static void test_find_in_path(void)
 	free(saved);
 }
 
+/* One script's first line, and what the kernel runs for it. */
+static void check_image(const char *first_line, int want_err, const char *want)
+{
+	char path[PATH_MAX + 16], out[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/script", tmp);
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs(first_line, f);
+	fclose(f);
+	CHECK_EQ_INT(target_exec_image(path, out, sizeof(out)), want_err);
+	if (!want_err)
+		CHECK_EQ_STR(out, want ? want : path);
+	unlink(path);
+}
+
+static void test_exec_image(void)
+{
+	char tool[PATH_MAX + 16], path[PATH_MAX * 2 + 32], out[8];
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+
+	snprintf(tool, sizeof(tool), "%s/tool", sub);
+	snprintf(path, sizeof(path), "%s:%s", tmp, sub);
+	setenv("PATH", path, 1);
+	/* Not a script: the file itself (an ELF file, here any other). */
+	check_image("\x7f"
+		    "ELF\2\1\1",
+		    0, NULL);
+	check_image("print(1)\n", 0, NULL);
+	/* The interpreter named, with or without blanks and an argument. */
+	check_image("#!/usr/bin/python3.11\nprint(1)\n", 0, "/usr/bin/python3.11");
+	check_image("#! \t/opt/py/bin/python -u\n", 0, "/opt/py/bin/python");
+	/* Through env: its argument found in PATH, as env finds it. */
+	check_image("#!/usr/bin/env tool\n", 0, tool);
+	check_image("#!/usr/bin/env  nonexistent-tool\n", -ENOENT, NULL);
+	/* env with an option (-S): env itself, which is no interpreter. */
+	check_image("#!/usr/bin/env -S tool -u\n", 0, "/usr/bin/env");
+	/* No interpreter, or no end to the line in the bytes read. */
+	check_image("#!\n", -ENOEXEC, NULL);
+	check_image("#!/usr/bin/python3", -ENOEXEC, NULL);
+	CHECK_EQ_INT(target_exec_image("/nonexistent/x", out, sizeof(out)), -ENOENT);
+	/* Too long for out. */
+	CHECK_EQ_INT(target_exec_image("/usr/bin/env", out, sizeof(out)), -ENAMETOOLONG);
+	if (saved)
+		setenv("PATH", saved, 1);
+	free(saved);
+}
+
 static void test_from_command(void)
 {
 	struct target_command o = { 0 };
@@ -423,6 +475,7 @@ int main(void)
 	RUN_TEST(test_clustered_interpreter_options);
 	RUN_TEST(test_stdin_and_repl);
 	RUN_TEST(test_find_in_path);
+	RUN_TEST(test_exec_image);
 	RUN_TEST(test_from_command);
 	RUN_TEST(test_from_pid_self);
 	teardown();

@@ -725,7 +725,7 @@ static int cmd_run(const struct options *o)
 	struct run_state rs = { .opts = o };
 	struct launch l = { .pid = -1, .gate_fd = -1, .err_fd = -1 };
 	const char *envv[8];
-	char why[512];
+	char why[512], image[PATH_MAX];
 	int err, status;
 	size_t i, n;
 
@@ -804,6 +804,8 @@ static int cmd_run(const struct options *o)
 		runner_abort(&l);
 		goto out;
 	}
+	if (!target_exec_image(rs.target.exec_path, image, sizeof(image)))
+		session__root_will_exec(rs.session, image);
 	if (got_signal) {
 		pr_warn("interrupted (%s) before the program started; it was not run\n",
 			strsignal(got_signal));

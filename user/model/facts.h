@@ -122,8 +122,10 @@ struct facts_bpf {
 	uint64_t stacks_dropped, truncated_stacks;
 	const char *offcpu_hook; /* loader__offcpu_hook(), NULL: not known */
 	/* Interpreter files given the probe on their code-object deallocator
-	 * (walks keep code objects from one to the next), or not, and why. */
-	uint64_t code_probes_placed, code_probes_failed;
+	 * (walks keep code objects from one to the next), or not, and why;
+	 * placed before a launched program's exec (run with an interpreter's
+	 * own file as the command). */
+	uint64_t code_probes_placed, code_probes_failed, code_probes_before_exec;
 	const char *code_probe_why;
 };
 

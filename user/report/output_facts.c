@@ -399,6 +399,7 @@ static struct json_object *code_probes_json(const struct facts_bpf *b)
 
 	add(o, "placed", json_object_new_int64((int64_t)b->code_probes_placed));
 	add(o, "failed", json_object_new_int64((int64_t)b->code_probes_failed));
+	add(o, "before_exec", json_object_new_int64((int64_t)b->code_probes_before_exec));
 	if (b->code_probes_failed && b->code_probe_why)
 		add(o, "why", json_object_new_string(b->code_probe_why));
 	return o;

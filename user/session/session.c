@@ -483,7 +483,7 @@ static void early_code_probe(struct session *s, struct tproc *tp, const struct p
 		return;
 	if (hmap__count(s->dealloc_exes) < MAX_NOT_PYTHON_EXES)
 		hmap__put(s->dealloc_exes, &k, (void *)1);
-	err = python__code_dealloc_in_files(tp->pid, &fp);
+	err = python__code_dealloc_in_files(tp->pid, NULL, &fp);
 	if (err) {
 		pr_debug("process %d: the code deallocator is not found from its files: %s\n",
 			 tp->pid, strerror(-err));
@@ -642,6 +642,28 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 	else
 		tp->state = TP_OTHER;
 	return 0;
+}
+
+void session__root_will_exec(struct session *s, const char *exe)
+{
+	char real[PATH_MAX];
+	struct py_proc fp;
+	uint64_t t0 = mono_ns(), placed;
+	int err;
+
+	/* The dynamic loader's $ORIGIN is the executable's own folder. */
+	if (!realpath(exe, real))
+		return;
+	err = python__code_dealloc_in_files(s->root_pid, real, &fp);
+	if (err) {
+		pr_debug("%s: its code deallocator is not found before its exec: %s\n", real,
+			 strerror(-err));
+		return;
+	}
+	if (code_cache_for(s, s->root_pid, &fp, &placed, false))
+		s->code_probes_before_exec++;
+	pr_debug("%s: the probe on the code deallocator of %s %s before the exec (%.2f ms)\n", real,
+		 fp.path, placed ? "placed" : "not placed", (mono_ns() - t0) / 1e6);
 }
 
 static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
@@ -2123,6 +2145,7 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	b->code_copies_unused = s->code_copies_unused;
 	b->code_cache_evictions = pycode_cache__evictions(s->codes);
 	b->code_probes_placed = s->code_probes_placed;
+	b->code_probes_before_exec = s->code_probes_before_exec;
 	b->code_probes_failed = s->code_probes_failed;
 	b->code_probe_why = s->code_probe_why;
 	b->stacks_dropped = profile__stacks_dropped(p);

@@ -169,6 +169,12 @@ void session__set_bpf(struct session *s, const struct session_bpf *bpf);
 /* Starts following pid.  With pp (an attach), the process is already known
  * as Python; without it (a launch), it is recognised after its exec. */
 int session__add_root(struct session *s, int pid, const struct py_proc *pp);
+/* A launched root that has not exec'ed yet will exec exe: the probe on its
+ * interpreter's code-object deallocator is placed now, before any of its
+ * code runs (none of the code objects its start-up frees goes uncopied).
+ * Nothing is placed for a file that holds no interpreter we know, or a
+ * script, whose interpreter is found at its exec as before. */
+void session__root_will_exec(struct session *s, const char *exe);
 /* The ring-buffer callback. */
 int session__handle(void *ctx, const void *data, size_t size);
 /* Periodic work: retries recognising processes that are starting up.

@@ -264,7 +264,7 @@ struct session {
 	/* Executables whose interpreter files were read for the code
 	 * deallocator's place (early_code_probe): exe_key -> 1. */
 	struct hmap *dealloc_exes;
-	uint64_t code_probes_placed, code_probes_failed;
+	uint64_t code_probes_placed, code_probes_failed, code_probes_before_exec;
 	char code_probe_why[160];
 	/* GPU (session_gpu.c). */
 	const char *gpu_library, *gpu_off;

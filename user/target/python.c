@@ -954,7 +954,7 @@ static int interpreter_file(int pid, const char *exe, struct elf_file *e, char *
 	return -ENOENT;
 }
 
-int python__code_dealloc_in_files(int pid, struct py_proc *pp)
+int python__code_dealloc_in_files(int pid, const char *exe_path, struct py_proc *pp)
 {
 	static const uint8_t nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 	struct elf_file *e = NULL, *ie = NULL;
@@ -970,11 +970,16 @@ int python__code_dealloc_in_files(int pid, struct py_proc *pp)
 
 	memset(pp, 0, sizeof(*pp));
 	pp->pid = pid;
-	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
-	len = readlink(link, exe, sizeof(exe) - 1);
-	if (len <= 0)
-		return -errno;
-	exe[len] = '\0';
+	if (exe_path) {
+		if (snprintf(exe, sizeof(exe), "%s", exe_path) >= (int)sizeof(exe))
+			return -ENAMETOOLONG;
+	} else {
+		snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+		len = readlink(link, exe, sizeof(exe) - 1);
+		if (len <= 0)
+			return -errno;
+		exe[len] = '\0';
+	}
 	err = open_module(pid, exe, &e);
 	if (err)
 		return err;

@@ -123,11 +123,12 @@ bool python__in_call_machinery(const struct py_proc *pp, uint64_t ip);
  * Where the code-object deallocator of the interpreter a just-exec'ed pid
  * will run is, from its files alone, before it has mapped its libpython or
  * run its runtime: fills pp's path, minor, code_dealloc_off and file
- * identity (the rest zero).  The interpreter is the executable, or the
- * libpython it needs found through its run path.  0, -ENOENT (not found
- * that way), -ENOTSUP (a version without a layout table), or -errno.
+ * identity (the rest zero).  The interpreter is the executable (exe, a
+ * path in pid's root; NULL: the one pid runs), or the libpython it needs
+ * found through its run path.  0, -ENOENT (not found that way), -ENOTSUP
+ * (a version without a layout table), or -errno.
  */
-int python__code_dealloc_in_files(int pid, struct py_proc *pp);
+int python__code_dealloc_in_files(int pid, const char *exe, struct py_proc *pp);
 
 /* Parses "3.12" / "python3.12" / "libpython3.12.so.1.0" style names: the
  * minor version, or -1. */

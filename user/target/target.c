@@ -275,6 +275,46 @@ static bool is_elf(const char *path)
 	return elf;
 }
 
+int target_exec_image(const char *path, char *out, unsigned long n)
+{
+	char line[PATH_MAX + 64], *interp, *arg, *end;
+	ssize_t len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (len < 0)
+		return -errno;
+	line[len] = '\0';
+	if (len < 2 || line[0] != '#' || line[1] != '!') {
+		if ((unsigned long)snprintf(out, n, "%s", path) >= n)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	/* The kernel's reading: the interpreter, then one argument (the rest
+	 * of the line), blanks and tabs between. */
+	end = strchr(line, '\n');
+	if (!end)
+		return -ENOEXEC;
+	*end = '\0';
+	interp = line + 2 + strspn(line + 2, " \t");
+	arg = interp + strcspn(interp, " \t");
+	if (*arg) {
+		*arg++ = '\0';
+		arg += strspn(arg, " \t");
+		arg[strcspn(arg, " \t")] = '\0';
+	}
+	if (!*interp)
+		return -ENOEXEC;
+	if (!strcmp(basename(interp), "env") && *arg && *arg != '-')
+		return find_in_path(arg, out, n);
+	if ((unsigned long)snprintf(out, n, "%s", interp) >= n)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int target_from_command(const struct target_command *c, struct target *t)
 {
 	char cwd[PATH_MAX], interp[PATH_MAX], **v;

@@ -49,6 +49,10 @@ void target_free(struct target *t);
 
 /* Finds name in PATH the way execvp does; 0 and the path in out, or -ENOENT. */
 int find_in_path(const char *name, char *out, unsigned long n);
+/* The file the kernel runs when path is exec'ed: path itself, or a
+ * script's interpreter from its #! line (through /usr/bin/env NAME: NAME
+ * found in PATH).  0 and the path in out, or -errno. */
+int target_exec_image(const char *path, char *out, unsigned long n);
 /* Fills program, program_dir and args from a Python command line (argv[0]
  * is the interpreter) run in cwd.  Exposed for its tests. */
 int target_describe(struct target *t, char *const *argv, int argc, const char *cwd);
