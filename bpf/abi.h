@@ -203,6 +203,11 @@ struct py_walk_cfg {
 	 * (its gc.collecting): a sample then is garbage collection's
 	 * (SAMPLE_F_GC).  0: not known. */
 	__u64 gc_collecting;
+	/* The main interpreter's GIL: the thread state that took it last at
+	 * gil_holder, its locked int 8 bytes after.  A CPU sample of the thread
+	 * whose state that is, while it is locked and another thread of the
+	 * process exists, holds the GIL (SAMPLE_F_GIL_HELD).  0: not known. */
+	__u64 gil_holder;
 };
 
 /* Per-process state in the `procs` map (key: tgid). */
@@ -380,6 +385,9 @@ struct sample_event {
 /* SAMPLE_F_GC: the interpreter's garbage collector was running (a CPU
  * sample of a Python thread; py_walk_cfg.gc_collecting). */
 #define SAMPLE_F_GC (1u << 1)
+/* SAMPLE_F_GIL_HELD: the thread held the GIL (a CPU sample of a Python
+ * thread of a process with more than one thread; py_walk_cfg.gil_holder). */
+#define SAMPLE_F_GIL_HELD (1u << 2)
 
 #define SAMPLE_HDR_SIZE (sizeof(struct sample_event) - MAX_FRAMES * sizeof(struct py_frame))
 

@@ -414,6 +414,35 @@ struct {
 	__type(value, struct native_sample);
 } native_scratch SEC(".maps");
 
+/*
+ * --native: a blocked thread's kernel frames, read at the switch that ends
+ * its block when that makes an off-CPU record due (the thread is not
+ * running yet, so its saved kernel stack is where it slept), for the record
+ * made as it returns to user space.  `at`: that switch (the thread's
+ * in_ktime then), so a record takes only the frames of its own block.  The
+ * loader gives the map one entry without --native.
+ */
+struct blocked_kstack {
+	__u64 at;
+	__u32 n;
+	__u32 pad;
+	__u64 ips[NATIVE_KFRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct blocked_kstack);
+} blocked_kstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct blocked_kstack);
+} kstack_scratch SEC(".maps");
+
 /* The rest of what counting needs, off the BPF stack. */
 struct agg_scratch {
 	struct agg_stack_record rec;
@@ -499,6 +528,21 @@ static __always_inline void walk_loop(__u32 n, enum walk_kind kind, struct pywal
 }
 #endif
 
+/* Whether the thread whose state is tstate holds the GIL whose last
+ * holder is at `holder` (struct py_walk_cfg). */
+static __always_inline bool holds_gil(__u64 holder, __u64 tstate)
+{
+	struct {
+		__u64 last_holder;
+		__s32 locked;
+		__s32 pad;
+	} g;
+
+	if (!tstate || bpf_probe_read_user(&g, sizeof(g), (const void *)holder))
+		return false;
+	return g.locked == 1 && g.last_holder == tstate;
+}
+
 /* Fills the record's stack. */
 static __always_inline void fill_stack(struct sample_event *ev, struct proc_info *p,
 				       struct task_struct *task, struct tracked_thread *ts,
@@ -558,6 +602,12 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 			    on)
 				ev->flags |= SAMPLE_F_GC;
 		}
+		/* Holding the GIL, in a process where another thread could
+		 * want it (one thread alone keeps it from no one). */
+		if (n && p->cfg.gil_holder && (ev->mode == MODE_USER || ev->mode == MODE_KERNEL) &&
+		    BPF_CORE_READ(task, signal, nr_threads) > 1 &&
+		    holds_gil(p->cfg.gil_holder, ts ? ts->walk.tstate : none.tstate))
+			ev->flags |= SAMPLE_F_GIL_HELD;
 		/* In the interpreter's code under a call: the called C
 		 * function's time (native), not the eval loop's. */
 		if (n && ev->mode == MODE_USER && pywalk_in_interpreter(&p->cfg, ev->user_ip)) {
@@ -1041,7 +1091,8 @@ static __always_inline __u64 ctx_reg(struct bpf_perf_event_data *ctx, enum ctx_r
  * allocation's uprobe) the task's saved user registers are.
  */
 static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool perf,
-					struct task_struct *task, struct sample_event *ev)
+					struct task_struct *task, struct tracked_thread *ts,
+					struct sample_event *ev)
 {
 	struct native_sample *ns = (struct native_sample *)ev;
 	struct native_tail *nt = &ns->nt;
@@ -1094,6 +1145,14 @@ static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool pe
 	if (perf && ev->mode == MODE_KERNEL) {
 		n = bpf_get_stack(ctx, nt->kips, sizeof(nt->kips), 0);
 		nt->nkframes = n > 0 ? n / sizeof(__u64) : 0;
+	} else if (ev->mode == MODE_OFFCPU && ts) {
+		__u32 tid = (__u32)bpf_get_current_pid_tgid();
+		struct blocked_kstack *bk = bpf_map_lookup_elem(&blocked_kstacks, &tid);
+
+		if (bk && bk->at == ts->in_ktime && bk->n <= NATIVE_KFRAMES) {
+			__builtin_memcpy(nt->kips, bk->ips, sizeof(nt->kips));
+			nt->nkframes = bk->n;
+		}
 	}
 	ev->hdr.type = EV_NATIVE;
 	size = NATIVE_HDR_SIZE + (__u64)len;
@@ -1167,12 +1226,29 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_SAMPLE);
 	if (native_stacks)
-		native_send(ctx, true, task, ev);
+		native_send(ctx, true, task, ts, ev);
 	else
 		finish_record(ev, p, 0);
 	/* The cost per sample, measured where it is spent. */
 	stat_add(STAT_SAMPLE_NS, bpf_ktime_get_ns() - t0);
 	return 0;
+}
+
+/* --native: next's kernel frames where it slept (struct blocked_kstack). */
+static __always_inline void keep_blocked_kstack(struct task_struct *next, struct tracked_thread *ts)
+{
+	__u32 zero = 0, tid = next->pid;
+	struct blocked_kstack *bk = bpf_map_lookup_elem(&kstack_scratch, &zero);
+	long n;
+
+	if (!bk)
+		return;
+	n = bpf_get_task_stack(next, bk->ips, sizeof(bk->ips), 0);
+	if (n <= 0)
+		return;
+	bk->n = n / sizeof(__u64);
+	bk->at = ts->in_ktime;
+	bpf_map_update_elem(&blocked_kstacks, &tid, bk, BPF_ANY);
 }
 
 /*
@@ -1217,6 +1293,8 @@ static __always_inline struct tracked_thread *account_switch(bool preempt, struc
 				ts->gil_pending_ns += now - ts->blocked_since;
 		}
 		ts->blocked_since = 0;
+		if (native_stacks && ts->pending_ns >= sample_period_ns)
+			keep_blocked_kstack(next, ts);
 	}
 	return ts;
 }
@@ -1264,7 +1342,7 @@ static __always_inline void offcpu_record(struct pt_regs *regs)
 	ev->user_ip = BPF_CORE_READ(regs, ip);
 	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
 	if (native_stacks)
-		native_send(NULL, false, task, ev);
+		native_send(NULL, false, task, ts, ev);
 	else
 		finish_record(ev, p, 1);
 	/* Measured here: the kernel's statistics do not see a task work's
@@ -1519,7 +1597,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_PROBE);
 	if (native)
-		native_send(NULL, false, task, ev);
+		native_send(NULL, false, task, ts, ev);
 	else
 		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	stat_add(STAT_MEM_NS, bpf_ktime_get_ns() - t0);

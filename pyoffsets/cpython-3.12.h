@@ -114,6 +114,7 @@ static const struct py_offsets py_offsets_3_12 = {
 	.runtime_interp_main = 48,
 	.interp_ceval_gil = 384,
 	.gil_locked = 16,
+	.gil_last_holder = 8,
 	.gil_locks = 32,
 	.gil_size = 208,
 	.gil_enabled = PYOFF_NONE,

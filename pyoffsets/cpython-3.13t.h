@@ -117,6 +117,7 @@ static const struct py_offsets py_offsets_3_13t = {
 	.runtime_interp_main = 640,
 	.interp_ceval_gil = 16,
 	.gil_locked = 24,
+	.gil_last_holder = 16,
 	.gil_locks = 40,
 	.gil_size = 216,
 	.gil_enabled = 0,

@@ -118,6 +118,7 @@ static const struct py_offsets py_offsets_3_14 = {
 	.runtime_interp_main = 816,
 	.interp_ceval_gil = 16,
 	.gil_locked = 16,
+	.gil_last_holder = 8,
 	.gil_locks = 32,
 	.gil_size = 208,
 	.gil_enabled = PYOFF_NONE,

@@ -100,6 +100,7 @@ static const struct py_offsets py_offsets_3_9 = {
 	.runtime_interp_main = 40,
 	.interp_ceval_gil = PYOFF_NONE,
 	.gil_locked = 16,
+	.gil_last_holder = 8,
 	.gil_locks = 32,
 	.gil_size = 208,
 	.gil_enabled = PYOFF_NONE,

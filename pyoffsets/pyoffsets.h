@@ -128,6 +128,9 @@ struct py_offsets {
 	uint16_t runtime_interp_main; /* interpreters.main */
 	uint16_t interp_ceval_gil;    /* ceval.gil: pointer to the GIL (3.12+), else NONE */
 	uint16_t gil_locked;	      /* _gil_runtime_state.locked (int: -1 before creation) */
+	/* _gil_runtime_state.last_holder: the thread state that took the GIL
+	 * last (it holds it while locked is set). */
+	uint16_t gil_last_holder;
 	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
 	uint16_t gil_size;	      /* sizeof(struct _gil_runtime_state) */
 	/* _gil_runtime_state.enabled (int) of a free-threaded build: 0 while

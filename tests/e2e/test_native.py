@@ -225,10 +225,11 @@ def test_allocations_from_c(tmp_path):
 def test_waits_in_libc(python, tmp_path):
     """Off-CPU stacks carry the native frames the thread blocked in: the
     sleep line's blocked samples end in libc (clock_nanosleep, or select
-    up to 3.10)."""
+    up to 3.10), and below it in the kernel's frames of that system call,
+    read where the thread slept."""
     profile = profile_run(python, MEM_PROGRAM, ["0.8"], tmp=tmp_path,
                           opts=["--native", "--cpu-only"]).profile
-    ok = n = 0
+    ok = kern = n = 0
     for frames, count in entries(profile):
         i = innermost_py(frames)
         if i is None or not at_mem(frames[i], "sleep"):
@@ -237,4 +238,9 @@ def test_waits_in_libc(python, tmp_path):
         if any(f["kind"] == "native" and "libc" in f["filename_or_module"]
                for f in frames[i + 1:]):
             ok += count
+        if any(f["filename_or_module"] == "[kernel]" and
+               ("nanosleep" in f["display_name"] or "select" in f["display_name"])
+               for f in frames[i + 1:]):
+            kern += count
     check_ordered(profile, "sleep line samples in libc", ok, n)
+    check_ordered(profile, "sleep line samples in the kernel's sleep", kern, n)

@@ -73,3 +73,49 @@ def test_gc_and_io_tracks(python, tmp_path):
     # spans the moments between them (under the gap).
     total = prof["scalene_bpf"]["tracks"]["total_s"]
     assert total["gc"] >= 0.7 * SECONDS and 0.3 <= total["io"], total
+
+
+GIL_PROGRAM = program("gil_held.py")
+GIL_LINES = markers(GIL_PROGRAM)
+
+
+def gil_row(profile, name):
+    path = next(p for p in profile["files"] if p.endswith("gil_held.py"))
+    return next(r for r in profile["files"][path]["lines"] if r["lineno"] == GIL_LINES[name])
+
+
+def test_gil_held(python, tmp_path):
+    """programs/gil_held.py, another thread alive: its sort line's C code
+    holds the GIL all along, its compress line's lets it go around deflate.
+    The lines' n_gil_held_percent and the gil_held track say so; a
+    free-threaded build with its GIL off holds none."""
+    res = profile_run(python, GIL_PROGRAM, ["0.6"], tmp=tmp_path, opts=["--cpu-only"])
+    prof = res.profile
+    total_s = prof["scalene_bpf"]["total_sampled_s"]
+    interps = prof["scalene_bpf"]["interpreters"]
+    no_gil = interps and interps[0].get("free_threaded") and not interps[0].get("gil_enabled")
+    shares = {}
+    for name in ("sort", "compress"):
+        row = gil_row(prof, name)
+        cpu = line_cpu_percent(row)
+        n = cpu / 100 * total_s / period_s(prof)
+        assert n > 200, f"the {name} line has {n:.0f} samples"
+        shares[name] = (row["n_gil_held_percent"] / cpu, n)
+    held = [i for i in prof["scalene_bpf"]["tracks"]["intervals"] if i[0] == "gil_held"]
+    if no_gil:
+        assert all(s == 0 for s, _ in shares.values()), shares
+        assert not held, held
+        return
+    share, n = shares["sort"]
+    check_share(share, GC_SHARE, n, "the sort line's samples holding the GIL", side="low")
+    # deflate's own time, without the GIL, is most of the compress line's:
+    # what holds it there is the call around it (the argument, the result).
+    share, n = shares["compress"]
+    check_share(share, 0.1, n, "the compress line's samples holding the GIL", side="high")
+    path = next(p for p in prof["files"] if p.endswith("gil_held.py"))
+    # The sort line's stretches (the loop's own line, holding it too,
+    # comes between them).
+    spans = [e - s for k, _, s, e, f, line in held if f == path and line == GIL_LINES["sort"]]
+    assert sum(spans) >= 0.5 * 0.6, held
+    assert prof["scalene_bpf"]["tracks"]["total_s"]["gil_held"] >= 0.5 * 0.6, \
+        prof["scalene_bpf"]["tracks"]["total_s"]

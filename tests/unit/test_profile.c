@@ -536,6 +536,24 @@ static void test_tracks(void)
 	CHECK_EQ_INT(t->iv[4].end_ns, ts - 4000000);
 	CHECK_EQ_INT(t->iv[4].end_ns - t->iv[4].start_ns, 26000000);
 
+	/* 3 ms at line 11 holding the GIL, the last of them collecting too:
+	 * one interval of each. */
+	for (i = 0; i < 3; i++) {
+		s = sample(b, 1, 1000000);
+		s.gil_held = true;
+		s.gc = i == 2;
+		s.period_ns = 1000000;
+		s.ts_ns = ts += 1000000;
+		profile__add(p, &s);
+	}
+	CHECK_EQ_INT(t->n, 7);
+	CHECK_EQ_INT(t->iv[5].kind, TRACK_GIL_HELD);
+	CHECK_EQ_INT(t->iv[5].line, 11);
+	CHECK_EQ_INT(t->iv[5].end_ns, ts);
+	CHECK_EQ_INT(t->iv[5].end_ns - t->iv[5].start_ns, 3000000);
+	CHECK_EQ_INT(t->iv[6].kind, TRACK_GC);
+	CHECK(t->ns[TRACK_GIL_HELD] == 3000000);
+
 	/* Many short collections far apart: thinned, never past the bound. */
 	for (i = 0; i < 3 * TRACK_MAX_INTERVALS; i++) {
 		s = sample(a, 1, 1000000);

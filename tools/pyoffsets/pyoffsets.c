@@ -303,6 +303,7 @@ static void fill_gil(struct py_offsets *o)
 	o->runtime_ceval_gil = OFF(_PyRuntimeState, ceval.gil);
 #endif
 	o->gil_locked = OFF(struct _gil_runtime_state, locked);
+	o->gil_last_holder = OFF(struct _gil_runtime_state, last_holder);
 	o->gil_locks = OFF(struct _gil_runtime_state, cond);
 	o->gil_size = SIZE(struct _gil_runtime_state);
 #ifdef Py_GIL_DISABLED
@@ -536,6 +537,7 @@ static const struct field fields[] = {
 	DEC(runtime_interp_main),
 	DEC(interp_ceval_gil),
 	DEC(gil_locked),
+	DEC(gil_last_holder),
 	DEC(gil_locks),
 	DEC(gil_size),
 	DEC(gil_enabled),

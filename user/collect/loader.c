@@ -34,8 +34,8 @@
 #include "probes.h"
 #include "profile.skel.h"
 
-_Static_assert(sizeof(struct py_walk_cfg) == 240, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 280, "proc_info layout");
+_Static_assert(sizeof(struct py_walk_cfg) == 248, "py_walk_cfg layout");
+_Static_assert(sizeof(struct proc_info) == 288, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
 _Static_assert(SAMPLE_HDR_SIZE == 128, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
@@ -1190,6 +1190,9 @@ struct loader *loader__open(const struct loader_opts *opts)
 		bpf_map__set_max_entries(l->skel->maps.agg_counts, opts->max_counts);
 	l->skel->rodata->count_idle = opts->count_idle;
 	l->skel->rodata->native_stacks = opts->native_stacks;
+	/* Blocked threads' kernel frames are kept for --native only. */
+	if (!opts->native_stacks)
+		bpf_map__set_max_entries(l->skel->maps.blocked_kstacks, 1);
 	l->skel->rodata->nr_futex = SYS_futex;
 #ifdef SYS_futex_waitv
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;

@@ -419,6 +419,8 @@ static void add_to_stats(struct profile *p, struct line_stats *st, const struct 
 	st->gil_ns += gil;
 	if (s->gc)
 		st->gc_ns += cpu;
+	if (s->gil_held)
+		st->gil_held_ns += cpu;
 	st->samples += n;
 	if (cpu > 0) {
 		st->util_sum += s->core_util * n;

@@ -79,6 +79,7 @@ struct sample_in {
 	enum blocked_kind blocked_kind; /* what offcpu_ns was spent in */
 	uint64_t period_ns;		/* the sampling period (0: 1 ms) */
 	bool gc;			/* on CPU in the interpreter's garbage collector */
+	bool gil_held;			/* on CPU holding the GIL, another thread alive */
 	bool not_python;		/* a process that is not (yet) Python: kept apart */
 	double core_util;		/* program's CPU use / cores around this sample, 0..1 */
 	const char *native_sym;		/* leaf symbol of a native sample, interned, or NULL */
@@ -209,9 +210,10 @@ struct native_sym {
 
 struct line_stats {
 	double python_ns, native_ns, system_ns;
-	double blocked_ns; /* part of system_ns spent off CPU */
-	double gil_ns;	   /* part of blocked_ns spent waiting for the GIL */
-	double gc_ns;	   /* CPU time spent collecting garbage, triggered here */
+	double blocked_ns;  /* part of system_ns spent off CPU */
+	double gil_ns;	    /* part of blocked_ns spent waiting for the GIL */
+	double gc_ns;	    /* CPU time spent collecting garbage, triggered here */
+	double gil_held_ns; /* CPU time holding the GIL, another thread alive */
 	double util_sum;
 	uint64_t util_n;
 	uint64_t samples;
@@ -385,6 +387,7 @@ enum track_kind {
 	TRACK_GC = 0,
 	TRACK_IO,
 	TRACK_GIL,
+	TRACK_GIL_HELD,
 	TRACK_KINDS,
 };
 #define TRACK_MAX_INTERVALS 4000

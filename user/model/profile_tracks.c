@@ -120,6 +120,8 @@ void profile_tracks_add(struct profile *p, const struct sample_in *s, const stru
 
 	if (s->gc && c && c <= ts)
 		add(p, s, at, TRACK_GC, ts - c, ts);
+	if (s->gil_held && c && c <= ts)
+		add(p, s, at, TRACK_GIL_HELD, ts - c, ts);
 	/* The GIL wait ends the block: a thread woken from I/O then waits for
 	 * the GIL. */
 	if (g && g <= ts)

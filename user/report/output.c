@@ -409,6 +409,10 @@ static void put_stats(struct json_object *o, const struct line_stats *st, const 
 				       jdouble(100.0 * st->gil_ns / total));
 		/* Of the CPU time, the part spent collecting garbage. */
 		json_object_object_add(o, "n_gc_percent", jdouble(100.0 * st->gc_ns / total));
+		/* Of the CPU time, the part run holding the GIL while another
+		 * thread of the process was alive. */
+		json_object_object_add(o, "n_gil_held_percent",
+				       jdouble(100.0 * st->gil_held_ns / total));
 	}
 	if (cx->m->async_waits)
 		put_await(o, st ? st->aw : NULL, cx);
@@ -1204,7 +1208,7 @@ static int64_t timeline_tid(const struct output_meta *m, int tgid, int tid)
  */
 static struct json_object *build_tracks(const struct profile *p, const struct output_meta *m)
 {
-	static const char *const kinds[TRACK_KINDS] = { "gc", "io", "gil" };
+	static const char *const kinds[TRACK_KINDS] = { "gc", "io", "gil", "gil_held" };
 	const struct profile_tracks *t = profile__tracks(p);
 	struct json_object *o = json_object_new_object(), *list = json_object_new_array(),
 			   *total = json_object_new_object();

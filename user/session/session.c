@@ -1614,6 +1614,7 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	in.offcpu_ns = ev->offcpu_ns;
 	in.gil_ns = ev->gil_ns;
 	in.gc = ev->flags & SAMPLE_F_GC;
+	in.gil_held = ev->flags & SAMPLE_F_GIL_HELD;
 	in.blocked_kind = ev->offcpu_ns && io_syscall(ev->syscall_nr) ? BLOCKED_IO : BLOCKED_OTHER;
 	in.period_ns = s->period_ns;
 	/* Shells, launchers (pyenv's shims), the interpreter before it is

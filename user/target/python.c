@@ -628,7 +628,7 @@ static int find_gil(struct py_proc *pp)
 	int32_t locked = 0;
 	int err;
 
-	pp->gil_lo = pp->gil_hi = 0;
+	pp->gil_lo = pp->gil_hi = pp->gil_holder = 0;
 	pp->gil_enabled = -1;
 	/* A free-threaded build runs its threads' Python side by side, but
 	 * keeps a GIL that can be turned on (PYTHON_GIL=1, an extension that
@@ -698,6 +698,9 @@ static int find_gil(struct py_proc *pp)
 	}
 	pp->gil_lo = gil + o->gil_locks;
 	pp->gil_hi = gil + o->gil_size;
+	/* Who holds it: the last holder, with locked where BPF reads it. */
+	if (o->gil_last_holder != PYOFF_NONE && o->gil_locked == o->gil_last_holder + 8)
+		pp->gil_holder = gil + o->gil_last_holder;
 	return 0;
 }
 
@@ -1165,6 +1168,7 @@ int python__detect_cached(int pid, struct py_proc *pp, struct elf_cache *cache, 
 	memcpy(pp->cfg.text, pp->text, sizeof(pp->cfg.text));
 	pp->cfg.ntext = pp->ntext;
 	pp->cfg.gc_collecting = gc_flag(pp);
+	pp->cfg.gil_holder = pp->gil_holder;
 	pr_debug("pid %d: Python %s in %s, _PyRuntime at 0x%llx\n", pid, ver, path,
 		 (unsigned long long)pp->runtime);
 cleanup:

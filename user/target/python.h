@@ -46,6 +46,8 @@ struct py_proc {
 	 * the reason in gil_why when GIL wait cannot be measured. */
 	uint64_t gil_lo, gil_hi;
 	char gil_why[160];
+	/* The GIL's last_holder field (cfg.gil_holder); 0: not known. */
+	uint64_t gil_holder;
 	/* A free-threaded build: whether its GIL was on when it was
 	 * recognised (PYTHON_GIL=1, or an extension that needed it, turns it
 	 * on): 1 or 0; -1 in other builds, or when it could not be read. */

@@ -614,7 +614,8 @@ function timeline() {
 	var ev = arr(D.timeline).filter(function (e) { return Array.isArray(e) && e.length >= 3; });
 	/* Tracks: garbage collection, blocked in I/O, waiting for the GIL, all
 	 * threads on one row each (scalene_bpf.tracks). */
-	var TRACKS = [['gc', 'GC', '#d9534f'], ['io', 'I/O', '#2a9d8f'], ['gil', 'GIL wait', '#8e6bbf']];
+	var TRACKS = [['gc', 'GC', '#d9534f'], ['io', 'I/O', '#2a9d8f'], ['gil', 'GIL wait', '#8e6bbf'],
+		['gil_held', 'GIL held', '#c9a227']];
 	var tv = arr(D.tracks).filter(function (e) { return Array.isArray(e) && e.length >= 4; });
 	var rows = TRACKS.filter(function (k) { return tv.some(function (e) { return e[0] === k[0]; }); });
 	if (!fp.length && !ev.length) {
@@ -744,7 +745,8 @@ function timeline() {
 		what.push('the process\u2019s memory footprint (MB)');
 	if (rows.length)
 		what.push('when threads ' + rows.map(function (k) {
-			return k[0] === 'gc' ? 'collected garbage' : k[0] === 'io' ? 'were blocked in I/O' : 'waited for the GIL';
+			return k[0] === 'gc' ? 'collected garbage' : k[0] === 'io' ? 'were blocked in I/O' :
+				k[0] === 'gil' ? 'waited for the GIL' : 'ran holding the GIL';
 		}).join(', ') + ' (one row each)');
 	if (ev.length)
 		what.push('the innermost Python function of each run of CPU samples' + (lanes.length > 1 ? ', one band per thread' : ''));
