@@ -139,6 +139,36 @@ def test_blas_under_numpy_line(tmp_path):
         and "blas" in f["filename_or_module"].lower()))
 
 
+def test_blas_worker_under_its_line(tmp_path):
+    """A BLAS worker thread has no Python frame: its time goes to the line
+    the main thread is at (as without --native), and its own native stack
+    goes under that line, after a frame naming the thread."""
+    python = BUILD / "venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no test venv (make test-venv)")
+    prog = program("blas_threads.py")
+    line = markers(prog)["blas"]
+    profile = profile_run(str(python), prog, tmp=tmp_path,
+                          opts=["--native", "--cpu-only"]).profile
+    check_native_facts(profile, whole=False)
+    ok = n = 0
+    for frames, count in entries(profile):
+        mark = next((i for i, f in enumerate(frames)
+                     if f["kind"] == "native" and f["display_name"].startswith("[thread ")),
+                    None)
+        if mark is None or mark == 0:
+            continue
+        above = frames[mark - 1]
+        if not (above["kind"] == "py" and above["filename_or_module"].endswith("blas_threads.py")
+                and above["line"] == line):
+            continue
+        assert all(f["kind"] == "native" for f in frames[mark + 1:]), frames
+        n += count
+        if any("blas" in f["filename_or_module"].lower() for f in frames[mark + 1:]):
+            ok += count
+    check_ordered(profile, "the BLAS worker's samples under the product's line in BLAS", ok, n)
+
+
 def test_without_native_no_native_frames(tmp_path):
     """Without --native, the stacks are Python frames and at most the leaf
     native symbol, as before."""

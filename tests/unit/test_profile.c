@@ -426,6 +426,62 @@ static void test_native_threads_credited(void)
 	profile__free(p);
 }
 
+/* --native: a worker's own native stack goes under the line it is credited
+ * to, after a frame naming the thread; two of its samples with one stack
+ * make one stack entry, another stack another. */
+static void test_native_thread_stack_credited(void)
+{
+	struct profile *p = new_profile("/app");
+	struct frame_ref app[] = { fr(p, "/app/main.py", "main", 3, 7) };
+	const char *lib = profile__intern(p, "/usr/lib/libblas.so");
+	struct frame_ref own[] = {
+		{ lib, profile__intern(p, "dgemm_kernel"), FRAME_NATIVE, 0 },
+		{ lib, profile__intern(p, "blas_thread_server"), FRAME_NATIVE, 0 },
+	};
+	uint64_t own_ips[] = { 0x1010, 0x2020 };
+	struct sample_in main = sample(app, 1, 2 * MS), worker = sample(NULL, 0, 1 * MS);
+	int i, found = 0;
+
+	worker.tid = 101;
+	worker.main_thread = false;
+	worker.thread_name = "blas";
+	worker.where = WHERE_NATIVE;
+	worker.unattributed = UNATTR_NO_PYTHON_THREAD;
+	worker.stack = own;
+	worker.stack_ips = own_ips;
+	worker.nstack = 2;
+	profile__add(p, &main);
+	profile__add(p, &worker);
+	profile__add(p, &worker);
+	worker.nstack = 1; /* another stack: dgemm_kernel alone */
+	profile__add(p, &worker);
+	profile__add(p, &main);
+	for (i = 0; i < profile__nstacks(p); i++) {
+		const struct stack_stats *st = profile__stack(p, i);
+
+		if (st->nframes < 2 || strcmp(st->frames[1].qualname, "[thread blas]"))
+			continue;
+		found++;
+		/* Outermost first: the line, the thread, its own frames. */
+		CHECK_EQ_STR(st->frames[0].qualname, "main");
+		CHECK_EQ_INT(st->frames[0].line, 7);
+		CHECK_EQ_INT(st->frames[1].firstlineno, FRAME_NATIVE);
+		CHECK_EQ_STR(st->frames[st->nframes - 1].qualname, "dgemm_kernel");
+		CHECK(st->ips && st->ips[st->nframes - 1] == 0x1010);
+		if (st->nframes == 4) {
+			CHECK_EQ_STR(st->frames[2].qualname, "blas_thread_server");
+			CHECK_EQ_INT((int)st->count, 2);
+			CHECK(st->native_ns == 2 * MS);
+		} else {
+			CHECK_EQ_INT(st->nframes, 3);
+			CHECK_EQ_INT((int)st->count, 1);
+		}
+	}
+	CHECK_EQ_INT(found, 2);
+	CHECK(profile__native_threads_ns(p) == 3 * MS);
+	profile__free(p);
+}
+
 /* The warning that most of the Python time fell outside the profiled
  * files: over half of the readable Python time and at least 0.1 s, naming
  * the installed package that took most of it. */
@@ -1819,6 +1875,7 @@ int main(void)
 	RUN_TEST(test_innermost_profiled_frame);
 	RUN_TEST(test_where_split);
 	RUN_TEST(test_native_threads_credited);
+	RUN_TEST(test_native_thread_stack_credited);
 	RUN_TEST(test_line_zero_and_huge);
 	RUN_TEST(test_offcpu_counted);
 	RUN_TEST(test_not_python_kept_apart);

@@ -11,6 +11,8 @@
 #include "base/strtab.h"
 #include "target/target.h"
 
+static void pending_clear(struct thread_stats *m);
+
 /* Distinct stacks kept; beyond it stacks are counted as dropped (their time
  * still reaches the lines, and the stacks' overflow entry). */
 void *profile_grow(void *arr, int n, size_t elem)
@@ -134,6 +136,7 @@ void profile__free(struct profile *p)
 	free(p->stacks);
 	free(p->overflow);
 	for (i = 0; i < p->nthreads; i++) {
+		pending_clear(p->threads[i]);
 		free(p->threads[i]->pending);
 		free(p->threads[i]);
 	}
@@ -261,7 +264,7 @@ void profile__restart(struct profile *p)
 
 		t->samples = 0;
 		t->cpu_ns = t->blocked_ns = t->gil_ns = t->malloc_bytes = 0;
-		t->npending = 0;
+		pending_clear(t);
 	}
 	p->total_ns = p->not_python_ns = p->gil_ns = p->blocked_ns = 0;
 	memset(p->split_ns, 0, sizeof(p->split_ns));
@@ -798,9 +801,52 @@ struct native_pending {
 	int64_t native_offset;
 	uint32_t count;
 	double cpu_ns, util_sum;
+	/* --native: the thread's own whole stack (innermost first, a copy),
+	 * which goes below the main thread's Python frames when credited;
+	 * NULL without one, or once the last place stood for several. */
+	struct frame_ref *stack;
+	uint64_t *ips;
+	int nstack;
 };
 
-#define PENDING_MAX 16
+#define PENDING_MAX 64
+
+static void pending_clear(struct thread_stats *m)
+{
+	int i;
+
+	for (i = 0; i < m->npending; i++) {
+		free(m->pending[i].stack);
+		free(m->pending[i].ips);
+	}
+	m->npending = 0;
+}
+
+static bool same_stack(const struct native_pending *x, const struct sample_in *s)
+{
+	if (!x->stack || !s->stack)
+		return !x->stack && !s->stack;
+	return x->nstack == s->nstack && !memcmp(x->stack, s->stack, s->nstack * sizeof(*s->stack));
+}
+
+/* e's own copy of s's whole stack (none if it cannot be had). */
+static void pending_keep_stack(struct native_pending *e, const struct sample_in *s)
+{
+	if (!s->stack || s->nstack <= 0)
+		return;
+	e->stack = malloc(s->nstack * sizeof(*e->stack));
+	e->ips = malloc(s->nstack * sizeof(*e->ips));
+	if (!e->stack || !e->ips) {
+		free(e->stack);
+		free(e->ips);
+		e->stack = NULL;
+		e->ips = NULL;
+		return;
+	}
+	memcpy(e->stack, s->stack, s->nstack * sizeof(*e->stack));
+	memcpy(e->ips, s->stack_ips, s->nstack * sizeof(*e->ips));
+	e->nstack = s->nstack;
+}
 
 static bool defer_native(struct profile *p, const struct sample_in *s)
 {
@@ -816,7 +862,7 @@ static bool defer_native(struct profile *p, const struct sample_in *s)
 		struct native_pending *x = &m->pending[i];
 
 		if (x->tid == s->tid && x->where == s->where && x->sym == s->native_sym &&
-		    x->module == s->native_module)
+		    x->module == s->native_module && same_stack(x, s))
 			e = x;
 	}
 	if (!e && !m->pending) {
@@ -833,9 +879,17 @@ static bool defer_native(struct profile *p, const struct sample_in *s)
 					      .thread_name = s->thread_name,
 					      .native_ip = s->native_ip,
 					      .native_offset = s->native_offset };
+		pending_keep_stack(e, s);
 	}
-	if (!e)
-		e = &m->pending[PENDING_MAX - 1]; /* full: its place stands for the rest */
+	if (!e) {
+		/* Full: its place stands for the rest, with no stack of its own. */
+		e = &m->pending[PENDING_MAX - 1];
+		free(e->stack);
+		free(e->ips);
+		e->stack = NULL;
+		e->ips = NULL;
+		e->nstack = 0;
+	}
 	e->count += n;
 	e->cpu_ns += s->cpu_ns;
 	e->util_sum += s->core_util * n;
@@ -847,6 +901,36 @@ static bool defer_native(struct profile *p, const struct sample_in *s)
 static int attribute(struct profile *p, const struct sample_in *s, double cpu, double blocked,
 		     double gil, int reason);
 
+/* A native thread's whole stack as credited: its own frames, innermost
+ * first, then a frame naming the thread, then the main thread's Python
+ * frames (those of s), so that it shows under the line it is credited to. */
+static bool credited_stack(struct profile *p, const struct native_pending *e,
+			   const struct sample_in *s, struct frame_ref **whole, uint64_t **ips,
+			   int *n)
+{
+	char name[64];
+	int k = e->nstack;
+
+	if (e->thread_name)
+		snprintf(name, sizeof(name), "[thread %.50s]", e->thread_name);
+	else
+		snprintf(name, sizeof(name), "[thread %d]", e->tid);
+	*whole = malloc((k + 1 + s->nframes) * sizeof(**whole));
+	*ips = calloc(k + 1 + s->nframes, sizeof(**ips));
+	if (!*whole || !*ips)
+		return false;
+	memcpy(*whole, e->stack, k * sizeof(**whole));
+	memcpy(*ips, e->ips, k * sizeof(**ips));
+	(*whole)[k] = (struct frame_ref){ .filename = profile__intern(p, ""),
+					  .qualname = profile__intern(p, name),
+					  .firstlineno = FRAME_NATIVE };
+	if (!(*whole)[k].filename || !(*whole)[k].qualname)
+		return false;
+	memcpy(*whole + k + 1, s->frames, s->nframes * sizeof(**whole));
+	*n = k + 1 + s->nframes;
+	return true;
+}
+
 /* The pending time of m's process's native threads, to the line of s (the
  * main thread's record) when at >= 0, else to no line. */
 static void credit_pending(struct profile *p, struct thread_stats *m, const struct sample_in *s,
@@ -857,6 +941,8 @@ static void credit_pending(struct profile *p, struct thread_stats *m, const stru
 	for (i = 0; i < m->npending; i++) {
 		const struct native_pending *e = &m->pending[i];
 		struct sample_in c = *s;
+		struct frame_ref *whole = NULL;
+		uint64_t *ips = NULL;
 
 		p->pending_ns -= e->cpu_ns;
 		if (at < 0) {
@@ -878,10 +964,19 @@ static void credit_pending(struct profile *p, struct thread_stats *m, const stru
 		c.native_ip = e->native_ip;
 		c.native_offset = e->native_offset;
 		c.unattributed = -1;
+		c.stack = NULL;
+		c.stack_ips = NULL;
+		c.nstack = 0;
+		if (e->stack && credited_stack(p, e, s, &whole, &ips, &c.nstack)) {
+			c.stack = whole;
+			c.stack_ips = ips;
+		}
 		attribute(p, &c, e->cpu_ns, 0, 0, -1);
 		p->native_threads_ns += e->cpu_ns;
+		free(whole);
+		free(ips);
 	}
-	m->npending = 0;
+	pending_clear(m);
 	if (p->pending_ns < 0)
 		p->pending_ns = 0;
 }

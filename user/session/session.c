@@ -1635,11 +1635,15 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		segs.n = 0;
 		in.nframes =
 			sample_frames(s, tp, ev, frames, NULL, nt ? &segs : NULL, &in.unattributed);
-		if (nt && in.nframes) {
+		/* A thread with no Python frame (a BLAS worker) has its own
+		 * native stack, which goes under the main thread's line with
+		 * its time (profile.c: defer_native). */
+		if (nt && (in.nframes || (!in.main_thread && ev->cpu_ns &&
+					  in.unattributed == UNATTR_NO_PYTHON_THREAD))) {
 			in.nstack = snative_stack(s, tp, ev, nt, &segs, frames, in.nframes, whole,
 						  whole_ips, WHOLE_FRAMES);
-			in.stack = whole;
-			in.stack_ips = whole_ips;
+			in.stack = in.nstack > 0 ? whole : NULL;
+			in.stack_ips = in.nstack > 0 ? whole_ips : NULL;
 		}
 	}
 	profile__add(p, &in);
