@@ -34,7 +34,7 @@ def test_code_objects_at_a_reused_address(python, tmp_path, accuracy):
     # and the probe on the deallocator told them when the first was freed
     # (without it, the second file's time went to the first's lines).
     bpf = res.profile["scalene_bpf"]["bpf"]
-    assert bpf["code_dealloc_probes"] == {"placed": 1, "failed": 0}, bpf
+    assert bpf["code_dealloc_probes"] == {"placed": 1, "failed": 0, "before_exec": 1}, bpf
     assert bpf["code_objects_freed"] >= 1, bpf
 
 
