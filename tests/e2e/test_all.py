@@ -471,7 +471,13 @@ def _under_all(tmp_path, argv, opts=(), busy_n=10):
     # The program's image: with no filter the run may also list the copy
     # of this test's own interpreter that the fork made, when it was seen
     # before it exec'd the program (under load it was).
-    [e] = [p for p in _entries(index, ran["pid"]) if p["cmdline"][:1] == [str(argv[0])]]
+    found = [p for p in _entries(index, ran["pid"]) if p["cmdline"][:1] == [str(argv[0])]]
+    assert len(found) == 1, (
+        f"program pid {ran['pid']} ({argv[0]}): entries "
+        f"{[{k: p.get(k) for k in ('pid', 'cmdline', 'profile', 'status', 'why')} for p in _entries(index, ran['pid'])]}; "
+        f"index {json.dumps({k: v for k, v in index.items() if k != 'processes'})[:2000]}; "
+        f"loader: {res.describe()[-3000:]}")
+    e = found[0]
     # The busy ones were profiled too: ours, by their PIDs (with no filter
     # the run also sees whatever else runs on the host, another run of
     # this suite's busy processes among them).
