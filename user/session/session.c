@@ -452,6 +452,7 @@ static bool code_cache_for(struct session *s, int pid, const struct py_proc *pp,
 }
 
 static bool exe_key(int pid, struct exe_key *k);
+static bool file_key(const char *path, struct exe_key *k);
 
 /*
  * A process starting an interpreter: the probe on its code deallocator is
@@ -540,15 +541,13 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 
 static void try_detect(struct session *s, struct tproc *tp, uint64_t now);
 
-/* The identity of a process's executable, for the cache of programs known
- * not to be Python (system-wide, where every exec on the host is looked
- * at): false if it cannot be read. */
-static bool exe_key(int pid, struct exe_key *k)
+/* The identity of an executable file, for the caches of programs known not
+ * to be Python (system-wide, where every exec on the host is looked at) and
+ * of those whose interpreter files were read: false if it cannot be read. */
+static bool file_key(const char *path, struct exe_key *k)
 {
-	char path[64];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &st))
 		return false;
 	memset(k, 0, sizeof(*k));
@@ -557,6 +556,15 @@ static bool exe_key(int pid, struct exe_key *k)
 	k->size = st.st_size;
 	k->mtime_ns = st.st_mtim.tv_sec * 1000000000ULL + st.st_mtim.tv_nsec;
 	return true;
+}
+
+/* That of pid's executable. */
+static bool exe_key(int pid, struct exe_key *k)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	return file_key(path, k);
 }
 
 /* Remembers that pid's executable is not Python (detection said so from
@@ -648,6 +656,7 @@ void session__root_will_exec(struct session *s, const char *exe)
 {
 	char real[PATH_MAX];
 	struct py_proc fp;
+	struct exe_key k;
 	uint64_t t0 = mono_ns(), placed;
 	int err;
 
@@ -662,6 +671,9 @@ void session__root_will_exec(struct session *s, const char *exe)
 	}
 	if (code_cache_for(s, s->root_pid, &fp, &placed, false))
 		s->code_probes_before_exec++;
+	/* Its files are read: at its exec, early_code_probe need not again. */
+	if (file_key(real, &k) && hmap__count(s->dealloc_exes) < MAX_NOT_PYTHON_EXES)
+		hmap__put(s->dealloc_exes, &k, (void *)1);
 	pr_debug("%s: the probe on the code deallocator of %s %s before the exec (%.2f ms)\n", real,
 		 fp.path, placed ? "placed" : "not placed", (mono_ns() - t0) / 1e6);
 }
