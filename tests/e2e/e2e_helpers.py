@@ -290,10 +290,30 @@ def invoke(argv, *, cwd, timeout=RUN_TIMEOUT, input=None, env=None,
                     f"{' '.join(full)}\n{(err or b'').decode()[-3000:]}")
     res = Result(full, proc.returncode,
                  (out or b"").decode("utf-8", "replace"),
-                 err.decode("utf-8", "replace"), time.monotonic() - t0,
-                 pid=proc.pid)
+                 (getattr(proc, "stderr_read", b"") + (err or b"")).decode("utf-8", "replace"),
+                 time.monotonic() - t0, pid=proc.pid)
     check_no_bpf_left(before, our_pids={proc.pid})
     return res
+
+
+def wait_following(proc):
+    """Waits, in an `invoke` during(), until a system-wide run (given -v)
+    says it follows the host's processes: BPF is in place and the scan of
+    /proc is done, so that a program started from here on is seen by its
+    exec.  A fixed wait is not enough: the loader's start (loading and
+    verifying BPF, reading every Python process's interpreter) took 7 s
+    under the kernel matrix's software emulation, and a program that started
+    and ended in between was seen by neither.  What it read of stderr goes
+    into the Result."""
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if b"following" in line and b"Ctrl-C" in line:
+            proc.stderr_read = b"".join(seen)
+            return
+    proc.stderr_read = b"".join(seen)
+    raise AssertionError("the run ended before it followed any process:\n"
+                         + proc.stderr_read.decode("utf-8", "replace")[-3000:])
 
 
 # Set by tools/vmtest in its guests: the kernel matrix checks what the

@@ -21,7 +21,7 @@ import pytest
 
 from e2e_helpers import (check_compat, file_entry, find_interpreter,
                          invoke, markers, named_interpreter, program,
-                         sampled_mb_range, start_ready, STRAY_MB)
+                         sampled_mb_range, start_ready, STRAY_MB, wait_following)
 
 PROG = program("mem_known.py")
 ROUNDS = 100  # as in the program
@@ -97,8 +97,8 @@ def test_all_memory_known_truth(tmp_path, accuracy, mode):
     seen = {}
 
     def during(proc):
-        # The scan (and the first probes) are done well within this.
-        time.sleep(2.0)
+        # The scan and the first probes are done.
+        wait_following(proc)
         later = start_ready([named_interpreter(py312, tmp_path, "sbpf-am-c"), PROG, go, stop],
                             tmp_path)
         time.sleep(1.0)  # recognised as Python after its exec
@@ -120,7 +120,7 @@ def test_all_memory_known_truth(tmp_path, accuracy, mode):
 
     chosen = ["--comm", "sbpf-am-a,sbpf-am-b,sbpf-am-c,sbpf-am-p"] if per_process else []
     try:
-        res = invoke(["--all", "--memory", *chosen, "--duration", "60", "-o", out_dir],
+        res = invoke(["--all", "-v", "--memory", *chosen, "--duration", "60", "-o", out_dir],
                      cwd=tmp_path, timeout=90, during=during)
     finally:
         stop.touch()

@@ -20,7 +20,8 @@ import time
 import urllib.parse
 
 from e2e_helpers import (check_compat, clean_env, default_interpreter, invoke,
-                         named_interpreter, period_s, program, unseen_tail_s)
+                         named_interpreter, period_s, program, unseen_tail_s,
+                         wait_following)
 from test_view_export import (otlp_request_class, pprof_message,  # noqa: F401 (a fixture)
                                read_pprof)
 
@@ -38,7 +39,7 @@ def _run(tmp_path, argv_long, argv_short, opts):
     ran = {}
 
     def during(proc):
-        time.sleep(1.0)
+        wait_following(proc)
         progs = [subprocess.Popen([str(a) for a in argv], cwd=str(tmp_path), env=clean_env(),
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE)
@@ -48,7 +49,7 @@ def _run(tmp_path, argv_long, argv_short, opts):
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
 
-    res = invoke(["--all", "--continuous", *opts, "--duration", "300", "-o", out_dir],
+    res = invoke(["--all", "-v", "--continuous", *opts, "--duration", "300", "-o", out_dir],
                  cwd=tmp_path, timeout=300, during=during)
     assert res.rc == 0, res.describe()
     assert ran["rc"] == [0, 0], ran
