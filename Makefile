@@ -227,7 +227,7 @@ check: all unit-tests fuzz-build
 # expression (all of them without K); root.
 .PHONY: e2e
 e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
-	@tools/run-tests --e2e $(if $(K),"$(K)") $(OUT)
+	@tools/run-tests --e2e $(if $(K),"$(K)") $(OUT); rc=$$?; $(give-back); exit $$rc
 
 # `make vmtest`: the kernel matrix (tools/vmtest): Debian's 5.10, 6.1 and
 # 6.12 kernels booted in QEMU over this machine's root file system, each
@@ -235,7 +235,7 @@ e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
 # KERNEL=label for one, K=expr for another subset.
 .PHONY: vmtest
 vmtest: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
-	@tools/vmtest $(if $(KERNEL),--kernel $(KERNEL)) $(if $(K),-k "$(K)")
+	@tools/vmtest $(if $(KERNEL),--kernel $(KERNEL)) $(if $(K),-k "$(K)"); rc=$$?; $(give-back); exit $$rc
 
 # The Python side of the tests: Scalene from PyPI (the format's validator and
 # viewers) and pytest, in a venv of their own.
