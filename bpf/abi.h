@@ -249,10 +249,9 @@ struct tracked_thread {
 	__u32 pad;
 	__u64 gil_lo;
 	__u64 gil_hi;
-	/* Non-zero while an allocation uprobe's program, or the making of an
-	 * off-CPU record, runs on this thread: a sample then is the
-	 * profiler's (the kernel unwinder cannot see past a BPF program's
-	 * frame to the uprobe code that ran it). */
+	/* Non-zero while an allocation uprobe's program runs on this thread:
+	 * a sample then is the profiler's (the kernel unwinder cannot see
+	 * past a BPF program's frame to the uprobe code that ran it). */
 	__u64 in_probe;
 	/* On-CPU time: the thread's run time (se.sum_exec_runtime, exact at a
 	 * switch) and the clock when it was last switched in (0: not since its

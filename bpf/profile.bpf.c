@@ -1200,13 +1200,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 			ev->user_ip = BPF_CORE_READ(uregs, ip);
 			ev->syscall_nr = (__s32)BPF_CORE_READ(uregs, orig_ax);
 		}
-		/* Inside one of our uprobe hits or our off-CPU record's
-		 * making: the profiler's time.  For the hits, only a thread
-		 * that entered the kernel by an exception without an error
-		 * code (int3 among them; not a syscall, not a page fault:
-		 * orig_ax -1) has its stack read. */
-		if ((ts && ts->in_probe) || (probe_check && ev->syscall_nr == -1 &&
-					     (after_int3(ev->user_ip) || in_uprobe(ctx, ev)))) {
+		/* Inside one of our uprobe hits: the profiler's time.  Only a
+		 * thread that entered the kernel by an exception without an
+		 * error code (int3 among them; not a syscall, not a page
+		 * fault: orig_ax -1) has its stack read. */
+		if (probe_check &&
+		    ((ts && ts->in_probe) ||
+		     (ev->syscall_nr == -1 && (after_int3(ev->user_ip) || in_uprobe(ctx, ev))))) {
 			/* Counted apart; pending blocked time waits for the
 			 * next record. */
 			stat_inc(STAT_PROBE_SAMPLES);
@@ -1305,14 +1305,18 @@ static __always_inline struct tracked_thread *account_switch(bool preempt, struc
  * its pending blocked time has crossed the period: whole periods of it, with
  * the stack where it blocked.
  */
-static __always_inline void offcpu_record_of(struct task_struct *task, struct tracked_thread *ts,
-					     struct pt_regs *regs)
+static __always_inline void offcpu_record(struct pt_regs *regs)
 {
+	struct task_struct *task = current_task();
 	__u64 pid_tgid, t0;
+	struct tracked_thread *ts;
 	struct sample_event *ev;
 	struct proc_info *p;
 	__s32 nr;
 
+	ts = thread_state(task, false);
+	if (!ts || ts->pending_ns < sample_period_ns)
+		return;
 	pid_tgid = bpf_get_current_pid_tgid();
 	nr = (__s32)BPF_CORE_READ(regs, orig_ax);
 	p = tracked_proc(task, pid_tgid >> 32);
@@ -1344,22 +1348,6 @@ static __always_inline void offcpu_record_of(struct task_struct *task, struct tr
 	/* Measured here: the kernel's statistics do not see a task work's
 	 * callback. */
 	stat_add(STAT_OFFCPU_NS, bpf_ktime_get_ns() - t0);
-}
-
-static __always_inline void offcpu_record(struct pt_regs *regs)
-{
-	struct task_struct *task = current_task();
-	struct tracked_thread *ts = thread_state(task, false);
-
-	if (!ts || ts->pending_ns < sample_period_ns)
-		return;
-	/* A CPU sample taken while this runs (in the task work's or the
-	 * tracepoint's kernel code around it, or in it: neither keeps the
-	 * sampling program out) is the profiler's time, as inside a uprobe
-	 * hit (on_cpu_sample). */
-	ts->in_probe = 1;
-	offcpu_record_of(task, ts, regs);
-	ts->in_probe = 0;
 }
 
 SEC("tp_btf/sched_switch")

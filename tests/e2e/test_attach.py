@@ -158,13 +158,9 @@ def test_attach_memory_probe_cost_apart(python, tmp_path, accuracy):
            f"overhead {facts.get('probe_overhead_s')} s, sampled "
            f"{facts['total_sampled_s']} s, hits {mem.get('hits')} at "
            f"{mem.get('ns_per_hit_measured')} ns; bpf {bpf}")
+    # No uprobes, nothing to tell apart: no such figure.
+    assert "probe_overhead_s" not in p_plain["scalene_bpf"], p_plain["scalene_bpf"]
     overhead = facts["probe_overhead_s"]
-    # Without uprobes what is told apart is the making of off-CPU records
-    # alone (at most one a sampling period of a thread's blocked time, and
-    # this loop does not block): a few samples at most, against the
-    # hundreds of the traps.
-    plain_overhead = p_plain["scalene_bpf"]["probe_overhead_s"]
-    assert plain_overhead <= 0.1 * overhead, (plain_overhead, ctx)
     assert overhead > 0 and bpf["probe_samples"] > 0, ctx
     assert bpf["probe_check_ns_per_check"] > 0, ctx
     # The probes fired often enough for their time to matter: at least

@@ -171,6 +171,7 @@ static struct facts *full_facts(void)
 	f->period_ns = 1003009;
 	f->total_sampled_ns = 4e9;
 	f->not_python_ns = 0.5e9;
+	f->probe_check = true;
 	f->gil_wait_ns = 0.25e9;
 	f->unattributed_ns[UNATTR_NO_PYTHON_THREAD] = 1e9;
 	f->unattributed_ns[UNATTR_UNREADABLE] = 2e9;
@@ -599,8 +600,8 @@ static void test_least(void)
 	f->period_ns = 1003009;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns",
-		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "probe_overhead_s",
-		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "threads",
+		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "gil_wait_s",
+		   "unattributed", "native_threads_credited_s", "bpf", "threads",
 		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline");
 	/* Counters that could not be read are left out, not written as 0;
 	 * rates without their counts too. */
@@ -695,8 +696,8 @@ static void test_uprobes(void)
 	u->ns_per_hit = 1000;
 	o = output_facts_json(f, p);
 	CHECK_KEYS(o, "profiler_version", "sampling_rate_hz", "sampling_period_ns",
-		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "probe_overhead_s",
-		   "gil_wait_s", "unattributed", "native_threads_credited_s", "bpf", "threads",
+		   "total_sampled_s", "uncounted_blocked_s", "not_python_s", "gil_wait_s",
+		   "unattributed", "native_threads_credited_s", "bpf", "threads",
 		   "processes_retired", "threads_folded", "interpreters", "warnings", "timeline",
 		   "memory");
 	m = get(o, "memory");

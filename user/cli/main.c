@@ -450,6 +450,7 @@ static int setup(struct run_state *rs)
 	if (!rs->loader)
 		return -errno;
 	bpf.ctx = rs->loader;
+	bpf.probe_check = loader__probe_check(rs->loader);
 	bpf.probe_links = loader__probe_links();
 	bpf.offcpu_hook = loader__offcpu_hook(rs->loader);
 	bpf.kernel_report = bpf_kernel_report;

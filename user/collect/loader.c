@@ -85,6 +85,7 @@ struct loader {
 	/* Each CPU's count of samples of followed threads at the last draw
 	 * (STAT_SAMPLES, per CPU); [ncpus] the read of the count now. */
 	uint64_t *drawn_at, *samples_now;
+	bool probe_check; /* samples inside uprobe hits are told apart */
 	bool offcpu_work; /* off-CPU records by task work (on_switch_work) */
 	struct loader_kernel kernel;
 	loader_event_fn on_event;
@@ -1247,6 +1248,7 @@ struct loader *loader__open(const struct loader_opts *opts)
 	/* With uprobes of ours, samples inside their hits are told apart. */
 	if (opts->sampler_path || opts->uprobe_sample_bytes) {
 		err = resolve_probe_text(l->skel);
+		l->probe_check = !err;
 		if (err)
 			pr_warn("cannot locate the kernel's uprobe code in /proc/kallsyms (%s): "
 				"the "
@@ -1658,6 +1660,11 @@ int loader__stats(struct loader *l, uint64_t *out)
 const char *loader__offcpu_hook(const struct loader *l)
 {
 	return l->offcpu_work ? "task_work" : "sys_exit";
+}
+
+bool loader__probe_check(struct loader *l)
+{
+	return l->probe_check;
 }
 
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt)

@@ -110,6 +110,9 @@ int loader__stats(struct loader *l, uint64_t *out);
 /* Kernel time spent in the sampling program, if kernel.bpf_stats_enabled. */
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt);
 
+/* Whether CPU samples taken inside our uprobes' hits are told apart
+ * (counted as bpf.probe_samples, not given to the program's lines). */
+bool loader__probe_check(struct loader *l);
 /* Where off-CPU records are made: "task_work" (a task work queued at the
  * switch-in, Linux 6.18+) or "sys_exit" (a check at every system call exit
  * of the host). */

@@ -274,6 +274,7 @@ struct facts {
 	uint64_t period_ns;   /* ... and the timers' period (loader__period_ns) */
 	double total_sampled_ns;
 	double not_python_ns;
+	bool probe_check; /* CPU inside our uprobes' hits is told apart */
 	double gil_wait_ns;
 	double unattributed_ns[UNATTR_MAX];
 	double native_threads_ns; /* credited to the main thread's line */

@@ -809,10 +809,10 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 	add(o, "uncounted_blocked_s", seconds((double)f->bpf.stats[STAT_IDLE_NS]));
 	add(o, "not_python_s", seconds(f->not_python_ns));
 	/* The CPU time of our uprobes' hits (the trap, our program, the
-	 * emulated instruction) and of the making of our off-CPU records,
-	 * sampled in the program's threads and left out of its lines and of
-	 * total_sampled_s. */
-	add(o, "probe_overhead_s", seconds((double)f->bpf.stats[STAT_PROBE_NS]));
+	 * emulated instruction), sampled in the program's threads and left out
+	 * of its lines and of total_sampled_s. */
+	if (f->probe_check)
+		add(o, "probe_overhead_s", seconds((double)f->bpf.stats[STAT_PROBE_NS]));
 	/* While the program's threads ran, the time their CPUs were taken
 	 * away by the hypervisor (steal) or spent in interrupts, where the
 	 * kernel leaves both out of a thread's run time: left out of the

@@ -2136,6 +2136,7 @@ static int facts_of(struct session *s, const struct profile *p, const struct tpr
 	f->period_ns = s->period_ns;
 	f->total_sampled_ns = profile__total_ns(p);
 	f->not_python_ns = profile__not_python_ns(p);
+	f->probe_check = s->bpf.probe_check;
 	f->gil_wait_ns = profile__gil_ns(p);
 	for (i = 0; i < UNATTR_MAX; i++)
 		f->unattributed_ns[i] = profile__unattributed_ns(p, i);

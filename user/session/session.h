@@ -130,6 +130,9 @@ struct session_bpf {
 	int (*stats)(void *ctx, uint64_t *out);
 	/* Kernel time spent in the sampling program, where measured. */
 	int (*prog_runtime)(void *ctx, uint64_t *run_ns, uint64_t *run_cnt);
+	/* CPU samples inside our uprobes' hits are told apart (counted as
+	 * probe_samples, reported as probe_overhead_s). */
+	bool probe_check;
 	/* The kind of our uprobes (loader__probe_links), NULL: none placed. */
 	const char *probe_links;
 	/* Where off-CPU records are made (loader__offcpu_hook). */
