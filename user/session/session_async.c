@@ -301,9 +301,21 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	else if (tp->async_gap_ns > ASYNC_POLL_NS)
 		max_gap = tp->async_gap_ns + s->drain_ns;
 	r = pyasync__poll(tp->aw, now, max_gap);
-	if (r == 1 && now < lately + quiet_after)
+	if (r == 1 && now < lately + quiet_after) {
 		tp->async_gap_ns = s->async_live_gap_ns;
-	else if (tp->async_gap_ns < ASYNC_QUIET_POLL_NS)
+	} else if (r != 1 && tp->start_ns && now > tp->start_ns) {
+		/* No event loop yet in a process exec'ed during the run: it may
+		 * be importing what starts one.  Looked at again after a
+		 * quarter of its age (10 ms to 1 s), so that the idle time
+		 * missed before its loop is first seen is at most a quarter of
+		 * what came before it; a gap doubled at each look missed up to
+		 * as much as came before. */
+		uint64_t gap = (now - tp->start_ns) / 4;
+
+		tp->async_gap_ns = gap < ASYNC_POLL_NS	       ? ASYNC_POLL_NS
+				   : gap > ASYNC_QUIET_POLL_NS ? ASYNC_QUIET_POLL_NS
+							       : gap;
+	} else if (tp->async_gap_ns < ASYNC_QUIET_POLL_NS)
 		tp->async_gap_ns = tp->async_gap_ns * 2 < ASYNC_QUIET_POLL_NS ? tp->async_gap_ns * 2
 									      : ASYNC_QUIET_POLL_NS;
 	/* Without an event loop and not running: nothing to look at until
