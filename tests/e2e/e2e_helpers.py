@@ -312,7 +312,8 @@ def wait_following(proc):
             proc.stderr_read = b"".join(seen)
             return
     proc.stderr_read = b"".join(seen)
-    raise AssertionError("the run ended before it followed any process:\n"
+    raise AssertionError("the run ended before it said it followed any process "
+                         "(the line comes with -v):\n"
                          + proc.stderr_read.decode("utf-8", "replace")[-3000:])
 
 

@@ -304,8 +304,9 @@ static int host_poll(struct session *s, struct tproc *tp, uint64_t now)
 	if (r == 1 && now < lately + quiet_after) {
 		tp->async_gap_ns = s->async_live_gap_ns;
 	} else if (r != 1 && tp->start_ns && now > tp->start_ns) {
-		/* No event loop yet in a process exec'ed during the run: it may
-		 * be importing what starts one.  Looked at again after a
+		/* No event loop yet in a process exec'ed or forked during the
+		 * run (start_ns: its record's time): it may be importing what
+		 * starts one.  Looked at again after a
 		 * quarter of its age (10 ms to 1 s), so that the idle time
 		 * missed before its loop is first seen is at most a quarter of
 		 * what came before it; a gap doubled at each look missed up to
