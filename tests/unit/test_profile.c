@@ -534,7 +534,8 @@ static void test_outside_warning(void)
 
 /* The tracks: a thread's garbage collection samples a period apart are one
  * interval per line; another line, another thread or a gap of more than two
- * periods begins a new one; off-CPU records give I/O and GIL intervals that
+ * periods after a sample not collecting begins a new one, a gap with no
+ * sample of the thread does not; off-CPU records give I/O and GIL intervals that
  * end with the block; when they fill, the gap doubles and the count stays
  * bounded. */
 static void test_tracks(void)
@@ -610,12 +611,40 @@ static void test_tracks(void)
 	CHECK_EQ_INT(t->iv[6].kind, TRACK_GC);
 	CHECK(t->ns[TRACK_GIL_HELD] == 3000000);
 
-	/* Many short collections far apart: thinned, never past the bound. */
+	/* The thread's next sample 10 ms later, still collecting at line 11:
+	 * preempted in the middle of the collection, the same interval. */
+	s = sample(b, 1, 1000000);
+	s.gc = true;
+	s.period_ns = 1000000;
+	s.ts_ns = ts += 10000000;
+	profile__add(p, &s);
+	CHECK_EQ_INT(t->n, 7);
+	CHECK_EQ_INT(t->iv[6].end_ns, ts);
+	CHECK_EQ_INT(t->iv[6].end_ns - t->iv[6].start_ns, 11000000);
+	/* A sample not collecting, then a collection 10 ms later: a new one. */
+	s = sample(b, 1, 1000000);
+	s.period_ns = 1000000;
+	s.ts_ns = ts += 1000000;
+	profile__add(p, &s);
+	s = sample(b, 1, 1000000);
+	s.gc = true;
+	s.period_ns = 1000000;
+	s.ts_ns = ts += 10000000;
+	profile__add(p, &s);
+	CHECK_EQ_INT(t->n, 8);
+	CHECK_EQ_INT(t->iv[7].end_ns - t->iv[7].start_ns, 1000000);
+
+	/* Many short collections far apart, the thread doing something else
+	 * in between: thinned, never past the bound. */
 	for (i = 0; i < 3 * TRACK_MAX_INTERVALS; i++) {
 		s = sample(a, 1, 1000000);
 		s.gc = true;
 		s.period_ns = 1000000;
 		s.ts_ns = ts += 20000000;
+		profile__add(p, &s);
+		s = sample(a, 1, 1000000);
+		s.period_ns = 1000000;
+		s.ts_ns = ts += 1000000;
 		profile__add(p, &s);
 	}
 	CHECK(t->n <= TRACK_MAX_INTERVALS);

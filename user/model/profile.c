@@ -899,7 +899,7 @@ static bool defer_native(struct profile *p, const struct sample_in *s)
 }
 
 static int attribute(struct profile *p, const struct sample_in *s, double cpu, double blocked,
-		     double gil, int reason);
+		     double gil, int reason, uint64_t prev_ns);
 
 /* A native thread's whole stack as credited: its own frames, innermost
  * first, then a frame naming the thread, then the main thread's Python
@@ -971,7 +971,7 @@ static void credit_pending(struct profile *p, struct thread_stats *m, const stru
 			c.stack = whole;
 			c.stack_ips = ips;
 		}
-		attribute(p, &c, e->cpu_ns, 0, 0, -1);
+		attribute(p, &c, e->cpu_ns, 0, 0, -1, 0);
 		p->native_threads_ns += e->cpu_ns;
 		free(whole);
 		free(ips);
@@ -1162,6 +1162,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 	struct thread_stats *t = profile_thread_get(p, s->tgid, s->tid);
 	int at, reason = s->unattributed;
 	uint32_t n = s->count ? s->count : 1;
+	uint64_t prev_ns = t && !t->folded ? t->last_ts_ns : 0;
 
 	p->samples += n;
 	if (s->truncated)
@@ -1173,6 +1174,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 			t->name = s->thread_name;
 		t->blocked_ns += blocked;
 		t->gil_ns += gil;
+		t->last_ts_ns = s->ts_ns;
 	}
 	if (s->not_python) {
 		p->not_python_ns += cpu + blocked;
@@ -1190,7 +1192,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 		p->unattributed_ns[reason] += blocked;
 		return;
 	}
-	at = attribute(p, s, cpu, blocked, gil, reason);
+	at = attribute(p, s, cpu, blocked, gil, reason, prev_ns);
 	if (t && t->main_thread && s->main_thread && t->npending)
 		credit_pending(p, t, s, at);
 	if (s->main_thread && p->gpu)
@@ -1200,7 +1202,7 @@ void profile__add(struct profile *p, const struct sample_in *s)
 /* A sample's time to its line, function and stack, or to the reason it has
  * none; the attributed frame, or -1. */
 static int attribute(struct profile *p, const struct sample_in *s, double cpu, double blocked,
-		     double gil, int reason)
+		     double gil, int reason, uint64_t prev_ns)
 {
 	struct file_stats *f;
 	struct line_stats *st;
@@ -1216,7 +1218,7 @@ static int attribute(struct profile *p, const struct sample_in *s, double cpu, d
 	}
 	if (s->nframes)
 		add_stack(p, s, cpu, blocked, gil);
-	profile_tracks_add(p, s, at >= 0 ? &s->frames[at] : NULL, cpu, blocked, gil);
+	profile_tracks_add(p, s, at >= 0 ? &s->frames[at] : NULL, cpu, blocked, gil, prev_ns);
 	if (at < 0) {
 		if (reason < 0 || reason >= UNATTR_MAX)
 			reason = UNATTR_UNREADABLE;

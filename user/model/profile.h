@@ -323,6 +323,7 @@ struct thread_stats {
 	uint64_t samples;
 	double cpu_ns, blocked_ns, gil_ns;
 	double malloc_bytes;
+	uint64_t last_ts_ns; /* its last sample's time (the tracks join across it) */
 	/* Main thread: the CPU time of the process's threads with no Python
 	 * frame since its last record, waiting for its next one (credit_pending
 	 * in profile.c). */
@@ -379,7 +380,8 @@ struct profile_memory {
  * blocked in I/O, and waiting for the GIL (its off-CPU records, which end
  * with the block), each at the line it was at (for garbage collection, the
  * line that triggered it).  An interval joins the thread's last one of its
- * kind when that is at the same line and less than gap_ns away.  At
+ * kind when that is at the same line and less than gap_ns away, or when
+ * that ended with the thread's previous sample.  At
  * most TRACK_MAX_INTERVALS: when they fill, the gap doubles and they are
  * joined again, so the resolution is the same over the whole run.
  */

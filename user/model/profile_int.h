@@ -136,9 +136,10 @@ struct stack_key {
 };
 
 void *profile_grow(void *arr, int n, size_t elem);
-/* profile_tracks.c: a sample's intervals (at: its line's frame, or NULL). */
+/* profile_tracks.c: a sample's intervals (at: its line's frame, or NULL;
+ * prev_ns: the time of its thread's previous sample, 0 if not known). */
 void profile_tracks_add(struct profile *p, const struct sample_in *s, const struct frame_ref *at,
-			double cpu, double blocked, double gil);
+			double cpu, double blocked, double gil, uint64_t prev_ns);
 void profile_tracks_restart(struct profile *p);
 struct file_stats *profile_file_get(struct profile *p, const char *path);
 struct line_stats *profile_line_get(struct file_stats *f, int line);

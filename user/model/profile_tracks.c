@@ -18,8 +18,13 @@ static uint64_t first_gap(const struct sample_in *s)
 	return 2 * (s->period_ns ? s->period_ns : 1000000ULL);
 }
 
-/* The interval among iv[0..n) that e joins, or NULL. */
-static struct track_interval *join(struct track_interval *iv, int n, uint64_t gap,
+/* The interval among iv[0..n) that e joins, or NULL: the thread's last one
+ * of its kind when at the same line and less than gap away, or when it ends
+ * at prev_ns, the thread's previous sample (0: none known).  With no sample
+ * of the thread in between, the thread was not doing anything else: a thread
+ * preempted in the middle of a collection (on a loaded machine, for longer
+ * than the gap) is still collecting, and still holds the GIL. */
+static struct track_interval *join(struct track_interval *iv, int n, uint64_t gap, uint64_t prev_ns,
 				   const struct track_interval *e)
 {
 	int i;
@@ -32,6 +37,8 @@ static struct track_interval *join(struct track_interval *iv, int n, uint64_t ga
 		/* One line's: another line's stretch begins a new interval. */
 		if (a->file != e->file || a->line != e->line)
 			return NULL;
+		if (prev_ns && a->end_ns == prev_ns && e->start_ns >= a->end_ns)
+			return a;
 		return e->start_ns <= a->end_ns + gap && a->start_ns <= e->end_ns + gap ? a : NULL;
 	}
 	return NULL;
@@ -53,7 +60,7 @@ static void thin(struct profile_tracks *t)
 	do {
 		t->gap_ns *= 2;
 		for (i = w = 0; i < t->n; i++) {
-			struct track_interval e = t->iv[i], *j = join(t->iv, w, t->gap_ns, &e);
+			struct track_interval e = t->iv[i], *j = join(t->iv, w, t->gap_ns, 0, &e);
 
 			if (j)
 				merge(j, &e);
@@ -65,7 +72,7 @@ static void thin(struct profile_tracks *t)
 }
 
 static void add(struct profile *p, const struct sample_in *s, const struct frame_ref *at, int kind,
-		uint64_t start, uint64_t end)
+		uint64_t start, uint64_t end, uint64_t prev_ns)
 {
 	struct profile_tracks *t = &p->tracks;
 	struct track_interval e = { start, end, s->tgid, s->tid, kind, NULL, 0 }, *j;
@@ -79,14 +86,14 @@ static void add(struct profile *p, const struct sample_in *s, const struct frame
 	}
 	if (!t->gap_ns)
 		t->gap_ns = first_gap(s);
-	j = join(t->iv, t->n, t->gap_ns, &e);
+	j = join(t->iv, t->n, t->gap_ns, prev_ns, &e);
 	if (j) {
 		merge(j, &e);
 		return;
 	}
 	if (t->n == TRACK_MAX_INTERVALS) {
 		thin(t);
-		j = join(t->iv, t->n, t->gap_ns, &e);
+		j = join(t->iv, t->n, t->gap_ns, prev_ns, &e);
 		if (j) {
 			merge(j, &e);
 			return;
@@ -114,20 +121,20 @@ static void add(struct profile *p, const struct sample_in *s, const struct frame
 }
 
 void profile_tracks_add(struct profile *p, const struct sample_in *s, const struct frame_ref *at,
-			double cpu, double blocked, double gil)
+			double cpu, double blocked, double gil, uint64_t prev_ns)
 {
 	uint64_t ts = s->ts_ns, c = (uint64_t)cpu, b = (uint64_t)blocked, g = (uint64_t)gil;
 
 	if (s->gc && c && c <= ts)
-		add(p, s, at, TRACK_GC, ts - c, ts);
+		add(p, s, at, TRACK_GC, ts - c, ts, prev_ns);
 	if (s->gil_held && c && c <= ts)
-		add(p, s, at, TRACK_GIL_HELD, ts - c, ts);
+		add(p, s, at, TRACK_GIL_HELD, ts - c, ts, prev_ns);
 	/* The GIL wait ends the block: a thread woken from I/O then waits for
 	 * the GIL. */
 	if (g && g <= ts)
-		add(p, s, at, TRACK_GIL, ts - g, ts);
+		add(p, s, at, TRACK_GIL, ts - g, ts, prev_ns);
 	if (s->blocked_kind == BLOCKED_IO && b > g && b <= ts)
-		add(p, s, at, TRACK_IO, ts - b, ts - g);
+		add(p, s, at, TRACK_IO, ts - b, ts - g, prev_ns);
 }
 
 void profile_tracks_restart(struct profile *p)
