@@ -44,13 +44,17 @@
 #define MAX_THREAD_NAMES 16384
 /*
  * How often and how long a starting process is re-examined: every
- * DETECT_RETRY_NS for its first DETECT_FAST_TRIES tries (an interpreter is
- * ready a few milliseconds after its exec; a program of 20 ms must not be
- * half over by then), then backing off, as each try reads the maps and
- * opens the binary (0.1 ms before libpython is mapped, 1.5-2.5 ms after).
+ * DETECT_RETRY_NS for DETECT_FAST_NS after its first try (an interpreter is
+ * ready a few milliseconds after its exec, tens on a loaded machine: 38 ms
+ * for 3.12.1 here; a program of 20 ms must not be half over by then), then
+ * backing off, as each try reads the maps and opens the binary (0.1 ms
+ * before libpython is mapped or the runtime is initialised, 1.5-2.5 ms for
+ * the first after).  A count of fast tries instead (16, 35 ms) let a
+ * program of 0.1 s end unrecognised on a loaded machine, its runtime
+ * initialised after the last of them and the next try past its end.
  */
 #define DETECT_RETRY_NS (2 * 1000000ULL)
-#define DETECT_FAST_TRIES 16
+#define DETECT_FAST_NS (250 * 1000000ULL)
 #define DETECT_RETRY_MAX_NS (1000000000ULL)
 #define DETECT_GIVE_UP_NS (60 * 1000000000ULL)
 /* Window for the program's CPU use around a sample. */
@@ -699,7 +703,8 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 			 (now - tp->first_try_ns) / 1e6, tp->why);
 		early_code_probe(s, tp, &pp);
 		tp->tries++;
-		tp->retry_ns = tp->tries <= DETECT_FAST_TRIES ? DETECT_RETRY_NS : tp->retry_ns * 2;
+		tp->retry_ns = now - tp->first_try_ns < DETECT_FAST_NS ? DETECT_RETRY_NS
+								       : tp->retry_ns * 2;
 		if (tp->retry_ns > DETECT_RETRY_MAX_NS)
 			tp->retry_ns = DETECT_RETRY_MAX_NS;
 		tp->next_try_ns = now + tp->retry_ns;
