@@ -532,6 +532,19 @@ static void test_outside_warning(void)
 	profile__free(p);
 }
 
+/* The tracks' test: a CPU sample of 1 ms (the period) at frames, collecting
+ * or not, step ns after the one before (*ts moves on). */
+static void cpu_ms(struct profile *p, const struct frame_ref *frames, bool gc, uint64_t *ts,
+		   uint64_t step)
+{
+	struct sample_in s = sample(frames, 1, 1000000);
+
+	s.gc = gc;
+	s.period_ns = 1000000;
+	s.ts_ns = *ts += step;
+	profile__add(p, &s);
+}
+
 /* The tracks: a thread's garbage collection samples a period apart are one
  * interval per line; another line, another thread or a gap of more than two
  * periods after a sample not collecting begins a new one, a gap with no
@@ -548,27 +561,11 @@ static void test_tracks(void)
 	uint64_t ts = 1000000000ULL;
 	int i;
 
-	for (i = 0; i < 5; i++) { /* line 10: 5 ms of collection */
-		s = sample(a, 1, 1000000);
-		s.gc = true;
-		s.period_ns = 1000000;
-		s.ts_ns = ts += 1000000;
-		profile__add(p, &s);
-	}
-	s = sample(b, 1, 1000000); /* line 11 next: its own interval */
-	s.gc = true;
-	s.period_ns = 1000000;
-	s.ts_ns = ts += 1000000;
-	profile__add(p, &s);
-	s = sample(a, 1, 1000000); /* line 10 again, 10 ms later: a new one */
-	s.gc = true;
-	s.period_ns = 1000000;
-	s.ts_ns = ts += 10000000;
-	profile__add(p, &s);
-	s = sample(a, 1, 1000000); /* not collecting: no interval */
-	s.period_ns = 1000000;
-	s.ts_ns = ts += 1000000;
-	profile__add(p, &s);
+	for (i = 0; i < 5; i++) /* line 10: 5 ms of collection */
+		cpu_ms(p, a, true, &ts, 1000000);
+	cpu_ms(p, b, true, &ts, 1000000);  /* line 11 next: its own interval */
+	cpu_ms(p, a, true, &ts, 10000000); /* line 10 again, 10 ms later: a new one */
+	cpu_ms(p, a, false, &ts, 1000000); /* not collecting: no interval */
 	CHECK_EQ_INT(t->n, 3);
 	CHECK_EQ_INT(t->iv[0].kind, TRACK_GC);
 	CHECK_EQ_INT(t->iv[0].line, 10);
@@ -613,39 +610,21 @@ static void test_tracks(void)
 
 	/* The thread's next sample 10 ms later, still collecting at line 11:
 	 * preempted in the middle of the collection, the same interval. */
-	s = sample(b, 1, 1000000);
-	s.gc = true;
-	s.period_ns = 1000000;
-	s.ts_ns = ts += 10000000;
-	profile__add(p, &s);
+	cpu_ms(p, b, true, &ts, 10000000);
 	CHECK_EQ_INT(t->n, 7);
 	CHECK_EQ_INT(t->iv[6].end_ns, ts);
 	CHECK_EQ_INT(t->iv[6].end_ns - t->iv[6].start_ns, 11000000);
 	/* A sample not collecting, then a collection 10 ms later: a new one. */
-	s = sample(b, 1, 1000000);
-	s.period_ns = 1000000;
-	s.ts_ns = ts += 1000000;
-	profile__add(p, &s);
-	s = sample(b, 1, 1000000);
-	s.gc = true;
-	s.period_ns = 1000000;
-	s.ts_ns = ts += 10000000;
-	profile__add(p, &s);
+	cpu_ms(p, b, false, &ts, 1000000);
+	cpu_ms(p, b, true, &ts, 10000000);
 	CHECK_EQ_INT(t->n, 8);
 	CHECK_EQ_INT(t->iv[7].end_ns - t->iv[7].start_ns, 1000000);
 
 	/* Many short collections far apart, the thread doing something else
 	 * in between: thinned, never past the bound. */
 	for (i = 0; i < 3 * TRACK_MAX_INTERVALS; i++) {
-		s = sample(a, 1, 1000000);
-		s.gc = true;
-		s.period_ns = 1000000;
-		s.ts_ns = ts += 20000000;
-		profile__add(p, &s);
-		s = sample(a, 1, 1000000);
-		s.period_ns = 1000000;
-		s.ts_ns = ts += 1000000;
-		profile__add(p, &s);
+		cpu_ms(p, a, true, &ts, 20000000);
+		cpu_ms(p, a, false, &ts, 1000000);
 	}
 	CHECK(t->n <= TRACK_MAX_INTERVALS);
 	CHECK(t->gap_ns > 2000000);

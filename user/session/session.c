@@ -702,7 +702,6 @@ static void try_detect(struct session *s, struct tproc *tp, uint64_t now)
 		pr_debug("process %d not ready %.1f ms after the first try: %s\n", tp->pid,
 			 (now - tp->first_try_ns) / 1e6, tp->why);
 		early_code_probe(s, tp, &pp);
-		tp->tries++;
 		tp->retry_ns = now - tp->first_try_ns < DETECT_FAST_NS ? DETECT_RETRY_NS
 								       : tp->retry_ns * 2;
 		if (tp->retry_ns > DETECT_RETRY_MAX_NS)
@@ -955,7 +954,6 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->last_try_ns = 0;
 	tp->next_try_ns = 0;
 	tp->retry_ns = 0;
-	tp->tries = 0;
 	tp->dealloc_files_read = false;
 	tp->code_probe_ns = 0;
 	drop_symbols(tp);

@@ -58,7 +58,6 @@ struct tproc {
 	bool unwind_failed;
 	uint64_t next_native_ns; /* its maps read again (snative_tick) */
 	uint64_t next_try_ns, first_try_ns, last_try_ns, retry_ns;
-	unsigned int tries; /* at recognising this image, so far */
 	/* Its interpreter's files were read for the code deallocator's place
 	 * (python__code_dealloc_in_files), once per image. */
 	bool dealloc_files_read;
