@@ -418,10 +418,116 @@ enum native_reg {
 
 struct native_tail {
 	__u64 regs[NATIVE_REGS]; /* all 0: the user registers were not read */
-	__u32 stack_len;	 /* bytes of stack copied from regs[NATIVE_REG_SP] */
-	__u32 nkframes;		 /* kernel frames in kips, innermost first */
+	/* Bytes of stack copied from regs[NATIVE_REG_SP]; with unwinding in BPF
+	 * (ubpf_frames set), the bytes of the frames in stack. */
+	__u32 stack_len;
+	__u32 nkframes; /* kernel frames in kips, innermost first */
+	/* Unwound in BPF (--native-unwind bpf): stack holds ubpf_frames struct
+	 * unwind_frame, innermost first; ubpf_end says why it ended (enum
+	 * unwind_bpf_end, with UNWIND_BPF_F_OUTSIDE).  UNWIND_BPF_NONE: a
+	 * copy. */
+	__u32 ubpf_frames;
+	__u32 ubpf_end;
 	__u64 kips[NATIVE_KFRAMES];
 	__u8 stack[NATIVE_STACK_BYTES];
+};
+
+/*
+ * --native-unwind bpf: BPF unwinds the user stack itself, with tables the
+ * loader compiles from each mapped file's .eh_frame (user/symbolize/cfitable.c)
+ * into rows: from a row's pc to the next row's, the canonical frame address
+ * (CFA, the caller's stack pointer) is a register plus an offset, the return
+ * address is at CFA - 8 (x86_64), and rbp is either unchanged or saved at CFA
+ * plus an offset.  The rows of every file sit in one array (unwind_rows), each
+ * file's sorted by pc and ending with a UNW_NONE row; a process's executable
+ * mappings (struct unwind_proc, sorted by start) say where each file's rows
+ * are and at what bias it is loaded, and where its page index is
+ * (unwind_pages).  A row is 8 bytes (an array map's elements are 8-byte
+ * aligned): offsets are kept in words.
+ */
+#define UNWIND_ROWS_MAX (1u << 21)
+/* Each file's page index: for each 4 KiB page of its code, the rows that
+ * can hold there (struct unwind_page), so that a lookup searches the rows of
+ * one page, not all of the file's. */
+#define UNWIND_PAGES_MAX (1u << 18)
+#define UNWIND_PAGE_SHIFT 12
+#define UNWIND_MAPS 128
+#define UNWIND_FRAMES 64
+#define UNWIND_ROW_STEPS 22 /* binary search steps: log2(UNWIND_ROWS_MAX) + 1 */
+#define UNWIND_MAP_STEPS 8  /* log2(UNWIND_MAPS) + 1 */
+
+enum unwind_cfa {
+	UNW_NONE = 0, /* no rule for this code: frame pointers, if they lead anywhere */
+	UNW_END,      /* the return address is undefined: the thread's first frame */
+	/* A rule BPF does not follow (a CFA in another register or by an
+	 * expression, a signal frame): the sample goes as a copy. */
+	UNW_UNFOLLOWED,
+	UNW_CFA_RSP, /* CFA = rsp + 8 * cfa_off */
+	UNW_CFA_RBP, /* CFA = rbp + 8 * cfa_off */
+	/* A lazy-binding PLT entry: CFA = rsp + 8 * cfa_off, + 8 more from the
+	 * entry's byte rbp on (the push of the next stage). */
+	UNW_CFA_PLT,
+};
+
+struct unwind_row {
+	__u32 pc;      /* link-time address (the file's p_vaddr space) */
+	__u8 cfa;      /* enum unwind_cfa */
+	__s8 rbp;      /* the caller's rbp is at CFA + 8 * rbp; 0: rbp is the caller's */
+	__s16 cfa_off; /* words */
+};
+
+struct unwind_map {
+	__u64 start, end; /* [start, end) in the process */
+	__u64 bias;	  /* address in the process minus link-time address */
+	__u32 row_lo;	  /* the file's rows: unwind_rows[row_lo, row_lo + row_n) */
+	__u32 row_n;	  /* 0: no rows for this file (its samples go as copies) */
+	/* Its page index: unwind_pages[page_lo + k] for the page at link-time
+	 * address page_base + (k << UNWIND_PAGE_SHIFT), k < page_n; past them,
+	 * its last row. */
+	__u64 page_base;
+	__u32 page_lo, page_n;
+};
+
+/* The rows of a file that can hold in one page of its code: from the last
+ * at or before the page's start to the last at or before the next page's
+ * (row numbers from the file's first).  8 bytes: an array map's element. */
+struct unwind_page {
+	__u32 first, last;
+};
+
+struct unwind_proc {
+	__u32 n; /* mappings in m, sorted by start */
+	__u32 gen;
+	struct unwind_map m[UNWIND_MAPS];
+};
+
+/* The registers an unwind carries from a frame to its caller's; flags:
+ * UNWIND_BPF_F_* met on the way. */
+struct unwind_regs {
+	__u64 ip, sp, bp;
+	__u64 flags;
+};
+
+/* native_tail.ubpf_end, with UNWIND_BPF_NONE (the sample went as a copy
+ * instead): a frame lay in no mapping BPF has rows for (a library loaded
+ * since the tables were given, or code of no file: the loader reads the
+ * maps again), or at a rule BPF does not follow (UNW_UNFOLLOWED). */
+#define UNWIND_BPF_F_OUTSIDE (1u << 8)
+#define UNWIND_BPF_F_UNFOLLOWED (1u << 9)
+
+struct unwind_frame {
+	__u64 pc; /* the interrupted instruction, then each return address less one */
+	__u64 sp; /* the frame's stack pointer */
+};
+
+enum unwind_bpf_end {
+	UNWIND_BPF_NONE = 0,  /* not unwound in BPF */
+	UNWIND_BPF_ROOT,      /* the thread's first frame */
+	UNWIND_BPF_READ,      /* a return address or saved rbp could not be read */
+	UNWIND_BPF_NO_CFI,    /* code of no file, or no rule and no frame pointer */
+	UNWIND_BPF_DEPTH,     /* UNWIND_FRAMES */
+	UNWIND_BPF_NO_REGS,   /* no user registers */
+	UNWIND_BPF_NO_TABLES, /* the loader has not given the process's tables yet */
 };
 
 struct native_sample {

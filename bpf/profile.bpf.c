@@ -212,6 +212,9 @@ const volatile __u8 aggregate = 0;
 /* --native: CPU samples go as EV_NATIVE records, with what unwinding their
  * native stacks needs (struct native_sample). */
 const volatile __u8 native_stacks = 0;
+/* --native-unwind bpf: BPF unwinds them itself (bpf/unwind.h), with the
+ * tables the loader gives it, where it has a process's. */
+const volatile __u8 native_unwind_bpf = 0;
 /* The epoch counts go into, moved on by the loader at each drain. */
 volatile __u32 agg_epoch = 0;
 /* Code objects freed in the interpreters that have the probe below: a walk
@@ -237,6 +240,9 @@ volatile __u32 mem_windowed = 0;
 struct walk_slot {
 	struct pywalk_scratch s;
 	__u64 busy;
+	/* --native-unwind bpf: the registers of the slot's unwind
+	 * (unwind_frame; native_scratch's slots are the walk's). */
+	struct unwind_regs ur;
 #if SBPF_LOOPS == SBPF_LOOPS_BOUNDED
 	/* walk_step's: the walk's pointers are to here, and where it is
 	 * comes and goes by pos; index: this slot's key. */
@@ -413,6 +419,47 @@ struct {
 	__type(key, __u32);
 	__type(value, struct native_sample);
 } native_scratch SEC(".maps");
+
+/* --native-unwind bpf: every file's unwind rows, and each process's
+ * executable mappings (bpf/abi.h).  The loader sizes both; one entry each
+ * otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct unwind_page);
+} unwind_pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__uint(map_flags, HASH_FLAGS);
+	__type(key, __u32);
+	__type(value, struct unwind_proc);
+} unwind_procs SEC(".maps");
+
+static __always_inline const struct unwind_row *unwind_row_at(__u32 i)
+{
+	return bpf_map_lookup_elem(&unwind_rows, &i);
+}
+
+static __always_inline const struct unwind_page *unwind_page_at(__u32 i)
+{
+	return bpf_map_lookup_elem(&unwind_pages, &i);
+}
+
+#define UNWIND_ROW(i) unwind_row_at(i)
+#define UNWIND_PAGE(i) unwind_page_at(i)
+#include "unwind.h"
 
 /*
  * --native: a blocked thread's kernel frames, read at the switch that ends
@@ -1081,6 +1128,29 @@ static __always_inline __u64 ctx_reg(struct bpf_perf_event_data *ctx, enum ctx_r
 }
 
 /*
+ * --native-unwind bpf: frame i of the unwind of slot's record (native_scratch)
+ * from the registers in the slot's walk_slot: 0 to go on, else why it ends
+ * (enum unwind_bpf_end).  A function of numbers only, verified once: the
+ * loop of native_send calls it once per frame.
+ */
+__noinline int unwind_frame(__u32 slot, __u32 i)
+{
+	struct walk_slot *ws = bpf_map_lookup_elem(&walk_scratch, &slot);
+	struct native_sample *ns = bpf_map_lookup_elem(&native_scratch, &slot);
+	const struct unwind_proc *up;
+
+	if (!ws || !ns || i >= UNWIND_FRAMES)
+		return UNWIND_BPF_DEPTH;
+	up = bpf_map_lookup_elem(&unwind_procs, &ns->ev.hdr.tgid);
+	if (!up)
+		return UNWIND_BPF_NO_TABLES;
+	/* verifier: the index masked as the store sees it. */
+	pywalk_barrier_var(i);
+	i &= UNWIND_FRAMES - 1;
+	return (int)unwind_step(up, &ws->ur, &((struct unwind_frame *)(void *)ns->nt.stack)[i], i);
+}
+
+/*
  * --native: sends the record (built in native_scratch) with the thread's user
  * registers, a copy of its user stack from the stack pointer up, a page at a
  * time to the first page that cannot be read (the stack's top) or
@@ -1092,10 +1162,11 @@ static __always_inline __u64 ctx_reg(struct bpf_perf_event_data *ctx, enum ctx_r
  */
 static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool perf,
 					struct task_struct *task, struct tracked_thread *ts,
-					struct sample_event *ev)
+					struct sample_event *ev, __u32 slot)
 {
 	struct native_sample *ns = (struct native_sample *)ev;
 	struct native_tail *nt = &ns->nt;
+	struct unwind_regs *ur = NULL;
 	__u32 i, len = 0, first;
 	__u64 sp, size;
 	long n;
@@ -1126,8 +1197,44 @@ static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool pe
 		}
 	}
 	sp = nt->regs[NATIVE_REG_SP];
+	nt->ubpf_frames = 0;
+	nt->ubpf_end = UNWIND_BPF_NONE;
 	first = 4096 - (__u32)(sp & 4095);
-	if (sp && first <= 4096 && !bpf_probe_read_user(nt->stack, first, (const void *)sp)) {
+	if (native_unwind_bpf && bpf_map_lookup_elem(&unwind_procs, &ev->hdr.tgid)) {
+		struct walk_slot *ws = bpf_map_lookup_elem(&walk_scratch, &slot);
+
+		ur = ws ? &ws->ur : NULL;
+	}
+	if (ur) {
+		/* Unwound here: the frames take the copy's place. */
+		ur->ip = nt->regs[NATIVE_REG_IP];
+		ur->sp = sp;
+		ur->bp = nt->regs[NATIVE_REG_BP];
+		ur->flags = 0;
+		nt->ubpf_end = UNWIND_BPF_DEPTH;
+		nt->ubpf_frames = UNWIND_FRAMES;
+		for (i = 0; i < UNWIND_FRAMES; i++) {
+			__u32 end = unwind_frame(slot, i);
+
+			if (end) {
+				nt->ubpf_end = end;
+				nt->ubpf_frames = end == UNWIND_BPF_NO_REGS ? i : i + 1;
+				break;
+			}
+		}
+		len = nt->ubpf_frames * sizeof(struct unwind_frame);
+		if (ur->flags) {
+			/* Code of no table (a library loaded since the loader
+			 * gave them, code of no file: a frame pointer there
+			 * may be none), or a rule not followed: the sample goes
+			 * as a copy instead, and says why. */
+			nt->ubpf_frames = 0;
+			nt->ubpf_end = UNWIND_BPF_NONE | (__u32)ur->flags;
+			len = 0;
+		}
+	}
+	if (!nt->ubpf_frames && sp && first <= 4096 &&
+	    !bpf_probe_read_user(nt->stack, first, (const void *)sp)) {
 		len = first;
 		for (i = 0; i < NATIVE_STACK_BYTES / 4096 - 1; i++) {
 			__u32 off = len;
@@ -1226,7 +1333,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_SAMPLE);
 	if (native_stacks)
-		native_send(ctx, true, task, ts, ev);
+		native_send(ctx, true, task, ts, ev, 0);
 	else
 		finish_record(ev, p, 0);
 	/* The cost per sample, measured where it is spent. */
@@ -1342,7 +1449,7 @@ static __always_inline void offcpu_record(struct pt_regs *regs)
 	ev->user_ip = BPF_CORE_READ(regs, ip);
 	fill_stack(ev, p, task, ts, WALK_SLOT_TRACEPOINT);
 	if (native_stacks)
-		native_send(NULL, false, task, ts, ev);
+		native_send(NULL, false, task, ts, ev, 1);
 	else
 		finish_record(ev, p, 1);
 	/* Measured here: the kernel's statistics do not see a task work's
@@ -1597,7 +1704,7 @@ static __always_inline int mem_record(struct proc_info *p, struct task_struct *t
 	}
 	fill_stack(ev, p, task, ts, WALK_SLOT_PROBE);
 	if (native)
-		native_send(NULL, false, task, ts, ev);
+		native_send(NULL, false, task, ts, ev, RECORD_ONLY);
 	else
 		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
 	stat_add(STAT_MEM_NS, bpf_ktime_get_ns() - t0);

@@ -94,28 +94,52 @@ def callbacks_in_order(profile):
     return ok, n
 
 
-def check_native_facts(profile, whole=True):
+UNWIND = {"copy": "stack copy unwound by libdw",
+          "bpf": "unwound in BPF with .eh_frame tables"}
+
+
+def native_opts(unwind):
+    return ["--native"] if unwind == "copy" else ["--native-unwind", unwind]
+
+
+def check_native_facts(profile, unwind="copy", whole=True):
     n = profile["scalene_bpf"]["native"]
-    assert n["method"] == "stack copy unwound by libdw"
+    assert n["method"] == UNWIND[unwind]
+    bpf = n.get("bpf")
+    assert (bpf is not None) == (unwind == "bpf"), n
     # A sample of a process libdw could not take (gone as it came) is
-    # counted, not unwound.
+    # counted, not unwound.  With unwinding in BPF, the samples sent before
+    # BPF had the process's tables are copies, unwound by libdw.
     assert n["samples"] > 0
-    assert n["unwinds"] + n["samples_without_unwinder"] == n["samples"], n
+    unwinds = n["unwinds"] + (bpf["unwinds"] if bpf else 0)
+    assert unwinds + n["samples_without_unwinder"] == n["samples"], n
     # (a forked child that exec'd another program or exited before the
     # loader read its samples: ctypes.util.find_library runs ldconfig).
     assert n["samples_without_unwinder"] <= max(2, n["samples"] // 100), n
-    ended = n["unwinds_ended"]
-    assert sum(ended.values()) == n["unwinds"]
+    assert sum(n["unwinds_ended"].values()) == n["unwinds"]
+    if bpf:
+        assert sum(bpf["unwinds_ended"].values()) == bpf["unwinds"]
+        assert bpf["tables"]["files"] >= 2 and bpf["tables"]["rows"] > 0, bpf
+        assert bpf["unwinds"] > 0, n
     if not whole:
         return
-    check_share(ended["at_thread_start"] / n["unwinds"], FAITHFUL, n["unwinds"],
+    if bpf:
+        # Most samples are unwound in BPF: copies come from the time before
+        # a process's tables are given, or from code of a library loaded
+        # since (the tables then follow).  (An import of numpy, library
+        # after library, is not "most samples": whole=False.)
+        assert bpf["unwinds"] > n["unwinds"], n
+    root = n["unwinds_ended"]["at_thread_start"] + (
+        bpf["unwinds_ended"]["at_thread_start"] if bpf else 0)
+    check_share(root / unwinds, FAITHFUL, unwinds,
                 "unwinds that reached the thread's first frame", side="low")
 
 
-def test_mixed_order(python, tmp_path):
+@pytest.mark.parametrize("unwind", ["copy", "bpf"])
+def test_mixed_order(python, unwind, tmp_path):
     profile = profile_run(python, PROGRAM, tmp=tmp_path,
-                          opts=["--native", "--cpu-only"]).profile
-    check_native_facts(profile)
+                          opts=native_opts(unwind) + ["--cpu-only"]).profile
+    check_native_facts(profile, unwind)
     check_ordered(profile, "comparator samples under qsort under the qsort line",
                   *callbacks_in_order(profile))
     check_ordered(profile, "zlib line samples in libz", *below_line(
@@ -126,14 +150,16 @@ def test_mixed_order(python, tmp_path):
         and "read" in f["display_name"]))
 
 
-def test_blas_under_numpy_line(tmp_path):
+@pytest.mark.parametrize("unwind", ["copy", "bpf"])
+def test_blas_under_numpy_line(unwind, tmp_path):
     """The test venv's interpreter has numpy: a matrix product's samples end
     in its BLAS (OpenBLAS, one thread)."""
     python = BUILD / "venv" / "bin" / "python"
     if not python.exists():
         pytest.skip("no test venv (make test-venv)")
     profile = profile_run(str(python), PROGRAM, tmp=tmp_path,
-                          opts=["--native", "--cpu-only"]).profile
+                          opts=native_opts(unwind) + ["--cpu-only"]).profile
+    check_native_facts(profile, unwind, whole=False)
     check_ordered(profile, "numpy line samples in BLAS", *below_line(
         profile, "blas", lambda f: f["kind"] == "native"
         and "blas" in f["filename_or_module"].lower()))
@@ -182,14 +208,15 @@ def test_without_native_no_native_frames(tmp_path):
         assert all(f["filename_or_module"] != "[kernel]" for f in frames)
 
 
-def test_native_at_a_low_rate(python, tmp_path):
+@pytest.mark.parametrize("unwind", ["copy", "bpf"])
+def test_native_at_a_low_rate(python, unwind, tmp_path):
     """The same program at 97 samples a second, for the kernel matrix
     (tools/vmtest), whose emulated guests run the loader too slowly for
     --native at the default rate: the BPF side's copies and kernel frames
     on each kernel's build, judged as above at their counts."""
     profile = profile_run(python, PROGRAM, ["1.5"], tmp=tmp_path,
-                          opts=["--native", "--cpu-only", "--rate", "97"]).profile
-    check_native_facts(profile)
+                          opts=native_opts(unwind) + ["--cpu-only", "--rate", "97"]).profile
+    check_native_facts(profile, unwind)
     for what, (ok, n) in (
             ("comparator samples under qsort under the qsort line",
              callbacks_in_order(profile)),
@@ -227,17 +254,19 @@ def weighed_below(stacks, name, native):
     return ok, total, n
 
 
-def test_allocations_from_c(tmp_path):
+@pytest.mark.parametrize("unwind", ["copy", "bpf"])
+def test_allocations_from_c(unwind, tmp_path):
     """Memory stacks carry the C frames that allocated: zlib.compressobj's
     state comes from libz's deflateInit2_, numpy's arrays from numpy's C
     code; none of the allocation sampler's own frames are left in them."""
     python = BUILD / "venv" / "bin" / "python"
     if not python.exists():
         pytest.skip("no test venv (make test-venv)")
-    profile = profile_run(str(python), MEM_PROGRAM, tmp=tmp_path, opts=["--native"]).profile
+    profile = profile_run(str(python), MEM_PROGRAM, tmp=tmp_path,
+                          opts=native_opts(unwind)).profile
     # (Allocations while numpy is imported come from stacks deeper than
     # the copy: those end there, with their Python frames all the same.)
-    check_native_facts(profile, whole=False)
+    check_native_facts(profile, unwind, whole=False)
     stacks = profile["memory_stacks"]
     for frames, _ in stacks:
         assert not any("scalene-bpf-sampler" in f["filename_or_module"] for f in frames), frames
@@ -252,13 +281,14 @@ def test_allocations_from_c(tmp_path):
         check_share(ok / total, FAITHFUL, samples, f"{name} line's memory in {lib}", side="low")
 
 
-def test_waits_in_libc(python, tmp_path):
+@pytest.mark.parametrize("unwind", ["copy", "bpf"])
+def test_waits_in_libc(python, unwind, tmp_path):
     """Off-CPU stacks carry the native frames the thread blocked in: the
     sleep line's blocked samples end in libc (clock_nanosleep, or select
     up to 3.10), and below it in the kernel's frames of that system call,
     read where the thread slept."""
     profile = profile_run(python, MEM_PROGRAM, ["0.8"], tmp=tmp_path,
-                          opts=["--native", "--cpu-only"]).profile
+                          opts=native_opts(unwind) + ["--cpu-only"]).profile
     ok = kern = n = 0
     for frames, count in entries(profile):
         i = innermost_py(frames)

@@ -129,6 +129,20 @@ static void test_run_options(void)
 	CHECK_EQ_STR(o.outfile, "x.json");
 	CHECK_EQ_INT(o.rate_hz, 100);
 	options_free(&o);
+
+	/* --native-unwind: how --native's stacks are unwound; it implies
+	 * --native. */
+	CHECK_EQ_INT(parse(&o, "run", "--native", "p.py", NULL), 0);
+	CHECK(o.native && !o.native_unwind_bpf);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "run", "--native-unwind", "bpf", "p.py", NULL), 0);
+	CHECK(o.native && o.native_unwind_bpf);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "run", "--native-unwind=copy", "p.py", NULL), 0);
+	CHECK(o.native && !o.native_unwind_bpf);
+	options_free(&o);
+	CHECK_REJECTED(parse(&o, "run", "--native-unwind", "dwarf", "p.py", NULL));
+	CHECK(strstr(msg, "--native-unwind") != NULL);
 }
 
 /* Short options first: getopt_long reports no long-option index for them. */

@@ -405,13 +405,11 @@ int elf_file__section(const struct elf_file *e, const char *name, const void **d
 #define EH_PE_OMIT 0xff
 #define EH_PE_DATAREL_SDATA4 0x3b
 
-int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *start)
+int elf_file__fde_table(const struct elf_file *e, const int32_t **table, uint32_t *count,
+			uint64_t *base)
 {
 	const uint8_t *h;
-	const int32_t *t;
-	uint64_t base;
-	uint32_t count;
-	size_t size, lo, hi;
+	size_t size;
 	GElf_Shdr sh;
 	int skip;
 
@@ -422,11 +420,23 @@ int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *sta
 	skip = (h[1] & 0x0f) == 0x0b || (h[1] & 0x0f) == 0x03 ? 4 : -1;
 	if (skip < 0 || ((h[2] & 0x0f) != 0x03 && (h[2] & 0x0f) != 0x0b))
 		return -ENOENT;
-	memcpy(&count, h + 4 + skip, sizeof(count));
-	t = (const int32_t *)(const void *)(h + 8 + skip);
-	if (!count || (size - 8 - skip) / 8 < count)
+	memcpy(count, h + 4 + skip, sizeof(*count));
+	if (!*count || (size - 8 - skip) / 8 < *count)
 		return -ENOENT;
-	base = sh.sh_addr;
+	*table = (const int32_t *)(const void *)(h + 8 + skip);
+	*base = sh.sh_addr;
+	return 0;
+}
+
+int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *start)
+{
+	const int32_t *t;
+	uint64_t base;
+	uint32_t count;
+	size_t lo, hi;
+
+	if (elf_file__fde_table(e, &t, &count, &base))
+		return -ENOENT;
 	/* The last entry whose function starts at or below vaddr. */
 	lo = 0;
 	hi = count;
@@ -442,6 +452,11 @@ int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *sta
 		return -ENOENT;
 	*start = base + (int64_t)t[2 * (lo - 1)];
 	return 0;
+}
+
+Elf *elf_file__elf(const struct elf_file *e)
+{
+	return e->elf;
 }
 
 /* The string of the first dynamic entry with tag `tag` whose string starts

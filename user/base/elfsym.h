@@ -33,6 +33,16 @@ int elf_file__section(const struct elf_file *e, const char *name, const void **d
  * table (.eh_frame_hdr): for code no symbol names.  0, or -ENOENT. */
 int elf_file__func_start(const struct elf_file *e, uint64_t vaddr, uint64_t *start);
 
+/* The unwind data's sorted table (.eh_frame_hdr): count pairs of 4-byte
+ * values relative to base, each a function's start and its FDE's address
+ * (the encoding linkers write; others give -ENOENT).  0 or -ENOENT. */
+int elf_file__fde_table(const struct elf_file *e, const int32_t **table, uint32_t *count,
+			uint64_t *base);
+
+/* libelf's handle of the file (for libdw), valid until elf_file__free. */
+typedef struct Elf Elf;
+Elf *elf_file__elf(const struct elf_file *e);
+
 /* The first DT_NEEDED entry that starts with prefix (valid until
  * elf_file__free), or NULL. */
 const char *elf_file__needed(const struct elf_file *e, const char *prefix);

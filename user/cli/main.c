@@ -387,6 +387,7 @@ static int setup(struct run_state *rs)
 		.follow_children = !rs->opts->no_follow,
 		.count_idle = rs->opts->idle,
 		.native_stacks = rs->opts->native,
+		.native_unwind_bpf = rs->opts->native_unwind_bpf,
 		.max_procs = MAX_PROCS,
 		.ringbuf_bytes = RINGBUF_BYTES,
 		.sampler_path = rs->memory ? rs->sampler : NULL,
@@ -450,6 +451,8 @@ static int setup(struct run_state *rs)
 	if (!rs->loader)
 		return -errno;
 	bpf.ctx = rs->loader;
+	if (rs->opts->native_unwind_bpf && loader__unwind_sink(rs->loader, &bpf.unwind))
+		return -ENOTSUP;
 	bpf.probe_check = loader__probe_check(rs->loader);
 	bpf.probe_links = loader__probe_links();
 	bpf.offcpu_hook = loader__offcpu_hook(rs->loader);

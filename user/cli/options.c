@@ -26,6 +26,7 @@ enum {
 	OPT_DURATION,
 	OPT_IDLE,
 	OPT_NATIVE,
+	OPT_NATIVE_UNWIND,
 	OPT_NO_FOLLOW,
 	OPT_PROFILE_BUILTIN,
 	OPT_CLI,
@@ -79,6 +80,7 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "native", no_argument, NULL, OPT_NATIVE },
+	{ "native-unwind", required_argument, NULL, OPT_NATIVE_UNWIND },
 	{ "no-follow", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "profile-builtin", no_argument, NULL, OPT_PROFILE_BUILTIN },
 	{ "no-async", no_argument, NULL, OPT_NO_ASYNC },
@@ -225,6 +227,9 @@ void options_usage(FILE *f)
 	      "                                 copies up to 16 KiB of the thread's stack,\n"
 	      "                                 unwound by libdw: it costs more, see "
 	      "docs/stacks.md)\n"
+	      "      --native-unwind HOW        --native, its stacks unwound by: copy (as\n"
+	      "                                 above, the default) or bpf (in the kernel, with\n"
+	      "                                 tables compiled from each file's .eh_frame)\n"
 	      "      --no-follow                do not follow child processes\n"
 	      "      --profile-builtin          run: provide Scalene's @profile builtin even when\n"
 	      "                                 no .py file under the program's folder uses it\n"
@@ -588,6 +593,14 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		o->idle = true;
 		return 0;
 	case OPT_NATIVE:
+		o->native = true;
+		return 0;
+	case OPT_NATIVE_UNWIND:
+		/* Implies --native. */
+		if (!strcmp(arg, "bpf"))
+			o->native_unwind_bpf = true;
+		else if (strcmp(arg, "copy"))
+			goto bad_number;
 		o->native = true;
 		return 0;
 	case OPT_NO_FOLLOW:

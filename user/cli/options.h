@@ -74,6 +74,7 @@ struct options {
 	bool profile_builtin;	      /* run: @profile provided whatever the look finds */
 	bool no_async;		      /* no await attribution */
 	bool native;		      /* native and kernel frames in the stacks */
+	bool native_unwind_bpf;	      /* --native-unwind bpf */
 	bool no_gpu;		      /* run: no GPU library for CUDA programs */
 	unsigned int gpu_call_sample; /* run: 1 in N CUDA calls probed (0: every one) */
 	const char *profile_only[MAX_FILTERS];

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -42,8 +43,13 @@ _Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
 _Static_assert(sizeof(struct agg_key) == 32, "agg_key layout");
 _Static_assert(sizeof(struct agg_val) == 64, "agg_val layout");
 _Static_assert(STACK_HDR_SIZE == 24, "agg_stack_record layout");
-_Static_assert(NATIVE_HDR_SIZE == 128 + MAX_FRAMES * 24 + 8 * NATIVE_REGS + 8 + 8 * NATIVE_KFRAMES,
+_Static_assert(NATIVE_HDR_SIZE == 128 + MAX_FRAMES * 24 + 8 * NATIVE_REGS + 16 + 8 * NATIVE_KFRAMES,
 	       "native_sample layout");
+_Static_assert(sizeof(struct unwind_row) == 8, "unwind_row layout");
+#define UNWIND_ROWS_BYTES ((size_t)UNWIND_ROWS_MAX * sizeof(struct unwind_row))
+_Static_assert(sizeof(struct unwind_page) == 8, "unwind_page layout");
+#define UNWIND_PAGES_BYTES ((size_t)UNWIND_PAGES_MAX * sizeof(struct unwind_page))
+_Static_assert(sizeof(struct unwind_proc) == 8 + 48 * UNWIND_MAPS, "unwind_proc layout");
 _Static_assert(sizeof(struct sampler_record) == 40 + SAMPLER_STATE_BYTES, "sampler_record layout");
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == SAMPLER_STATE_BYTES,
 	       "sampler state block size");
@@ -91,6 +97,9 @@ struct loader {
 	loader_event_fn on_event;
 	void *ctx;
 	struct counts *counts; /* samples counted in BPF (aggregate) */
+	/* --native-unwind bpf: unwind_rows and unwind_pages, mapped. */
+	struct unwind_row *unwind_rows;
+	struct unwind_page *unwind_pages;
 };
 
 #define ARRAY_SIZE_(a) (sizeof(a) / sizeof((a)[0]))
@@ -1156,6 +1165,14 @@ static int read_ring(void *ctx)
 	return l->rb ? ring_buffer__consume(l->rb) : 0;
 }
 
+/* An mmapable array map's elements, mapped read-write (NULL and errno). */
+static void *map_array(struct bpf_map *m, size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 struct loader *loader__open(const struct loader_opts *opts)
 {
 	struct bpf_program *sampler[ARRAY_SIZE_(sampler_probes)], *gpu[ARRAY_SIZE_(gpu_probes)];
@@ -1193,6 +1210,12 @@ struct loader *loader__open(const struct loader_opts *opts)
 	/* Blocked threads' kernel frames are kept for --native only. */
 	if (!opts->native_stacks)
 		bpf_map__set_max_entries(l->skel->maps.blocked_kstacks, 1);
+	l->skel->rodata->native_unwind_bpf = opts->native_stacks && opts->native_unwind_bpf;
+	if (l->skel->rodata->native_unwind_bpf) {
+		bpf_map__set_max_entries(l->skel->maps.unwind_rows, UNWIND_ROWS_MAX);
+		bpf_map__set_max_entries(l->skel->maps.unwind_pages, UNWIND_PAGES_MAX);
+		bpf_map__set_max_entries(l->skel->maps.unwind_procs, opts->max_procs);
+	}
 	l->skel->rodata->nr_futex = SYS_futex;
 #ifdef SYS_futex_waitv
 	l->skel->rodata->nr_futex_waitv = SYS_futex_waitv;
@@ -1299,6 +1322,17 @@ struct loader *loader__open(const struct loader_opts *opts)
 			goto fail;
 		}
 	}
+	if (l->skel->rodata->native_unwind_bpf) {
+		l->unwind_rows = map_array(l->skel->maps.unwind_rows, UNWIND_ROWS_BYTES);
+		l->unwind_pages =
+			l->unwind_rows ? map_array(l->skel->maps.unwind_pages, UNWIND_PAGES_BYTES)
+				       : NULL;
+		if (!l->unwind_pages) {
+			err = -errno;
+			pr_warn("cannot map the unwind tables' BPF maps: %s\n", strerror(-err));
+			goto fail;
+		}
+	}
 	l->on_event = opts->on_event;
 	l->ctx = opts->ctx;
 	l->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), on_record, l, NULL);
@@ -1317,6 +1351,59 @@ fail:
 	return NULL;
 }
 
+static int unwind_put_rows(void *ctx, __u32 lo, const struct unwind_row *rows, __u32 n)
+{
+	struct loader *l = ctx;
+
+	if ((uint64_t)lo + n > UNWIND_ROWS_MAX)
+		return -ENOSPC;
+	memcpy(l->unwind_rows + lo, rows, (size_t)n * sizeof(*rows));
+	return 0;
+}
+
+static int unwind_put_pages(void *ctx, __u32 lo, const struct unwind_page *pages, __u32 n)
+{
+	struct loader *l = ctx;
+
+	if ((uint64_t)lo + n > UNWIND_PAGES_MAX)
+		return -ENOSPC;
+	memcpy(l->unwind_pages + lo, pages, (size_t)n * sizeof(*pages));
+	return 0;
+}
+
+static int unwind_put_proc(void *ctx, int pid, const struct unwind_proc *up)
+{
+	struct loader *l = ctx;
+	__u32 key = (__u32)pid;
+
+	if (bpf_map__update_elem(l->skel->maps.unwind_procs, &key, sizeof(key), up, sizeof(*up),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static void unwind_del_proc(void *ctx, int pid)
+{
+	struct loader *l = ctx;
+	__u32 key = (__u32)pid;
+
+	bpf_map__delete_elem(l->skel->maps.unwind_procs, &key, sizeof(key), 0);
+}
+
+int loader__unwind_sink(struct loader *l, struct unwind_sink *out)
+{
+	if (!l->unwind_rows)
+		return -ENOTSUP;
+	*out = (struct unwind_sink){ .put_rows = unwind_put_rows,
+				     .put_pages = unwind_put_pages,
+				     .put_proc = unwind_put_proc,
+				     .del_proc = unwind_del_proc,
+				     .ctx = l,
+				     .max_rows = UNWIND_ROWS_MAX,
+				     .max_pages = UNWIND_PAGES_MAX };
+	return 0;
+}
+
 void loader__free(struct loader *l)
 {
 	size_t i;
@@ -1325,6 +1412,10 @@ void loader__free(struct loader *l)
 	if (!l)
 		return;
 	code_jobs_free(l);
+	if (l->unwind_rows)
+		munmap(l->unwind_rows, UNWIND_ROWS_BYTES);
+	if (l->unwind_pages)
+		munmap(l->unwind_pages, UNWIND_PAGES_BYTES);
 	ring_buffer__free(l->rb);
 	ring_buffer__free(l->code_rb);
 	/* Each uprobe link waits for the kernel to quiesce as it goes (see

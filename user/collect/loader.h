@@ -51,6 +51,9 @@ struct loader_opts {
 	/* CPU samples go with what unwinding their native stacks needs
 	 * (EV_NATIVE records, never counted in BPF). */
 	bool native_stacks;
+	/* ... unwound in BPF with the tables given by loader__unwind_sink()
+	 * (--native-unwind bpf). */
+	bool native_unwind_bpf;
 	/* CPU and off-CPU samples are counted in BPF and drained with
 	 * loader__drain_counts() (system-wide). */
 	bool aggregate;
@@ -107,6 +110,24 @@ int loader__drain_counts(struct loader *l, enum counts_drain how, int tgid, uint
 bool loader__counts_stats(struct loader *l, struct counts_stats *out);
 /* Sums the per-CPU counters into out[STAT_MAX]. */
 int loader__stats(struct loader *l, uint64_t *out);
+
+/*
+ * --native-unwind bpf: where the unwind tables go (bpf/abi.h): the BPF maps
+ * here, plain memory in the tests (symbolize/utables.h keeps them).
+ */
+struct unwind_sink {
+	/* Rows [lo, lo + n) of the array, and pages of the page index: 0 or
+	 * -errno. */
+	int (*put_rows)(void *ctx, __u32 lo, const struct unwind_row *rows, __u32 n);
+	int (*put_pages)(void *ctx, __u32 lo, const struct unwind_page *pages, __u32 n);
+	/* The process's mappings: 0 or -errno. */
+	int (*put_proc)(void *ctx, int pid, const struct unwind_proc *up);
+	void (*del_proc)(void *ctx, int pid);
+	void *ctx;
+	__u32 max_rows, max_pages; /* the arrays' sizes */
+};
+/* 0, or -ENOTSUP when not loaded for it. */
+int loader__unwind_sink(struct loader *l, struct unwind_sink *out);
 /* Kernel time spent in the sampling program, if kernel.bpf_stats_enabled. */
 int loader__prog_runtime(struct loader *l, uint64_t *run_ns, uint64_t *run_cnt);
 

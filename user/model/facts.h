@@ -25,6 +25,7 @@
 #include "collect/loader.h"
 #include "collect/nvml.h"
 #include "target/labels.h"
+#include "symbolize/utables.h"
 #include "model/profile.h"
 
 /* Distinct interpreters described; more are counted only. */
@@ -143,6 +144,15 @@ struct facts_native {
 	uint64_t calls_unpaired; /* eval-loop frames and Python calls did not pair up */
 	uint64_t no_unwinder;	 /* samples of a process libdw could not take */
 	bool frame_sp;		 /* libdw gives frames' stack pointers (0.188+) */
+	/* --native-unwind bpf: stacks unwound in BPF, their frames, why they
+	 * ended (enum unwind_bpf_end); the copies above are the samples taken
+	 * before BPF had the process's tables.  The tables given. */
+	bool bpf;
+	uint64_t bpf_unwinds, bpf_frames;
+	uint64_t bpf_outside;	 /* copies sent for code of no table (a refresh due) */
+	uint64_t bpf_unfollowed; /* copies sent at a rule BPF does not follow */
+	uint64_t bpf_ends[UNWIND_BPF_NO_TABLES + 1];
+	struct utables_stats tables;
 };
 
 /* Memory from the preloaded sampler (run): its exact counts, what the

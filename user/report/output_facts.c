@@ -458,6 +458,43 @@ static struct json_object *bpf_json(const struct facts_bpf *b)
 }
 
 /*
+ * --native-unwind bpf: the stacks BPF unwound (those above are the copies
+ * sent before BPF had their process's tables), why they ended, and the
+ * tables: files and rows compiled from .eh_frame, and the rules BPF cannot
+ * follow (a frame there is stepped by its frame pointer).
+ */
+static struct json_object *native_bpf_json(const struct facts_native *n)
+{
+	struct json_object *o = json_object_new_object(), *ended = json_object_new_object(),
+			   *t = json_object_new_object();
+	const struct utables_stats *ts = &n->tables;
+
+	add(o, "unwinds", json_object_new_int64((int64_t)n->bpf_unwinds));
+	add(o, "native_frames", json_object_new_int64((int64_t)n->bpf_frames));
+	add(o, "copies_outside_tables", json_object_new_int64((int64_t)n->bpf_outside));
+	add(o, "copies_at_rules_not_followed", json_object_new_int64((int64_t)n->bpf_unfollowed));
+	add(ended, "at_thread_start", json_object_new_int64((int64_t)n->bpf_ends[UNWIND_BPF_ROOT]));
+	add(ended, "unreadable", json_object_new_int64((int64_t)n->bpf_ends[UNWIND_BPF_READ]));
+	add(ended, "no_unwind_data",
+	    json_object_new_int64((int64_t)n->bpf_ends[UNWIND_BPF_NO_CFI]));
+	add(ended, "depth_limit", json_object_new_int64((int64_t)n->bpf_ends[UNWIND_BPF_DEPTH]));
+	add(ended, "no_registers", json_object_new_int64((int64_t)n->bpf_ends[UNWIND_BPF_NO_REGS]));
+	add(ended, "tables_gone",
+	    json_object_new_int64((int64_t)n->bpf_ends[UNWIND_BPF_NO_TABLES]));
+	add(o, "unwinds_ended", ended);
+	add(t, "files", json_object_new_int64((int64_t)ts->files));
+	add(t, "rows", json_object_new_int64((int64_t)ts->rows));
+	add(t, "functions", json_object_new_int64((int64_t)ts->fdes));
+	add(t, "rows_not_followed", json_object_new_int64((int64_t)ts->unsupported));
+	add(t, "files_without_table", json_object_new_int64((int64_t)ts->files_no_table));
+	add(t, "files_left_out", json_object_new_int64((int64_t)ts->files_full));
+	add(t, "mappings_left_out", json_object_new_int64((int64_t)ts->maps_dropped));
+	add(t, "compile_s", json_object_new_double((double)ts->build_ns / 1e9));
+	add(o, "tables", t);
+	return o;
+}
+
+/*
  * --native: the stacks' native frames, from a copy of each sample's stack
  * unwound by libdw; where the Python frames were placed among them (the
  * entry frame's address on the C stack, else the eval loop's name); why the
@@ -468,7 +505,9 @@ static struct json_object *native_json(const struct facts_native *n)
 {
 	struct json_object *o = json_object_new_object(), *ended = json_object_new_object();
 
-	add(o, "method", json_object_new_string("stack copy unwound by libdw"));
+	add(o, "method",
+	    json_object_new_string(n->bpf ? "unwound in BPF with .eh_frame tables"
+					  : "stack copy unwound by libdw"));
 	add(o, "stack_copy_bytes", json_object_new_int64((int64_t)n->stack_copy_bytes));
 	add(o, "python_frames_placed_by",
 	    json_object_new_string(n->frame_sp ? "entry frame address, else eval loop symbol"
@@ -487,6 +526,8 @@ static struct json_object *native_json(const struct facts_native *n)
 	add(o, "unwinds_ended", ended);
 	add(o, "calls_unpaired", json_object_new_int64((int64_t)n->calls_unpaired));
 	add(o, "samples_without_unwinder", json_object_new_int64((int64_t)n->no_unwinder));
+	if (n->bpf)
+		add(o, "bpf", native_bpf_json(n));
 	return o;
 }
 

@@ -105,8 +105,9 @@ void session__set_bpf(struct session *s, const struct session_bpf *bpf)
 }
 
 /* Its image's symbols and unwinder (read again if asked for). */
-static void drop_symbols(struct tproc *tp)
+static void drop_symbols(struct session *s, struct tproc *tp)
 {
+	snative_forget(s, tp);
 	unwind__free(tp->unwind);
 	tp->unwind = NULL;
 	tp->unwind_failed = false;
@@ -114,9 +115,9 @@ static void drop_symbols(struct tproc *tp)
 	tp->usyms = NULL;
 }
 
-static void tproc_free(struct tproc *tp)
+static void tproc_free(struct session *s, struct tproc *tp)
 {
-	drop_symbols(tp);
+	drop_symbols(s, tp);
 	sasync_stop(tp);
 	if (tp->root_fd >= 0)
 		close(tp->root_fd);
@@ -133,7 +134,7 @@ void session__free(struct session *s)
 	if (!s)
 		return;
 	while (s->procs && hmap__next(s->procs, &it, NULL, &v))
-		tproc_free(v);
+		tproc_free(s, v);
 	hmap__free(s->procs);
 	hmap__free(s->not_python_exes);
 	it = 0;
@@ -230,7 +231,7 @@ static void let_go(struct session *s, struct tproc *tp)
 			hmap__del(s->tnames, k);
 	}
 	hmap__del(s->procs, &pid);
-	tproc_free(tp);
+	tproc_free(s, tp);
 }
 
 /* System-wide: the end of a process's image; the host writes its profile. */
@@ -538,7 +539,7 @@ static void set_python(struct session *s, struct tproc *tp, const struct py_proc
 	/* Symbols read before (for a sample of a launcher that exec'd it,
 	 * whose exec record the loader may read only now) are not this
 	 * image's; --native reads its maps and files now, while it lives. */
-	drop_symbols(tp);
+	drop_symbols(s, tp);
 	if (s->native)
 		snative_tick(s, tp, tp->recognised_ns);
 }
@@ -625,7 +626,7 @@ int session__add_proc(struct session *s, int pid)
 	err = follow(s, tp);
 	if (err) {
 		hmap__del(s->procs, &pid);
-		tproc_free(tp);
+		tproc_free(s, tp);
 		return err;
 	}
 	try_detect(s, tp, mono_ns());
@@ -932,7 +933,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 		tp = tproc_new(s, r->hdr.tgid, 0);
 		if (tp && follow(s, tp)) {
 			hmap__del(s->procs, &tp->pid);
-			tproc_free(tp);
+			tproc_free(s, tp);
 			return;
 		}
 	} else if (!tp) {
@@ -956,7 +957,7 @@ static void handle_exec(struct session *s, const struct proc_record *r)
 	tp->retry_ns = 0;
 	tp->dealloc_files_read = false;
 	tp->code_probe_ns = 0;
-	drop_symbols(tp);
+	drop_symbols(s, tp);
 	sasync_stop(tp);
 	/* The old image's memory is gone; a new sampler will announce itself. */
 	if (!s->host)
@@ -1044,7 +1045,7 @@ static void handle_exit(struct session *s, const struct proc_record *r)
 	if (tp && !tp->exited) {
 		tp->exited = true;
 		/* Its symbols are not needed any more. */
-		drop_symbols(tp);
+		drop_symbols(s, tp);
 		tp->unwind_failed = true;
 		sasync_stop(tp);
 	}
@@ -1943,7 +1944,7 @@ static void retire_exited(struct session *s)
 		if (!tp->exited || tp->pid == s->root_pid)
 			continue;
 		summarise_proc(tp, &s->retired);
-		drop_symbols(tp);
+		drop_symbols(s, tp);
 		sasync_stop(tp);
 		/* Deleting leaves a tombstone: the iteration goes on. */
 		hmap__del(s->procs, k);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/loader.h"
+
 struct facts;
 struct loader_kernel_report;
 struct profile;
@@ -147,6 +149,9 @@ struct session_bpf {
 	int (*drain_counts)(void *ctx, int tgid, uint32_t gen);
 	/* What the drains did; false when samples come one by one. */
 	bool (*counts_stats)(void *ctx, struct counts_stats *out);
+	/* --native-unwind bpf: where each process's unwind tables go
+	 * (loader__unwind_sink); unwind.put_rows NULL: stacks come as copies. */
+	struct unwind_sink unwind;
 };
 
 #define SESSION_COUNTS_DUE (-1)

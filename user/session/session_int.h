@@ -57,6 +57,10 @@ struct tproc {
 	struct unwind *unwind;
 	bool unwind_failed;
 	uint64_t next_native_ns; /* its maps read again (snative_tick) */
+	/* --native-unwind bpf: usyms__gen() + 1 of the maps whose tables BPF
+	 * has (0: none given). */
+	unsigned int tables_gen;
+	uint64_t tables_sum; /* utables__proc's sum of what BPF has */
 	uint64_t next_try_ns, first_try_ns, last_try_ns, retry_ns;
 	/* Its interpreter's files were read for the code deallocator's place
 	 * (python__code_dealloc_in_files), once per image. */
@@ -281,6 +285,12 @@ struct session {
 	struct ksyms *ksyms;
 	bool ksyms_tried;
 	uint64_t native_stacks, native_mismatched, native_no_unwinder;
+	/* --native-unwind bpf: the tables given to BPF (made at the first
+	 * process); samples unwound there, their frames and how they ended;
+	 * copies sent for code of no table, or at a rule not followed. */
+	struct utables *utables;
+	uint64_t native_bpf_unwinds, native_bpf_frames, native_bpf_outside, native_bpf_unfollowed;
+	uint64_t bpf_ends[UNWIND_BPF_NO_TABLES + 1];
 };
 
 /* The profile a process's records go to: its own (system-wide), or the
@@ -341,6 +351,8 @@ void snative_free(struct session *s);
  * and every NATIVE_MAPS_NS while it lives, so that its samples are unwound
  * and named even when the loader reads them after it has exited. */
 void snative_tick(struct session *s, struct tproc *tp, uint64_t now);
+/* Takes the process's tables out of BPF (its image ended or changed). */
+void snative_forget(struct session *s, struct tproc *tp);
 void snative_facts(const struct session *s, struct facts_native *out);
 
 /* GPU (session_gpu.c): the library's records and launch sites. */

@@ -23,6 +23,7 @@
 #include "sampler/sampler.h"
 #include "base/ksyms.h"
 #include "symbolize/unwind.h"
+#include "symbolize/utables.h"
 #include "symbolize/usyms.h"
 
 /* Native frames unwound per sample, at most. */
@@ -114,6 +115,35 @@ static bool holds_call(uint64_t entry, const uint64_t *sps, int i, int n, const 
 	return entry >= sps[i] && (i + 1 >= n || !sps[i + 1] || entry < sps[i + 1]);
 }
 
+/* --native-unwind bpf: gives BPF the process's tables for the maps its
+ * usyms last read, if it does not have them. */
+static void give_tables(struct session *s, struct tproc *tp)
+{
+	int err;
+
+	if (!s->bpf.unwind.put_rows || !tp->usyms || tp->tables_gen == usyms__gen(tp->usyms) + 1)
+		return;
+	if (!s->utables) {
+		s->utables = utables__new(&s->bpf.unwind);
+		if (!s->utables)
+			return;
+	}
+	err = utables__proc(s->utables, tp->pid, tp->usyms, &tp->tables_sum);
+	if (err) {
+		pr_debug("process %d: no unwind tables for BPF: %s\n", tp->pid, strerror(-err));
+		return;
+	}
+	tp->tables_gen = usyms__gen(tp->usyms) + 1;
+}
+
+void snative_forget(struct session *s, struct tproc *tp)
+{
+	if (tp->tables_gen && s->utables)
+		utables__forget(s->utables, tp->pid);
+	tp->tables_gen = 0;
+	tp->tables_sum = 0;
+}
+
 static void open_unwinder(struct session *s, struct tproc *tp)
 {
 	if (!tp->usyms) {
@@ -123,6 +153,7 @@ static void open_unwinder(struct session *s, struct tproc *tp)
 	}
 	tp->unwind = tp->usyms ? unwind__new(tp->pid, tp->usyms) : NULL;
 	tp->unwind_failed = !tp->unwind;
+	give_tables(s, tp);
 }
 
 void snative_tick(struct session *s, struct tproc *tp, uint64_t now)
@@ -131,10 +162,12 @@ void snative_tick(struct session *s, struct tproc *tp, uint64_t now)
 		return;
 	tp->next_native_ns = now + NATIVE_MAPS_NS;
 	session_due(s, tp->next_native_ns);
-	if (!tp->unwind && !tp->unwind_failed)
+	if (!tp->unwind && !tp->unwind_failed) {
 		open_unwinder(s, tp);
-	else if (tp->unwind)
+	} else if (tp->unwind) {
 		unwind__refresh(tp->unwind);
+		give_tables(s, tp);
+	}
 }
 
 /* The allocation sampler's own frames (its hooks, the probe they call): an
@@ -144,6 +177,40 @@ static bool sampler_frame(const char *module)
 	const char *base = strrchr(module, '/');
 
 	return !strcmp(base ? base + 1 : module, SCALENE_BPF_SAMPLER_SONAME);
+}
+
+/* The frames BPF unwound (--native-unwind bpf), as unwind__stack gives
+ * them. */
+static int bpf_frames(struct session *s, const struct native_tail *nt, uint64_t *pcs, uint64_t *sps,
+		      int max, enum unwind_end *end)
+{
+	static const enum unwind_end ends[] = {
+		[UNWIND_BPF_ROOT] = UNWIND_END_ROOT,
+		[UNWIND_BPF_READ] = UNWIND_END_COPY,
+		[UNWIND_BPF_NO_CFI] = UNWIND_END_NO_CFI,
+		[UNWIND_BPF_DEPTH] = UNWIND_END_DEPTH,
+		[UNWIND_BPF_NO_REGS] = UNWIND_END_NO_REGS,
+		[UNWIND_BPF_NO_TABLES] = UNWIND_END_NO_CFI,
+	};
+	const struct unwind_frame *f = (const void *)nt->stack;
+	uint32_t i, n = nt->ubpf_frames;
+
+	if (n > nt->stack_len / sizeof(*f))
+		n = nt->stack_len / sizeof(*f);
+	if (n > (uint32_t)max)
+		n = (uint32_t)max;
+	for (i = 0; i < n; i++) {
+		pcs[i] = f[i].pc;
+		sps[i] = f[i].sp;
+	}
+	uint32_t why = nt->ubpf_end & ~(UNWIND_BPF_F_OUTSIDE | UNWIND_BPF_F_UNFOLLOWED);
+
+	*end = why < sizeof(ends) / sizeof(ends[0]) ? ends[why] : UNWIND_END_NO_CFI;
+	s->native_bpf_unwinds++;
+	s->native_bpf_frames += n;
+	if (why <= UNWIND_BPF_NO_TABLES)
+		s->bpf_ends[why]++;
+	return (int)n;
 }
 
 int snative_stack(struct session *s, struct tproc *tp, const struct sample_event *ev,
@@ -159,11 +226,27 @@ int snative_stack(struct session *s, struct tproc *tp, const struct sample_event
 
 	if (!tp->unwind && !tp->unwind_failed)
 		open_unwinder(s, tp);
-	if (tp->unwind)
+	/* A copy sent for code BPF has no table for: a library loaded since
+	 * the maps were read (their next read would be up to NATIVE_MAPS_NS
+	 * away).  The maps may have been read again since, by the naming of
+	 * another sample's frames: the tables follow whichever read is the
+	 * last. */
+	if ((nt->ubpf_end & UNWIND_BPF_F_OUTSIDE) && tp->usyms) {
+		usyms__refresh_for(tp->usyms, ev->ts);
+		give_tables(s, tp);
+	}
+	if (nt->ubpf_end & UNWIND_BPF_F_OUTSIDE)
+		s->native_bpf_outside++;
+	else if (nt->ubpf_end & UNWIND_BPF_F_UNFOLLOWED)
+		s->native_bpf_unfollowed++;
+	if ((nt->ubpf_end & ~(UNWIND_BPF_F_OUTSIDE | UNWIND_BPF_F_UNFOLLOWED)) != UNWIND_BPF_NONE) {
+		npcs = bpf_frames(s, nt, pcs, sps, NATIVE_FRAMES_MAX, &end);
+	} else if (tp->unwind) {
 		npcs = unwind__stack(tp->unwind, (int)ev->tid, nt, ev->ts, pcs, sps,
 				     NATIVE_FRAMES_MAX, &end);
-	else
+	} else {
 		s->native_no_unwinder++;
+	}
 	for (i = 0; i < nt->nkframes && i < NATIVE_KFRAMES && n < max; i++) {
 		kernel_frame(s, p, nt->kips[i], &stack[n]);
 		if (!stack[n].filename || !stack[n].qualname)
@@ -241,10 +324,20 @@ void snative_facts(const struct session *s, struct facts_native *out)
 	out->calls_unpaired = s->native_mismatched;
 	out->no_unwinder = s->native_no_unwinder;
 	out->frame_sp = unwind__frame_sp();
+	out->bpf = s->bpf.unwind.put_rows != NULL;
+	out->bpf_unwinds = s->native_bpf_unwinds;
+	out->bpf_frames = s->native_bpf_frames;
+	out->bpf_outside = s->native_bpf_outside;
+	out->bpf_unfollowed = s->native_bpf_unfollowed;
+	memcpy(out->bpf_ends, s->bpf_ends, sizeof(out->bpf_ends));
+	if (s->utables)
+		utables__stats(s->utables, &out->tables);
 }
 
 void snative_free(struct session *s)
 {
 	ksyms__free(s->ksyms);
 	s->ksyms = NULL;
+	utables__free(s->utables);
+	s->utables = NULL;
 }

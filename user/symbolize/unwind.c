@@ -27,6 +27,7 @@
 
 static struct {
 	int state; /* 0: not tried, 1: loaded, -1: missing */
+	void *handle;
 	Dwfl *(*begin)(const Dwfl_Callbacks *);
 	void (*end)(Dwfl *);
 	int (*err)(void);
@@ -95,8 +96,14 @@ int unwind__available(void)
 	 * samples wait. */
 	unsetenv("DEBUGINFOD_URLS");
 	*(void **)&dw.frame_reg = dlsym(dl, "dwfl_frame_reg");
+	dw.handle = dl;
 	dw.state = 1;
 	return 0;
+}
+
+void *unwind__libdw(void)
+{
+	return unwind__available() ? NULL : dw.handle;
 }
 
 struct unwind {
@@ -117,7 +124,33 @@ struct unwind {
 	/* Where the frames go. */
 	uint64_t *pcs, *sps;
 	int n, max;
+	/* unwind__name's answers by address (struct named): libdw looks a
+	 * name up by a scan of the file's symbols, ~0.3 ms a sample when
+	 * every frame was looked up anew. */
+	struct hmap *names;
 };
+
+struct named {
+	char *name; /* NULL: none */
+	uint64_t offset;
+};
+
+/* Addresses whose names are kept, at most (then they are all let go). */
+#define NAMES_MAX 65536
+
+static void names_clear(struct unwind *w)
+{
+	size_t it = 0;
+	const void *k;
+	void *v;
+
+	while (hmap__next(w->names, &it, &k, &v)) {
+		free(((struct named *)v)->name);
+		free(v);
+	}
+	hmap__free(w->names);
+	w->names = hmap__new(sizeof(uint64_t));
+}
 
 /* x86_64's DWARF register numbers (the psABI's table). */
 enum {
@@ -180,9 +213,11 @@ struct reported {
 	uint64_t bias, path; /* the path's hash */
 };
 
-static int report_one(void *arg, const char *module, const char *path, uint64_t bias)
+static int report_one(void *arg, const struct usyms_text *t)
 {
+	const char *module = t->module, *path = t->path;
 	struct unwind *w = arg;
+	uint64_t bias = t->bias;
 	struct reported k = { bias, hash_bytes(module, strlen(module)) };
 
 	if (hmap__get(w->reported, &k))
@@ -205,6 +240,9 @@ static int report(struct unwind *w)
 	usyms__each_text(w->u, report_one, w);
 	if (w->reporting && dw.report_end(w->dwfl, NULL, NULL))
 		return -EINVAL;
+	/* Addresses no file held may be in one of the new ones. */
+	if (w->reporting && w->names)
+		names_clear(w);
 	return 0;
 }
 
@@ -224,7 +262,8 @@ struct unwind *unwind__new(int pid, struct usyms *u)
 	w->cb.find_elf = dw.find_elf;
 	w->cb.find_debuginfo = dw.find_debuginfo;
 	w->reported = hmap__new(sizeof(struct reported));
-	w->dwfl = w->reported ? dw.begin(&w->cb) : NULL;
+	w->names = hmap__new(sizeof(uint64_t));
+	w->dwfl = w->reported && w->names ? dw.begin(&w->cb) : NULL;
 	if (!w->dwfl || report(w)) {
 		unwind__free(w);
 		errno = EINVAL;
@@ -248,6 +287,10 @@ void unwind__free(struct unwind *w)
 	if (w->dwfl)
 		dw.end(w->dwfl);
 	hmap__free(w->reported);
+	if (w->names) {
+		names_clear(w);
+		hmap__free(w->names);
+	}
 	free(w);
 }
 
@@ -319,7 +362,8 @@ int unwind__stack(struct unwind *w, int tid, const struct native_tail *nt, uint6
 	return w->n;
 }
 
-const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset)
+/* libdw's name for pc, looked up anew. */
+static const char *lookup_name(struct unwind *w, uint64_t pc, uint64_t *offset)
 {
 	Dwfl_Module *mod = dw.addrmodule(w->dwfl, pc);
 	const char *name;
@@ -331,6 +375,36 @@ const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset)
 		return NULL;
 	*offset = off;
 	return name;
+}
+
+const char *unwind__name(struct unwind *w, uint64_t pc, uint64_t *offset)
+{
+	struct named *nm;
+	const char *name;
+	uint64_t off = 0;
+
+	if (w->names && hmap__count(w->names) >= NAMES_MAX)
+		names_clear(w);
+	if (!w->names)
+		return lookup_name(w, pc, offset);
+	nm = hmap__get(w->names, &pc);
+	if (!nm) {
+		name = lookup_name(w, pc, &off);
+		nm = calloc(1, sizeof(*nm));
+		if (!nm)
+			return NULL;
+		nm->name = name ? strdup(name) : NULL;
+		nm->offset = off;
+		if ((name && !nm->name) || hmap__put(w->names, &pc, nm)) {
+			free(nm->name);
+			free(nm);
+			return lookup_name(w, pc, offset);
+		}
+	}
+	if (!nm->name)
+		return NULL;
+	*offset = nm->offset;
+	return nm->name;
 }
 
 int unwind__refresh(struct unwind *w)

@@ -19,6 +19,8 @@ struct usyms;
 
 /* Loads libdw; 0, or -ENOENT with the reason printed (once). */
 int unwind__available(void);
+/* libdw's dlopen handle (for its other calls: cfitable.c), or NULL. */
+void *unwind__libdw(void);
 
 struct unwind;
 

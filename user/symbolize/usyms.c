@@ -207,6 +207,22 @@ int usyms__refresh_for(struct usyms *u, uint64_t ts_ns)
 	return usyms__refresh(u);
 }
 
+int usyms__mapping(const struct usyms *u, const char *name, uint64_t *start, uint64_t *end)
+{
+	size_t i, n = procmaps__count(u->maps);
+
+	for (i = 0; i < n; i++) {
+		const struct map_entry *e = procmaps__get(u->maps, i);
+
+		if (!strcmp(e->path, name)) {
+			*start = e->start;
+			*end = e->end;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 unsigned int usyms__gen(const struct usyms *u)
 {
 	return u->gen;
@@ -303,9 +319,7 @@ int usyms__resolve(struct usyms *u, uint64_t addr, struct usym *out)
 	return 0;
 }
 
-int usyms__each_text(struct usyms *u,
-		     int (*fn)(void *arg, const char *module, const char *path, uint64_t bias),
-		     void *arg)
+int usyms__each_text(struct usyms *u, int (*fn)(void *arg, const struct usyms_text *t), void *arg)
 {
 	size_t i, n = procmaps__count(u->maps);
 	struct umod *last = NULL;
@@ -335,7 +349,13 @@ int usyms__each_text(struct usyms *u,
 					  e->start, e->end) < 0
 			       : asprintf(&path, "%s/root%s", u->proc, e->path) < 0)
 			return -ENOMEM;
-		err = fn(arg, e->path, path, bias);
+		err = fn(arg, &(struct usyms_text){ .module = e->path,
+						    .path = path,
+						    .bias = bias,
+						    .elf = elf,
+						    .inode = e->inode,
+						    .dev_major = e->dev_major,
+						    .dev_minor = e->dev_minor });
 		free(path);
 		if (err)
 			return err;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 struct elf_cache;
+struct elf_file;
 struct usyms;
 
 struct usyms_opts {
@@ -59,14 +60,23 @@ unsigned int usyms__gen(const struct usyms *u);
  */
 int usyms__resolve(struct usyms *u, uint64_t addr, struct usym *out);
 
-/*
- * Calls fn once for each file the process maps code from, with the path the
- * process's maps show (module), the name this process opens it under (path)
- * and its load bias (a link-time address plus the bias is where it is in the
- * process): the first non-zero return, or 0.
- */
-int usyms__each_text(struct usyms *u,
-		     int (*fn)(void *arg, const char *module, const char *path, uint64_t bias),
-		     void *arg);
+/* The first mapping the maps name `name` ("[vdso]", say): 0, or -ENOENT. */
+int usyms__mapping(const struct usyms *u, const char *name, uint64_t *start, uint64_t *end);
+
+/* A file the process maps code from (usyms__each_text). */
+struct usyms_text {
+	const char *module; /* the path the process's maps show */
+	const char *path;   /* the name this process opens it under */
+	/* Its load bias: a link-time address plus the bias is where it is in
+	 * the process. */
+	uint64_t bias;
+	const struct elf_file *elf; /* valid during the call */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+};
+
+/* Calls fn once for each file the process maps code from: the first
+ * non-zero return, or 0. */
+int usyms__each_text(struct usyms *u, int (*fn)(void *arg, const struct usyms_text *t), void *arg);
 
 #endif /* USYMS_H */

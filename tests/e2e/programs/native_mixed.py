@@ -23,7 +23,7 @@ CMP = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
 
 def compare(a, b):
     s = 0
-    for i in range(40):
+    for i in range(160):
         s += i  # LINE: callback
     return (a[0] > b[0]) - (a[0] < b[0])
 
