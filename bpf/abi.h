@@ -453,7 +453,7 @@ struct native_tail {
 #define UNWIND_PAGE_SHIFT 12
 #define UNWIND_MAPS 128
 #define UNWIND_FRAMES 64
-#define UNWIND_ROW_STEPS 22 /* binary search steps: log2(UNWIND_ROWS_MAX) + 1 */
+#define UNWIND_ROW_STEPS 13 /* binary search steps: a page holds at most 4097 rows */
 #define UNWIND_MAP_STEPS 8  /* log2(UNWIND_MAPS) + 1 */
 
 enum unwind_cfa {
@@ -505,7 +505,8 @@ struct unwind_proc {
  * UNWIND_BPF_F_* met on the way. */
 struct unwind_regs {
 	__u64 ip, sp, bp;
-	__u64 flags;
+	__u32 flags;
+	__u32 map; /* the last frame's mapping + 1 (0: none): the next frame's is often the same */
 };
 
 /* native_tail.ubpf_end, with UNWIND_BPF_NONE (the sample went as a copy

@@ -1150,6 +1150,25 @@ __noinline int unwind_frame(__u32 slot, __u32 i)
 	return (int)unwind_step(up, &ws->ur, &((struct unwind_frame *)(void *)ns->nt.stack)[i], i);
 }
 
+/* native_send's loop over the frames (PYWALK_FOR: verified as one step
+ * where the kernel can, not once per frame). */
+struct unwind_loop {
+	__u32 slot, end, n;
+};
+
+static __always_inline long unwind_loop_step(__u32 i, void *arg)
+{
+	struct unwind_loop *ul = arg;
+	__u32 end = unwind_frame(ul->slot, i);
+
+	if (!end)
+		return 0;
+	ul->end = end;
+	ul->n = end == UNWIND_BPF_NO_REGS ? i : i + 1;
+	return 1;
+}
+PYWALK_CALLBACK(unwind_loop_step)
+
 /*
  * --native: sends the record (built in native_scratch) with the thread's user
  * registers, a copy of its user stack from the stack pointer up, a page at a
@@ -1211,17 +1230,12 @@ static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool pe
 		ur->sp = sp;
 		ur->bp = nt->regs[NATIVE_REG_BP];
 		ur->flags = 0;
-		nt->ubpf_end = UNWIND_BPF_DEPTH;
-		nt->ubpf_frames = UNWIND_FRAMES;
-		for (i = 0; i < UNWIND_FRAMES; i++) {
-			__u32 end = unwind_frame(slot, i);
+		ur->map = 0;
+		struct unwind_loop ul = { .slot = slot, .end = UNWIND_BPF_DEPTH, .n = UNWIND_FRAMES };
 
-			if (end) {
-				nt->ubpf_end = end;
-				nt->ubpf_frames = end == UNWIND_BPF_NO_REGS ? i : i + 1;
-				break;
-			}
-		}
+		PYWALK_FOR(UNWIND_FRAMES, unwind_loop_step, &ul);
+		nt->ubpf_end = ul.end;
+		nt->ubpf_frames = ul.n;
 		len = nt->ubpf_frames * sizeof(struct unwind_frame);
 		if (ur->flags) {
 			/* Code of no table (a library loaded since the loader

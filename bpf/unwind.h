@@ -109,10 +109,19 @@ static __always_inline __u32 unwind_step(const struct unwind_proc *up, struct un
 	pc = i ? r->ip - 1 : r->ip;
 	out->pc = pc;
 	out->sp = r->sp;
-	m = unwind_map_find(up, pc);
+	m = -1;
+	if (r->map) {
+		__u32 last = (r->map - 1) & (UNWIND_MAPS - 1);
+
+		if (pc >= up->m[last].start && pc < up->m[last].end)
+			m = (int)last;
+	}
+	if (m < 0)
+		m = unwind_map_find(up, pc);
 	if (m >= 0) {
 		const struct unwind_map *map = &up->m[m & (UNWIND_MAPS - 1)];
 
+		r->map = (__u32)m + 1;
 		row = unwind_row_find(map, pc - map->bias);
 		/* A file without rows (none could be made, or no room for them). */
 		if (!map->row_n)

@@ -106,7 +106,7 @@ static __attribute__((noinline)) void capture(void)
 
 	asm volatile("lea (%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
 		     : "=r"(ip), "=r"(sp), "=r"(bp));
-	end = unwind_user(&proc, &(struct unwind_regs){ ip, sp, bp }, frames, &nframes);
+	end = unwind_user(&proc, &(struct unwind_regs){ .ip = ip, .sp = sp, .bp = bp }, frames, &nframes);
 	nbt = backtrace(bt, (int)(sizeof(bt) / sizeof(bt[0])));
 	asm volatile("" ::: "memory");
 }
@@ -240,7 +240,7 @@ static void test_frame_pointers(void)
 	/* At bp: the caller's rbp (0), then its return address. */
 	stack[2] = 0;
 	stack[3] = 0x1234;
-	end = unwind_user(&none, &(struct unwind_regs){ 0x1000, sp, bp }, frames, &nframes);
+	end = unwind_user(&none, &(struct unwind_regs){ .ip = 0x1000, .sp = sp, .bp = bp }, frames, &nframes);
 	CHECK_EQ_INT(nframes, 2);
 	CHECK_EQ_INT((int)frames[1].pc, 0x1233);
 	CHECK(frames[1].sp == (uintptr_t)&stack[4]);
