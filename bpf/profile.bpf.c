@@ -1231,7 +1231,9 @@ static __always_inline void native_send(struct bpf_perf_event_data *ctx, bool pe
 		ur->bp = nt->regs[NATIVE_REG_BP];
 		ur->flags = 0;
 		ur->map = 0;
-		struct unwind_loop ul = { .slot = slot, .end = UNWIND_BPF_DEPTH, .n = UNWIND_FRAMES };
+		struct unwind_loop ul = { .slot = slot,
+					  .end = UNWIND_BPF_DEPTH,
+					  .n = UNWIND_FRAMES };
 
 		PYWALK_FOR(UNWIND_FRAMES, unwind_loop_step, &ul);
 		nt->ubpf_end = ul.end;
