@@ -212,7 +212,7 @@ test: deps-if-missing
 		echo "  tests), and pytest and Scalene from PyPI in $(OUT)/venv"; \
 		tools/ci-deps; \
 	fi
-	$(MAKE) all unit-tests fuzz-build test-venv
+	$(MAKE) all unit-tests fuzz-build test-venv test-numpy
 	@tools/run-tests $(OUT) $(PYTHON_TEST); rc=$$?; $(give-back); exit $$rc
 
 # `make check`: the quick suite for work in progress, no root, no apt, no
@@ -226,7 +226,7 @@ check: all unit-tests fuzz-build
 # `make e2e K=expr`: the end-to-end tests whose names match pytest's -k
 # expression (all of them without K); root.
 .PHONY: e2e
-e2e: all test-venv $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
+e2e: all test-venv test-numpy $(SLOW_START_SO) $(NATIVE_POOL_SO) $(CHURN_SO)
 	@tools/run-tests --e2e $(if $(K),"$(K)") $(OUT); rc=$$?; $(give-back); exit $$rc
 
 # `make vmtest`: the kernel matrix (tools/vmtest): Debian's 5.10, 6.1 and
@@ -245,6 +245,22 @@ $(OUT)/venv/.done: tests/requirements.txt
 	$(PYTHON_TEST) -m venv $(OUT)/venv
 	$(OUT)/venv/bin/pip install -q -r tests/requirements.txt
 	touch $@
+
+# numpy for each interpreter the end-to-end tests run (BLAS frames under a
+# numpy line, tests/e2e/test_native.py): binary wheels from PyPI, a folder
+# per ABI that the tests put on PYTHONPATH.  An ABI with no wheel is left
+# out, and its test says so as it skips.
+NUMPY_ABIS := 3.9:cp39 3.10:cp310 3.11:cp311 3.12:cp312 3.13:cp313 3.13:cp313t 3.14:cp314 3.15:cp315
+.PHONY: test-numpy
+test-numpy: $(OUT)/numpy/.done
+$(OUT)/numpy/.done: $(OUT)/venv/.done
+	@for va in $(NUMPY_ABIS); do v=$${va%%:*}; a=$${va##*:}; \
+		[ -d $(OUT)/numpy/$$a/numpy ] || $(OUT)/venv/bin/pip install -q --no-deps \
+			--only-binary=:all: --ignore-requires-python --python-version $$v \
+			--implementation cp --abi $$a \
+			--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+			--target $(OUT)/numpy/$$a numpy || echo "no numpy wheel for $$a on PyPI"; \
+	done; touch $@
 
 # Profiles the bundled example end to end and shows the result.  Installs the
 # build dependencies first when they are missing (a fresh machine).

@@ -8,7 +8,8 @@ call each other, on every interpreter (programs/native_mixed.py):
 - native below a line: zlib.compress's samples end in libz;
 - kernel below a line: os.read of /dev/zero's samples end in the kernel's
   read path;
-- BLAS below a numpy line (the test venv's interpreter, which has numpy).
+- BLAS below a numpy line (numpy from PyPI for each interpreter: make
+  test-numpy).
 
 A sample whose unwind stops short (a frame in code with no unwind data: the
 few instructions of libffi's closure trampolines) keeps its Python frames
@@ -18,9 +19,11 @@ FAITHFUL of them unwind whole, by the binomial range at their count.  The
 profile must also say how its stacks were had (scalene_bpf.native).
 """
 
+import subprocess
+
 import pytest
 
-from e2e_helpers import (BUILD, check_share, find_interpreter, markers,
+from e2e_helpers import (BUILD, check_share, clean_env, find_interpreter, markers,
                          profile_run, program)
 
 PROGRAM = program("native_mixed.py")
@@ -150,14 +153,24 @@ def test_mixed_order(python, unwind, tmp_path):
         and "read" in f["display_name"]))
 
 
+def numpy_env(python):
+    """The environment that gives python numpy: its ABI's folder of
+    `make test-numpy` on PYTHONPATH."""
+    tag = subprocess.run(
+        [python, "-c", "import sys, sysconfig; print('cp%d%d%s' % (*sys.version_info[:2], "
+         "'t' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))"],
+        capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    folder = BUILD / "numpy" / tag
+    if not (folder / "numpy").is_dir():
+        pytest.skip(f"no numpy for {tag} in {folder} (make test-numpy)")
+    return clean_env({"PYTHONPATH": str(folder)})
+
+
 @pytest.mark.parametrize("unwind", ["copy", "bpf"])
-def test_blas_under_numpy_line(unwind, tmp_path):
-    """The test venv's interpreter has numpy: a matrix product's samples end
-    in its BLAS (OpenBLAS, one thread)."""
-    python = BUILD / "venv" / "bin" / "python"
-    if not python.exists():
-        pytest.skip("no test venv (make test-venv)")
-    profile = profile_run(str(python), PROGRAM, tmp=tmp_path,
+def test_blas_under_numpy_line(python, unwind, tmp_path):
+    """With numpy (a wheel from PyPI for each interpreter's ABI), a matrix
+    product's samples end in its BLAS (OpenBLAS, one thread)."""
+    profile = profile_run(python, PROGRAM, tmp=tmp_path, env=numpy_env(python),
                           opts=native_opts(unwind) + ["--cpu-only"]).profile
     check_native_facts(profile, unwind, whole=False)
     check_ordered(profile, "numpy line samples in BLAS", *below_line(
