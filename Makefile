@@ -209,7 +209,8 @@ test: deps-if-missing
 	@if [ "$$(id -u)" -eq 0 ]; then \
 		echo "make test (root) also installs, where missing: chromium, golang-go, protobuf-compiler"; \
 		echo "  (Scalene GUI and pprof checks: tools/ci-deps), the system user sbpftest (sudo"; \
-		echo "  tests), and pytest and Scalene from PyPI in $(OUT)/venv"; \
+		echo "  tests), pytest and Scalene from PyPI in $(OUT)/venv, and numpy's wheels for each"; \
+		echo "  interpreter in $(OUT)/numpy"; \
 		tools/ci-deps; \
 	fi
 	$(MAKE) all unit-tests fuzz-build test-venv test-numpy
