@@ -515,6 +515,8 @@ struct unwind_regs {
  * maps again), or at a rule BPF does not follow (UNW_UNFOLLOWED). */
 #define UNWIND_BPF_F_OUTSIDE (1u << 8)
 #define UNWIND_BPF_F_UNFOLLOWED (1u << 9)
+/* ubpf_end without them: the enum unwind_bpf_end. */
+#define UNWIND_BPF_END(e) ((e) & ~(UNWIND_BPF_F_OUTSIDE | UNWIND_BPF_F_UNFOLLOWED))
 
 struct unwind_frame {
 	__u64 pc; /* the interrupted instruction, then each return address less one */

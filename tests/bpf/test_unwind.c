@@ -86,6 +86,23 @@ static int put_pages(void *ctx, __u32 lo, const struct unwind_page *p, __u32 n)
 	return 0;
 }
 
+/* The row of rows[0, n) that holds for pc (the last whose pc is <= pc), or
+ * NULL: a plain search of all of a file's rows, for the page index. */
+static const struct unwind_row *find_row(const struct unwind_row *r, size_t n, __u64 pc)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r[mid].pc <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &r[lo - 1] : NULL;
+}
+
 static int put_proc(void *ctx, int pid, const struct unwind_proc *up)
 {
 	(void)ctx;
@@ -106,7 +123,8 @@ static __attribute__((noinline)) void capture(void)
 
 	asm volatile("lea (%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
 		     : "=r"(ip), "=r"(sp), "=r"(bp));
-	end = unwind_user(&proc, &(struct unwind_regs){ .ip = ip, .sp = sp, .bp = bp }, frames, &nframes);
+	end = unwind_user(&proc, &(struct unwind_regs){ .ip = ip, .sp = sp, .bp = bp }, frames,
+			  &nframes);
 	nbt = backtrace(bt, (int)(sizeof(bt) / sizeof(bt[0])));
 	asm volatile("" ::: "memory");
 }
@@ -198,7 +216,7 @@ static void test_tables(void)
 				      (__u64)j * 7 * ((m->end - m->start) / 14000 + 1);
 
 			CHECK(unwind_row_find(m, vaddr) ==
-			      cfitable__find(rows + m->row_lo, m->row_n, vaddr));
+			      find_row(rows + m->row_lo, m->row_n, vaddr));
 		}
 	}
 	/* The vDSO has its rows too. */
@@ -240,7 +258,8 @@ static void test_frame_pointers(void)
 	/* At bp: the caller's rbp (0), then its return address. */
 	stack[2] = 0;
 	stack[3] = 0x1234;
-	end = unwind_user(&none, &(struct unwind_regs){ .ip = 0x1000, .sp = sp, .bp = bp }, frames, &nframes);
+	end = unwind_user(&none, &(struct unwind_regs){ .ip = 0x1000, .sp = sp, .bp = bp }, frames,
+			  &nframes);
 	CHECK_EQ_INT(nframes, 2);
 	CHECK_EQ_INT((int)frames[1].pc, 0x1233);
 	CHECK(frames[1].sp == (uintptr_t)&stack[4]);

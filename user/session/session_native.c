@@ -193,7 +193,7 @@ static int bpf_frames(struct session *s, const struct native_tail *nt, uint64_t 
 		[UNWIND_BPF_NO_TABLES] = UNWIND_END_NO_CFI,
 	};
 	const struct unwind_frame *f = (const void *)nt->stack;
-	uint32_t i, n = nt->ubpf_frames;
+	uint32_t i, n = nt->ubpf_frames, why = UNWIND_BPF_END(nt->ubpf_end);
 
 	if (n > nt->stack_len / sizeof(*f))
 		n = nt->stack_len / sizeof(*f);
@@ -203,8 +203,6 @@ static int bpf_frames(struct session *s, const struct native_tail *nt, uint64_t 
 		pcs[i] = f[i].pc;
 		sps[i] = f[i].sp;
 	}
-	uint32_t why = nt->ubpf_end & ~(UNWIND_BPF_F_OUTSIDE | UNWIND_BPF_F_UNFOLLOWED);
-
 	*end = why < sizeof(ends) / sizeof(ends[0]) ? ends[why] : UNWIND_END_NO_CFI;
 	s->native_bpf_unwinds++;
 	s->native_bpf_frames += n;
@@ -239,7 +237,7 @@ int snative_stack(struct session *s, struct tproc *tp, const struct sample_event
 		s->native_bpf_outside++;
 	else if (nt->ubpf_end & UNWIND_BPF_F_UNFOLLOWED)
 		s->native_bpf_unfollowed++;
-	if ((nt->ubpf_end & ~(UNWIND_BPF_F_OUTSIDE | UNWIND_BPF_F_UNFOLLOWED)) != UNWIND_BPF_NONE) {
+	if (UNWIND_BPF_END(nt->ubpf_end) != UNWIND_BPF_NONE) {
 		npcs = bpf_frames(s, nt, pcs, sps, NATIVE_FRAMES_MAX, &end);
 	} else if (tp->unwind) {
 		npcs = unwind__stack(tp->unwind, (int)ev->tid, nt, ev->ts, pcs, sps,

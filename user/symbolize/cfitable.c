@@ -270,18 +270,3 @@ int cfitable__build(const struct elf_file *e, struct unwind_row **rows, size_t *
 	*n = r.n;
 	return 0;
 }
-
-const struct unwind_row *cfitable__find(const struct unwind_row *rows, size_t n, __u64 pc)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (rows[mid].pc <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? &rows[lo - 1] : NULL;
-}

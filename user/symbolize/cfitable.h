@@ -34,8 +34,4 @@ struct cfitable_stats {
 int cfitable__build(const struct elf_file *e, struct unwind_row **rows, size_t *n,
 		    struct cfitable_stats *st);
 
-/* The row of rows[0, n) that holds for pc (the last whose pc is <= pc), or
- * NULL when pc lies before the first. */
-const struct unwind_row *cfitable__find(const struct unwind_row *rows, size_t n, __u64 pc);
-
 #endif /* CFITABLE_H */

@@ -138,17 +138,22 @@ struct named {
 /* Addresses whose names are kept, at most (then they are all let go). */
 #define NAMES_MAX 65536
 
-static void names_clear(struct unwind *w)
+static void names_free(struct hmap *names)
 {
 	size_t it = 0;
 	const void *k;
 	void *v;
 
-	while (hmap__next(w->names, &it, &k, &v)) {
+	while (names && hmap__next(names, &it, &k, &v)) {
 		free(((struct named *)v)->name);
 		free(v);
 	}
-	hmap__free(w->names);
+	hmap__free(names);
+}
+
+static void names_clear(struct unwind *w)
+{
+	names_free(w->names);
 	w->names = hmap__new(sizeof(uint64_t));
 }
 
@@ -287,10 +292,7 @@ void unwind__free(struct unwind *w)
 	if (w->dwfl)
 		dw.end(w->dwfl);
 	hmap__free(w->reported);
-	if (w->names) {
-		names_clear(w);
-		hmap__free(w->names);
-	}
+	names_free(w->names);
 	free(w);
 }
 

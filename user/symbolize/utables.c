@@ -167,6 +167,28 @@ static const struct file_rows *rows_of(struct utables *t, const struct usyms_tex
 	return fr;
 }
 
+/* A mapping [start, end) of the file whose rows are fr, loaded at bias;
+ * counted, not added, past UNWIND_MAPS. */
+static void add_map(struct utables *t, uint64_t start, uint64_t end, uint64_t bias,
+		    const struct file_rows *fr)
+{
+	struct unwind_map *m;
+
+	if (t->up.n >= UNWIND_MAPS) {
+		t->st.maps_dropped++;
+		return;
+	}
+	m = &t->up.m[t->up.n++];
+	m->start = start;
+	m->end = end;
+	m->bias = bias;
+	m->row_lo = fr->lo;
+	m->row_n = fr->n;
+	m->page_base = fr->page_base;
+	m->page_lo = fr->page_lo;
+	m->page_n = fr->page_n;
+}
+
 static int add_file(void *arg, const struct usyms_text *x)
 {
 	struct utables *t = arg;
@@ -177,23 +199,8 @@ static int add_file(void *arg, const struct usyms_text *x)
 	if (!fr)
 		return -ENOMEM;
 	n = elf_file__exec_ranges(x->elf, ranges, 8);
-	for (i = 0; i < n; i++) {
-		struct unwind_map *m;
-
-		if (t->up.n >= UNWIND_MAPS) {
-			t->st.maps_dropped++;
-			continue;
-		}
-		m = &t->up.m[t->up.n++];
-		m->start = ranges[i][0] + x->bias;
-		m->end = ranges[i][1] + x->bias;
-		m->bias = x->bias;
-		m->row_lo = fr->lo;
-		m->row_n = fr->n;
-		m->page_base = fr->page_base;
-		m->page_lo = fr->page_lo;
-		m->page_n = fr->page_n;
-	}
+	for (i = 0; i < n; i++)
+		add_map(t, ranges[i][0] + x->bias, ranges[i][1] + x->bias, x->bias, fr);
 	return 0;
 }
 
@@ -240,20 +247,10 @@ out:
 /* The process's vDSO, as a mapping with the vDSO's rows. */
 static void add_vdso(struct utables *t, struct usyms *u)
 {
-	struct unwind_map *m;
 	uint64_t start, end;
 
-	if (usyms__mapping(u, "[vdso]", &start, &end) || !vdso_rows(t) || t->up.n >= UNWIND_MAPS)
-		return;
-	m = &t->up.m[t->up.n++];
-	m->start = start;
-	m->end = end;
-	m->bias = start - t->vdso_vaddr;
-	m->row_lo = t->vdso.lo;
-	m->row_n = t->vdso.n;
-	m->page_base = t->vdso.page_base;
-	m->page_lo = t->vdso.page_lo;
-	m->page_n = t->vdso.page_n;
+	if (!usyms__mapping(u, "[vdso]", &start, &end) && vdso_rows(t))
+		add_map(t, start, end, start - t->vdso_vaddr, &t->vdso);
 }
 
 static int by_start(const void *a, const void *b)
