@@ -452,7 +452,7 @@ struct native_tail {
 #define UNWIND_PAGES_MAX (1u << 18)
 #define UNWIND_PAGE_SHIFT 12
 #define UNWIND_MAPS 128
-#define UNWIND_FRAMES 64
+#define UNWIND_FRAMES 128
 #define UNWIND_ROW_STEPS 13 /* binary search steps: a page holds at most 4097 rows */
 #define UNWIND_MAP_STEPS 8  /* log2(UNWIND_MAPS) + 1 */
 
