@@ -242,6 +242,24 @@ def clean_env(extra=None):
     return env
 
 
+# Set by tools/vmtest in its guests: the kernel matrix checks what the
+# kernel changes.  Scalene's own viewers (its terminal view, its GUI in
+# Chromium) check the JSON, which the host suite checks the same, and at
+# software emulation's speed they outlast their timeouts; a bound on what
+# our own user-space work costs (top's drawing), or on an event loop's idle
+# time in total, measures the emulation's clocks.  A run's limit in time
+# (invoke's timeout, which catches hangs) is 3 times as long there: the
+# loader's start alone, loading and verifying the 5.10 build's BPF, took
+# 29-36 s of the 60 that `--pid --memory --duration 2` had (software
+# emulation of 5.10, 2026-12-02), where it takes 0.3 s on this host.
+IN_KERNEL_MATRIX = os.environ.get("SCALENE_BPF_VMTEST") == "1"
+
+
+def hang_limit(seconds):
+    """The time a run of ours may take before a test calls it hung."""
+    return seconds * 3 if IN_KERNEL_MATRIX else seconds
+
+
 @dataclass
 class Result:
     argv: list
@@ -264,6 +282,7 @@ def invoke(argv, *, cwd, timeout=RUN_TIMEOUT, input=None, env=None,
     """Run scalene-bpf with argv (without the binary), checking afterwards
     that it left no BPF object behind.  during(proc), if given, runs once it
     started (it may read proc.stdout).  Returns a Result (no profile yet)."""
+    timeout = hang_limit(timeout)
     before = bpf_snapshot()
     full = [str(BIN)] + [str(a) for a in argv]
     t0 = time.monotonic()
@@ -317,15 +336,6 @@ def wait_following(proc):
                          + proc.stderr_read.decode("utf-8", "replace")[-3000:])
 
 
-# Set by tools/vmtest in its guests: the kernel matrix checks what the
-# kernel changes.  Scalene's own viewers (its terminal view, its GUI in
-# Chromium) check the JSON, which the host suite checks the same, and at
-# software emulation's speed they outlast their timeouts; a bound on what
-# our own user-space work costs (top's drawing), or on an event loop's idle
-# time in total, measures the emulation's clocks.
-IN_KERNEL_MATRIX = os.environ.get("SCALENE_BPF_VMTEST") == "1"
-
-
 def check_compat(path, gui=False):
     """The four compatibility checks of tests/compat (the GUI only when
     asked: it takes seconds; Scalene's viewers not in the kernel matrix)
@@ -341,7 +351,7 @@ def check_compat(path, gui=False):
                         "install chromium, or set SCALENE_COMPAT_CHROMIUM)")
         compat.render_gui(str(path))
     p = subprocess.run([str(BIN), "view", "--cli", str(path)],
-                       capture_output=True, text=True, timeout=60,
+                       capture_output=True, text=True, timeout=hang_limit(60),
                        env=clean_env(), stdin=subprocess.DEVNULL)
     assert p.returncode == 0, (f"scalene-bpf view --cli {path} exited "
                                f"{p.returncode}: {p.stderr}")

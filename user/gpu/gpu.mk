@@ -82,6 +82,9 @@ $(GPU_FAKE_DIR)/libcupti.so.13: tests/gpu/fake_cupti.c tests/gpu/fake_cupti.h \
 	@mkdir -p $(@D)
 	$(CC) $(GPU_CPPFLAGS) -Itests/gpu -g -O2 -fPIC -shared -pthread $(WARNINGS) \
 		-Wl,-soname,libcupti.so.13 -Wl,--version-script=tests/gpu/fake_cupti.map -o $@ $<
+# The end-to-end tests' GPU runs (tests/e2e/test_gpu.py) load it, in the
+# kernel matrix too (which runs before the unit tests would build it).
+e2e vmtest: $(GPU_FAKE_DIR)/libcupti.so.13
 
 # tools/gpu-check's probe log (probelog.c), which the test preloads.
 $(OUT)/tests/libprobelog.so: tools/gpu-check/probelog.c user/gpu/gpu.h | $(OUT)/tests
@@ -146,7 +149,7 @@ endif
 # A fake libnvidia-ml.so.1 (tests/gpu/fake_nvml.c) for --pid's NVML
 # sampling: no NVIDIA header or driver needed, so built everywhere.
 GPU_FAKE_NVML	:= $(OUT)/tests/fakenvml/libnvidia-ml.so.1
-unit-tests: $(GPU_FAKE_NVML)
+unit-tests e2e vmtest: $(GPU_FAKE_NVML)
 $(GPU_FAKE_NVML): tests/gpu/fake_nvml.c user/gpu/gpu.mk
 	@mkdir -p $(@D)
 	$(CC) -D_GNU_SOURCE -g -O2 -fPIC -shared $(WARNINGS) -Wl,-soname,libnvidia-ml.so.1 \
