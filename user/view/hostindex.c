@@ -29,14 +29,17 @@ struct reader {
 	char at[64]; /* the entry being read: "", "processes[3]." */
 };
 
-/* The reason, once: "<file>: <field> <why>". */
+/* The reason, once: "<file>: <field> <why>".  A field's name may be the
+ * document's own (a reason of not_profiled): it is written as safe text. */
 static int fail(struct reader *r, const char *key, const char *why)
 {
 	fprintf(r->err, "scalene-bpf: ");
 	vj_put_safe(r->err, r->name, 400);
 	/* An entry itself: its path without the dot. */
-	fprintf(r->err, ": not a valid index: %.*s%s %s\n",
-		(int)strlen(r->at) - (*key ? 0 : !!*r->at), r->at, key, why);
+	fprintf(r->err, ": not a valid index: %.*s", (int)strlen(r->at) - (*key ? 0 : !!*r->at),
+		r->at);
+	vj_put_safe(r->err, key, 200);
+	fprintf(r->err, " %s\n", why);
 	return -EINVAL;
 }
 
