@@ -24,9 +24,14 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 
 STOP = threading.Event()
+# Without a GIL the four churn threads run at once and, on 2 CPUs, starve
+# the main thread's pools (48 s a run on 3.13t, 5 s elsewhere): there each
+# pauses a millisecond between rounds, still allocating through the exit.
+FREE_THREADED = not getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 def churn():
@@ -34,6 +39,8 @@ def churn():
         x = [bytearray(5000) for _ in range(50)]
         y = {i: str(i) for i in range(200)}
         del x, y
+        if FREE_THREADED:
+            time.sleep(0.001)
 
 
 def square(n):
