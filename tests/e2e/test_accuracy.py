@@ -299,7 +299,7 @@ def check_sleep_half(res, spent, accuracy):
 
 def test_function_time_is_the_sum_of_its_lines(sleep_run, accuracy):
     prog = program("sleep_half.py")
-    res, _ = sleep_run
+    res, spent = sleep_run
     main = function_time(res.profile, prog, "main")
     rows = [r for r in file_entry(res.profile, prog)["lines"]
             if r["start_function_line"] == main.extra["lineno"]]
@@ -310,8 +310,15 @@ def test_function_time_is_the_sum_of_its_lines(sleep_run, accuracy):
     # The same samples, added up in another order: only rounding differs.
     assert abs(main.percent - summed) <= 0.5, (main.percent, summed)
     assert abs(main.system - sum(r["n_sys_percent"] for r in rows)) <= 0.5
-    # main() is the whole program but its start-up: most of the time.
-    assert main.percent >= 80, hot_lines(res.profile)
+    # main() is the whole program but its start-up, which is not ours to
+    # bound (0.05-0.5 s, more on a loaded host or a cold page cache): what
+    # the program measured inside main(), busy CPU and sleep, as a share of
+    # the time sampled, within the 3 points check_sleep_half allows each.
+    total = res.profile["scalene_bpf"]["total_sampled_s"]
+    inside = 100.0 * (spent["busy_cpu_s"] + spent["sleep_s"]) / total
+    accuracy("main() % vs its measured busy CPU + sleep", inside,
+             main.percent, ">= -6")
+    assert main.percent >= inside - 6, (inside, hot_lines(res.profile))
 
 
 def test_file_percent_is_the_sum_of_its_lines(sleep_run):
@@ -319,14 +326,17 @@ def test_file_percent_is_the_sum_of_its_lines(sleep_run):
     Python, native and system (Scalene's meaning): here half of it is the
     sleep, which is system time."""
     prog = program("sleep_half.py")
-    res, _ = sleep_run
+    res, spent = sleep_run
     fe = file_entry(res.profile, prog)
     summed = sum(r["n_cpu_percent_python"] + r["n_cpu_percent_c"]
                  + r["n_sys_percent"] for r in fe["lines"])
     assert abs(fe["percent_cpu_time"] - summed) <= 0.5, \
         (fe["percent_cpu_time"], summed)
+    # The file's system time is at least the sleep the program measured, as
+    # a share of the time sampled (the start-up is in the total too).
     system = sum(r["n_sys_percent"] for r in fe["lines"])
-    assert system >= 40, hot_lines(res.profile)
+    slept = 100.0 * spent["sleep_s"] / res.profile["scalene_bpf"]["total_sampled_s"]
+    assert system >= slept - 3, (slept, hot_lines(res.profile))
 
 
 def test_interpreter_facts(sleep_run, request):
