@@ -223,12 +223,6 @@ struct proc_info {
 	/* Allocation uprobe hits of this image (attach mode and --all
 	 * --memory), added to atomically; sent with its exec or exit record. */
 	__u64 alloc_hits;
-	/* Code objects of this image freed so far (on_code_dealloc, added to
-	 * atomically): its walks keep the code objects they read while this
-	 * stays the same (struct pywalk_owner).  Per process: another
-	 * process's frees (a short-lived one's exit frees hundreds or more) say
-	 * nothing about this one's code objects. */
-	__u64 code_gen;
 };
 
 /* Per-thread state of tracked threads (task storage `threads`). */

@@ -217,6 +217,10 @@ const volatile __u8 native_stacks = 0;
 const volatile __u8 native_unwind_bpf = 0;
 /* The epoch counts go into, moved on by the loader at each drain. */
 volatile __u32 agg_epoch = 0;
+/* Code objects freed in the interpreters that have the probe below: a walk
+ * keeps the code objects it read for the next walk of its process while
+ * this stays the same (struct pywalk_owner). */
+volatile __u64 code_gen = 0;
 /* Attach mode's duty cycle (user/session/memduty.h): the allocation uprobes
  * are placed for a window of each cycle, and with mem_windowed set a sample
  * counts only inside [mem_window_lo, mem_window_hi) (bpf_ktime_get_ns); the
@@ -606,7 +610,7 @@ static __always_inline void fill_stack(struct sample_event *ev, struct proc_info
 		struct pywalk_owner own = {
 			.proc = (__u64)TASK_READ(task, tgid) << 32 | p->gen,
 			.start = p->start_time,
-			.code_gen = p->code_gen,
+			.code_gen = code_gen,
 		};
 
 		w->busy = 1;
@@ -1787,12 +1791,13 @@ static __always_inline __u64 snap_u64(const __u8 *head, __u32 off)
 
 /* The code object being freed, if a walk read it lately (code_stamp): its
  * fields, names and line table to code_snaps. */
-static __always_inline void snap_code(const struct proc_info *p, __u32 tgid, __u64 code)
+static __always_inline void snap_code(__u64 code)
 {
-	__u32 zero = 0, lo, n;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, zero = 0, lo, n;
 	struct code_snap_record *r;
 	struct code_stamps *stamps;
 	const struct py_walk_cfg *c;
+	struct proc_info *p;
 	__u64 table, size = 0;
 	__u16 st;
 
@@ -1804,7 +1809,8 @@ static __always_inline void snap_code(const struct proc_info *p, __u32 tgid, __u
 	st = stamps->when[code_stamp_slot(tgid, code)];
 	if (!st || (__u16)(code_stamp_now() - st) > CODE_STAMP_KEEP)
 		return;
-	if (!p->has_cfg || !p->cfg.co_len)
+	p = tracked_proc(current_task(), tgid);
+	if (!p || !p->has_cfg || !p->cfg.co_len)
 		return;
 	r = bpf_map_lookup_elem(&code_snap_scratch, &zero);
 	if (!r)
@@ -1852,14 +1858,9 @@ lost:
 SEC("uprobe")
 int on_code_dealloc(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct proc_info *p = tracked_proc(current_task(), tgid);
-
+	__sync_fetch_and_add(&code_gen, 1);
 	stat_inc(STAT_CODE_FREED);
-	if (!p)
-		return 0;
-	__sync_fetch_and_add(&p->code_gen, 1);
-	snap_code(p, tgid, PT_REGS_PARM1(ctx));
+	snap_code(PT_REGS_PARM1(ctx));
 	return 0;
 }
 

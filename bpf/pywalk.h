@@ -480,16 +480,16 @@ PYWALK_GLOBAL int pywalk_one(const struct py_walk_cfg *c, const struct pywalk_la
 
 /*
  * Whose code objects a walk may take from earlier walks: a process (tgid
- * and image, and its start for a PID used again) while none of its code
- * objects was freed (code_gen, counted per process by the probe on the
- * interpreter's deallocator).  A code object of the stack being walked is
- * alive, so the same address with the same count means the same object.
- * NULL, or a configuration without that probe: only within the walk.
+ * and image, and its start for a PID used again) while no code object was
+ * freed on the host (code_gen, counted by the probe on the interpreter's
+ * deallocator).  A code object of the stack being walked is alive, so the
+ * same address with the same count means the same object.  NULL, or a
+ * configuration without that probe: only within the walk.
  */
 struct pywalk_owner {
 	__u64 proc;	/* tgid << 32 | image */
 	__u64 start;	/* the process's start */
-	__u64 code_gen; /* the process's code objects freed so far */
+	__u64 code_gen; /* code objects freed on the host so far */
 };
 
 /* The memo set of a process (MEMO_SETS). */

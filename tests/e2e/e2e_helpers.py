@@ -304,7 +304,12 @@ def invoke(argv, *, cwd, timeout=RUN_TIMEOUT, input=None, env=None,
             timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        # A program it started holds the pipes still: what was read so far.
+        try:
+            out, err = proc.communicate(timeout=hang_limit(30))
+        except subprocess.TimeoutExpired:
+            proc.wait()
+            err = b"(its output: a program it started holds the pipes still)"
         pytest.fail(f"scalene-bpf did not finish in {timeout} s:\n$ "
                     f"{' '.join(full)}\n{(err or b'').decode()[-3000:]}")
     res = Result(full, proc.returncode,
@@ -364,11 +369,14 @@ def check_compat(path, gui=False):
 LOSS_COUNTERS = ("lost_ringbuf_full", "memory_lost_ringbuf_full", "bad_records",
                  "process_table_full", "process_events_lost")
 # A thread with no BPF state yet whose record found this CPU's task-storage
-# lock held by another of our programs (a sample's NMI landing inside
-# sched_switch's lookup): that record is walked without the frame cache and
-# the state is made at the next one.  Rare by nature; many would mean the
-# state is not being made at all.
-TRANSIENT_COUNTERS = {"thread_state_unavailable": 0.002}
+# lock held by another of our programs (a sample's interrupt landing inside
+# sched_switch's lookup, or inside a probe's: the GPU test's launch probes
+# take it thousands of times a second): that record is walked without the
+# frame cache and the state is made at the next one.  The most seen: 6 in
+# 2666 samples (0.23 %, the GPU test on Linux 6.1 in the kernel matrix).
+# State that is not being made at all would count nearly every sample; 1 %
+# keeps four times the most seen below the bound and stays far from that.
+TRANSIENT_COUNTERS = {"thread_state_unavailable": 0.01}
 
 
 def finish(res, out, expect_rc=0, gui=False):

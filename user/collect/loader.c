@@ -36,7 +36,7 @@
 #include "profile.skel.h"
 
 _Static_assert(sizeof(struct py_walk_cfg) == 248, "py_walk_cfg layout");
-_Static_assert(sizeof(struct proc_info) == 296, "proc_info layout");
+_Static_assert(sizeof(struct proc_info) == 288, "proc_info layout");
 _Static_assert(sizeof(struct py_frame) == 24, "py_frame layout");
 _Static_assert(SAMPLE_HDR_SIZE == 128, "sample_event header layout");
 _Static_assert(sizeof(struct proc_record) == 64, "proc_record layout");
