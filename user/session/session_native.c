@@ -112,7 +112,14 @@ static bool holds_call(uint64_t entry, const uint64_t *sps, int i, int n, const 
 {
 	if (!entry || !sps[i])
 		return eval_frame(sym);
-	return entry >= sps[i] && (i + 1 >= n || !sps[i + 1] || entry < sps[i + 1]);
+	if (entry < sps[i])
+		return false;
+	/* The last frame unwound (or one whose caller's is not known): where
+	 * its frame ends is not known, so only its name can say.  (A leaf in
+	 * code the unwind could not pass, BLAS's kernels, is not the call.) */
+	if (i + 1 >= n || !sps[i + 1])
+		return eval_frame(sym);
+	return entry < sps[i + 1];
 }
 
 /* --native-unwind bpf: gives BPF the process's tables for the maps its
