@@ -304,12 +304,13 @@ def invoke(argv, *, cwd, timeout=RUN_TIMEOUT, input=None, env=None,
             timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
-        # A program it started holds the pipes still: what was read so far.
+        # A program it started may hold the pipes still: then what was
+        # read of them so far.
         try:
             out, err = proc.communicate(timeout=hang_limit(30))
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as e:
             proc.wait()
-            err = b"(its output: a program it started holds the pipes still)"
+            err = (e.stderr or b"") + b"\n(a program it started holds its pipes still)"
         pytest.fail(f"scalene-bpf did not finish in {timeout} s:\n$ "
                     f"{' '.join(full)}\n{(err or b'').decode()[-3000:]}")
     res = Result(full, proc.returncode,

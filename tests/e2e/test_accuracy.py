@@ -258,6 +258,11 @@ def test_sleep_at_syscall_exit(tmp_path, accuracy):
     check_sleep_half(res, json.loads(side.read_text()), accuracy)
 
 
+def sampled_share(res, seconds):
+    """seconds, as a percentage of the time the profile sampled."""
+    return 100.0 * seconds / res.profile["scalene_bpf"]["total_sampled_s"]
+
+
 def check_sleep_half(res, spent, accuracy):
     prog = program("sleep_half.py")
     m = markers(prog)
@@ -265,8 +270,8 @@ def check_sleep_half(res, spent, accuracy):
     check = line_time(res.profile, prog, m["check"])
     slp = line_time(res.profile, prog, m["sleep"])
     total = res.profile["scalene_bpf"]["total_sampled_s"]
-    expect = 100.0 * spent["sleep_s"] / total
-    expect_busy = 100.0 * spent["busy_cpu_s"] / total
+    expect = sampled_share(res, spent["sleep_s"])
+    expect_busy = sampled_share(res, spent["busy_cpu_s"])
     ctx = (f"sleep {spent['sleep_s']:.3f} s, busy {spent['busy_cpu_s']:.3f} "
            f"s CPU ({spent['busy_s']:.3f} s wall) of {total:.3f} s sampled; "
            f"hot lines: {hot_lines(res.profile)}")
@@ -314,8 +319,7 @@ def test_function_time_is_the_sum_of_its_lines(sleep_run, accuracy):
     # bound (0.05-0.5 s, more on a loaded host or a cold page cache): what
     # the program measured inside main(), busy CPU and sleep, as a share of
     # the time sampled, within the 3 points check_sleep_half allows each.
-    total = res.profile["scalene_bpf"]["total_sampled_s"]
-    inside = 100.0 * (spent["busy_cpu_s"] + spent["sleep_s"]) / total
+    inside = sampled_share(res, spent["busy_cpu_s"] + spent["sleep_s"])
     accuracy("main() % vs its measured busy CPU + sleep", inside,
              main.percent, ">= -6")
     assert main.percent >= inside - 6, (inside, hot_lines(res.profile))
@@ -335,7 +339,7 @@ def test_file_percent_is_the_sum_of_its_lines(sleep_run):
     # The file's system time is at least the sleep the program measured, as
     # a share of the time sampled (the start-up is in the total too).
     system = sum(r["n_sys_percent"] for r in fe["lines"])
-    slept = 100.0 * spent["sleep_s"] / res.profile["scalene_bpf"]["total_sampled_s"]
+    slept = sampled_share(res, spent["sleep_s"])
     assert system >= slept - 3, (slept, hot_lines(res.profile))
 
 
