@@ -172,6 +172,21 @@ static const struct py_offsets py_offsets_3_13t = {
 	.long_digits = 40,
 	.long_shift = 30,
 	.free_threaded = 1,
+	.interp_threads_main = PYOFF_NONE,
+	.interp_remote_debug = PYOFF_NONE,
+	.tstate_eval_breaker = PYOFF_NONE,
+	.tstate_remote_support = PYOFF_NONE,
+	.remote_pending_call = PYOFF_NONE,
+	.remote_script_path = PYOFF_NONE,
+	.remote_script_path_size = PYOFF_NONE,
+	.dbg_interp_threads_main = PYOFF_NONE,
+	.dbg_interp_remote_debug = PYOFF_NONE,
+	.dbg_tstate_eval_breaker = PYOFF_NONE,
+	.dbg_tstate_remote_support = PYOFF_NONE,
+	.dbg_remote_pending_call = PYOFF_NONE,
+	.dbg_remote_script_path = PYOFF_NONE,
+	.dbg_remote_script_path_size = PYOFF_NONE,
+	.eval_please_stop = 0x0,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_13T_H */

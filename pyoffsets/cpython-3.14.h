@@ -173,6 +173,21 @@ static const struct py_offsets py_offsets_3_14 = {
 	.long_digits = 24,
 	.long_shift = 30,
 	.free_threaded = 0,
+	.interp_threads_main = 7360,
+	.interp_remote_debug = 8076,
+	.tstate_eval_breaker = 24,
+	.tstate_remote_support = 304,
+	.remote_pending_call = 0,
+	.remote_script_path = 4,
+	.remote_script_path_size = 512,
+	.dbg_interp_threads_main = 80,
+	.dbg_interp_remote_debug = 728,
+	.dbg_tstate_eval_breaker = 712,
+	.dbg_tstate_remote_support = 720,
+	.dbg_remote_pending_call = 736,
+	.dbg_remote_script_path = 744,
+	.dbg_remote_script_path_size = 752,
+	.eval_please_stop = 0x20,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_14_H */

@@ -174,6 +174,21 @@ static const struct py_offsets py_offsets_3_15 = {
 	.long_digits = 24,
 	.long_shift = 30,
 	.free_threaded = 0,
+	.interp_threads_main = 7352,
+	.interp_remote_debug = 8028,
+	.tstate_eval_breaker = 24,
+	.tstate_remote_support = 344,
+	.remote_pending_call = 0,
+	.remote_script_path = 4,
+	.remote_script_path_size = 512,
+	.dbg_interp_threads_main = 80,
+	.dbg_interp_remote_debug = 856,
+	.dbg_tstate_eval_breaker = 840,
+	.dbg_tstate_remote_support = 848,
+	.dbg_remote_pending_call = 864,
+	.dbg_remote_script_path = 872,
+	.dbg_remote_script_path_size = 880,
+	.eval_please_stop = 0x20,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_15_H */

@@ -155,6 +155,21 @@ static const struct py_offsets py_offsets_3_9 = {
 	.long_digits = 24,
 	.long_shift = 30,
 	.free_threaded = 0,
+	.interp_threads_main = PYOFF_NONE,
+	.interp_remote_debug = PYOFF_NONE,
+	.tstate_eval_breaker = PYOFF_NONE,
+	.tstate_remote_support = PYOFF_NONE,
+	.remote_pending_call = PYOFF_NONE,
+	.remote_script_path = PYOFF_NONE,
+	.remote_script_path_size = PYOFF_NONE,
+	.dbg_interp_threads_main = PYOFF_NONE,
+	.dbg_interp_remote_debug = PYOFF_NONE,
+	.dbg_tstate_eval_breaker = PYOFF_NONE,
+	.dbg_tstate_remote_support = PYOFF_NONE,
+	.dbg_remote_pending_call = PYOFF_NONE,
+	.dbg_remote_script_path = PYOFF_NONE,
+	.dbg_remote_script_path_size = PYOFF_NONE,
+	.eval_please_stop = 0x0,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_9_H */

@@ -14,14 +14,15 @@
 #define PYOFF_NONE 0xffff
 
 struct py_offsets {
-	uint32_t version_hex;	/* PY_VERSION_HEX of the headers the table came from */
-	uint16_t minor;		/* 3.minor */
+	uint32_t version_hex; /* PY_VERSION_HEX of the headers the table came from */
+	uint16_t minor;	      /* 3.minor */
 
 	/* _PyRuntimeState */
 	uint16_t runtime_interpreters_head; /* interpreters.head */
 	uint16_t runtime_main_thread;	    /* main_thread (pthread_t of the main thread) */
-	uint16_t runtime_autotss_key;	    /* gilstate.autoTSSkey (<=3.11), autoTSSkey (3.12+): Py_tss_t */
-	uint16_t runtime_tstate_current;    /* gilstate.tstate_current (<=3.11), else NONE */
+	uint16_t
+		runtime_autotss_key; /* gilstate.autoTSSkey (<=3.11), autoTSSkey (3.12+): Py_tss_t */
+	uint16_t runtime_tstate_current; /* gilstate.tstate_current (<=3.11), else NONE */
 
 	/* PyInterpreterState */
 	uint16_t interp_threads_head; /* tstate_head (<=3.10), threads.head (3.11+) */
@@ -29,10 +30,10 @@ struct py_offsets {
 	/* PyThreadState */
 	uint16_t tstate_next;
 	uint16_t tstate_interp;
-	uint16_t tstate_frame;		/* frame (<=3.10), else NONE */
-	uint16_t tstate_cframe;		/* cframe (3.11, 3.12), else NONE */
-	uint16_t tstate_current_frame;	/* current_frame (3.13+), else NONE */
-	uint16_t tstate_thread_id;	/* thread_id: pthread_self() */
+	uint16_t tstate_frame;		  /* frame (<=3.10), else NONE */
+	uint16_t tstate_cframe;		  /* cframe (3.11, 3.12), else NONE */
+	uint16_t tstate_current_frame;	  /* current_frame (3.13+), else NONE */
+	uint16_t tstate_thread_id;	  /* thread_id: pthread_self() */
 	uint16_t tstate_native_thread_id; /* native_thread_id (3.11+), else NONE */
 	uint16_t tstate_datastack_chunk;  /* datastack_chunk (3.11+), else NONE */
 	uint16_t tstate_datastack_top;	  /* datastack_top (3.11+), else NONE */
@@ -45,7 +46,8 @@ struct py_offsets {
 	/* PyFrameObject (<=3.10) or _PyInterpreterFrame (3.11+) */
 	uint16_t frame_code;	 /* f_code (<=3.12), f_executable (3.13+) */
 	uint16_t frame_previous; /* f_back (<=3.10), previous (3.11+) */
-	uint16_t frame_instr;	 /* f_lasti (<=3.10, int), prev_instr (3.11, 3.12), instr_ptr (3.13+) */
+	uint16_t
+		frame_instr; /* f_lasti (<=3.10, int), prev_instr (3.11, 3.12), instr_ptr (3.13+) */
 	uint16_t frame_owner;	 /* owner (3.11+, char), else NONE */
 	uint16_t frame_is_entry; /* is_entry (3.11 only), else NONE */
 	uint16_t frame_size;	 /* sizeof the frame struct */
@@ -62,21 +64,22 @@ struct py_offsets {
 	uint16_t code_code;	     /* co_code bytes object (<=3.10), else NONE */
 
 	/* PyObject / PyVarObject / PyTypeObject */
-	uint16_t object_type;	    /* ob_type */
-	uint16_t varobject_size;    /* ob_size */
-	uint16_t type_basicsize;    /* tp_basicsize */
-	uint16_t type_name;	    /* tp_name */
-	uint16_t type_dealloc;	    /* tp_dealloc */
+	uint16_t object_type;	 /* ob_type */
+	uint16_t varobject_size; /* ob_size */
+	uint16_t type_basicsize; /* tp_basicsize */
+	uint16_t type_name;	 /* tp_name */
+	uint16_t type_dealloc;	 /* tp_dealloc */
 
 	/* PyBytesObject */
-	uint16_t bytes_sval;	/* ob_sval */
+	uint16_t bytes_sval; /* ob_sval */
 
 	/* PyUnicodeObject */
 	uint16_t unicode_length;
 	uint16_t unicode_state;
-	uint16_t unicode_ascii_size;   /* sizeof(PyASCIIObject): data of compact ASCII strings */
-	uint16_t unicode_compact_size; /* sizeof(PyCompactUnicodeObject): data of other compact strings */
-	uint32_t unicode_kind_mask;    /* mask of the `kind` bits in state (shift = ctz) */
+	uint16_t unicode_ascii_size; /* sizeof(PyASCIIObject): data of compact ASCII strings */
+	uint16_t
+		unicode_compact_size; /* sizeof(PyCompactUnicodeObject): data of other compact strings */
+	uint32_t unicode_kind_mask; /* mask of the `kind` bits in state (shift = ctz) */
 	uint32_t unicode_compact_mask;
 	uint32_t unicode_ascii_mask;
 
@@ -131,8 +134,8 @@ struct py_offsets {
 	/* _gil_runtime_state.last_holder: the thread state that took the GIL
 	 * last (it holds it while locked is set). */
 	uint16_t gil_last_holder;
-	uint16_t gil_locks;	      /* _gil_runtime_state.cond: the first lock */
-	uint16_t gil_size;	      /* sizeof(struct _gil_runtime_state) */
+	uint16_t gil_locks; /* _gil_runtime_state.cond: the first lock */
+	uint16_t gil_size;  /* sizeof(struct _gil_runtime_state) */
 	/* _gil_runtime_state.enabled (int) of a free-threaded build: 0 while
 	 * its GIL is off (PYTHON_GIL=1, or an extension that needs it, turns it
 	 * on); NONE in a build that always has its GIL. */
@@ -168,11 +171,11 @@ struct py_offsets {
 	int32_t state_suspended_yf;
 	int32_t state_executing;
 	/* Types and instance dictionaries */
-	uint16_t type_flags;	       /* tp_flags */
-	uint16_t type_dictoffset;      /* tp_dictoffset */
-	uint16_t heaptype_cached_keys; /* PyHeapTypeObject.ht_cached_keys */
-	uint16_t type_base;	       /* tp_base */
-	uint32_t tpflags_heaptype;     /* Py_TPFLAGS_HEAPTYPE */
+	uint16_t type_flags;		/* tp_flags */
+	uint16_t type_dictoffset;	/* tp_dictoffset */
+	uint16_t heaptype_cached_keys;	/* PyHeapTypeObject.ht_cached_keys */
+	uint16_t type_base;		/* tp_base */
+	uint32_t tpflags_heaptype;	/* Py_TPFLAGS_HEAPTYPE */
 	uint32_t tpflags_managed_dict;	/* Py_TPFLAGS_MANAGED_DICT (3.11+), else 0 */
 	uint32_t tpflags_inline_values; /* Py_TPFLAGS_INLINE_VALUES (3.13+), else 0 */
 	/* Where a managed dict lives, from the object's address (the
@@ -197,8 +200,8 @@ struct py_offsets {
 	uint16_t dict_uentry_size; /* sizeof(PyDictUnicodeEntry) */
 	uint16_t dict_uentry_key;
 	uint16_t dict_uentry_value;
-	uint16_t values_values;	  /* PyDictValues.values (3.11+) */
-	uint16_t values_valid;	  /* PyDictValues.valid (3.13+), else NONE */
+	uint16_t values_values;	    /* PyDictValues.values (3.11+) */
+	uint16_t values_valid;	    /* PyDictValues.valid (3.13+), else NONE */
 	uint16_t keys_kind_general; /* DICT_KEYS_GENERAL */
 	/* PySetObject, setentry */
 	uint16_t set_mask;
@@ -214,6 +217,30 @@ struct py_offsets {
 	/* 1: the free-threaded build (--disable-gil, Py_GIL_DISABLED), whose
 	 * object header and thread state differ: a table of its own. */
 	uint16_t free_threaded;
+	/* Running code in a live interpreter (PEP 768, 3.14+; NONE before):
+	 * the main thread state (interp.threads.main), whether the interpreter
+	 * allows it (interp.config.remote_debug, an int), and where a thread
+	 * state takes the request: its eval_breaker (uintptr_t) and its
+	 * _PyRemoteDebuggerSupport (debugger_pending_call, an int32, and the
+	 * script's path, a char array of remote_script_path_size bytes). */
+	uint16_t interp_threads_main;
+	uint16_t interp_remote_debug;
+	uint16_t tstate_eval_breaker;
+	uint16_t tstate_remote_support;
+	uint16_t remote_pending_call;
+	uint16_t remote_script_path;
+	uint16_t remote_script_path_size;
+	/* ... and where _Py_DebugOffsets publishes each of them (3.14+). */
+	uint16_t dbg_interp_threads_main;
+	uint16_t dbg_interp_remote_debug;
+	uint16_t dbg_tstate_eval_breaker;
+	uint16_t dbg_tstate_remote_support;
+	uint16_t dbg_remote_pending_call;
+	uint16_t dbg_remote_script_path;
+	uint16_t dbg_remote_script_path_size;
+	/* The eval_breaker bit that makes the thread look at the request
+	 * (_PY_EVAL_PLEASE_STOP_BIT); 0 before 3.14. */
+	uint32_t eval_please_stop;
 };
 
 #endif /* PYOFFSETS_H */

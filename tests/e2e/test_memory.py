@@ -387,7 +387,7 @@ def test_attach_memory_by_uprobes(python, tmp_path, accuracy):
 
 
 def test_attach_memory_within_budget(python, tmp_path, accuracy):
-    """--pid --memory's duty cycle (the default, --memory-budget 5): a
+    """--pid --memory's duty cycle (the probes' default, --memory-budget 5): a
     program that does nothing but allocate, two bytes objects a round as
     fast as it can, would spend most of its time in the traps; the probes
     are placed for a window of each second, at a cost near 5 % of its CPU
@@ -398,7 +398,8 @@ def test_attach_memory_within_budget(python, tmp_path, accuracy):
     prog = program("attach_steady.py")
     side = tmp_path / "rounds.txt"
     res = attach_memory(python, tmp_path, name="attach_steady.py", args=(side,),
-                        opts=("--allocation-sampling-window", "128k"), seconds="5")
+                        opts=("--allocation-sampling-window", "128k", "--memory-method", "probes"),
+                        seconds="5")
     p = res.profile
     facts = p["scalene_bpf"]["memory"]
     duty = facts["duty_cycle"]

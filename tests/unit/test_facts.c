@@ -223,6 +223,14 @@ static struct facts *full_facts(void)
 	f->bpf.stacks_dropped = 205;
 	f->bpf.truncated_stacks = 206;
 	f->has_memory = true;
+	f->has_inject = true;
+	f->inject.requested = f->inject.attached = true;
+	f->inject.answer_s = 0.25;
+	f->inject.attached_s = 3.5;
+	snprintf(f->inject.detach, sizeof(f->inject.detach), "restored");
+	f->inject.sample_bytes = 1048576;
+	f->inject.python_bytes = 3 * MIB;
+	f->inject.probe_hits = 77;
 	m = &f->memory;
 	m->python_processes = 3;
 	m->sampler_loaded = 2;
@@ -415,11 +423,24 @@ static void check_memory(struct json_object *m)
 {
 	struct json_object *x;
 
-	CHECK_KEYS(m, "python_processes", "sampler_loaded", "sampler_not_loaded", "sample_bytes",
-		   "copy_sample_bytes", "sampler_counts", "profiled", "records", "records_lost",
-		   "bpf_ns_per_event", "frees_of_unknown_blocks", "untracked_blocks",
-		   "table_overflows", "stale_frees", "foreign_allocator_processes",
-		   "native_allocations_unseen_processes", "python_allocator_unwrapped_processes");
+	CHECK_KEYS(m, "mode", "python_processes", "sampler_loaded", "sampler_not_loaded",
+		   "sample_bytes", "copy_sample_bytes", "sampler_counts", "profiled", "records",
+		   "records_lost", "bpf_ns_per_event", "frees_of_unknown_blocks",
+		   "untracked_blocks", "table_overflows", "stale_frees",
+		   "foreign_allocator_processes", "native_allocations_unseen_processes",
+		   "python_allocator_unwrapped_processes", "attach");
+	CHECK_EQ_STR(str(m, "mode"), "sampler");
+	x = get(m, "attach");
+	CHECK_KEYS(x, "method", "attached", "answer_s", "attached_s", "detach", "sample_bytes",
+		   "python_mb", "probe_hits", "not_measured");
+	CHECK_EQ_STR(str(x, "method"), "remote_exec");
+	CHECK_EQ_INT(boolean(x, "attached"), 1);
+	CHECK(dbl(x, "answer_s") == 0.25 && dbl(x, "attached_s") == 3.5);
+	CHECK_EQ_STR(str(x, "detach"), "restored");
+	CHECK_EQ_INT(num(x, "sample_bytes"), 1048576);
+	CHECK(dbl(x, "python_mb") == 3);
+	CHECK_EQ_INT(num(x, "probe_hits"), 77);
+	CHECK(strstr(str(x, "not_measured"), "native allocations") != NULL);
 	CHECK_EQ_INT(num(m, "python_processes"), 3);
 	CHECK_EQ_INT(num(m, "sampler_loaded"), 2);
 	CHECK_EQ_INT(num(m, "sampler_not_loaded"), 1);

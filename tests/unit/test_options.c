@@ -685,6 +685,28 @@ static void test_memory_options(void)
 	CHECK_MSG("--memory-budget is for --pid N --memory");
 	CHECK_REJECTED(parse(&o, "--all", "--memory", "--memory-budget", "5", NULL));
 	CHECK_MSG("--memory-budget is for --pid N --memory");
+	/* --memory-method: auto unless said; for --pid --memory only; the
+	 * injected sampler has no budget to keep. */
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", NULL), 0);
+	CHECK_EQ_INT(o.memory_method, MEMORY_METHOD_AUTO);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", "--memory-method", "inject", NULL), 0);
+	CHECK_EQ_INT(o.memory_method, MEMORY_METHOD_INJECT);
+	options_free(&o);
+	CHECK_EQ_INT(parse(&o, "--pid", "7", "--memory", "--memory-method", "probes",
+			   "--memory-budget", "20", NULL),
+		     0);
+	CHECK_EQ_INT(o.memory_method, MEMORY_METHOD_PROBES);
+	options_free(&o);
+	CHECK_REJECTED(parse(&o, "--pid", "7", "--memory", "--memory-method", "ptrace", NULL));
+	CHECK_MSG("--memory-method takes auto, inject or probes, not 'ptrace'");
+	CHECK_REJECTED(parse(&o, "--pid", "7", "--memory-method", "inject", NULL));
+	CHECK_MSG("--memory-method is for --pid N --memory");
+	CHECK_REJECTED(parse(&o, "--all", "--memory", "--memory-method", "probes", NULL));
+	CHECK_MSG("--memory-method is for --pid N --memory");
+	CHECK_REJECTED(parse(&o, "--pid", "7", "--memory", "--memory-method", "inject",
+			     "--memory-budget", "5", NULL));
+	CHECK_MSG("the injected sampler has no budget");
 }
 
 /* --all and its filters: repeatable or comma-separated; the filters and

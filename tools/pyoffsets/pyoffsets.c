@@ -34,6 +34,9 @@
 #include <internal/pycore_dict.h>
 #include <internal/pycore_object.h>
 #endif
+#if PY_VERSION_HEX >= 0x030e0000
+#include <internal/pycore_ceval.h>
+#endif
 
 #include <errno.h>
 #include <stdbool.h>
@@ -217,6 +220,33 @@ static void fill_objects(struct py_offsets *o)
 	o->type_dealloc = OFF(PyTypeObject, tp_dealloc);
 	o->bytes_sval = OFF(PyBytesObject, ob_sval);
 	fill_unicode(o);
+}
+
+/* PEP 768 (3.14): what sys.remote_exec writes into a thread state. */
+static void fill_remote_exec(struct py_offsets *o)
+{
+#if PY_VERSION_HEX >= 0x030e0000
+	o->interp_threads_main = OFF(PyInterpreterState, threads.main);
+	o->interp_remote_debug = OFF(PyInterpreterState, config.remote_debug);
+	o->tstate_eval_breaker = OFF(PyThreadState, eval_breaker);
+	o->tstate_remote_support = OFF(PyThreadState, remote_debugger_support);
+	o->remote_pending_call = OFF(_PyRemoteDebuggerSupport, debugger_pending_call);
+	o->remote_script_path = OFF(_PyRemoteDebuggerSupport, debugger_script_path);
+	o->remote_script_path_size = off16(_Py_MAX_SCRIPT_PATH_SIZE, "_Py_MAX_SCRIPT_PATH_SIZE");
+	o->dbg_interp_threads_main = OFF(_Py_DebugOffsets, interpreter_state.threads_main);
+	o->dbg_interp_remote_debug =
+		OFF(_Py_DebugOffsets, debugger_support.remote_debugging_enabled);
+	o->dbg_tstate_eval_breaker = OFF(_Py_DebugOffsets, debugger_support.eval_breaker);
+	o->dbg_tstate_remote_support =
+		OFF(_Py_DebugOffsets, debugger_support.remote_debugger_support);
+	o->dbg_remote_pending_call = OFF(_Py_DebugOffsets, debugger_support.debugger_pending_call);
+	o->dbg_remote_script_path = OFF(_Py_DebugOffsets, debugger_support.debugger_script_path);
+	o->dbg_remote_script_path_size =
+		OFF(_Py_DebugOffsets, debugger_support.debugger_script_path_size);
+	o->eval_please_stop = _PY_EVAL_PLEASE_STOP_BIT;
+#else
+	o->eval_please_stop = 0;
+#endif
 }
 
 static void fill_debug_offsets(struct py_offsets *o)
@@ -446,8 +476,10 @@ struct field {
 };
 
 #define FIELD(f, h, s)                                                                   \
-	{ #f, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f),        \
-	  __alignof__(((struct py_offsets *)0)->f), h, s }
+	{                                                                                \
+#f, offsetof(struct py_offsets, f), sizeof(((struct py_offsets *)0)->f), \
+			__alignof__(((struct py_offsets *)0)->f), h, s                   \
+	}
 #define DEC(f) FIELD(f, false, false)
 #define HEX(f) FIELD(f, true, false)
 #define SDEC(f) FIELD(f, false, true)
@@ -593,6 +625,22 @@ static const struct field fields[] = {
 	DEC(long_digits),
 	DEC(long_shift),
 	DEC(free_threaded),
+	/* remote execution */
+	DEC(interp_threads_main),
+	DEC(interp_remote_debug),
+	DEC(tstate_eval_breaker),
+	DEC(tstate_remote_support),
+	DEC(remote_pending_call),
+	DEC(remote_script_path),
+	DEC(remote_script_path_size),
+	DEC(dbg_interp_threads_main),
+	DEC(dbg_interp_remote_debug),
+	DEC(dbg_tstate_eval_breaker),
+	DEC(dbg_tstate_remote_support),
+	DEC(dbg_remote_pending_call),
+	DEC(dbg_remote_script_path),
+	DEC(dbg_remote_script_path_size),
+	HEX(eval_please_stop),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -726,6 +774,7 @@ int main(int argc, char **argv)
 	fill_code(&o);
 	fill_objects(&o);
 	fill_debug_offsets(&o);
+	fill_remote_exec(&o);
 	if (fill_call_ops(&o))
 		return 1;
 	fill_gil(&o);

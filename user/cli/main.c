@@ -28,6 +28,7 @@
 #include "session/host.h"
 #include "collect/loader.h"
 #include "session/memduty.h"
+#include "session/meminject.h"
 #include "session/memprobe.h"
 #include "session/hostmem.h"
 #include "base/log.h"
@@ -120,6 +121,7 @@ struct run_state {
 	struct memprobe_report probes;
 	struct memprobe_placed placed; /* attach: where they are */
 	struct memduty *duty;	       /* attach: their duty cycle */
+	struct meminject *inject;      /* attach: the sampler put into the process instead */
 	struct host *host;	       /* --all */
 	struct hostmem *hm;	       /* --all --memory (the host's) */
 	bool quit;		       /* top: q was typed */
@@ -211,6 +213,10 @@ static int write_profile(struct run_state *rs, bool final)
 	}
 	if (facts && rs->opts->cmd == CMD_ATTACH)
 		nvml_facts(rs, facts);
+	if (facts && rs->inject) {
+		facts->has_inject = true;
+		meminject__facts(rs->inject, &facts->inject);
+	}
 	m.facts = facts;
 	if (rs->opts->cmd == CMD_RUN && facts) {
 		facts->has_decorator = true;
@@ -476,6 +482,8 @@ static void teardown(struct run_state *rs)
 	rs->nvml = NULL;
 	memduty__free(rs->duty);
 	rs->duty = NULL;
+	meminject__free(rs->inject);
+	rs->inject = NULL;
 	loader__free(rs->loader);
 	session__free(rs->session);
 	host__free(rs->host);
@@ -548,6 +556,8 @@ static void loop_step(struct run_state *rs, double *next)
 
 	if (rs->duty)
 		ms = memduty__due_ms(rs->duty, mono_ns(), ms);
+	if (rs->inject)
+		ms = meminject__due_ms(rs->inject, mono_ns(), ms);
 	if (rs->next_cut > 0) {
 		double until = rs->next_cut - mono_s();
 		int cut_ms = until > 0 ? (int)(until * 1000) + 1 : 0;
@@ -559,6 +569,7 @@ static void loop_step(struct run_state *rs, double *next)
 	session__tick(rs->session, mono_ns());
 	if (rs->duty)
 		memduty__tick(rs->duty, mono_ns());
+	meminject__tick(rs->inject, mono_ns());
 	if (interval_due(rs, next)) {
 		if (rs->host)
 			host__snapshot(rs->host, mono_s() - rs->start_mono);
@@ -849,6 +860,58 @@ out:
 	return 1;
 }
 
+/* --memory on attach, first choice: the sampler put into the process
+ * (meminject.h).  0 with rs->memory set when it will be, 0 with nothing set
+ * when probes are to be placed instead, -errno when neither. */
+static int inject_prepare(struct run_state *rs, const struct py_proc *pp)
+{
+	const struct options *o = rs->opts;
+	struct meminject_opts mo = {
+		.pp = pp,
+		.sampler = rs->sampler,
+		.sample_bytes = o->sampling_window ?: SCALENE_BPF_DEFAULT_SAMPLE_BYTES,
+	};
+	char why[512];
+	int err = find_sampler_lib(rs->sampler, sizeof(rs->sampler));
+
+	if (err)
+		snprintf(why, sizeof(why), "%s was not found next to this program (%s)",
+			 SCALENE_BPF_SAMPLER_SONAME, strerror(-err));
+	else {
+		rs->inject = meminject__new(&mo, why, sizeof(why));
+		err = rs->inject ? 0 : -errno;
+	}
+	if (!err) {
+		snprintf(rs->sampler, sizeof(rs->sampler), "%s", meminject__library(rs->inject));
+		rs->memory = true;
+		return 0;
+	}
+	rs->sampler[0] = '\0';
+	if (o->memory_method == MEMORY_METHOD_INJECT) {
+		pr_warn("memory: cannot put the sampler into process %d: %s\n", pp->pid, why);
+		return err;
+	}
+	pr_warn("memory: the sampler cannot be put into process %d (%s): its allocators are "
+		"probed instead\n",
+		pp->pid, why);
+	return 0;
+}
+
+/* The request, once the sampler's probes are in place: without it the
+ * process profiles CPU only. */
+static void inject_start(struct run_state *rs, int pid)
+{
+	char why[512];
+
+	if (!meminject__start(rs->inject, why, sizeof(why))) {
+		pr_info("memory: process %d asked to load the sampler\n", pid);
+		return;
+	}
+	pr_warn("memory: failed to ask process %d to load the sampler: %s; profiling CPU only\n",
+		pid, why);
+	meminject__end(rs->inject);
+}
+
 /* --memory on attach: probes on the allocators, and what they cost. */
 static int attach_memory(struct run_state *rs, int pid, const struct py_proc *pp)
 {
@@ -1005,7 +1068,14 @@ static int cmd_attach(const struct options *o)
 		target_free(&rs.target);
 		return 1;
 	}
-	rs.uprobes = o->memory;
+	/* A budget given is for the probes: auto then means them. */
+	if (o->memory && o->memory_method != MEMORY_METHOD_PROBES &&
+	    !(o->memory_method == MEMORY_METHOD_AUTO && o->memory_budget) &&
+	    inject_prepare(&rs, &pp)) {
+		teardown(&rs);
+		return 1;
+	}
+	rs.uprobes = o->memory && !rs.memory;
 	err = setup(&rs);
 	if (!err)
 		err = session__add_root(rs.session, o->pid, &pp);
@@ -1013,6 +1083,8 @@ static int cmd_attach(const struct options *o)
 		teardown(&rs);
 		return 1;
 	}
+	if (rs.inject)
+		inject_start(&rs, o->pid);
 	if (rs.uprobes && attach_memory(&rs, o->pid, &pp) <= 0)
 		rs.uprobes = false;
 	attach_gpu(&rs, o->pid);
@@ -1034,6 +1106,8 @@ static int cmd_attach(const struct options *o)
 	}
 	if (rs.duty)
 		memduty__end(rs.duty, mono_ns());
+	/* Before the last drain: the sampler's last samples come in first. */
+	meminject__end(rs.inject);
 	loader__drain(rs.loader);
 	attach_gpu_poll(&rs, o->pid, true);
 	if (!got_signal && !rs.quit && strcmp(state, "--duration reached"))

@@ -35,6 +35,7 @@ enum {
 	OPT_MEMORY,
 	OPT_SAMPLING_WINDOW,
 	OPT_MEMORY_BUDGET,
+	OPT_MEMORY_METHOD,
 	OPT_COPY_WINDOW,
 	OPT_LEAKS,
 	OPT_NO_LEAKS,
@@ -66,6 +67,7 @@ static const struct option long_opts[] = {
 	{ "memory", no_argument, NULL, OPT_MEMORY },
 	{ "allocation-sampling-window", required_argument, NULL, OPT_SAMPLING_WINDOW },
 	{ "memory-budget", required_argument, NULL, OPT_MEMORY_BUDGET },
+	{ "memory-method", required_argument, NULL, OPT_MEMORY_METHOD },
 	{ "copy-sampling-window", required_argument, NULL, OPT_COPY_WINDOW },
 	{ "memory-leak-detector", no_argument, NULL, OPT_LEAKS },
 	{ "no-memory-leak-detector", no_argument, NULL, OPT_NO_LEAKS },
@@ -196,7 +198,9 @@ void options_usage(FILE *f)
 	      "                                 default: it preloads the allocation sampler,\n"
 	      "                                 libscalene-bpf-sampler.so, into the program)\n"
 	      "                                 and no GPU\n"
-	      "      --memory                   with --pid or --all: profile allocations too, by\n"
+	      "      --memory                   with --pid or --all: profile allocations too.\n"
+	      "                                 --pid on Python 3.14+: the sampler is loaded\n"
+	      "                                 into the process (--memory-method).  Else by\n"
 	      "                                 uprobes on malloc/calloc/realloc and Python's\n"
 	      "                                 allocator.  Every allocation call then traps:\n"
 	      "                                 ~1-2 us each on the VM measured, so 100k\n"
@@ -212,6 +216,16 @@ void options_usage(FILE *f)
 	      "                                 for a window of each second, as long as that\n"
 	      "                                 allows, and what they see is scaled up to the\n"
 	      "                                 second; 100: placed all the time\n"
+	      "      --memory-method M          --pid --memory: auto (default), inject or\n"
+	      "                                 probes.  inject: Python 3.14+ loads the\n"
+	      "                                 sampler that run preloads (sys.remote_exec's\n"
+	      "                                 way, PEP 768) and unloads its hooks at the end:\n"
+	      "                                 what run costs, with frees, footprint and\n"
+	      "                                 leaks, but Python's allocator only (no native\n"
+	      "                                 allocations or copies).  probes: the uprobes\n"
+	      "                                 above.  auto: inject where the interpreter\n"
+	      "                                 allows it, else probes (probes when\n"
+	      "                                 --memory-budget is given)\n"
 	      "      --allocation-sampling-window BYTES\n"
 	      "                                 mean bytes between allocation samples [1m]\n"
 	      "      --copy-sampling-window BYTES  the same for memcpy volume [2m]\n"
@@ -498,6 +512,21 @@ static int apply(struct options *o, int id, char *arg, const char *name, FILE *e
 		if (parse_double(arg, &d, 0.1, 100))
 			goto bad_number;
 		o->memory_budget = d / 100;
+		return 0;
+	case OPT_MEMORY_METHOD:
+		if (!strcmp(arg, "auto"))
+			o->memory_method = MEMORY_METHOD_AUTO;
+		else if (!strcmp(arg, "inject"))
+			o->memory_method = MEMORY_METHOD_INJECT;
+		else if (!strcmp(arg, "probes"))
+			o->memory_method = MEMORY_METHOD_PROBES;
+		else {
+			fprintf(err,
+				"scalene-bpf: --memory-method takes auto, inject or probes, "
+				"not '%s'\n",
+				arg);
+			return -EINVAL;
+		}
 		return 0;
 	case OPT_COPY_WINDOW:
 		if (parse_bytes(arg, &o->copy_window) || !o->copy_window)
@@ -986,6 +1015,15 @@ static int parse_target(int argc, char **argv, struct options *o, const char *la
 		fprintf(err, "scalene-bpf: --memory-budget is for --pid N --memory (run's "
 			     "sampler costs what it costs; --all places its probes all the "
 			     "time)\n");
+		return -EINVAL;
+	}
+	if (o->memory_method && (!o->pid || o->all || !o->memory)) {
+		fprintf(err, "scalene-bpf: --memory-method is for --pid N --memory\n");
+		return -EINVAL;
+	}
+	if (o->memory_method == MEMORY_METHOD_INJECT && o->memory_budget) {
+		fprintf(err, "scalene-bpf: --memory-budget bounds the probes' cost; the injected "
+			     "sampler has no budget (--memory-method probes uses one)\n");
 		return -EINVAL;
 	}
 	if ((o->interval_s || o->max_disk_mb || o->otlp_endpoint || o->pyroscope_url) &&

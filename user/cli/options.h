@@ -22,6 +22,13 @@ enum command {
  * probes may take (user/session/memduty.h). */
 #define MEMORY_BUDGET_DEFAULT 0.05
 
+/* --pid --memory: how allocations are seen (--memory-method). */
+enum memory_method {
+	MEMORY_METHOD_AUTO,   /* the sampler put in where the interpreter allows it, else probes */
+	MEMORY_METHOD_INJECT, /* the sampler put in (user/session/meminject.h), or nothing */
+	MEMORY_METHOD_PROBES, /* uprobes on the allocators, under the budget */
+};
+
 struct options {
 	enum command cmd;
 	const char *outfile;
@@ -65,6 +72,7 @@ struct options {
 	bool memory;	      /* attach: memory profiling (uprobes) asked for */
 	double memory_budget; /* --pid --memory: the probes' most cost, a fraction of the
 				 program's CPU time (0: MEMORY_BUDGET_DEFAULT; 1: no bound) */
+	enum memory_method memory_method;   /* --pid --memory */
 	unsigned long long sampling_window; /* mean bytes between allocation samples; 0: default */
 	unsigned long long copy_window;	    /* same for copies */
 	bool no_leaks;			    /* no leak report */

@@ -176,6 +176,20 @@ struct facts_memory {
 	int python_allocator_unwrapped_processes;
 };
 
+/* --pid --memory with the sampler put into the running interpreter
+ * (user/session/meminject.h). */
+struct facts_inject {
+	bool requested, attached;
+	double answer_s;   /* from the request to the script's answer; < 0: none */
+	double attached_s; /* how long the sampler was in */
+	char detach[32];   /* restored, covered, pending, gone, attached, never attached */
+	char why[512];	   /* why it did not attach */
+	uint64_t sample_bytes;
+	/* From the sampler at detach: Python bytes allocated while attached,
+	 * and its probes' hits (sampled allocations and their frees). */
+	uint64_t python_bytes, probe_hits;
+};
+
 /* Memory from uprobes on the allocators (--pid --memory, --all --memory). */
 struct facts_probe_site {
 	const char *function; /* a constant */
@@ -309,6 +323,8 @@ struct facts {
 	struct facts_uprobes uprobes;
 	bool has_process;
 	struct facts_process process;
+	bool has_inject; /* attached: the sampler put into the process */
+	struct facts_inject inject;
 };
 
 /* A zeroed struct facts; NULL (errno set) when out of memory. */

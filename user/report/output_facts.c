@@ -561,10 +561,37 @@ static struct json_object *kernel_json(const struct loader_kernel_report *k)
 	return o;
 }
 
+/* --pid --memory by the sampler put into the process (meminject.h). */
+static struct json_object *inject_json(const struct facts_inject *in)
+{
+	struct json_object *o = json_object_new_object();
+
+	add(o, "method", json_object_new_string("remote_exec"));
+	add(o, "attached", json_object_new_boolean(in->attached));
+	if (in->answer_s >= 0)
+		add(o, "answer_s", json_object_new_double(in->answer_s));
+	add(o, "attached_s", json_object_new_double(in->attached_s));
+	add(o, "detach", json_object_new_string(in->detach));
+	if (in->why[0])
+		add(o, "why_not", json_object_new_string(in->why));
+	add(o, "sample_bytes", json_object_new_int64((int64_t)in->sample_bytes));
+	add(o, "python_mb", mb((double)in->python_bytes));
+	add(o, "probe_hits", json_object_new_int64((int64_t)in->probe_hits));
+	add(o, "not_measured",
+	    json_object_new_string(
+		    "native allocations (libc's malloc called from C code) and copies: a "
+		    "library loaded into a running process cannot interpose on code already "
+		    "bound; `run` preloads it and sees them"));
+	return o;
+}
+
 static struct json_object *memory_json(const struct facts_memory *m, const uint64_t *stats)
 {
 	struct json_object *o = json_object_new_object(), *exact, *est;
 
+	/* The preloaded sampler's (run), or the one put into the process
+	 * (--pid on 3.14+: the "attach" object says so). */
+	add(o, "mode", json_object_new_string("sampler"));
 	add(o, "python_processes", json_object_new_int(m->python_processes));
 	add(o, "sampler_loaded", json_object_new_int(m->sampler_loaded));
 	add(o, "sampler_not_loaded", json_object_new_int(m->sampler_not_loaded));
@@ -878,8 +905,13 @@ struct json_object *output_facts_json(const struct facts *f, const struct profil
 		add(o, "kernel", kernel_json(&f->kernel));
 	if (f->has_gpu)
 		add(o, "gpu", gpu_json(&f->gpu, f->bpf.stats));
-	if (f->has_memory)
-		add(o, "memory", memory_json(&f->memory, f->bpf.stats));
+	if (f->has_memory) {
+		struct json_object *mem = memory_json(&f->memory, f->bpf.stats);
+
+		if (f->has_inject)
+			add(mem, "attach", inject_json(&f->inject));
+		add(o, "memory", mem);
+	}
 	list = json_object_new_array();
 	for (i = 0; i < f->nthreads; i++)
 		json_object_array_add(list, thread_json(&f->threads[i]));

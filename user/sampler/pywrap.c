@@ -22,6 +22,11 @@
  *		an allocator, only PyMem_Get/SetAllocator, since the malloc it
  *		runs in may come from inside pymalloc.
  *
+ * Loaded into a running interpreter instead (Py_IsInitialized() true in the
+ * constructor), neither happens: scalene_bpf_sampler_attach() (attach.c)
+ * wraps both domains with the second set, holding the GIL, and its restore
+ * puts back what it found where our wrapper is still on top.
+ *
  * Wrappers may end up nested (ours over tracemalloc over ours): the outermost
  * one counts and holds `busy`, inner ones and the libc hooks pass through.
  * A wrapper runs its own code only with `busy` clear, so it sets and clears
@@ -31,6 +36,7 @@
  * old ctx (the domain is two words, not written atomically) still works.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stddef.h>
 
 #include "sampler_int.h"
@@ -196,8 +202,20 @@ static void wrap_domain(int set, int d)
 
 void sbs_pywrap_init(int mode)
 {
-	if (!LOOKUP(get_allocator, "PyMem_GetAllocator") ||
-	    !LOOKUP(set_allocator, "PyMem_SetAllocator"))
+	int found = LOOKUP(get_allocator, "PyMem_GetAllocator") &&
+		    LOOKUP(set_allocator, "PyMem_SetAllocator");
+
+	/*
+	 * dlopen()ed into a running interpreter (attach, sampler.h).  Not now:
+	 * ctypes may have released the GIL around dlopen, and the check after
+	 * init would never run, since it runs from libc hooks and nothing is
+	 * bound to ours.  scalene_bpf_sampler_attach() wraps, holding the GIL.
+	 */
+	if (LOOKUP(is_initialized, "Py_IsInitialized") && py.is_initialized()) {
+		sbs_state_or(&sbs_state.python, SBS_PY_LATE | (found ? SBS_PY_FOUND : 0));
+		return;
+	}
+	if (!found)
 		return;
 	sbs_state_or(&sbs_state.python, SBS_PY_FOUND);
 	if (mode & SBS_PYWRAP_CTOR) {
@@ -207,7 +225,6 @@ void sbs_pywrap_init(int mode)
 	}
 	if (!(mode & SBS_PYWRAP_DEFER))
 		return;
-	LOOKUP(is_initialized, "Py_IsInitialized");
 	LOOKUP(gilstate_this_thread, "PyGILState_GetThisThreadState");
 	/* 3.13 renamed it and stopped exporting the old name. */
 	if (!LOOKUP(tstate_unchecked, "PyThreadState_GetUnchecked"))
@@ -271,4 +288,54 @@ void sbs_pywrap_after_fork(void)
 {
 	if (__atomic_load_n(&sbs_pending, __ATOMIC_RELAXED) & SBS_PENDING_PYCHECK)
 		__atomic_store_n(&check_claim, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * Attach (attach.c) uses the second set of wrappers, which nothing else
+ * installs once the check after init cannot run: not in the constructor's
+ * chain, not pending, not done.
+ */
+int sbs_pywrap_attachable(void)
+{
+	struct pyalloc top;
+
+	if (!py.get_allocator || !py.set_allocator)
+		return -ENOSYS;
+	if ((sbs_state.python & (SBS_PY_CTOR | SBS_PY_CHECKED)) ||
+	    (__atomic_load_n(&sbs_pending, __ATOMIC_ACQUIRE) & SBS_PENDING_PYCHECK))
+		return -EALREADY;
+	for (int d = 0; d < N_DOMAINS; d++) {
+		py.get_allocator(domain_id[d], &top);
+		if (is_ours(&top, d))
+			return -EALREADY;
+	}
+	return 0;
+}
+
+void sbs_pywrap_attach(void)
+{
+	for (int d = 0; d < N_DOMAINS; d++)
+		wrap_domain(1, d);
+}
+
+/*
+ * With the GIL held no wrapper call is in flight (in a build with a GIL), and
+ * `wrapped` is not written again (attach runs once): a wrapper taken out of
+ * its chain can still finish a call it had begun.  A domain whose top is not
+ * ours keeps our wrapper below that hook, which saved it and may call it or
+ * put it back (tracemalloc.stop()): it must stay, passing calls through.
+ */
+uint32_t sbs_pywrap_restore(void)
+{
+	uint32_t bits = SBS_AT_RESTORED;
+	struct pyalloc top;
+
+	for (int d = 0; d < N_DOMAINS; d++) {
+		py.get_allocator(domain_id[d], &top);
+		if (top.malloc == ours[1][d].malloc)
+			py.set_allocator(domain_id[d], &wrapped[1][d]);
+		else
+			bits = SBS_AT_COVERED;
+	}
+	return bits;
 }

@@ -33,6 +33,8 @@ struct ptrtab sbs_tab;
 /* Threads compare their `gen` with it; zero-initialised TLS never matches. */
 uint32_t sbs_gen = 1;
 
+uint32_t sbs_off;
+
 static pthread_key_t exit_key;
 static int exit_key_ok;
 static char report_path[4096];
@@ -251,6 +253,22 @@ static void record(void *p, size_t size, uint64_t weight, uint32_t flags)
 		live_add((int64_t)weight);
 }
 
+/*
+ * Sampling is off (sbs_off): what the thread counted so far goes to the
+ * totals, and its countdowns are put 4 GiB away, so that it comes back here
+ * once per 4 GiB it allocates at most: to find sampling still off, or (a
+ * second attach turned it on again, attach.c) to seed itself again.  Nothing
+ * in it sets errno or raises a floating-point flag.
+ */
+#define PARK_BYTES (1ll << 32)
+
+static void park(struct sampler_tls *t)
+{
+	flush(t);
+	t->until = t->base = PARK_BYTES;
+	t->copy_until = t->copy_base = PARK_BYTES;
+}
+
 void sbs_sample_alloc(struct sampler_tls *t, void *p, size_t size, uint32_t flags)
 {
 	struct slow_saved s;
@@ -260,6 +278,10 @@ void sbs_sample_alloc(struct sampler_tls *t, void *p, size_t size, uint32_t flag
 	 * the thread between the hook's subtraction and its test. */
 	if (t->until > 0)
 		return;
+	if (unlikely(__atomic_load_n(&sbs_off, __ATOMIC_ACQUIRE))) {
+		park(t);
+		return;
+	}
 	slow_enter(t, &s);
 	if (unlikely(t->gen != __atomic_load_n(&sbs_gen, __ATOMIC_RELAXED))) {
 		thread_seed(t);
@@ -289,6 +311,10 @@ void sbs_sample_copy(struct sampler_tls *t, size_t size)
 	 * interrupted: the countdown stays crossed and the next copy samples. */
 	if (t->copy_until > 0 || t->slow)
 		return;
+	if (unlikely(__atomic_load_n(&sbs_off, __ATOMIC_ACQUIRE))) {
+		park(t);
+		return;
+	}
 	slow_enter(t, &s);
 	if (unlikely(t->gen != __atomic_load_n(&sbs_gen, __ATOMIC_RELAXED))) {
 		thread_seed(t);
@@ -307,6 +333,16 @@ void sbs_sample_copy(struct sampler_tls *t, size_t size)
 	}
 	t->copy_until = t->copy_base = draw_gap(t, mean);
 out:
+	slow_leave(t, &s);
+}
+
+void sbs_reseed(void)
+{
+	struct sampler_tls *t = &sbs_tls;
+	struct slow_saved s;
+
+	slow_enter(t, &s);
+	thread_seed(t);
 	slow_leave(t, &s);
 }
 
@@ -417,6 +453,7 @@ static void after_fork_child(void)
 	sbs_state.pid = (__u32)getpid();
 	thread_seed(t);
 	sbs_pywrap_after_fork();
+	sbs_attach_after_fork();
 	t->busy--;
 }
 
@@ -440,14 +477,23 @@ __attribute__((constructor)) static void sampler_init(void)
 	errno = err;
 }
 
+void sbs_announce(void)
+{
+	scalene_bpf_probe_init(&sbs_state, SCALENE_BPF_SAMPLER_ABI);
+}
+
 /* Names of the bits of scalene_bpf_sampler_state.hooks and .python, by bit number. */
 static const char *const hook_names[] = {
 	"foreign-alloc", "malloc-shadowed", "memcpy-shadowed", "ready", "malloc-seen",
 };
 
 static const char *const python_names[] = {
-	"found",     "ctor",	     "checked",	  "ctor-lost",
-	"rewrapped", "no-gil-check", "exit-ours", "exit-other",
+	"found",	"ctor",	     "checked",	   "ctor-lost", "rewrapped",
+	"no-gil-check", "exit-ours", "exit-other", "late",
+};
+
+static const char *const attach_names[] = {
+	"attached", "watching", "detach-asked", "beat-lost", "restored", "covered", "forked",
 };
 
 /* Appends str to buf[*len]; returns -ENOSPC once it no longer fits. */
@@ -538,6 +584,10 @@ static void report(void)
 	if (!err)
 		err = put_names(buf, sizeof(buf), &len, " python=", s->python, python_names,
 				sizeof(python_names) / sizeof(python_names[0]));
+	/* Only where attach was called: preloaded runs keep their line as it was. */
+	if (!err && s->attach_state)
+		err = put_names(buf, sizeof(buf), &len, " attach=", s->attach_state, attach_names,
+				sizeof(attach_names) / sizeof(attach_names[0]));
 	if (!err)
 		err = put_str(buf, sizeof(buf), &len, "\n");
 	if (err)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * ABI of libscalene-bpf-sampler.so, the allocation sampler that `scalene-bpf
- * run` preloads into the target: its probes (BPF attaches to them and
+ * run` preloads into the target (or that the profiler loads into a running
+ * interpreter, see "Attaching" below): its probes (BPF attaches to them and
  * walks the Python stack) and its state block (the loader reads it with
  * process_vm_readv, BPF copies it at the exit probe).  Fixed-width fields
  * only: BPF and user space both include this file.
@@ -40,6 +41,41 @@
  * table is full the allocation is still reported, flagged SBS_F_UNTRACKED,
  * and its free will not be.
  *
+ * Attaching to a running interpreter.  Instead of being preloaded, the
+ * library can be loaded into a running CPython (the profiler has its main
+ * thread run a script, CPython 3.14's remote execution, PEP 768) with
+ * ctypes.PyDLL, which then calls, holding the GIL:
+ *
+ *	int scalene_bpf_sampler_attach(__u64 sample_bytes, __u32 stale_ms)
+ *
+ * It wraps Python's MEM and OBJ domains only: code already bound to libc's
+ * malloc and memcpy keeps calling them, so native allocations and copies are
+ * not seen (`hooks` says malloc-shadowed, and never malloc-seen).
+ * sample_bytes is the malloc sampling mean (0: the environment's, else the
+ * default); stale_ms bounds the heartbeat (0: 3000).  Returns 0, -EALREADY
+ * (attached now, or before in its parent, or covered, or the domains are
+ * wrapped by the preloaded library), -ENOSYS (PyMem_GetAllocator, PyMem_SetAllocator
+ * or Py_AddPendingCall not found), -EINVAL (sample_bytes over 2^50), or
+ * pthread_create's error.
+ *
+ * Heartbeat and control.  A watcher thread of the library reads attach_ctl
+ * and attach_beat every 100 ms.  The profiler writes both from outside: it
+ * changes attach_beat at least once a second once it knows where the block
+ * is (stale_ms counts from the attach), and sets SBS_CTL_DETACH in attach_ctl to leave.  On DETACH, or when
+ * attach_beat has not changed for stale_ms (the profiler died), the watcher
+ * queues the restore with Py_AddPendingCall; the main thread runs it at its
+ * next check for pending calls (a bytecode boundary) with the GIL held.  If
+ * that has not happened after a second (a main thread blocked in C; on
+ * 3.9-3.12 one that keeps the GIL), the watcher takes the GIL and restores
+ * itself.  Then it exits.  The restore gives each domain whose top is still
+ * our wrapper the allocator attach found there; one under another hook keeps
+ * our wrapper, which then passes calls through.  attach_state (enum
+ * sbs_attach) tells how it went.
+ * Sampling is then off; the library stays mapped (it is never unloaded:
+ * threads hold its thread-exit destructor).  An attach after a RESTORED
+ * detach starts over (the profiler came back); after COVERED, or in a fork
+ * child, it returns -EALREADY.
+ *
  * Probes (probes.h: functions named scalene_bpf_probe_<name>, arguments in
  * order):
  *
@@ -75,6 +111,7 @@
 
 #define SCALENE_BPF_SAMPLER_SONAME "libscalene-bpf-sampler.so"
 #define SCALENE_BPF_SAMPLER_STATE_SYM "scalene_bpf_sampler_state"
+#define SCALENE_BPF_SAMPLER_ATTACH_SYM "scalene_bpf_sampler_attach"
 
 #define SCALENE_BPF_SAMPLER_MAGIC 0x53424d53u /* "SMBS" */
 #define SCALENE_BPF_SAMPLER_ABI 1
@@ -138,6 +175,44 @@ enum sbs_python {
 	/* At exit another hook (tracemalloc, a debugger) was on top of OBJ: a
 	 * wrapper of ours may still be below it. */
 	SBS_PY_EXIT_OTHER = 1 << 7,
+	/* The library was dlopen()ed into a running interpreter (Py_IsInitialized()
+	 * was true in its constructor): nothing is wrapped until
+	 * scalene_bpf_sampler_attach(), and the libc hooks are not bound. */
+	SBS_PY_LATE = 1 << 8,
+};
+
+/* scalene_bpf_sampler_state.attach_ctl, written by the profiler. */
+enum sbs_ctl {
+	SBS_CTL_DETACH = 1 << 0, /* take the wraps out now */
+};
+
+/*
+ * scalene_bpf_sampler_state.attach_state, written by the library.  Bits are
+ * only added, except WATCHING, which goes when the watcher ends.  Sampling
+ * goes on while ATTACHED is set and none of RESTORED, COVERED and FORKED is.
+ */
+enum sbs_attach {
+	/* scalene_bpf_sampler_attach() wrapped MEM and OBJ. */
+	SBS_AT_ATTACHED = 1 << 0,
+	/* The watcher thread runs: set before it starts, cleared as its last
+	 * act, once the restore has run (or the interpreter is finalising). */
+	SBS_AT_WATCHING = 1 << 1,
+	/* The watcher saw SBS_CTL_DETACH in attach_ctl and asked for the restore. */
+	SBS_AT_DETACH_ASKED = 1 << 2,
+	/* The watcher saw attach_beat unchanged for stale_ms (the profiler is
+	 * gone) and asked for the restore. */
+	SBS_AT_BEAT_LOST = 1 << 3,
+	/* Both domains were put back as attach found them, each only because our
+	 * wrapper was still on top of it; sampling is off. */
+	SBS_AT_RESTORED = 1 << 4,
+	/* At the restore, another hook (tracemalloc, a debugger) was on top of
+	 * one of our wrappers: that wrapper stays in its chain, passing calls
+	 * through, and sampling is off.  A domain that had ours on top was put
+	 * back. */
+	SBS_AT_COVERED = 1 << 5,
+	/* A fork child of an attached process: no watcher in it, sampling off,
+	 * the wrappers pass calls through. */
+	SBS_AT_FORKED = 1 << 6,
 };
 
 /*
@@ -181,12 +256,22 @@ struct scalene_bpf_sampler_state {
 	__u64 table_stale;	/* tracked blocks released unseen (SBS_F_STALE) */
 	__u64 realloc_restores; /* failed reallocs of tracked blocks (SBS_F_RESTORED) */
 
-	__u64 reserved[8];
+	/* Attached to a running interpreter (scalene_bpf_sampler_attach). */
+	__u64 attach_beat;  /* written by the profiler from outside (process_vm_writev): it
+			     * changes at least every second while the profiler is attached */
+	__u32 attach_ctl;   /* enum sbs_ctl, written by the profiler */
+	__u32 attach_state; /* enum sbs_attach, written by the library */
+
+	__u64 reserved[6];
 };
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct scalene_bpf_sampler_state) == 248,
 	       "scalene_bpf_sampler_state is an ABI: change SCALENE_BPF_SAMPLER_ABI with it");
+
+/* See "Attaching to a running interpreter" above; exported as
+ * SCALENE_BPF_SAMPLER_ATTACH_SYM. */
+int scalene_bpf_sampler_attach(__u64 sample_bytes, __u32 stale_ms);
 #endif
 
 #endif /* SCALENE_BPF_SAMPLER_H */

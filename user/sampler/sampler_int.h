@@ -58,12 +58,27 @@ enum sbs_pending {
 };
 extern uint32_t sbs_pending;
 
-/* Bumped by the constructor (new configuration): threads seed themselves again. */
+/* Bumped by the constructor and by scalene_bpf_sampler_attach() (new
+ * configuration): threads seed themselves again. */
 extern uint32_t sbs_gen;
+
+/*
+ * Set for good when sampling must stop: after the restore of an attach, when
+ * a wrapper of ours is left covered, in a fork child of an attached process
+ * (attach.c).  Only the slow paths read it: a thread that reaches one parks
+ * its countdowns at INT64_MAX and fires nothing, so a wrapper still in a
+ * chain costs what it did, no more.
+ */
+extern uint32_t sbs_off;
+
+/* Fires the init probe (sampler.h) again: where the state block is. */
+void sbs_announce(void) SBS_COLD;
 
 /* sampler.c: sampling and probes, called by the hooks. */
 void sbs_sample_alloc(struct sampler_tls *t, void *p, size_t size, uint32_t flags) SBS_COLD;
 void sbs_sample_copy(struct sampler_tls *t, size_t size) SBS_COLD;
+/* The calling thread starts over from a fresh gap with the current mean. */
+void sbs_reseed(void) SBS_COLD;
 /* Reports and forgets p if it is a sampled block: returns 1 and its entry in
  * *meta, or 0 when p is not tracked.  Call before releasing p. */
 int sbs_untrack(void *p, uint64_t *meta) SBS_COLD;
@@ -105,6 +120,15 @@ void sbs_pywrap_init(int mode);
 void sbs_pywrap_check(struct sampler_tls *t) SBS_COLD;
 void sbs_pywrap_exit(void);
 void sbs_pywrap_after_fork(void);
+/* For scalene_bpf_sampler_attach(), GIL held: whether it may wrap (0,
+ * -ENOSYS, -EALREADY); the wrap; the restore, which returns SBS_AT_RESTORED
+ * or SBS_AT_COVERED. */
+int sbs_pywrap_attachable(void);
+void sbs_pywrap_attach(void);
+uint32_t sbs_pywrap_restore(void);
+
+/* attach.c */
+void sbs_attach_after_fork(void);
 
 /* Runs the pending work; called by the allocation hooks when sbs_pending != 0. */
 void sbs_run_pending(void) SBS_COLD;

@@ -1903,12 +1903,16 @@ static void summarise_proc(struct tproc *tp, struct mem_summary *m)
 	m->restores += st.realloc_restores;
 	if (st.hooks & SBS_H_FOREIGN_ALLOC)
 		m->foreign++;
-	if (st.hooks & SBS_H_MALLOC_SHADOWED ||
-	    (tp->sampler_final && !(st.hooks & SBS_H_MALLOC_SEEN))) {
+	/* Loaded into a running interpreter (session/meminject.h), the sampler
+	 * sees no native allocation by design, and the attach facts say so. */
+	if (!(st.python & SBS_PY_LATE) &&
+	    (st.hooks & SBS_H_MALLOC_SHADOWED ||
+	     (tp->sampler_final && !(st.hooks & SBS_H_MALLOC_SEEN)))) {
 		m->shadowed++;
 		m->shadowed_pid = tp->pid;
 	}
-	if (!(st.python & (SBS_PY_CTOR | SBS_PY_REWRAPPED))) {
+	if (!(st.python & (SBS_PY_CTOR | SBS_PY_REWRAPPED)) &&
+	    !(st.attach_state & SBS_AT_ATTACHED)) {
 		m->not_wrapped++;
 		m->not_wrapped_pid = tp->pid;
 	}

@@ -329,6 +329,14 @@ static const struct published_field {
 	PUBLISHED(dbg_unicode_state, unicode_state, "unicode.state"),
 	PUBLISHED(dbg_unicode_length, unicode_length, "unicode.length"),
 	PUBLISHED(dbg_unicode_ascii_size, unicode_ascii_size, "sizeof(PyASCIIObject)"),
+	PUBLISHED(dbg_interp_threads_main, interp_threads_main, "interp.threads_main"),
+	PUBLISHED(dbg_interp_remote_debug, interp_remote_debug, "interp.config.remote_debug"),
+	PUBLISHED(dbg_tstate_eval_breaker, tstate_eval_breaker, "tstate.eval_breaker"),
+	PUBLISHED(dbg_tstate_remote_support, tstate_remote_support,
+		  "tstate.remote_debugger_support"),
+	PUBLISHED(dbg_remote_pending_call, remote_pending_call, "debugger_pending_call"),
+	PUBLISHED(dbg_remote_script_path, remote_script_path, "debugger_script_path"),
+	PUBLISHED(dbg_remote_script_path_size, remote_script_path_size, "_Py_MAX_SCRIPT_PATH_SIZE"),
 };
 #undef PUBLISHED
 

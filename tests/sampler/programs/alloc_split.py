@@ -36,7 +36,8 @@ class State(ctypes.Structure):
         ("copy_samples", U64), ("copy_sampled_bytes", U64),
         ("table_entries", U64), ("table_overflows", U64), ("table_stale", U64),
         ("realloc_restores", U64),
-        ("reserved", U64 * 8),
+        ("attach_beat", U64), ("attach_ctl", U32), ("attach_state", U32),
+        ("reserved", U64 * 6),
     ]
 
 

@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""--pid --memory on Python 3.14+: the allocation sampler that `run`
+preloads is loaded into the running process instead (PEP 768's remote
+execution, user/session/meminject.h), and its hooks taken out at the end.
+
+The target must be left as it was: its allocators are its own again after
+the profiler leaves, by its word or, killed, by its silence."""
+
+import glob
+import os
+import subprocess
+import time
+
+import pytest
+
+from e2e_helpers import (clean_env, find_interpreter, finish, invoke, program,
+                         read_rounds, rounds_at)
+from test_memory import describe, line_row
+
+PROG = program("attach_inject.py")
+
+
+@pytest.fixture(params=("sid3.14-static", "sid3.15-static"))
+def remote_python(request):
+    """An interpreter that runs code sent from outside (3.14+)."""
+    return find_interpreter(request.param)
+
+
+def _start(python, tmp_path, env=None):
+    stop, side = tmp_path / "stop", tmp_path / "rounds.txt"
+    target = subprocess.Popen([python, PROG, str(stop), str(side)], cwd=str(tmp_path),
+                              env=env or clean_env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert target.stdout.readline().strip() == "ready"
+    return target, stop, side
+
+
+def _end(target, stop):
+    """Stops the target; its last line's words ("done", rounds, whether its
+    allocators are those it started with)."""
+    stop.touch()
+    rest, err = target.communicate(timeout=30)
+    assert target.returncode == 0, (target.returncode, rest, err)
+    words = rest.split()
+    assert words[:1] == ["done"] and len(words) == 3, (rest, err)
+    return words
+
+
+def _our_dirs(pid):
+    return glob.glob(f"/tmp/scalene-bpf-attach.{pid}.*")
+
+
+def test_attach_memory_injected(remote_python, tmp_path, accuracy):
+    """The lines' bytes (4:1), all through Python's allocator, with frees:
+    a footprint; the allocators given back at the end, nothing left in
+    /tmp."""
+    target, stop, _ = _start(remote_python, tmp_path)
+    out, again = tmp_path / "profile.json", tmp_path / "again.json"
+    try:
+        res = invoke(["--pid", target.pid, "--memory", "--duration", "3", "-o", out],
+                     cwd=tmp_path, timeout=60)
+        assert target.poll() is None, "the target ended during the attach"
+        # A profiler that comes back: the copy loaded the first time is
+        # attached again.
+        res2 = invoke(["--pid", target.pid, "--memory", "--duration", "1", "-o", again],
+                      cwd=tmp_path, timeout=60)
+        with open(f"/proc/{target.pid}/maps") as f:
+            copies = {line.split()[-2] if line.rstrip().endswith("(deleted)")
+                      else line.split()[-1] for line in f if "scalene-bpf-attach." in line}
+        assert target.poll() is None, "the target ended during the second attach"
+    finally:
+        words = _end(target, stop)
+    assert words[2] == "same", f"the target's allocators changed: {words}\n{res.describe()}"
+    assert len(copies) == 1, copies
+    finish(res2, again)
+    att2 = res2.profile["scalene_bpf"]["memory"]["attach"]
+    assert att2["attached"] is True and att2["detach"] == "restored", att2
+    assert line_row(res2.profile, PROG, "small")["n_malloc_mb"] > 0, describe(res2.profile, PROG)
+    finish(res, out)
+    p = res.profile
+    mem = p["scalene_bpf"]["memory"]
+    att = mem["attach"]
+    ctx = f"{describe(p, PROG)}; attach {att}"
+    assert att["method"] == "remote_exec" and att["attached"] is True, ctx
+    assert att["detach"] == "restored", ctx
+    assert 0 <= att["answer_s"] < 1.0 and att["attached_s"] > 2.0, ctx
+    assert not _our_dirs(res.pid), _our_dirs(res.pid)
+    assert mem["mode"] == "sampler" and mem["sampler_loaded"] == 1, ctx
+    big, small = line_row(p, PROG, "big"), line_row(p, PROG, "small")
+    # 4 MiB blocks are sampled at 1 - e^-4 of them, 1 MiB at 1 - e^-1, each
+    # weighed up by the same factor: hundreds of samples a line in 3 s.
+    assert small["n_malloc_mb"] > 0, ctx
+    ratio = big["n_malloc_mb"] / small["n_malloc_mb"]
+    accuracy("attach --memory injected: big:small", 4.0, round(ratio, 2), "3..5")
+    assert 3.0 <= ratio <= 5.0, f"4:1 lines measured {ratio:.2f}; {ctx}"
+    # bytearray's buffer comes from Python's allocator: all Python.
+    assert big["n_python_fraction"] >= 0.99 and small["n_python_fraction"] >= 0.99, ctx
+    # Frees are seen: each block is freed when the next one replaces it.
+    assert p["max_footprint_mb"] > 0, ctx
+    assert "not_measured" in att and "native" in att["not_measured"], att
+
+
+def test_attach_memory_injected_profiler_killed(remote_python, tmp_path):
+    """The profiler killed (SIGKILL) while the sampler is in: the sampler's
+    thread hears no heartbeat for 3 s and has the interpreter put the
+    allocators back; the target runs on at its pace and ends with its own
+    allocators, and nothing of ours is left in its /tmp."""
+    target, stop, side = _start(remote_python, tmp_path)
+    out = tmp_path / "profile.json"
+    killed = []
+
+    def kill(proc):
+        time.sleep(3.0)
+        proc.kill()
+        killed.append(time.time())
+
+    try:
+        time.sleep(1.0)  # its pace before, from its own lines
+        attached = time.time()
+        res = invoke(["--pid", target.pid, "--memory", "--duration", "20", "-o", out],
+                     cwd=tmp_path, timeout=30, during=kill)
+        assert target.poll() is None, "the target ended with the profiler"
+        # The beat's 3 s, the watcher's 0.1 s, the pending call's next
+        # eval-breaker check (a round: tens of ms).
+        time.sleep(4.5)
+        assert target.poll() is None, "the target ended after the profiler"
+    finally:
+        words = _end(target, stop)
+    assert not out.exists(), "a profile from a killed profiler"
+    assert words[2] == "same", f"the allocators were not given back: {words}"
+    assert not _our_dirs(res.pid), _our_dirs(res.pid)
+    rows = read_rounds(side)
+
+    def pace(t0, t1):
+        return (rounds_at(rows, t1) - rounds_at(rows, t0)) / (t1 - t0)
+
+    before, after = pace(attached - 0.8, attached), pace(killed[0] + 0.5, killed[0] + 4.0)
+    assert after >= 0.5 * before, f"rounds a second: {before:.0f} before, {after:.0f} after"
+
+
+def test_attach_memory_injection_refused(tmp_path):
+    """A 3.14 whose remote execution is off (PYTHON_DISABLE_REMOTE_DEBUG):
+    by default its allocators are probed instead, and said; asked to inject,
+    the profiler says why it cannot and fails."""
+    python = find_interpreter("sid3.14-static")
+    env = clean_env({"PYTHON_DISABLE_REMOTE_DEBUG": "1"})
+    target, stop, _ = _start(python, tmp_path, env=env)
+    out = tmp_path / "profile.json"
+    try:
+        res = invoke(["--pid", target.pid, "--memory", "--duration", "1", "-o", out],
+                     cwd=tmp_path, timeout=60)
+        refused = invoke(["--pid", target.pid, "--memory", "--memory-method", "inject",
+                          "--duration", "1", "-o", tmp_path / "no.json"],
+                         cwd=tmp_path, timeout=60)
+    finally:
+        words = _end(target, stop)
+    assert words[2] == "same", words
+    finish(res, out)
+    assert "does not allow code sent from outside" in res.stderr, res.stderr
+    assert "probed instead" in res.stderr, res.stderr
+    mem = res.profile["scalene_bpf"]["memory"]
+    assert mem["mode"] == "uprobes" and "attach" not in mem, mem
+    assert refused.rc == 1, refused.describe()
+    assert "does not allow code sent from outside" in refused.stderr, refused.stderr
+    assert not (tmp_path / "no.json").exists()
+
+
+def test_attach_memory_injection_needs_3_14(tmp_path):
+    """Before 3.14 there is no remote execution: --memory-method inject says
+    so and fails; the target is untouched."""
+    python = find_interpreter("py3.12")
+    target, stop, _ = _start(python, tmp_path)
+    try:
+        res = invoke(["--pid", target.pid, "--memory", "--memory-method", "inject",
+                      "--duration", "1", "-o", tmp_path / "p.json"], cwd=tmp_path, timeout=60)
+    finally:
+        words = _end(target, stop)
+    assert words[2] == "same", words
+    assert res.rc == 1, res.describe()
+    assert "3.14+ can" in res.stderr, res.stderr
+    assert os.path.exists(tmp_path / "p.json") is False
