@@ -385,7 +385,7 @@ static void read_answer(struct meminject *m, uint64_t now)
 
 void meminject__tick(struct meminject *m, uint64_t now)
 {
-	if (!m || !m->requested)
+	if (!m || !m->requested || m->ended_ns)
 		return;
 	if (!m->answered) {
 		read_answer(m, now);
@@ -408,7 +408,8 @@ int meminject__due_ms(const struct meminject *m, uint64_t now, int max_ms)
 {
 	uint64_t next;
 
-	if (!m || !m->requested)
+	/* Nothing to do: not asked, over, or answered without attaching. */
+	if (!m || !m->requested || m->ended_ns || (m->answered && !m->attached))
 		return max_ms;
 	next = m->answered ? m->beat_ns + BEAT_NS : now + 50 * 1000000ull;
 	if (next <= now)

@@ -842,22 +842,13 @@ static void print_header(struct ctx *c, struct json_object *doc)
 		row_emit(c, &r);
 	}
 	if (c->sel.memory) {
-		struct json_object *att =
-			vj_object(vj_object(vj_object(doc, "scalene_bpf"), "memory"), "attach");
-		char text[640];
+		char text[640], sentence[600];
 
 		/* --pid on 3.14+: the sampler put into the process (meminject.h). */
-		if (att && vj_flag(att, "attached"))
-			snprintf(text, sizeof(text),
-				 "memory: the sampler was loaded into the running process for "
-				 "%.1f s (its allocators given back: %s); it sees Python's "
-				 "allocator only, not native allocations or copies",
-				 vj_num(att, "attached_s"), vj_str(att, "detach") ?: "?");
-		else if (att)
-			snprintf(text, sizeof(text), "memory: not measured: %s",
-				 vj_str(att, "why_not") ?: "the sampler was not loaded");
-		if (att)
+		if (vj_memory_attach_text(doc, sentence, sizeof(sentence))) {
+			snprintf(text, sizeof(text), "memory: %s", sentence);
 			print_wrapped(c, &r, text);
+		}
 	}
 	if (c->sel.gpu) {
 		const char *dev = vj_str(doc, "gpu_device");

@@ -647,6 +647,12 @@ static void header_model(struct model *m, struct json_object *doc, const char *n
 	add(r, "threshold", num(m->sel.all_lines ? 0 : m->sel.threshold));
 	add(r, "max_footprint_mb", num(vj_num(doc, "max_footprint_mb")));
 	add(r, "footprint_measured", json_object_new_boolean(vj_footprint_measured(doc)));
+	{
+		char sentence[600];
+
+		if (vj_memory_attach_text(doc, sentence, sizeof(sentence)))
+			add(r, "memory_attach", text(sentence, sizeof(sentence)));
+	}
 	if (vj_probe_overhead_s(doc) > 0)
 		add(r, "probe_overhead_s", num(vj_probe_overhead_s(doc)));
 	{

@@ -136,6 +136,25 @@ static bool vj_off_lines(struct json_object *doc, double share, struct vj_off_li
 /* A part under this rounds to 0.00 s: not named. */
 #define OFF_LINES_PART_S 0.005
 
+bool vj_memory_attach_text(struct json_object *doc, char *buf, size_t n)
+{
+	struct json_object *att =
+		vj_object(vj_object(vj_object(doc, "scalene_bpf"), "memory"), "attach");
+
+	if (!att)
+		return false;
+	if (vj_flag(att, "attached"))
+		snprintf(buf, n,
+			 "the sampler was loaded into the running process for %.1f s (its "
+			 "allocators given back: %s); it sees Python's allocator only, not native "
+			 "allocations or copies",
+			 vj_num(att, "attached_s"), vj_str(att, "detach") ?: "?");
+	else
+		snprintf(buf, n, "not measured: %s",
+			 vj_str(att, "why_not") ?: "the sampler was not loaded");
+	return true;
+}
+
 bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n)
 {
 	const char *sep = ": ";

@@ -78,6 +78,11 @@ double vj_stolen_s(struct json_object *doc);
  * shares of), in buf, when it is 2 % of the total or more; false (buf
  * empty) otherwise. */
 bool vj_off_lines_text(struct json_object *doc, char *buf, size_t n);
+
+/* --pid --memory on 3.14+ (scalene_bpf.memory.attach): how the sampler
+ * loaded into the process went, in one sentence; false when the profile
+ * has no such object. */
+bool vj_memory_attach_text(struct json_object *doc, char *buf, size_t n);
 /* MB that a line or function (fn) of a file allocated, freed or not (our
  * churn, beside Scalene's net n_malloc_mb): row is the line's or function's
  * entry, file_churn the file's entry in vj_churn_files (NULL: 0). */

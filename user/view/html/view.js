@@ -168,6 +168,8 @@ function header() {
 			fact('growth', fix(D.growth_rate, 1) + '%');
 		}
 		fact('allocation samples', count(D.alloc_samples));
+		if (str(D.memory_attach))
+			fact('attached', str(D.memory_attach));
 		if (num(D.native_mb) > 0)
 			fact('threads without Python', mb(D.native_mb));
 	}
