@@ -417,6 +417,20 @@ static void test_fs_user_plain(void)
 	CHECK_EQ_INT(setfsuid(-1), geteuid());
 }
 
+/* Another process's ids: this one's, as the kernel has them; a process
+ * that is not there is an error. */
+static void test_of_process(void)
+{
+	struct proc_ids ids = { 0 };
+
+	CHECK_EQ_INT(creds_of_process(getpid(), &ids), 0);
+	CHECK_EQ_INT(ids.uid, getuid());
+	CHECK_EQ_INT(ids.gid, getgid());
+	CHECK_EQ_INT(ids.fsuid, geteuid());
+	CHECK_EQ_INT(ids.fsgid, getegid());
+	CHECK_EQ_INT(creds_of_process(-1, &ids), -ENOENT);
+}
+
 int main(void)
 {
 	char cmd[PATH_MAX + 16];
@@ -445,6 +459,7 @@ int main(void)
 	RUN_TEST(test_become_no_drop);
 	RUN_TEST(test_become_refused);
 	RUN_TEST(test_fs_user);
+	RUN_TEST(test_of_process);
 	RUN_TEST(test_fs_user_plain);
 	rc = test_summary("creds");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

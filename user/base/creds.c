@@ -118,3 +118,29 @@ int creds_missing_caps(char *buf, size_t n)
 #undef HAS
 	return missing;
 }
+
+int creds_of_process(int pid, struct proc_ids *ids)
+{
+	char path[64], line[256];
+	unsigned int real, eff, saved, fs;
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u %u %u %u", &real, &eff, &saved, &fs) == 4) {
+			ids->uid = real;
+			ids->fsuid = fs;
+			found |= 1;
+		} else if (sscanf(line, "Gid: %u %u %u %u", &real, &eff, &saved, &fs) == 4) {
+			ids->gid = real;
+			ids->fsgid = fs;
+			found |= 2;
+		}
+	}
+	fclose(f);
+	return found == 3 ? 0 : -EINVAL;
+}

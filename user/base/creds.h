@@ -40,6 +40,16 @@ struct fs_creds {
 void creds_fs_user(const struct user_creds *c, struct fs_creds *saved);
 void creds_fs_self(const struct fs_creds *saved);
 
+/* Another process's ids, from /proc/PID/status: its real user and group,
+ * and those its file accesses use (file-system ids).  0, -EINVAL when the
+ * lines are not there, or -errno. */
+struct proc_ids {
+	uid_t uid, fsuid;
+	gid_t gid, fsgid;
+};
+
+int creds_of_process(int pid, struct proc_ids *ids);
+
 /* The capabilities profiling needs (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE;
  * CAP_SYS_ADMIN stands for the first two) that this process lacks in its
  * effective set, named in buf ("CAP_BPF, CAP_PERFMON"); returns how many

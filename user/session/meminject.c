@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/creds.h"
 #include "base/log.h"
 #include "base/memread.h"
 #include "base/procmaps.h"
@@ -64,31 +65,6 @@ static int in_dir(const struct meminject *m, const char *name, bool host, char *
 	int len = snprintf(buf, n, "%s%s/%s", host ? m->root : "", m->dir, name);
 
 	return len < 0 || (size_t)len >= n ? -ENAMETOOLONG : 0;
-}
-
-/* The process's file-system user and group, as this process numbers them. */
-static int fs_owner(int pid, uid_t *uid, gid_t *gid)
-{
-	char path[64], line[256];
-	unsigned int r, e, s, fs;
-	int found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &fs) == 4) {
-			*uid = fs;
-			found |= 1;
-		} else if (sscanf(line, "Gid: %u %u %u %u", &r, &e, &s, &fs) == 4) {
-			*gid = fs;
-			found |= 2;
-		}
-	}
-	fclose(f);
-	return found == 3 ? 0 : -EPROTO;
 }
 
 /* A directory of ours in the first of the process's temporary directories
@@ -254,17 +230,16 @@ static int write_script(struct meminject *m, const char *path)
  * it, so that it can write nothing else here. */
 static int make_status(struct meminject *m, const char *path)
 {
-	uid_t uid = 0;
-	gid_t gid = 0;
+	struct proc_ids ids;
 	int err, fd;
 
-	err = fs_owner(m->pid, &uid, &gid);
+	err = creds_of_process(m->pid, &ids);
 	if (err)
 		return err;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	if (fchown(fd, uid, gid))
+	if (fchown(fd, ids.fsuid, ids.fsgid))
 		err = -errno;
 	close(fd);
 	return err;

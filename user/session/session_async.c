@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "session/asyncprobe.h"
+#include "base/creds.h"
 #include "base/hmap.h"
 #include "base/log.h"
 #include "model/profile.h"
@@ -122,28 +123,6 @@ void sasync_start(struct session *s, struct tproc *tp)
 }
 
 /* The uid and gid the process runs as: the probe runs as them. */
-static int proc_ids(int pid, uid_t *uid, gid_t *gid)
-{
-	char path[64], line[256];
-	int found = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned int a;
-
-		if (sscanf(line, "Uid: %u", &a) == 1)
-			*uid = a, found |= 1;
-		else if (sscanf(line, "Gid: %u", &a) == 1)
-			*gid = a, found |= 2;
-	}
-	fclose(f);
-	return found == 3 ? 0 : -EINVAL;
-}
-
 static void async_layout_note(struct session *s, struct tproc *tp, const struct async_layout *l,
 			      const char *why)
 {
@@ -212,8 +191,7 @@ static void async_probe(struct session *s, struct tproc *tp, bool cached_only)
 	struct pyasync_layout pl;
 	struct async_layout l;
 	char why[256] = "", exe[64];
-	uid_t uid = 0;
-	gid_t gid = 0;
+	struct proc_ids ids = { 0 };
 	int err;
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", tp->pid);
@@ -222,9 +200,9 @@ static void async_probe(struct session *s, struct tproc *tp, bool cached_only)
 			goto have;
 		if (cached_only)
 			return;
-		err = proc_ids(tp->pid, &uid, &gid);
+		err = creds_of_process(tp->pid, &ids);
 		if (!err)
-			tp->probe = asyncprobe__start(exe, uid, gid, why, sizeof(why));
+			tp->probe = asyncprobe__start(exe, ids.uid, ids.gid, why, sizeof(why));
 		if (!tp->probe) {
 			if (!why[0])
 				snprintf(why, sizeof(why), "cannot read its ids: %s",
