@@ -26,6 +26,8 @@ import threading
 import time
 import warnings
 
+from sampler_state import State
+
 U64 = ctypes.c_uint64
 U32 = ctypes.c_uint32
 KiB = 1024
@@ -37,29 +39,6 @@ ATTACHED, WATCHING, DETACH_ASKED, BEAT_LOST = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 RESTORED, COVERED, FORKED = 1 << 4, 1 << 5, 1 << 6
 CTL_DETACH = 1
 ENDED = RESTORED | COVERED
-
-
-class State(ctypes.Structure):
-    # struct scalene_bpf_sampler_state
-    _fields_ = [
-        ("magic", U32), ("abi", U32), ("size", U32), ("pid", U32),
-        ("sample_bytes", U64), ("copy_sample_bytes", U64),
-        ("hooks", U32), ("python", U32),
-        ("alloc_bytes", U64), ("python_bytes", U64), ("copy_bytes", U64),
-        ("malloc_samples", U64), ("python_samples", U64),
-        ("sampled_bytes", U64), ("sampled_python_bytes", U64),
-        ("free_samples", U64), ("freed_sampled_bytes", U64),
-        ("freed_sampled_python_bytes", U64),
-        ("live_sampled_bytes", U64), ("peak_sampled_bytes", U64),
-        ("copy_samples", U64), ("copy_sampled_bytes", U64),
-        ("table_entries", U64), ("table_overflows", U64), ("table_stale", U64),
-        ("realloc_restores", U64),
-        ("attach_beat", U64), ("attach_ctl", U32), ("attach_state", U32),
-        ("reserved", U64 * 6),
-    ]
-
-
-assert ctypes.sizeof(State) == 248
 
 
 class Allocator(ctypes.Structure):
