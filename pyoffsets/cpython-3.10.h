@@ -170,6 +170,23 @@ static const struct py_offsets py_offsets_3_10 = {
 	.dbg_remote_script_path = PYOFF_NONE,
 	.dbg_remote_script_path_size = PYOFF_NONE,
 	.eval_please_stop = 0x0,
+	.interp_pending = 80,
+	.pending_first = 528,
+	.pending_last = 532,
+	.pending_calls_to_do = 8,
+	.pending_busy = PYOFF_NONE,
+	.pending_npending = PYOFF_NONE,
+	.pending_max = PYOFF_NONE,
+	.pending_handling = PYOFF_NONE,
+	.pending_mutex = PYOFF_NONE,
+	.pending_calls = 16,
+	.pending_call_size = 16,
+	.pending_call_func = 0,
+	.pending_call_arg = 8,
+	.pending_call_flags = PYOFF_NONE,
+	.pending_ncalls = 32,
+	.interp_eval_breaker = 68,
+	.eval_calls_to_do = 0x0,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_10_H */

@@ -189,6 +189,23 @@ static const struct py_offsets py_offsets_3_15 = {
 	.dbg_remote_script_path = 872,
 	.dbg_remote_script_path_size = 880,
 	.eval_please_stop = 0x20,
+	.interp_pending = PYOFF_NONE,
+	.pending_first = PYOFF_NONE,
+	.pending_last = PYOFF_NONE,
+	.pending_calls_to_do = PYOFF_NONE,
+	.pending_busy = PYOFF_NONE,
+	.pending_npending = PYOFF_NONE,
+	.pending_max = PYOFF_NONE,
+	.pending_handling = PYOFF_NONE,
+	.pending_mutex = PYOFF_NONE,
+	.pending_calls = PYOFF_NONE,
+	.pending_call_size = PYOFF_NONE,
+	.pending_call_func = PYOFF_NONE,
+	.pending_call_arg = PYOFF_NONE,
+	.pending_call_flags = PYOFF_NONE,
+	.pending_ncalls = PYOFF_NONE,
+	.interp_eval_breaker = PYOFF_NONE,
+	.eval_calls_to_do = 0x0,
 };
 
 #endif /* PYOFFSETS_CPYTHON_3_15_H */

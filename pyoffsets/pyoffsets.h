@@ -220,7 +220,8 @@ struct py_offsets {
 	/* Running code in a live interpreter (PEP 768, 3.14+; NONE before):
 	 * the main thread state (interp.threads.main), whether the interpreter
 	 * allows it (interp.config.remote_debug, an int), and where a thread
-	 * state takes the request: its eval_breaker (uintptr_t) and its
+	 * state takes the request: its eval_breaker (uintptr_t; 3.13 has it
+	 * too, for the pending calls below) and its
 	 * _PyRemoteDebuggerSupport (debugger_pending_call, an int32, and the
 	 * script's path, a char array of remote_script_path_size bytes). */
 	uint16_t interp_threads_main;
@@ -241,6 +242,36 @@ struct py_offsets {
 	/* The eval_breaker bit that makes the thread look at the request
 	 * (_PY_EVAL_PLEASE_STOP_BIT); 0 before 3.14. */
 	uint32_t eval_please_stop;
+
+	/* The main interpreter's queue of pending calls (3.9-3.13; NONE from
+	 * 3.14, which runs code sent from outside as above), the ring that
+	 * Py_AddPendingCall fills and the eval loop empties with the GIL held:
+	 * interp.ceval.pending, and in it the ring's ends (next is 3.13's
+	 * name for last), its calls[] of pending_ncalls entries of
+	 * pending_call_size bytes (func, arg and, 3.13, flags), and what says
+	 * it is in use: calls_to_do (3.9-3.12, an int), busy (3.12), and
+	 * 3.13's npending, max, handling_thread and one-byte PyMutex. */
+	uint16_t interp_pending;
+	uint16_t pending_first;
+	uint16_t pending_last;
+	uint16_t pending_calls_to_do;
+	uint16_t pending_busy;
+	uint16_t pending_npending;
+	uint16_t pending_max;
+	uint16_t pending_handling;
+	uint16_t pending_mutex;
+	uint16_t pending_calls;
+	uint16_t pending_call_size;
+	uint16_t pending_call_func;
+	uint16_t pending_call_arg;
+	uint16_t pending_call_flags;
+	uint16_t pending_ncalls;
+	/* What makes the eval loop look at the queue: the interpreter's
+	 * eval_breaker int (3.9-3.12; NONE after: each thread has its own,
+	 * tstate_eval_breaker, and the bit _PY_CALLS_TO_DO_BIT, 0 before
+	 * 3.13). */
+	uint16_t interp_eval_breaker;
+	uint32_t eval_calls_to_do;
 };
 
 #endif /* PYOFFSETS_H */

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""--pid --memory on Python 3.14+: the allocation sampler that `run`
-preloads is loaded into the running process instead (PEP 768's remote
-execution, user/session/meminject.h), and its hooks taken out at the end.
+"""--pid --memory: the allocation sampler that `run` preloads is loaded
+into the running process instead (user/session/meminject.h): 3.14+ run the
+script that loads it as code sent from outside (PEP 768), 3.9-3.13 from a
+call put into the interpreter's queue of pending calls.  Its hooks are taken
+out at the end.
 
 The target must be left as it was: its allocators are its own again after
 the profiler leaves, by its word or, killed, by its silence."""
@@ -22,10 +24,26 @@ from test_memory import describe, line_row
 PROG = program("attach_inject.py")
 
 
-@pytest.fixture(params=("sid3.14-static", "sid3.15-static"))
-def remote_python(request):
-    """An interpreter that runs code sent from outside (3.14+)."""
-    return find_interpreter(request.param)
+# Pending calls (3.9-3.13: the oldest, the two layouts of the queue, a
+# static build), and remote execution (3.14+).
+INJECTABLE = ("py3.9", "debian3.11-static", "py3.12", "py3.13", "sid3.14-static",
+              "sid3.15-static")
+
+
+def _method(ident):
+    return "remote_exec" if ident.startswith("sid") else "pending_call"
+
+
+@pytest.fixture(params=INJECTABLE)
+def inject_python(request):
+    """An interpreter the sampler can be put into, and the way in."""
+    return find_interpreter(request.param), _method(request.param)
+
+
+@pytest.fixture(params=("py3.9", "py3.13", "sid3.14-static"))
+def some_inject_python(request):
+    """Fewer of them, for the longer tests: each way in, each queue."""
+    return find_interpreter(request.param), _method(request.param)
 
 
 def _start(python, tmp_path, env=None, user=None, prog=PROG):
@@ -54,11 +72,12 @@ def _our_dirs(pid):
     return glob.glob(f"/tmp/scalene-bpf-attach.{pid}.*")
 
 
-def test_attach_memory_injected(remote_python, tmp_path, accuracy):
+def test_attach_memory_injected(inject_python, tmp_path, accuracy):
     """The lines' bytes (4:1), all through Python's allocator, with frees:
     a footprint; the allocators given back at the end, nothing left in
-    /tmp."""
-    target, stop, _ = _start(remote_python, tmp_path)
+    /tmp; the sampler's own thread is not in the profile."""
+    python, method = inject_python
+    target, stop, _ = _start(python, tmp_path)
     out = tmp_path / "profile.json"
     try:
         res = invoke(["--pid", target.pid, "--memory", "--duration", "3", "-o", out],
@@ -72,7 +91,7 @@ def test_attach_memory_injected(remote_python, tmp_path, accuracy):
     mem = p["scalene_bpf"]["memory"]
     att = mem["attach"]
     ctx = f"{describe(p, PROG)}; attach {att}"
-    assert att["method"] == "remote_exec" and att["attached"] is True, ctx
+    assert att["method"] == method and att["attached"] is True, ctx
     assert att["detach"] == "restored", ctx
     # How soon the script answers depends on the machine (ms here, 1.6 s
     # in an emulated guest): only that it did, and stayed until the end.
@@ -93,12 +112,16 @@ def test_attach_memory_injected(remote_python, tmp_path, accuracy):
     # Frees are seen: each block is freed when the next one replaces it.
     assert p["max_footprint_mb"] > 0, ctx
     assert "not_measured" in att and "native" in att["not_measured"], att
+    # The sampler's watcher thread (sleeping) is left out: had it been
+    # counted, its 3 s would be "on no line" and halve the lines' shares.
+    assert "scalene-bpf-mem" not in str(p["scalene_bpf"]["threads"]), p["scalene_bpf"]["threads"]
+    assert p["files"][PROG]["percent_cpu_time"] > 90, ctx
 
 
-def test_attach_memory_injected_again(remote_python, tmp_path):
+def test_attach_memory_injected_again(some_inject_python, tmp_path):
     """A profiler that comes back to the same process: the copy loaded the
     first time is attached again (one copy mapped), and given back again."""
-    target, stop, _ = _start(remote_python, tmp_path)
+    target, stop, _ = _start(some_inject_python[0], tmp_path)
     outs = [tmp_path / "first.json", tmp_path / "again.json"]
     try:
         runs = [invoke(["--pid", target.pid, "--memory", "--duration", "1", "-o", out],
@@ -118,12 +141,12 @@ def test_attach_memory_injected_again(remote_python, tmp_path):
         assert line_row(res.profile, PROG, "small")["n_malloc_mb"] > 0, describe(res.profile, PROG)
 
 
-def test_attach_memory_injected_profiler_killed(remote_python, tmp_path):
+def test_attach_memory_injected_profiler_killed(some_inject_python, tmp_path):
     """The profiler killed (SIGKILL) while the sampler is in: the sampler's
     thread hears no heartbeat for 3 s and has the interpreter put the
     allocators back; the target runs on at its pace and ends with its own
     allocators, and nothing of ours is left in its /tmp."""
-    target, stop, side = _start(remote_python, tmp_path)
+    target, stop, side = _start(some_inject_python[0], tmp_path)
     out = tmp_path / "profile.json"
     killed = []
 
@@ -183,20 +206,81 @@ def test_attach_memory_injection_refused(tmp_path):
     assert not (tmp_path / "no.json").exists()
 
 
-def test_attach_memory_injection_needs_3_14(tmp_path):
-    """Before 3.14 there is no remote execution: --memory-method inject says
-    so and fails; the target is untouched."""
-    python = find_interpreter("py3.12")
+def test_attach_memory_injection_free_threaded(tmp_path):
+    """A free-threaded 3.13 has neither way in: --memory-method inject says
+    so and fails, auto probes the allocators instead; the target is
+    untouched."""
+    python = find_interpreter("ft3.13-static")
     target, stop, _ = _start(python, tmp_path)
+    out = tmp_path / "profile.json"
     try:
         res = invoke(["--pid", target.pid, "--memory", "--memory-method", "inject",
                       "--duration", "1", "-o", tmp_path / "p.json"], cwd=tmp_path, timeout=60)
+        auto = invoke(["--pid", target.pid, "--memory", "--duration", "1", "-o", out],
+                      cwd=tmp_path, timeout=60)
     finally:
         words = _end(target, stop)
     assert words[2] == "same", words
     assert res.rc == 1, res.describe()
-    assert "3.14+ can" in res.stderr, res.stderr
+    assert "free-threaded" in res.stderr and "3.14+ can" in res.stderr, res.stderr
     assert os.path.exists(tmp_path / "p.json") is False
+    finish(auto, out)
+    assert "probed instead" in auto.stderr, auto.stderr
+    assert auto.profile["scalene_bpf"]["memory"]["mode"] == "uprobes"
+
+
+@pytest.mark.parametrize("ident", ("py3.9", "debian3.11-static", "py3.13"))
+def test_attach_memory_injection_main_thread_blocked(ident, tmp_path):
+    """The main thread blocked in C for the whole attach, another running
+    Python.  3.9-3.11 make a pending call in the main thread only: it is
+    never taken, and at the end it is taken back out of the queue; when the
+    main thread runs Python again nothing of ours runs (no sampler thread,
+    allocators its own, nothing printed).  3.12+ make it in any thread: the
+    other thread loads the sampler, and at the end, the main thread being
+    blocked, the sampler's own thread takes the GIL to put the allocators
+    back."""
+    python = find_interpreter(ident)
+    stop = tmp_path / "stop"
+    code = ("import ctypes, os, sys, threading, time\n"
+            "def work():\n"
+            "    while not os.path.exists(sys.argv[1]):\n"
+            "        bytearray(1 << 20); time.sleep(0.001)\n"
+            "threading.Thread(target=work, daemon=True).start()\n"
+            "get = ctypes.pythonapi.PyMem_GetAllocator\n"
+            "get.restype = None\n"
+            "def alloc():\n"
+            "    a = (ctypes.c_void_p * 5)()\n"
+            "    get(2, a)\n"
+            "    return list(a)\n"
+            "before = alloc()\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(5)\n"
+            "for _ in range(2000): sum(range(100))\n"
+            "time.sleep(0.5)\n"
+            "comms = [open('/proc/self/task/%s/comm' % t).read().strip()\n"
+            "         for t in os.listdir('/proc/self/task')]\n"
+            "open(sys.argv[1], 'w').close()\n"
+            "print('done', 'scalene-bpf-mem' in comms, alloc() == before, flush=True)\n")
+    target = subprocess.Popen([python, "-c", code, str(stop)], cwd=str(tmp_path),
+                              env=clean_env(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = tmp_path / "profile.json"
+    try:
+        assert target.stdout.readline().strip() == "ready"
+        res = invoke(["--pid", target.pid, "--memory", "--duration", "2", "-o", out],
+                     cwd=tmp_path, timeout=60)
+    finally:
+        rest, err = target.communicate(timeout=30)
+    assert target.returncode == 0 and rest.split() == ["done", "False", "True"], (rest, err)
+    assert err == "", err
+    finish(res, out)
+    att = res.profile["scalene_bpf"]["memory"]["attach"]
+    assert att["method"] == "pending_call", att
+    if ident == "py3.13":
+        assert att["attached"] is True and att["detach"] == "restored", att
+    else:
+        assert att["attached"] is False and "taken back" in att["why_not"], att
+    assert not _our_dirs(res.pid), _our_dirs(res.pid)
 
 
 def test_attach_memory_injected_under_sudo(user_dir):

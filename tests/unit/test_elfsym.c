@@ -245,6 +245,9 @@ static void test_tiny(void)
 	CHECK_EQ_INT(ranges[0][1], 0x401078);
 	CHECK_EQ_INT(elf_file__exec_ranges(e, ranges, 0), 0);
 	CHECK_EQ_INT(elf_file__exec_ranges(e, ranges, -1), -EINVAL);
+	/* The RW segment: 8 bytes of bss at 0x402000. */
+	CHECK_EQ_INT(elf_file__writable_end(e, &vaddr), 0);
+	CHECK_EQ_INT(vaddr, 0x402008);
 
 	CHECK_EQ_INT(elf_file__offset_to_vaddr(e, 0x1003, &vaddr), 0);
 	CHECK_EQ_INT(vaddr, 0x401003);

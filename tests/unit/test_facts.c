@@ -225,6 +225,7 @@ static struct facts *full_facts(void)
 	f->has_memory = true;
 	f->has_inject = true;
 	f->inject.requested = f->inject.attached = true;
+	snprintf(f->inject.method, sizeof(f->inject.method), "remote_exec");
 	f->inject.answer_s = 0.25;
 	f->inject.attached_s = 3.5;
 	snprintf(f->inject.detach, sizeof(f->inject.detach), "restored");

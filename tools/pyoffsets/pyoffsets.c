@@ -34,7 +34,7 @@
 #include <internal/pycore_dict.h>
 #include <internal/pycore_object.h>
 #endif
-#if PY_VERSION_HEX >= 0x030e0000
+#if PY_VERSION_HEX >= 0x030d0000
 #include <internal/pycore_ceval.h>
 #endif
 
@@ -246,6 +246,48 @@ static void fill_remote_exec(struct py_offsets *o)
 	o->eval_please_stop = _PY_EVAL_PLEASE_STOP_BIT;
 #else
 	o->eval_please_stop = 0;
+#endif
+}
+
+/* 3.9-3.13: the queue Py_AddPendingCall fills (target/pending_call.c). */
+static void fill_pending_calls(struct py_offsets *o)
+{
+#if PY_VERSION_HEX < 0x030e0000
+	struct _pending_calls q;
+
+	o->interp_pending = OFF(PyInterpreterState, ceval.pending);
+	o->pending_first = OFF(struct _pending_calls, first);
+	o->pending_calls = OFF(struct _pending_calls, calls);
+	o->pending_call_size = off16(sizeof(q.calls[0]), "sizeof(_pending_calls.calls[0])");
+	o->pending_call_func = off16(offsetof(struct _pending_calls, calls[0].func) -
+					     offsetof(struct _pending_calls, calls[0]),
+				     "_pending_calls.calls[0].func");
+	o->pending_call_arg = off16(offsetof(struct _pending_calls, calls[0].arg) -
+					    offsetof(struct _pending_calls, calls[0]),
+				    "_pending_calls.calls[0].arg");
+	o->pending_ncalls = off16(sizeof(q.calls) / sizeof(q.calls[0]), "the ring's size");
+#if PY_VERSION_HEX >= 0x030d0000
+	o->pending_last = OFF(struct _pending_calls, next);
+	o->pending_npending = OFF(struct _pending_calls, npending);
+	o->pending_max = OFF(struct _pending_calls, max);
+	o->pending_handling = OFF(struct _pending_calls, handling_thread);
+	o->pending_mutex = OFF(struct _pending_calls, mutex);
+	o->pending_call_flags = off16(offsetof(struct _pending_calls, calls[0].flags) -
+					      offsetof(struct _pending_calls, calls[0]),
+				      "_pending_calls.calls[0].flags");
+	o->tstate_eval_breaker = OFF(PyThreadState, eval_breaker);
+	o->eval_calls_to_do = _PY_CALLS_TO_DO_BIT;
+#else
+	o->pending_last = OFF(struct _pending_calls, last);
+	o->pending_calls_to_do = OFF(struct _pending_calls, calls_to_do);
+	o->interp_eval_breaker = OFF(PyInterpreterState, ceval.eval_breaker);
+	o->eval_calls_to_do = 0;
+#if PY_VERSION_HEX >= 0x030c0000
+	o->pending_busy = OFF(struct _pending_calls, busy);
+#endif
+#endif
+#else
+	o->eval_calls_to_do = 0;
 #endif
 }
 
@@ -641,6 +683,24 @@ static const struct field fields[] = {
 	DEC(dbg_remote_script_path),
 	DEC(dbg_remote_script_path_size),
 	HEX(eval_please_stop),
+	/* pending calls */
+	DEC(interp_pending),
+	DEC(pending_first),
+	DEC(pending_last),
+	DEC(pending_calls_to_do),
+	DEC(pending_busy),
+	DEC(pending_npending),
+	DEC(pending_max),
+	DEC(pending_handling),
+	DEC(pending_mutex),
+	DEC(pending_calls),
+	DEC(pending_call_size),
+	DEC(pending_call_func),
+	DEC(pending_call_arg),
+	DEC(pending_call_flags),
+	DEC(pending_ncalls),
+	DEC(interp_eval_breaker),
+	HEX(eval_calls_to_do),
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
@@ -775,6 +835,7 @@ int main(int argc, char **argv)
 	fill_objects(&o);
 	fill_debug_offsets(&o);
 	fill_remote_exec(&o);
+	fill_pending_calls(&o);
 	if (fill_call_ops(&o))
 		return 1;
 	fill_gil(&o);

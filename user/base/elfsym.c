@@ -683,6 +683,24 @@ int elf_file__exec_ranges(const struct elf_file *e, uint64_t (*ranges)[2], int m
 	return n;
 }
 
+int elf_file__writable_end(const struct elf_file *e, uint64_t *end)
+{
+	int err = -ENOENT;
+	size_t i;
+
+	for (i = 0; i < e->nphdrs; i++) {
+		const GElf_Phdr *ph = &e->phdrs[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W) ||
+		    ph->p_memsz > UINT64_MAX - ph->p_vaddr)
+			continue;
+		if (err || ph->p_vaddr + ph->p_memsz > *end)
+			*end = ph->p_vaddr + ph->p_memsz;
+		err = 0;
+	}
+	return err;
+}
+
 int elf_file__vaddr_to_offset(const struct elf_file *e, uint64_t vaddr, uint64_t *off)
 {
 	size_t i;

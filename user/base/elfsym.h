@@ -77,6 +77,13 @@ int elf_file__first_load(const struct elf_file *e, uint64_t *vaddr, uint64_t *of
 int elf_file__exec_ranges(const struct elf_file *e, uint64_t (*ranges)[2], int max);
 
 /*
+ * The end (p_vaddr + p_memsz) of the last writable PT_LOAD: 0 or -ENOENT.
+ * The bytes from there to the end of its page are mapped with it and belong
+ * to nothing the file defines.
+ */
+int elf_file__writable_end(const struct elf_file *e, uint64_t *end);
+
+/*
  * Converts a file offset to a link-time virtual address through the PT_LOAD
  * that maps it: 0 or -ENOENT.
  */

@@ -122,6 +122,7 @@ struct run_state {
 	struct memprobe_placed placed; /* attach: where they are */
 	struct memduty *duty;	       /* attach: their duty cycle */
 	struct meminject *inject;      /* attach: the sampler put into the process instead */
+	bool helper_left_out;	       /* its thread, once known, left out of the profile */
 	struct host *host;	       /* --all */
 	struct hostmem *hm;	       /* --all --memory (the host's) */
 	bool quit;		       /* top: q was typed */
@@ -270,8 +271,18 @@ static int write_profile(struct run_state *rs, bool final)
 		else
 			pr_warn("and could not save it to %s either\n", fallback);
 	} else if (final) {
-		char *warn = session__memory_warnings(rs->session);
+		struct facts_inject fi = { .attached = true };
+		char *warn;
 
+		/* A sampler asked for and never loaded: why (said already
+		 * if the process answered), not the session's guess for a
+		 * preload that failed. */
+		if (rs->inject)
+			meminject__facts(rs->inject, &fi);
+		warn = fi.attached ? session__memory_warnings(rs->session) : NULL;
+		if (!fi.attached && fi.answer_s < 0)
+			pr_warn("memory: not measured: %s\n",
+				fi.why[0] ? fi.why : "the sampler was not loaded");
 		if (warn)
 			fprintf(stderr, "scalene-bpf: %s", warn);
 		free(warn);
@@ -570,6 +581,9 @@ static void loop_step(struct run_state *rs, double *next)
 	if (rs->duty)
 		memduty__tick(rs->duty, mono_ns());
 	meminject__tick(rs->inject, mono_ns());
+	if (rs->inject && !rs->helper_left_out && meminject__helper_tid(rs->inject))
+		rs->helper_left_out = !session__leave_out_thread(rs->session, rs->opts->pid,
+								 meminject__helper_tid(rs->inject));
 	if (interval_due(rs, next)) {
 		if (rs->host)
 			host__snapshot(rs->host, mono_s() - rs->start_mono);

@@ -180,6 +180,7 @@ struct facts_memory {
  * (user/session/meminject.h). */
 struct facts_inject {
 	bool requested, attached;
+	char method[16];   /* remote_exec (3.14+), pending_call (3.9-3.13) */
 	double answer_s;   /* from the request to the script's answer; < 0: none */
 	double attached_s; /* how long the sampler was in */
 	char detach[32];   /* restored, covered, pending, gone, attached, never attached */

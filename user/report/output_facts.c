@@ -566,7 +566,7 @@ static struct json_object *inject_json(const struct facts_inject *in)
 {
 	struct json_object *o = json_object_new_object();
 
-	add(o, "method", json_object_new_string("remote_exec"));
+	add(o, "method", json_object_new_string(in->method));
 	add(o, "attached", json_object_new_boolean(in->attached));
 	if (in->answer_s >= 0)
 		add(o, "answer_s", json_object_new_double(in->answer_s));
@@ -590,7 +590,7 @@ static struct json_object *memory_json(const struct facts_memory *m, const uint6
 	struct json_object *o = json_object_new_object(), *exact, *est;
 
 	/* The preloaded sampler's (run), or the one put into the process
-	 * (--pid on 3.14+: the "attach" object says so). */
+	 * (--pid: the "attach" object says so). */
 	add(o, "mode", json_object_new_string("sampler"));
 	add(o, "python_processes", json_object_new_int(m->python_processes));
 	add(o, "sampler_loaded", json_object_new_int(m->sampler_loaded));

@@ -261,8 +261,11 @@ struct scalene_bpf_sampler_state {
 			     * changes at least every second while the profiler is attached */
 	__u32 attach_ctl;   /* enum sbs_ctl, written by the profiler */
 	__u32 attach_state; /* enum sbs_attach, written by the library */
+	__u32 attach_tid;   /* the kernel's id of the library's watcher thread, once it
+			     * runs: a profiler leaves that thread out of the profile */
+	__u32 reserved32;
 
-	__u64 reserved[6];
+	__u64 reserved[5];
 };
 
 #ifndef __bpf__

@@ -20,18 +20,23 @@
 #include "model/facts.h"
 #include "sampler/sampler.h"
 #include "session/meminject.h"
+#include "target/pending_call.h"
 #include "target/python.h"
 #include "target/remote_exec.h"
 
-#define BEAT_NS (250 * 1000000ull)	   /* the heartbeat's period */
-#define STALE_MS 3000			   /* the sampler's wait for a beat, then it detaches */
-#define SLOW_NS (2 * 1000000000ull)	   /* no answer by then: said once */
-#define DETACH_WAIT_NS (1000 * 1000000ull) /* for the allocators to be put back */
+#define BEAT_NS (250 * 1000000ull)  /* the heartbeat's period */
+#define STALE_MS 3000		    /* the sampler's wait for a beat, then it detaches */
+#define SLOW_NS (2 * 1000000000ull) /* no answer by then: said once */
+/* For the allocators to be put back: the sampler's watcher sees the word
+ * within 0.1 s and asks the main thread; if that is blocked in C, it takes
+ * the GIL itself 1 s later. */
+#define DETACH_WAIT_NS (1500 * 1000000ull)
 #define STATUS_MAX 512
 
 static const char *const script_name = "attach.py", *const status_name = "status";
 
 static void unlink_all(struct meminject *m);
+static void sleep_ms(int ms);
 
 struct meminject {
 	int pid;
@@ -45,10 +50,12 @@ struct meminject {
 	uint64_t requested_ns, answered_ns, beat_ns, ended_ns;
 	bool requested, answered, attached, slow_said;
 	uint64_t state_addr, beat;
+	uint32_t helper_tid;
 	uint32_t attach_state; /* the sampler's, last read */
 	struct scalene_bpf_sampler_state at_end;
 	bool have_end;
-	char outcome[32]; /* of the detach */
+	struct pending_call *pc; /* 3.9-3.13's request, until it has run */
+	char outcome[32];	 /* of the detach */
 	char why[STATUS_MAX];
 };
 
@@ -179,7 +186,8 @@ static int loaded_before(struct meminject *m)
 }
 
 /* The script: everything it does is caught and said in the status file,
- * never printed in the process. */
+ * never printed in the process; a Ctrl-C that lands in it is handed back to
+ * the main thread. */
 static int write_script(struct meminject *m, const char *path)
 {
 	char status[PATH_MAX];
@@ -217,6 +225,8 @@ static int write_script(struct meminject *m, const char *path)
 		"            msg = 'ok %%d %%x\\n' %% (rc, state)\n"
 		"        except BaseException as e:\n"
 		"            msg = 'error %%s: %%s\\n' %% (type(e).__name__, str(e)[:300])\n"
+		"            if isinstance(e, KeyboardInterrupt):\n"
+		"                __import__('_thread').interrupt_main()\n"
 		"        status.write(msg)\n"
 		"_scalene_bpf_attach()\n",
 		status, m->dlopen, (unsigned long long)m->sample_bytes, STALE_MS,
@@ -245,6 +255,20 @@ static int make_status(struct meminject *m, const char *path)
 	return err;
 }
 
+/* 3.14+ runs a script sent from outside; before, a pending call does
+ * (target/pending_call.h).  A 3.14 that refuses remote execution is not
+ * asked the older way: the refusal is its owner's choice. */
+static bool by_pending_call(const struct py_proc *pp)
+{
+	return pp->minor < 14;
+}
+
+static int can_request(const struct py_proc *pp, char *why, size_t whylen)
+{
+	return by_pending_call(pp) ? pending_call__check(pp, why, whylen)
+				   : remote_exec__check(pp, why, whylen);
+}
+
 struct meminject *meminject__new(const struct meminject_opts *o, char *why, size_t whylen)
 {
 	struct meminject *m = calloc(1, sizeof(*m));
@@ -257,7 +281,7 @@ struct meminject *meminject__new(const struct meminject_opts *o, char *why, size
 	m->pp = o->pp;
 	m->sample_bytes = o->sample_bytes;
 	snprintf(m->root, sizeof(m->root), "/proc/%d/root", m->pid);
-	err = remote_exec__check(o->pp, why, whylen);
+	err = can_request(o->pp, why, whylen);
 	if (!err)
 		err = make_dir(m, why, whylen);
 	if (err)
@@ -297,13 +321,28 @@ const char *meminject__library(const struct meminject *m)
 	return m->lib;
 }
 
+/* A queue being emptied, or a request of another's about to be taken, is
+ * busy for microseconds to milliseconds: asked again for up to a second. */
+#define BUSY_TRIES 100
+#define BUSY_WAIT_MS 10
+
 int meminject__start(struct meminject *m, char *why, size_t whylen)
 {
 	char script[PATH_MAX];
-	int err = in_dir(m, script_name, false, script, sizeof(script));
+	int err = in_dir(m, script_name, false, script, sizeof(script)), i;
 
-	if (!err)
-		err = remote_exec__request(m->pp, script, why, whylen);
+	for (i = 0; !err && i < BUSY_TRIES; i++) {
+		if (by_pending_call(m->pp))
+			err = pending_call__request(m->pp, script, &m->pc, why, whylen);
+		else
+			err = remote_exec__request(m->pp, script, why, whylen);
+		if (err != -EBUSY)
+			break;
+		err = 0;
+		sleep_ms(BUSY_WAIT_MS);
+	}
+	if (!err && i == BUSY_TRIES)
+		err = -EBUSY;
 	if (err)
 		return err;
 	m->requested = true;
@@ -335,6 +374,9 @@ static void read_answer(struct meminject *m, uint64_t now)
 	buf[n - 1] = '\0';
 	m->answered = true;
 	m->answered_ns = now;
+	/* The call has run: the bytes its text took are put back. */
+	pending_call__end(m->pc);
+	m->pc = NULL;
 	/* The process has mapped the library or never will: nothing is left
 	 * in its /tmp, even if this profiler is killed next. */
 	unlink_all(m);
@@ -372,11 +414,18 @@ void meminject__tick(struct meminject *m, uint64_t now)
 		}
 		return;
 	}
+	if (m->attached && !m->helper_tid)
+		mem_read_u32(m->pid, m->state_addr + STATE_FIELD(attach_tid), &m->helper_tid);
 	if (!m->attached || now - m->beat_ns < BEAT_NS)
 		return;
 	m->beat++;
 	m->beat_ns = now;
 	mem_write(m->pid, m->state_addr + STATE_FIELD(attach_beat), &m->beat, sizeof(m->beat));
+}
+
+int meminject__helper_tid(const struct meminject *m)
+{
+	return m ? (int)m->helper_tid : 0;
 }
 
 int meminject__due_ms(const struct meminject *m, uint64_t now, int max_ms)
@@ -437,6 +486,11 @@ static void detach(struct meminject *m)
 			break;
 		if (st & (SBS_AT_RESTORED | SBS_AT_COVERED))
 			break;
+		/* The sampler's thread asks the main thread with a pending
+		 * call, which 3.9-3.12 do not flag when another thread adds
+		 * it: the flag is tripped from here. */
+		if (by_pending_call(m->pp))
+			pending_call__nudge(m->pp);
 		sleep_ms(10);
 	}
 	m->attach_state = st;
@@ -468,7 +522,7 @@ void meminject__end(struct meminject *m)
 	if (m->requested && !m->answered) {
 		/* A request not yet taken is taken back; one being taken now
 		 * gets a moment to answer. */
-		taken = remote_exec__cancel(m->pp);
+		taken = m->pc ? pending_call__cancel(m->pc) : remote_exec__cancel(m->pp);
 		for (i = 0; taken == 0 && !m->answered && i < 50; i++) {
 			sleep_ms(10);
 			read_answer(m, mono_ns());
@@ -476,7 +530,13 @@ void meminject__end(struct meminject *m)
 		if (!m->answered)
 			snprintf(m->why, sizeof(m->why),
 				 "the main thread ran no Python code while the profiler was "
-				 "attached, so the sampler was never loaded");
+				 "attached, so the sampler was never loaded%s",
+				 taken == 1	   ? " (the request was taken back)"
+				 : taken == -EBUSY ? " (the request stays queued behind the "
+						     "process's own calls, and will run nothing)"
+						   : "");
+		pending_call__end(m->pc);
+		m->pc = NULL;
 	}
 	if (m->attached)
 		detach(m);
@@ -489,6 +549,8 @@ void meminject__facts(const struct meminject *m, struct facts_inject *out)
 
 	memset(out, 0, sizeof(*out));
 	out->requested = m->requested;
+	snprintf(out->method, sizeof(out->method), "%s",
+		 by_pending_call(m->pp) ? "pending_call" : "remote_exec");
 	out->attached = m->attached;
 	out->answer_s = m->answered ? (m->answered_ns - m->requested_ns) / 1e9 : -1;
 	out->attached_s = m->attached ? (end - m->answered_ns) / 1e9 : 0;
@@ -506,6 +568,7 @@ void meminject__free(struct meminject *m)
 {
 	if (!m)
 		return;
+	pending_call__end(m->pc);
 	unlink_all(m);
 	free(m);
 }

@@ -4,7 +4,8 @@
  * (user/sampler) put into the running interpreter and taken out again.
  *
  * A CPython 3.14+ that allows it runs a short script the profiler sends it
- * (PEP 768, target/remote_exec.h).  The script loads a copy of the sampler
+ * (PEP 768, target/remote_exec.h); 3.9-3.13 run it from a call put into the
+ * interpreter's queue of pending calls (target/pending_call.h).  The script loads a copy of the sampler
  * from a directory the profiler made in the process's own /tmp and calls
  * scalene_bpf_sampler_attach() with the GIL held, which wraps Python's MEM
  * and OBJ allocator domains.  From then on the process pays what a `run`
@@ -36,8 +37,8 @@ struct meminject_opts {
 struct meminject;
 
 /* Makes the files the script needs in the process's /tmp.  NULL with errno
- * set and the reason in why: -ENOTSUP (no remote execution in this
- * interpreter), -EPERM (refused by the interpreter), or -errno. */
+ * set and the reason in why: -ENOTSUP (no way in for this interpreter),
+ * -EPERM (refused by the interpreter), or -errno. */
 struct meminject *meminject__new(const struct meminject_opts *o, char *why, size_t whylen);
 /* The copy of the library, as this process reaches it: where the loader
  * places the sampler's probes. */
@@ -48,6 +49,9 @@ int meminject__start(struct meminject *m, char *why, size_t whylen);
 void meminject__tick(struct meminject *m, uint64_t now);
 /* Milliseconds until the next tick is due, at most max_ms. */
 int meminject__due_ms(const struct meminject *m, uint64_t now, int max_ms);
+/* The kernel's id of the sampler's own thread in the process, once known
+ * (0 before): the profile leaves it out. */
+int meminject__helper_tid(const struct meminject *m);
 /* Detaches: asks for the allocators back, waits up to a second for them,
  * takes back a request never taken, and removes the files. */
 void meminject__end(struct meminject *m);

@@ -657,6 +657,18 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 	return 0;
 }
 
+int session__leave_out_thread(struct session *s, int pid, int tid)
+{
+	struct tproc *tp = hmap__get(s->procs, &pid);
+
+	if (!tp)
+		return -ENOENT;
+	if (tp->nleft_out >= (int)(sizeof(tp->left_out) / sizeof(tp->left_out[0])))
+		return -ENOSPC;
+	tp->left_out[tp->nleft_out++] = tid;
+	return 0;
+}
+
 void session__root_will_exec(struct session *s, const char *exe)
 {
 	char real[PATH_MAX];
@@ -1600,6 +1612,10 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 	if (!tp || (s->bpf.drain_counts && ev->gen != tp->gen)) {
 		s->samples_unknown_proc += count;
 		return;
+	}
+	for (int i = 0; i < tp->nleft_out; i++) {
+		if ((int)ev->tid == tp->left_out[i])
+			return;
 	}
 	if (ev->status == WALK_NO_CONFIG)
 		detect_soon(s, tp);

@@ -17,7 +17,9 @@ import sys
 import threading
 import time
 
-from sampler_state import State
+# Run as root from a user's clone (sudo make test): no root-owned cache there.
+sys.dont_write_bytecode = True
+from sampler_state import State  # noqa: E402
 
 COUNTERS = ["alloc_bytes", "python_bytes", "malloc_samples", "python_samples",
             "sampled_bytes", "sampled_python_bytes", "free_samples",

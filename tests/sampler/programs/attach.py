@@ -26,7 +26,9 @@ import threading
 import time
 import warnings
 
-from sampler_state import State
+# Run as root from a user's clone (sudo make test): no root-owned cache there.
+sys.dont_write_bytecode = True
+from sampler_state import State  # noqa: E402
 
 U64 = ctypes.c_uint64
 U32 = ctypes.c_uint32
