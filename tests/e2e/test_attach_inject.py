@@ -120,8 +120,9 @@ def test_attach_memory_injected(inject_python, tmp_path, accuracy):
 
 def test_attach_memory_injected_again(some_inject_python, tmp_path):
     """A profiler that comes back to the same process: the copy loaded the
-    first time is attached again (one copy mapped), and given back again."""
-    target, stop, _ = _start(some_inject_python[0], tmp_path)
+    first time is attached again (one copy mapped), and given back again;
+    each profile counts the bytes of its own attach, not the copy's total."""
+    target, stop, side = _start(some_inject_python[0], tmp_path)
     outs = [tmp_path / "first.json", tmp_path / "again.json"]
     try:
         runs = [invoke(["--pid", target.pid, "--memory", "--duration", "1", "-o", out],
@@ -139,6 +140,14 @@ def test_attach_memory_injected_again(some_inject_python, tmp_path):
         att = res.profile["scalene_bpf"]["memory"]["attach"]
         assert att["attached"] is True and att["detach"] == "restored", att
         assert line_row(res.profile, PROG, "small")["n_malloc_mb"] > 0, describe(res.profile, PROG)
+        # 100 MiB a round (20 of 4 + 1 MiB), exact in the sampler's count;
+        # the program's rounds over the attach (answer to detach: within
+        # the profile's span, a round is ~25 ms of it).
+        rows = read_rounds(side)
+        t0 = res.profile["start_time_absolute"]
+        t1 = t0 + res.profile["elapsed_time_sec"]
+        want = (rounds_at(rows, t1) - rounds_at(rows, t0)) * 100
+        assert 0.6 * want <= att["python_mb"] <= 1.2 * want, (att, want)
 
 
 def test_attach_memory_injected_profiler_killed(some_inject_python, tmp_path):

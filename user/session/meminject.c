@@ -52,7 +52,9 @@ struct meminject {
 	uint64_t state_addr, beat;
 	uint32_t helper_tid;
 	uint32_t attach_state; /* the sampler's, last read */
-	struct scalene_bpf_sampler_state at_end;
+	/* The sampler's counts when it attached and at the end: a copy
+	 * attached before (loaded_before) counts on from there. */
+	struct scalene_bpf_sampler_state at_start, at_end;
 	bool have_end;
 	struct pending_call *pc; /* 3.9-3.13's request, until it has run */
 	char outcome[32];	 /* of the detach */
@@ -385,6 +387,8 @@ static void read_answer(struct meminject *m, uint64_t now)
 	    magic == SCALENE_BPF_SAMPLER_MAGIC) {
 		m->attached = true;
 		m->state_addr = addr;
+		if (mem_read(m->pid, addr, &m->at_start, sizeof(m->at_start)))
+			memset(&m->at_start, 0, sizeof(m->at_start));
 		pr_info("memory: the sampler is attached to process %d, %.0f ms after the "
 			"request\n",
 			m->pid, (now - m->requested_ns) / 1e6);
@@ -559,8 +563,11 @@ void meminject__facts(const struct meminject *m, struct facts_inject *out)
 		 m->outcome[0] ? m->outcome : (m->attached ? "attached" : "never attached"));
 	out->sample_bytes = m->sample_bytes;
 	if (m->have_end) {
-		out->python_bytes = m->at_end.python_bytes;
-		out->probe_hits = m->at_end.malloc_samples + m->at_end.free_samples;
+		const struct scalene_bpf_sampler_state *s = &m->at_start, *e = &m->at_end;
+
+		out->python_bytes = e->python_bytes - s->python_bytes;
+		out->probe_hits = (e->malloc_samples + e->free_samples) -
+				  (s->malloc_samples + s->free_samples);
 	}
 }
 
