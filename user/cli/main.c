@@ -122,7 +122,6 @@ struct run_state {
 	struct memprobe_placed placed; /* attach: where they are */
 	struct memduty *duty;	       /* attach: their duty cycle */
 	struct meminject *inject;      /* attach: the sampler put into the process instead */
-	bool helper_left_out;	       /* its thread, once known, left out of the profile */
 	struct host *host;	       /* --all */
 	struct hostmem *hm;	       /* --all --memory (the host's) */
 	bool quit;		       /* top: q was typed */
@@ -581,9 +580,6 @@ static void loop_step(struct run_state *rs, double *next)
 	if (rs->duty)
 		memduty__tick(rs->duty, mono_ns());
 	meminject__tick(rs->inject, mono_ns());
-	if (rs->inject && !rs->helper_left_out && meminject__helper_tid(rs->inject))
-		rs->helper_left_out = !session__leave_out_thread(rs->session, rs->opts->pid,
-								 meminject__helper_tid(rs->inject));
 	if (interval_due(rs, next)) {
 		if (rs->host)
 			host__snapshot(rs->host, mono_s() - rs->start_mono);
@@ -917,6 +913,8 @@ static void inject_start(struct run_state *rs, int pid)
 {
 	char why[512];
 
+	/* The sampler's own thread is not the program's. */
+	session__leave_out_threads(rs->session, pid, SCALENE_BPF_SAMPLER_THREAD);
 	if (!meminject__start(rs->inject, why, sizeof(why))) {
 		pr_info("memory: process %d asked to load the sampler\n", pid);
 		return;

@@ -29,9 +29,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "sampler_int.h"
 
@@ -138,9 +136,8 @@ static void *watch(void *arg)
 	uint64_t rescue_at = 0;
 	int gil;
 
-	/* Named, and its id published: the profiler leaves it out. */
-	prctl(PR_SET_NAME, "scalene-bpf-mem", 0, 0, 0);
-	__atomic_store_n(&sbs_state.attach_tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	/* Named: the profiler leaves it out. */
+	prctl(PR_SET_NAME, SCALENE_BPF_SAMPLER_THREAD, 0, 0, 0);
 	state_set(wait_for_end());
 	while (py_alive() && !__atomic_load_n(&restored, __ATOMIC_ACQUIRE)) {
 		if (!rescue_at && py.add_pending_call(restore_pending, NULL) == 0)

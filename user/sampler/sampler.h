@@ -222,6 +222,11 @@ enum sbs_attach {
  * so a live thread may hold back about one sampling mean of each.  A fork
  * child starts from its parent's values.
  */
+/* The name (comm) of the thread scalene_bpf_sampler_attach() starts, which a
+ * profiler leaves out of the profile: it is the profiler's, not the
+ * program's. */
+#define SCALENE_BPF_SAMPLER_THREAD "scalene-bpf-mem"
+
 struct scalene_bpf_sampler_state {
 	__u32 magic;	    /* SCALENE_BPF_SAMPLER_MAGIC */
 	__u32 abi;	    /* SCALENE_BPF_SAMPLER_ABI */
@@ -261,11 +266,8 @@ struct scalene_bpf_sampler_state {
 			     * changes at least every second while the profiler is attached */
 	__u32 attach_ctl;   /* enum sbs_ctl, written by the profiler */
 	__u32 attach_state; /* enum sbs_attach, written by the library */
-	__u32 attach_tid;   /* the kernel's id of the library's watcher thread, once it
-			     * runs: a profiler leaves that thread out of the profile */
-	__u32 reserved32;
 
-	__u64 reserved[5];
+	__u64 reserved[6];
 };
 
 #ifndef __bpf__

@@ -50,7 +50,6 @@ struct meminject {
 	uint64_t requested_ns, answered_ns, beat_ns, ended_ns;
 	bool requested, answered, attached, slow_said;
 	uint64_t state_addr, beat;
-	uint32_t helper_tid;
 	uint32_t attach_state; /* the sampler's, last read */
 	/* The sampler's counts when it attached and at the end: a copy
 	 * attached before (loaded_before) counts on from there. */
@@ -418,18 +417,11 @@ void meminject__tick(struct meminject *m, uint64_t now)
 		}
 		return;
 	}
-	if (m->attached && !m->helper_tid)
-		mem_read_u32(m->pid, m->state_addr + STATE_FIELD(attach_tid), &m->helper_tid);
 	if (!m->attached || now - m->beat_ns < BEAT_NS)
 		return;
 	m->beat++;
 	m->beat_ns = now;
 	mem_write(m->pid, m->state_addr + STATE_FIELD(attach_beat), &m->beat, sizeof(m->beat));
-}
-
-int meminject__helper_tid(const struct meminject *m)
-{
-	return m ? (int)m->helper_tid : 0;
 }
 
 int meminject__due_ms(const struct meminject *m, uint64_t now, int max_ms)

@@ -49,9 +49,6 @@ int meminject__start(struct meminject *m, char *why, size_t whylen);
 void meminject__tick(struct meminject *m, uint64_t now);
 /* Milliseconds until the next tick is due, at most max_ms. */
 int meminject__due_ms(const struct meminject *m, uint64_t now, int max_ms);
-/* The kernel's id of the sampler's own thread in the process, once known
- * (0 before): the profile leaves it out. */
-int meminject__helper_tid(const struct meminject *m);
 /* Detaches: asks for the allocators back, waits up to a second for them,
  * takes back a request never taken, and removes the files. */
 void meminject__end(struct meminject *m);

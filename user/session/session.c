@@ -657,15 +657,13 @@ int session__add_root(struct session *s, int pid, const struct py_proc *pp)
 	return 0;
 }
 
-int session__leave_out_thread(struct session *s, int pid, int tid)
+int session__leave_out_threads(struct session *s, int pid, const char *comm)
 {
 	struct tproc *tp = hmap__get(s->procs, &pid);
 
 	if (!tp)
 		return -ENOENT;
-	if (tp->nleft_out >= (int)(sizeof(tp->left_out) / sizeof(tp->left_out[0])))
-		return -ENOSPC;
-	tp->left_out[tp->nleft_out++] = tid;
+	snprintf(tp->left_out, sizeof(tp->left_out), "%s", comm);
 	return 0;
 }
 
@@ -1613,10 +1611,8 @@ static void on_sample(struct session *s, const struct sample_event *ev, size_t s
 		s->samples_unknown_proc += count;
 		return;
 	}
-	for (int i = 0; i < tp->nleft_out; i++) {
-		if ((int)ev->tid == tp->left_out[i])
-			return;
-	}
+	if (tp->left_out[0] && !strncmp((const char *)ev->comm, tp->left_out, sizeof(ev->comm)))
+		return;
 	if (ev->status == WALK_NO_CONFIG)
 		detect_soon(s, tp);
 	p = tp_profile(s, tp);

@@ -175,10 +175,10 @@ void session__set_bpf(struct session *s, const struct session_bpf *bpf);
  * as Python; without it (a launch), it is recognised after its exec. */
 int session__add_root(struct session *s, int pid, const struct py_proc *pp);
 
-/* Leaves thread tid of process pid out of the profile from now on: a thread
- * the profiler itself put there (the loaded sampler's watcher).  0, -ENOENT
- * (pid not followed), -ENOSPC (too many). */
-int session__leave_out_thread(struct session *s, int pid, int tid);
+/* Leaves the threads of process pid named comm out of the profile from now
+ * on: a thread the profiler itself put there (the loaded sampler's watcher,
+ * SCALENE_BPF_SAMPLER_THREAD).  0, or -ENOENT (pid not followed). */
+int session__leave_out_threads(struct session *s, int pid, const char *comm);
 /* A launched root that has not exec'ed yet will exec exe: the probe on its
  * interpreter's code-object deallocator is placed now, before any of its
  * code runs (none of the code objects its start-up frees goes uncopied).

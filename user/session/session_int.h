@@ -70,9 +70,9 @@ struct tproc {
 	 * in place (CLOCK_MONOTONIC; 0: none). */
 	uint64_t code_probe_ns;
 	char why[256];
-	/* Threads the profiler put there, left out of the profile. */
-	int left_out[2];
-	int nleft_out;
+	/* The name of threads the profiler put there, left out of the
+	 * profile ("": none). */
+	char left_out[16];
 	/* The allocation sampler in this process, as its probes reported. */
 	bool sampler_loaded;
 	bool sampler_final; /* its exit probe fired: state is final */

@@ -22,8 +22,7 @@ class State(ctypes.Structure):
         ("table_entries", U64), ("table_overflows", U64), ("table_stale", U64),
         ("realloc_restores", U64),
         ("attach_beat", U64), ("attach_ctl", U32), ("attach_state", U32),
-        ("attach_tid", U32), ("reserved32", U32),
-        ("reserved", U64 * 5),
+        ("reserved", U64 * 6),
     ]
 
 
