@@ -46,13 +46,17 @@ def some_inject_python(request):
     return find_interpreter(request.param), _method(request.param)
 
 
+def _spawn(argv, cwd, env=None, user=None):
+    """The target, its output piped; it says "ready" when it is."""
+    as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
+    return subprocess.Popen([str(a) for a in argv], cwd=str(cwd), env=env or clean_env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **as_user)
+
+
 def _start(python, tmp_path, env=None, user=None, prog=PROG):
     stop, side = tmp_path / "stop", tmp_path / "rounds.txt"
-    as_user = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []} if user else {}
-    target = subprocess.Popen([python, prog, str(stop), str(side)], cwd=str(tmp_path),
-                              env=env or clean_env(), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              **as_user)
+    target = _spawn([python, prog, stop, side], tmp_path, env=env, user=user)
     assert target.stdout.readline().strip() == "ready"
     return target, stop, side
 
@@ -270,9 +274,7 @@ def test_attach_memory_injection_main_thread_blocked(ident, tmp_path):
             "         for t in os.listdir('/proc/self/task')]\n"
             "open(sys.argv[1], 'w').close()\n"
             "print('done', 'scalene-bpf-mem' in comms, alloc() == before, flush=True)\n")
-    target = subprocess.Popen([python, "-c", code, str(stop)], cwd=str(tmp_path),
-                              env=clean_env(), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    target = _spawn([python, "-c", code, stop], tmp_path)
     out = tmp_path / "profile.json"
     try:
         assert target.stdout.readline().strip() == "ready"
@@ -331,9 +333,7 @@ def test_attach_memory_injection_script_fails(tmp_path):
             "while not os.path.exists(sys.argv[1]):\n"
             "    sum(range(10000)); time.sleep(0.001)\n"
             "print('done', flush=True)\n")
-    target = subprocess.Popen([python, "-c", code, str(stop)], cwd=str(tmp_path),
-                              env=clean_env(), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    target = _spawn([python, "-c", code, stop], tmp_path)
     out = tmp_path / "profile.json"
     try:
         assert target.stdout.readline().strip() == "ready"

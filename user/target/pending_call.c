@@ -16,7 +16,6 @@
 #include "target/python.h"
 
 #define TEXT_MAX 512
-#define MAX_THREADS 4096 /* a thread list longer than this is not believed */
 
 struct pending_call {
 	const struct py_proc *pp;
@@ -137,24 +136,6 @@ out:
 	return err;
 }
 
-/* 3.13: the main thread's state, whose eval breaker gets the bit. */
-static int main_tstate(const struct py_proc *pp, uint64_t interp, uint64_t *ts)
-{
-	const struct py_offsets *o = pp->off;
-	uint64_t tid;
-	int err, i;
-
-	err = mem_read_u64(pp->pid, interp + o->interp_threads_head, ts);
-	for (i = 0; !err && *ts && i < MAX_THREADS; i++) {
-		err = mem_read_u64(pp->pid, *ts + o->tstate_thread_id, &tid);
-		if (!err && tid == pp->main_thread)
-			return 0;
-		if (!err)
-			err = mem_read_u64(pp->pid, *ts + o->tstate_next, ts);
-	}
-	return err ?: -EAGAIN;
-}
-
 static uint64_t entry(const struct pending_call *pc, uint32_t i)
 {
 	const struct py_offsets *o = pc->pp->off;
@@ -239,7 +220,7 @@ static int write_call(struct pending_call *pc, const struct queue_state *q, uint
 	 * sets it again (sys.remote_exec of 3.14 writes it the same way). */
 	err = mem_write(pid, pc->queue + o->pending_npending, &one, sizeof(one));
 	if (!err)
-		err = main_tstate(pc->pp, interp, &ts);
+		err = python__main_tstate(pc->pp, &ts);
 	if (!err)
 		err = mem_read_u64(pid, ts + o->tstate_eval_breaker, &breaker);
 	if (!err) {
@@ -274,9 +255,7 @@ int pending_call__request(const struct py_proc *pp, const char *path, struct pen
 		return -ENOMEM;
 	pc->pp = pp;
 	pc->len = (size_t)len;
-	err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp);
-	if (!err && !interp)
-		err = -EAGAIN;
+	err = python__main_interp(pp, &interp);
 	if (err) {
 		snprintf(why, whylen, "failed to find the main interpreter: %s", strerror(-err));
 		goto fail;
@@ -388,11 +367,9 @@ int pending_call__nudge(const struct py_proc *pp)
 	int32_t one = 1;
 	int err;
 
-	if (o->interp_eval_breaker == PYOFF_NONE || o->runtime_interp_main == PYOFF_NONE)
+	if (o->interp_eval_breaker == PYOFF_NONE)
 		return -ENOTSUP;
-	err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp);
-	if (!err && !interp)
-		err = -EAGAIN;
+	err = python__main_interp(pp, &interp);
 	if (!err)
 		err = mem_write(pp->pid, interp + o->interp_eval_breaker, &one, sizeof(one));
 	return err;

@@ -476,9 +476,21 @@ static int check_debug_offsets(struct py_proc *pp, char *why, size_t whylen)
 	return err;
 }
 
-/* Finds the thread state whose thread_id is the main thread, walking
- * runtime -> interpreters -> threads.  0, -EAGAIN (none yet) or -errno. */
-static int main_tstate_from_list(const struct py_proc *pp, uint64_t *tstate)
+int python__main_interp(const struct py_proc *pp, uint64_t *interp)
+{
+	int err;
+
+	*interp = 0;
+	if (pp->off->runtime_interp_main == PYOFF_NONE)
+		return -ENOTSUP;
+	err = mem_read_u64(pp->pid, pp->runtime + pp->off->runtime_interp_main, interp);
+	if (!err && !*interp)
+		err = -EAGAIN;
+	return err;
+}
+
+/* Walks runtime -> interpreters -> threads (python.h). */
+int python__main_tstate(const struct py_proc *pp, uint64_t *tstate)
 {
 	const struct py_offsets *o = pp->off;
 	uint64_t interp = 0, ts, tid;
@@ -587,7 +599,7 @@ static int check_tsd(struct py_proc *pp, const struct elf_file *e, uint64_t bias
 	err = tstate_slot(pp, e, bias, &slot, why, whylen);
 	if (err)
 		return err;
-	err = main_tstate_from_list(pp, &via_list);
+	err = python__main_tstate(pp, &via_list);
 	if (err == -EAGAIN) {
 		snprintf(why, whylen, "the main thread has no Python thread state yet");
 		return err;
@@ -623,8 +635,7 @@ static uint64_t gc_flag(const struct py_proc *pp)
 	const struct py_offsets *o = pp->off;
 	uint64_t interp = 0;
 
-	if (o->runtime_interp_main == PYOFF_NONE || o->interp_gc_collecting == PYOFF_NONE ||
-	    mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp) || !interp)
+	if (o->interp_gc_collecting == PYOFF_NONE || python__main_interp(pp, &interp))
 		return 0;
 	return interp + o->interp_gc_collecting;
 }
@@ -657,10 +668,10 @@ static int find_gil(struct py_proc *pp)
 	if (o->runtime_ceval_gil != PYOFF_NONE) {
 		gil = pp->runtime + o->runtime_ceval_gil;
 	} else if (o->runtime_interp_main != PYOFF_NONE && o->interp_ceval_gil != PYOFF_NONE) {
-		err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, &interp);
-		if (!err && interp)
+		err = python__main_interp(pp, &interp);
+		if (!err)
 			err = mem_read_u64(pp->pid, interp + o->interp_ceval_gil, &gil);
-		if (err) {
+		if (err && err != -EAGAIN) {
 			snprintf(pp->gil_why, sizeof(pp->gil_why),
 				 "failed to read the GIL's address: %s", strerror(-err));
 			return 0;

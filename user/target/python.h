@@ -104,6 +104,14 @@ int python__check_binary(const char *path, char *why, size_t whylen);
  * process against the main thread before use (python__thread_tid). */
 #define GLIBC_PTHREAD_TID 0x2d0
 
+/* The main interpreter (_PyRuntime.interpreters.main): 0, -ENOTSUP (the
+ * table has no such field), -EAGAIN (none yet) or -errno. */
+int python__main_interp(const struct py_proc *pp, uint64_t *interp);
+
+/* The main thread's state (the one whose thread_id is pp->main_thread),
+ * from the interpreters' thread lists: 0, -EAGAIN (none yet) or -errno. */
+int python__main_tstate(const struct py_proc *pp, uint64_t *tstate);
+
 /* The kernel thread id of a thread state: native_thread_id (3.11+), or
  * through its pthread_t (glibc); 0 with -errno when it cannot be told. */
 int python__thread_tid(const struct py_proc *pp, uint64_t tstate, int *tid);

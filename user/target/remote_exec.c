@@ -14,14 +14,10 @@
  * thread that runs the program's main script, as sys.remote_exec picks). */
 static int main_tstate(const struct py_proc *pp, uint64_t *interp, uint64_t *tstate)
 {
-	const struct py_offsets *o = pp->off;
-	int err;
+	int err = python__main_interp(pp, interp);
 
-	err = mem_read_u64(pp->pid, pp->runtime + o->runtime_interp_main, interp);
-	if (!err && !*interp)
-		err = -EAGAIN;
 	if (!err)
-		err = mem_read_u64(pp->pid, *interp + o->interp_threads_main, tstate);
+		err = mem_read_u64(pp->pid, *interp + pp->off->interp_threads_main, tstate);
 	if (!err && !*tstate)
 		err = -EAGAIN;
 	return err;
